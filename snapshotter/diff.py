@@ -1,0 +1,83 @@
+"""File diffs between two states: numstat counts now, the unified patch on demand."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from . import linediff
+from .model import ChangeStatus, FileDiff
+from .objects import MODE_LINK
+from .trees import Change
+
+ContentLoader = Callable[[str, bytes, int], bytes]
+"""(path, object id, git mode) -> content, for one side of a comparison."""
+
+
+def status_of(change: Change) -> ChangeStatus:
+    if change.old is None:
+        return ChangeStatus.ADDED
+    if change.new is None:
+        return ChangeStatus.DELETED
+    if (change.old[0] == MODE_LINK) != (change.new[0] == MODE_LINK):
+        return ChangeStatus.TYPE_CHANGED
+    return ChangeStatus.MODIFIED
+
+
+def file_diff(change: Change, load_old: ContentLoader, load_new: ContentLoader) -> FileDiff:
+    """The FileDiff of one change, reading both sides' content once for the counts."""
+    old = load_old(change.path, change.old[1], change.old[0]) if change.old else b""
+    new = load_new(change.path, change.new[1], change.new[0]) if change.new else b""
+    binary = linediff.is_binary(old) or linediff.is_binary(new)
+    same_content = change.old is not None and change.new is not None and change.old[1] == change.new[1]
+    if binary or same_content:
+        additions = deletions = 0
+    else:
+        additions, deletions = linediff.numstat(old, new)
+
+    def make_patch() -> str:
+        return render_patch(change, old, new, binary)
+
+    return FileDiff(
+        path=change.path,
+        status=status_of(change),
+        additions=additions,
+        deletions=deletions,
+        binary=binary,
+        old_mode=change.old[0] if change.old else None,
+        new_mode=change.new[0] if change.new else None,
+        old_id=change.old[1].hex() if change.old else None,
+        new_id=change.new[1].hex() if change.new else None,
+        _patch_fn=make_patch,
+    )
+
+
+def render_patch(change: Change, old: bytes, new: bytes, binary: bool) -> str:
+    """A ``git diff``-style patch for one path."""
+    path = change.path
+    lines = [f"diff --git a/{path} b/{path}\n"]
+    old_mode = f"{change.old[0]:06o}" if change.old else None
+    new_mode = f"{change.new[0]:06o}" if change.new else None
+    old_short = change.old[1].hex()[:7] if change.old else "0000000"
+    new_short = change.new[1].hex()[:7] if change.new else "0000000"
+    if change.old is None:
+        lines.append(f"new file mode {new_mode}\n")
+        lines.append(f"index {old_short}..{new_short}\n")
+    elif change.new is None:
+        lines.append(f"deleted file mode {old_mode}\n")
+        lines.append(f"index {old_short}..{new_short}\n")
+    elif old_mode != new_mode:
+        lines.append(f"old mode {old_mode}\nnew mode {new_mode}\n")
+        if old_short != new_short:
+            lines.append(f"index {old_short}..{new_short}\n")
+    else:
+        lines.append(f"index {old_short}..{new_short} {old_mode}\n")
+    if change.old is not None and change.new is not None and change.old[1] == change.new[1]:
+        return "".join(lines)
+    a_name = f"a/{path}" if change.old else "/dev/null"
+    b_name = f"b/{path}" if change.new else "/dev/null"
+    if binary:
+        lines.append(f"Binary files {a_name} and {b_name} differ\n")
+        return "".join(lines)
+    lines.append(f"--- {a_name}\n+++ {b_name}\n")
+    lines.append(linediff.unified_hunks(old, new))
+    return "".join(lines)

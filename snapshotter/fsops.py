@@ -1,0 +1,229 @@
+"""Writing into the workspace without ever leaving it.
+
+Every operation reaches its target through real folders only: on POSIX each
+path component is opened with ``O_NOFOLLOW | O_DIRECTORY`` relative to its
+parent's descriptor, so a symlink swapped in for a folder just before a restore
+cannot redirect a write outside the workspace. Where the platform lacks
+``dir_fd`` support (Windows), each component is checked with ``lstat`` first.
+Files are written to a temporary name in their own folder and renamed over the
+target, so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+import sys
+from collections.abc import Iterator
+
+from .errors import RestoreConflict
+
+_HAS_DIR_FD = (
+    os.open in os.supports_dir_fd
+    and os.unlink in os.supports_dir_fd
+    and os.mkdir in os.supports_dir_fd
+    and os.symlink in os.supports_dir_fd
+    and os.rename in os.supports_dir_fd
+    and hasattr(os, "O_NOFOLLOW")
+    and hasattr(os, "O_DIRECTORY")
+)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+_TMP_PREFIX = ".snapshotter-tmp-"
+
+
+def _current_umask() -> int:
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # no /proc: read it the only portable way
+    os.umask(mask)
+    return mask
+
+
+UMASK = _current_umask()
+
+
+def file_mode(executable: bool) -> int:
+    """The permission bits git gives a checked-out file."""
+    return (0o777 if executable else 0o666) & ~UMASK
+
+
+class Workspace:
+    """Confined file operations under one root folder, by relative posix path."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def abspath(self, rel: str) -> str:
+        return os.path.join(self.root, *rel.split("/"))
+
+    @contextlib.contextmanager
+    def _parent(self, rel: str, create: bool) -> Iterator[tuple[int | None, str, str]]:
+        """(dir fd or None, base name, absolute parent) of ``rel``'s folder."""
+        parts = rel.split("/")
+        name = parts.pop()
+        if not _HAS_DIR_FD:
+            parent = self.root
+            for part in parts:
+                parent = os.path.join(parent, part)
+                self._check_dir(parent, create)
+            yield None, name, parent
+            return
+        fd = os.open(self.root, _DIR_FLAGS)
+        try:
+            walked = self.root
+            for part in parts:
+                walked = os.path.join(walked, part)
+                try:
+                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        raise
+                    try:
+                        os.mkdir(part, 0o777, dir_fd=fd)
+                    except FileExistsError:
+                        pass
+                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                        raise RestoreConflict(
+                            f"{walked} is a symlink or a file, not a folder; refusing to write through it"
+                        ) from None
+                    raise
+                os.close(fd)
+                fd = child
+            yield fd, name, walked
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _check_dir(path: str, create: bool) -> None:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            if not create:
+                raise
+            os.mkdir(path)
+            st = os.lstat(path)
+        if not stat.S_ISDIR(st.st_mode):
+            raise RestoreConflict(f"{path} is a symlink or a file, not a folder; refusing to write through it")
+
+    def write_file(self, rel: str, content: bytes, executable: bool) -> os.stat_result:
+        """Atomically replace ``rel`` with ``content``; returns the new file's stat."""
+        with self._parent(rel, create=True) as (fd, name, parent):
+            tmp = _TMP_PREFIX + secrets.token_hex(8)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+            mode = 0o777 if executable else 0o666
+            if fd is not None:
+                out = os.open(tmp, flags, mode, dir_fd=fd)
+            else:
+                out = os.open(os.path.join(parent, tmp), flags, mode)
+            try:
+                try:
+                    view = memoryview(content)
+                    while view:
+                        written = os.write(out, view)
+                        view = view[written:]
+                finally:
+                    os.close(out)
+                self._replace(fd, parent, tmp, name)
+            except BaseException:
+                self._unlink_quietly(fd, parent, tmp)
+                raise
+            return self._lstat(fd, parent, name)
+
+    def write_symlink(self, rel: str, target: bytes) -> os.stat_result:
+        with self._parent(rel, create=True) as (fd, name, parent):
+            tmp = _TMP_PREFIX + secrets.token_hex(8)
+            link_target = os.fsdecode(target)
+            if fd is not None:
+                os.symlink(link_target, tmp, dir_fd=fd)
+            else:
+                os.symlink(link_target, os.path.join(parent, tmp))
+            try:
+                self._replace(fd, parent, tmp, name)
+            except BaseException:
+                self._unlink_quietly(fd, parent, tmp)
+                raise
+            return self._lstat(fd, parent, name)
+
+    def set_executable(self, rel: str, executable: bool) -> os.stat_result:
+        """chmod a regular file in place (keeps its content and mtime)."""
+        with self._parent(rel, create=False) as (fd, name, parent):
+            flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+            handle = os.open(name, flags, dir_fd=fd) if fd is not None else os.open(os.path.join(parent, name), flags)
+            try:
+                if hasattr(os, "fchmod"):
+                    os.fchmod(handle, file_mode(executable))
+                else:
+                    os.chmod(os.path.join(parent, name), file_mode(executable))
+                return os.fstat(handle)
+            finally:
+                os.close(handle)
+
+    def delete(self, rel: str) -> None:
+        """Remove a file or symlink; a missing one is fine."""
+        try:
+            with self._parent(rel, create=False) as (fd, name, parent):
+                if fd is not None:
+                    os.unlink(name, dir_fd=fd)
+                else:
+                    os.unlink(os.path.join(parent, name))
+        except FileNotFoundError:
+            pass
+
+    def remove_dir_if_empty(self, rel: str) -> bool:
+        try:
+            with self._parent(rel, create=False) as (fd, name, parent):
+                if fd is not None:
+                    os.rmdir(name, dir_fd=fd)
+                else:
+                    os.rmdir(os.path.join(parent, name))
+            return True
+        except OSError:
+            return False
+
+    def lstat(self, rel: str) -> os.stat_result | None:
+        try:
+            with self._parent(rel, create=False) as (fd, name, parent):
+                return self._lstat(fd, parent, name)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    @staticmethod
+    def _lstat(fd: int | None, parent: str, name: str) -> os.stat_result:
+        if fd is not None:
+            return os.stat(name, dir_fd=fd, follow_symlinks=False)
+        return os.lstat(os.path.join(parent, name))
+
+    @staticmethod
+    def _replace(fd: int | None, parent: str, tmp: str, name: str) -> None:
+        try:
+            if fd is not None:
+                os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+            else:
+                os.replace(os.path.join(parent, tmp), os.path.join(parent, name))
+        except IsADirectoryError:
+            raise RestoreConflict(
+                f"{os.path.join(parent, name)} is a folder holding untracked files; move them and retry"
+            ) from None
+
+    @staticmethod
+    def _unlink_quietly(fd: int | None, parent: str, name: str) -> None:
+        try:
+            if fd is not None:
+                os.unlink(name, dir_fd=fd)
+            else:
+                os.unlink(os.path.join(parent, name))
+        except OSError:
+            pass
+
+
+IS_WINDOWS = sys.platform == "win32"

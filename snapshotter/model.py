@@ -1,0 +1,117 @@
+"""Frozen values returned by the public API, and nothing else."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+
+
+class SkipReason(str, Enum):
+    """Why a path found in the workspace was left out of a snapshot."""
+
+    TOO_LARGE = "too-large"
+    UNREADABLE = "unreadable"
+    SPECIAL = "not-a-regular-file"
+    VANISHED = "vanished"
+    CHANGING = "changed-while-reading"
+
+
+@dataclass(frozen=True)
+class SkippedPath:
+    """A workspace path that the snapshot did not record, and why."""
+
+    path: str
+    reason: SkipReason
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    """One snapshot: a parentless commit pinned by ``refs/snapshots/<seq>``.
+
+    ``files_changed``, ``additions`` and ``deletions`` compare the snapshot with
+    the one taken before it (numstat, as ``git diff --numstat`` counts).
+    """
+
+    id: str
+    tree_id: str
+    message: str
+    label: str | None
+    created_at: datetime
+    files_changed: int
+    additions: int
+    deletions: int
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    skipped: tuple[SkippedPath, ...] = ()
+    sequence: int = 0
+
+
+class ChangeStatus(str, Enum):
+    """How a path differs between two states."""
+
+    ADDED = "added"
+    MODIFIED = "modified"
+    DELETED = "deleted"
+    TYPE_CHANGED = "type_changed"
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """A path that differs from the last snapshot (what ``status()`` lists)."""
+
+    path: str
+    status: ChangeStatus
+    old_mode: int | None
+    new_mode: int | None
+
+
+@dataclass(frozen=True)
+class FileDiff:
+    """One changed path with its line counts; ``patch`` is computed on first use.
+
+    ``binary`` files (a NUL byte in their first 8,000 bytes, git's rule) report
+    zero additions and deletions, as ``git diff --numstat`` prints ``-``.
+    """
+
+    path: str
+    status: ChangeStatus
+    additions: int
+    deletions: int
+    binary: bool
+    old_mode: int | None
+    new_mode: int | None
+    old_id: str | None = None
+    new_id: str | None = None
+    _patch_fn: Callable[[], str] | None = field(default=None, repr=False, compare=False)
+
+    @functools.cached_property
+    def patch(self) -> str:
+        """A git-style unified diff of this path (empty if it cannot be made)."""
+        return self._patch_fn() if self._patch_fn is not None else ""
+
+
+@dataclass(frozen=True)
+class RestoreResult:
+    """What a restore did (or, with ``dry_run``, would do)."""
+
+    written: int
+    deleted: int
+    unchanged: int
+    written_paths: tuple[str, ...] = ()
+    deleted_paths: tuple[str, ...] = ()
+    dry_run: bool = False
+    target_id: str = ""
+    safety_snapshot_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ScanStats:
+    """What the last walk of the workspace cost."""
+
+    files_seen: int = 0
+    files_hashed: int = 0
+    bytes_hashed: int = 0
+    dirs_seen: int = 0
+    seconds: float = 0.0

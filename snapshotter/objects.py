@@ -1,0 +1,244 @@
+"""Git objects: hashing workspace files, serialising trees, writing loose objects.
+
+Blobs are hashed and compressed in one pass and, for big files, in chunks, so a
+file is never held in memory whole (dulwich's ``blob_from_path_and_stat`` reads
+it whole and ``add_object`` needs about twice its size). Loose objects use zlib
+level 1, git's own default for loose objects (level 6 is about 4x slower).
+
+Ids are kept as 20 raw bytes inside the engine; hex only at the edges.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import tempfile
+import zlib
+from collections.abc import Callable, Iterable
+
+from .statcache import StatKey, stat_key
+
+MODE_FILE = 0o100644
+MODE_EXEC = 0o100755
+MODE_LINK = 0o120000
+MODE_TREE = 0o040000
+TRACKED_MODES = frozenset({MODE_FILE, MODE_EXEC, MODE_LINK, MODE_TREE})
+
+_MODE_PREFIX = {
+    MODE_FILE: b"100644 ",
+    MODE_EXEC: b"100755 ",
+    MODE_LINK: b"120000 ",
+    MODE_TREE: b"40000 ",
+}
+
+ZLIB_LEVEL = 1
+CHUNK = 1 << 20
+STREAM_THRESHOLD = 8 << 20
+"""Files above this size are hashed and compressed chunk by chunk."""
+
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+_READ_RETRIES = 3
+
+
+class FileChanged(Exception):
+    """The file changed type, size or stat while it was being read."""
+
+
+def git_mode(st_mode: int) -> int:
+    """The git mode of a regular file or symlink, from its ``st_mode``."""
+    if stat.S_ISLNK(st_mode):
+        return MODE_LINK
+    return MODE_EXEC if st_mode & stat.S_IXUSR else MODE_FILE
+
+
+def object_id(kind: bytes, content: bytes) -> bytes:
+    """The raw 20-byte id git gives ``content`` stored as ``kind``."""
+    digest = hashlib.sha1(b"%s %d\0" % (kind, len(content)))
+    digest.update(content)
+    return digest.digest()
+
+
+def serialize_tree(entries: Iterable[tuple[bytes, int, bytes]]) -> bytes:
+    """A tree's content from (name, mode, raw id) entries, in git's order.
+
+    git sorts a folder's name as if it ended in ``/``.
+    """
+    ordered = sorted(entries, key=lambda e: e[0] + b"/" if e[1] == MODE_TREE else e[0])
+    prefix = _MODE_PREFIX
+    return b"".join(prefix[mode] + name + b"\0" + sha for name, mode, sha in ordered)
+
+
+def parse_tree(content: bytes) -> list[tuple[bytes, int, bytes]]:
+    """(name, mode, raw id) entries of a tree's content; raises ValueError if malformed."""
+    out = []
+    pos, end = 0, len(content)
+    while pos < end:
+        space = content.index(b" ", pos)
+        nul = content.index(b"\0", space)
+        if nul + 21 > end:
+            raise ValueError("truncated tree entry")
+        mode = int(content[pos:space], 8)
+        out.append((content[space + 1 : nul], mode, content[nul + 1 : nul + 21]))
+        pos = nul + 21
+    return out
+
+
+class ObjectWriter:
+    """Writes loose objects into ``objects_dir``; knows which ids already exist."""
+
+    def __init__(self, objects_dir: str, has_packed: Callable[[bytes], bool]) -> None:
+        self.objects_dir = objects_dir
+        self._has_packed = has_packed
+        self._made_dirs: set[str] = set()
+
+    def loose_path(self, sha: bytes) -> str:
+        hexsha = sha.hex()
+        return os.path.join(self.objects_dir, hexsha[:2], hexsha[2:])
+
+    def exists(self, sha: bytes) -> bool:
+        """True if the store has the object. A loose one gets a fresh mtime, so
+        that a gc honouring a grace period never drops it before it is referenced."""
+        try:
+            os.utime(self.loose_path(sha))
+            return True
+        except FileNotFoundError:
+            return self._has_packed(sha)
+        except OSError:
+            return os.path.exists(self.loose_path(sha))
+
+    def write(self, kind: bytes, content: bytes) -> bytes:
+        """Store ``content`` as an object of ``kind`` unless present; return its id."""
+        header = b"%s %d\0" % (kind, len(content))
+        digest = hashlib.sha1(header)
+        digest.update(content)
+        sha = digest.digest()
+        if not self.exists(sha):
+            squeezer = zlib.compressobj(ZLIB_LEVEL)
+            data = squeezer.compress(header) + squeezer.compress(content) + squeezer.flush()
+            self._install(sha, [data])
+        return sha
+
+    def _tmp_in(self, folder: str) -> tuple[int, str]:
+        if folder not in self._made_dirs:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            self._made_dirs.add(folder)
+        return tempfile.mkstemp(dir=folder, prefix="tmp_obj_")
+
+    def _install(self, sha: bytes, chunks: Iterable[bytes]) -> None:
+        path = self.loose_path(sha)
+        fd, tmp = self._tmp_in(os.path.dirname(path))
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                for chunk in chunks:
+                    handle.write(chunk)
+            self._move_into_place(tmp, path)
+        except BaseException:
+            _unlink_quietly(tmp)
+            raise
+
+    def _move_into_place(self, tmp: str, path: str) -> None:
+        try:
+            os.replace(tmp, path)
+        except OSError:
+            # Another writer installed the same object first (Windows refuses to
+            # replace a file that is open): its content is identical by definition.
+            if not os.path.exists(path):
+                raise
+            _unlink_quietly(tmp)
+
+    def hash_file(self, path: str, write: bool) -> tuple[bytes, StatKey, int]:
+        """Hash (and with ``write``, store) the regular file at ``path``.
+
+        Returns (blob id, stat key of the bytes read, size). The stat is taken
+        from the open file before and after reading; a difference means the file
+        changed while it was read, and the read is retried a few times before
+        :class:`FileChanged` is raised.
+        """
+        for _ in range(_READ_RETRIES):
+            result = self._hash_file_once(path, write)
+            if result is not None:
+                return result
+        raise FileChanged(path)
+
+    def _hash_file_once(self, path: str, write: bool) -> tuple[bytes, StatKey, int] | None:
+        fd = os.open(path, _READ_FLAGS)
+        try:
+            before = os.fstat(fd)
+            if not stat.S_ISREG(before.st_mode):
+                raise FileChanged(path)
+            if before.st_size > STREAM_THRESHOLD:
+                sha = self._stream_blob(fd, before.st_size, path, write)
+            else:
+                content = _read_all(fd, before.st_size)
+                sha = self.write(b"blob", content) if write else object_id(b"blob", content)
+            after = os.fstat(fd)
+        finally:
+            os.close(fd)
+        key = stat_key(before)
+        if sha is None or key != stat_key(after):
+            return None
+        return sha, key, before.st_size
+
+    def _stream_blob(self, fd: int, size: int, path: str, write: bool) -> bytes | None:
+        header = b"blob %d\0" % size
+        digest = hashlib.sha1(header)
+        squeezer = zlib.compressobj(ZLIB_LEVEL) if write else None
+        tmp = None
+        out = None
+        if write:
+            tmp_fd, tmp = self._tmp_in(self.objects_dir)
+            out = os.fdopen(tmp_fd, "wb")
+            assert squeezer is not None
+            out.write(squeezer.compress(header))
+        try:
+            total = 0
+            while True:
+                chunk = os.read(fd, CHUNK)
+                if not chunk:
+                    break
+                total += len(chunk)
+                if total > size:
+                    break
+                digest.update(chunk)
+                if out is not None and squeezer is not None:
+                    out.write(squeezer.compress(chunk))
+            if total != size:
+                return None  # the file grew or shrank while being read
+            sha = digest.digest()
+            if out is not None and squeezer is not None and tmp is not None:
+                out.write(squeezer.flush())
+                out.close()
+                out = None
+                if self.exists(sha):
+                    _unlink_quietly(tmp)
+                else:
+                    path = self.loose_path(sha)
+                    folder = os.path.dirname(path)
+                    if folder not in self._made_dirs:
+                        os.makedirs(folder, mode=0o700, exist_ok=True)
+                        self._made_dirs.add(folder)
+                    self._move_into_place(tmp, path)
+                tmp = None
+            return sha
+        finally:
+            if out is not None:
+                out.close()
+            if tmp is not None:
+                _unlink_quietly(tmp)
+
+
+def _read_all(fd: int, size_hint: int) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        chunk = os.read(fd, max(size_hint + 1, 65536))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

@@ -1,0 +1,194 @@
+"""Restore: plan what to write and delete, check it all, then apply it.
+
+The plan compares the target tree with a fresh scan of the workspace, skipping
+folders whose tree ids agree. Only paths the scan tracks can be deleted, so
+ignored, too-large, unreadable and other untracked files are never touched.
+Every target path is validated before anything is written; a path that would
+leave the workspace refuses the whole restore.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .errors import InvalidInput, RestoreConflict, UnsafeTree
+from .fsops import IS_WINDOWS, Workspace
+from .objects import MODE_EXEC, MODE_LINK, TRACKED_MODES
+from .statcache import StatCache, stat_key
+from .trees import Change, Entry, ScannedTree, StoredTree, changes
+
+_WINDOWS_RESERVED = re.compile(r"(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a restore will do. Paths are relative, posix style."""
+
+    writes: tuple[tuple[str, Entry], ...]
+    chmods: tuple[tuple[str, Entry], ...]
+    deletes: tuple[str, ...]
+    unchanged: int
+
+
+def validate_component(name: str, path: str) -> None:
+    """Refuse a tree entry name that could escape or damage the workspace."""
+    bad = (
+        not name
+        or name in (".", "..")
+        or "/" in name
+        or "\\" in name
+        or "\0" in name
+        or name.lower() == ".git"
+        or (IS_WINDOWS and (_WINDOWS_RESERVED.fullmatch(name) is not None or name[-1] in ". " or ":" in name))
+    )
+    if bad:
+        raise UnsafeTree(f"snapshot holds the unsafe path {path!r}; restore refused, nothing was written")
+
+
+def validate_path(path: str) -> None:
+    for part in path.split("/"):
+        validate_component(part, path)
+
+
+def normalize_selection(workspace: str, files: Sequence[str | os.PathLike[str]]) -> list[str]:
+    """Relative posix paths for a ``files=`` argument; refuses paths outside."""
+    out = []
+    for item in files:
+        raw = os.fspath(item)
+        if not isinstance(raw, str) or not raw or "\0" in raw:
+            raise InvalidInput(f"bad path {raw!r} in files=; pass paths inside the workspace")
+        absolute = raw if os.path.isabs(raw) else os.path.join(workspace, raw)
+        absolute = os.path.normpath(absolute)
+        rel = os.path.relpath(absolute, workspace)
+        if rel == "." or rel.startswith(".." + os.sep) or rel == ".." or os.path.isabs(rel):
+            raise InvalidInput(f"path {raw!r} is not inside the workspace {workspace}")
+        out.append(rel.replace(os.sep, "/"))
+    return out
+
+
+def selection_filter(selected: Sequence[str]) -> Callable[[str, bool], bool]:
+    """``within(path, is_dir)`` for :func:`trees.changes`: a selected path, what
+    lies below one, or a folder on the way to one."""
+    chosen = set(selected)
+
+    def within(path: str, is_dir: bool) -> bool:
+        if path in chosen:
+            return True
+        parent = path
+        while "/" in parent:
+            parent = parent.rpartition("/")[0]
+            if parent in chosen:
+                return True
+        return is_dir and any(s.startswith(path + "/") for s in chosen)
+
+    return within
+
+
+def make_plan(
+    target: StoredTree,
+    current: ScannedTree,
+    workspace: Workspace,
+    tracked_count: int,
+    within: Callable[[str, bool], bool] | None,
+) -> Plan:
+    """Compare, validate and check for conflicts; writes nothing."""
+    found = changes(current, target, within)
+    writes: list[tuple[str, Entry]] = []
+    chmods: list[tuple[str, Entry]] = []
+    deletes: list[str] = []
+    for change in found:
+        if change.new is None:
+            deletes.append(change.path)
+            continue
+        validate_path(change.path)
+        if change.new[0] not in TRACKED_MODES:
+            raise UnsafeTree(f"snapshot holds {change.path!r} with unsupported mode {change.new[0]:o}; restore refused")
+        if _chmod_only(change):
+            chmods.append((change.path, change.new))
+        else:
+            writes.append((change.path, change.new))
+    _check_conflicts(writes, deletes, workspace)
+    unchanged = tracked_count - len(deletes) - sum(1 for c in found if c.old is not None and c.new is not None)
+    if within is not None:
+        unchanged = -1  # the facade counts the selection itself
+    return Plan(tuple(writes), tuple(chmods), tuple(deletes), unchanged)
+
+
+def _chmod_only(change: Change) -> bool:
+    old, new = change.old, change.new
+    return old is not None and new is not None and old[1] == new[1] and old[0] != MODE_LINK and new[0] != MODE_LINK
+
+
+def _check_conflicts(writes: list[tuple[str, Entry]], deletes: list[str], workspace: Workspace) -> None:
+    """Refuse before writing if a target path is blocked by something untracked."""
+    deleted = set(deletes)
+    checked: set[str] = set()
+    for path, _ in writes:
+        parts = path.split("/")
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            if folder in checked:
+                continue
+            checked.add(folder)
+            st = workspace.lstat(folder)
+            if st is None or stat.S_ISDIR(st.st_mode) or folder in deleted:
+                continue
+            raise RestoreConflict(
+                f"{workspace.abspath(folder)} is an untracked file or symlink where the snapshot has a folder; "
+                "move it and retry"
+            )
+        st = workspace.lstat(path)
+        if st is not None and stat.S_ISDIR(st.st_mode) and not _only_deleted_below(workspace, path, deleted):
+            raise RestoreConflict(
+                f"{workspace.abspath(path)} is a folder holding untracked files where the snapshot has a file; "
+                "move them and retry"
+            )
+
+
+def _only_deleted_below(workspace: Workspace, folder: str, deleted: set[str]) -> bool:
+    for dirpath, dirnames, filenames in os.walk(workspace.abspath(folder)):
+        rel_dir = os.path.relpath(dirpath, workspace.root).replace(os.sep, "/")
+        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            if f"{rel_dir}/{name}" not in deleted:
+                return False
+    return True
+
+
+def apply_plan(
+    plan: Plan,
+    workspace: Workspace,
+    read_blob: Callable[[bytes], bytes],
+    cache: StatCache,
+) -> None:
+    """Carry out a checked plan and record what it wrote in the stat cache."""
+    for path in plan.deletes:
+        workspace.delete(path)
+        cache.forget(path)
+    _remove_emptied_dirs(workspace, plan.deletes)
+    for path, (mode, sha) in plan.writes:
+        content = read_blob(sha)
+        if mode == MODE_LINK:
+            st = workspace.write_symlink(path, content)
+        else:
+            st = workspace.write_file(path, content, mode == MODE_EXEC)
+        cache.files[path] = (stat_key(st), sha)
+        cache.forget_dirs_above(path)
+    for path, (mode, sha) in plan.chmods:
+        st = workspace.set_executable(path, mode == MODE_EXEC)
+        cache.files[path] = (stat_key(st), sha)
+        cache.forget_dirs_above(path)
+
+
+def _remove_emptied_dirs(workspace: Workspace, deleted: Sequence[str]) -> None:
+    folders = set()
+    for path in deleted:
+        parent = path
+        while "/" in parent:
+            parent = parent.rpartition("/")[0]
+            folders.add(parent)
+    for folder in sorted(folders, key=lambda f: f.count("/"), reverse=True):
+        workspace.remove_dir_if_empty(folder)

@@ -1,0 +1,150 @@
+"""The persistent stat cache: what each tracked path looked like when last hashed.
+
+A file is reused without reading it only if its mode, size, mtime, ctime and
+inode all match its record **and** the record is not racy: its mtime must be
+strictly older than the moment the cache was written, as the filesystem's own
+clock saw it (the cache file's mtime), less the clock's granularity. A file
+rewritten within the same tick as the cache would otherwise look unchanged.
+
+Per folder the cache keeps the tree id and the number of tracked entries, so a
+folder whose entries are all unchanged reuses its tree id without serialising.
+
+Every blob and tree id in the cache names an object already in the store: the
+cache is saved only after the objects it names are written.
+
+The file is a small binary format (fixed-size records plus one block of paths),
+checked by a trailing SHA-1 and versioned; a missing, old or corrupt cache is
+treated as empty, which costs a full re-hash and never a wrong snapshot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import sys
+import tempfile
+from dataclasses import dataclass, field
+
+_MAGIC = b"snapshotter-statcache\n"
+_VERSION = 1
+_HEADER = struct.Struct("<IIIQ")  # version, files, dirs, size of the path block
+_FILE = struct.Struct("<IQqqQ20s")  # st_mode, size, mtime_ns, ctime_ns, inode, blob id
+_DIR = struct.Struct("<I20s")  # tracked entries, tree id
+_TRAILER = 20
+
+# Timestamps of coarse filesystems (FAT: 2 s) look like whole seconds.
+_COARSE_GRANULARITY_NS = 2_000_000_000
+
+USE_CTIME = sys.platform != "win32"  # on Windows st_ctime is the creation time
+
+StatKey = tuple[int, int, int, int, int]
+"""(st_mode, size, mtime_ns, ctime_ns, inode): what must match to skip a read."""
+
+
+def stat_key(st: os.stat_result) -> StatKey:
+    return (
+        st.st_mode,
+        st.st_size,
+        st.st_mtime_ns,
+        st.st_ctime_ns if USE_CTIME else 0,
+        st.st_ino,
+    )
+
+
+@dataclass
+class StatCache:
+    """Path -> (stat key, blob id) and folder -> (entry count, tree id)."""
+
+    files: dict[str, tuple[StatKey, bytes]] = field(default_factory=dict)
+    dirs: dict[str, tuple[int, bytes]] = field(default_factory=dict)
+    written_ns: int = 0
+    """The cache file's mtime when loaded; 0 means every record is racy."""
+
+    def racy_cutoff(self) -> int:
+        """Records whose mtime is at or above this value must be re-hashed."""
+        if self.written_ns == 0:
+            return -(2**63)
+        granularity = _COARSE_GRANULARITY_NS if self.written_ns % 1_000_000_000 == 0 else 0
+        return self.written_ns - granularity
+
+    def forget(self, path: str) -> None:
+        """Drop a file record and the folder records above it."""
+        self.files.pop(path, None)
+        self.forget_dirs_above(path)
+
+    def forget_dirs_above(self, path: str) -> None:
+        parent = path
+        while parent:
+            parent = parent.rpartition("/")[0]
+            self.dirs.pop(parent, None)
+
+
+def load(path: str) -> StatCache:
+    """Read the cache at ``path``; anything unusable gives an empty cache."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+            written_ns = os.fstat(handle.fileno()).st_mtime_ns
+    except OSError:
+        return StatCache()
+    try:
+        return _decode(data, written_ns)
+    except (ValueError, struct.error, UnicodeDecodeError):
+        return StatCache()
+
+
+def _decode(data: bytes, written_ns: int) -> StatCache:
+    body, trailer = data[:-_TRAILER], data[-_TRAILER:]
+    if not data.startswith(_MAGIC) or hashlib.sha1(body).digest() != trailer:
+        raise ValueError("corrupt stat cache")
+    offset = len(_MAGIC)
+    version, n_files, n_dirs, paths_len = _HEADER.unpack_from(body, offset)
+    if version != _VERSION:
+        raise ValueError("old stat cache")
+    offset += _HEADER.size
+    names = body[offset : offset + paths_len].decode("utf-8", "surrogateescape").split("\0")
+    offset += paths_len
+    if len(names) != n_files + n_dirs + 1:  # trailing empty string after the last NUL
+        raise ValueError("corrupt stat cache")
+    files_end = offset + n_files * _FILE.size
+    records = _FILE.iter_unpack(body[offset:files_end])
+    files = {
+        name: ((mode, size, mtime, ctime, ino), blob)
+        for name, (mode, size, mtime, ctime, ino, blob) in zip(names, records)
+    }
+    dir_records = _DIR.iter_unpack(body[files_end : files_end + n_dirs * _DIR.size])
+    dirs = {name: (count, tree) for name, (count, tree) in zip(names[n_files:], dir_records)}
+    if len(files) != n_files or len(dirs) != n_dirs:
+        raise ValueError("corrupt stat cache")
+    return StatCache(files, dirs, written_ns)
+
+
+def save(path: str, cache: StatCache) -> None:
+    """Write ``cache`` atomically (temp file in the same folder, then rename)."""
+    names = list(cache.files) + list(cache.dirs)
+    path_block = "".join(name + "\0" for name in names).encode("utf-8", "surrogateescape")
+    parts = [
+        _MAGIC,
+        _HEADER.pack(_VERSION, len(cache.files), len(cache.dirs), len(path_block)),
+        path_block,
+    ]
+    pack_file = _FILE.pack
+    parts.extend(pack_file(*key, blob) for key, blob in cache.files.values())
+    pack_dir = _DIR.pack
+    parts.extend(pack_dir(count, tree) for count, tree in cache.dirs.values())
+    body = b"".join(parts)
+    folder = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".statcache-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(body)
+            handle.write(hashlib.sha1(body).digest())
+        os.replace(tmp, path)
+        cache.written_ns = os.stat(path).st_mtime_ns
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

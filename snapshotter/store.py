@@ -1,0 +1,209 @@
+"""Where a workspace's store lives, and the store itself: a bare git repository.
+
+``<home>/snapshots/<key>/`` where ``<key>`` is a short stable hash of the
+canonical workspace path; a ``workspace`` file inside records that path. The
+store is created whole in a temporary folder and renamed into place, so a crash
+never leaves a half-made store under the final name. It is owner-only (0700),
+never auto-gcs (``gc.auto=0``), and every snapshot is a parentless commit
+pinned by ``refs/snapshots/<seq>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+
+from dulwich.errors import NotGitRepository
+from dulwich.objects import Commit, ObjectID
+from dulwich.refs import Ref
+from dulwich.repo import Repo
+
+from .errors import StoreError, WorkspaceError
+from .objects import ObjectWriter
+
+SNAPSHOT_REF_PREFIX = b"refs/snapshots/"
+_SEQ_WIDTH = 10
+_CASE_INSENSITIVE = sys.platform in ("win32", "darwin")
+_STORE_CONFIG = b"""[core]
+\trepositoryformatversion = 0
+\tfilemode = true
+\tbare = true
+\tlogallrefupdates = false
+\tlooseCompression = 1
+[gc]
+\tauto = 0
+"""
+
+
+def default_home() -> str:
+    """``$SNAPSHOTTER_HOME``, else the platform's per-user data folder."""
+    env = os.environ.get("SNAPSHOTTER_HOME")
+    if env:
+        return env
+    import platformdirs
+
+    return platformdirs.user_data_dir("snapshotter", appauthor=False)
+
+
+def canonical_workspace(workspace: str | os.PathLike[str]) -> str:
+    """The resolved workspace path; raises WorkspaceError if it is not a folder."""
+    path = os.path.realpath(os.fspath(workspace))
+    if not os.path.exists(path):
+        raise WorkspaceError(f"workspace {path} does not exist; create it or pass an existing folder")
+    if not os.path.isdir(path):
+        raise WorkspaceError(f"workspace {path} is not a folder; pass a folder")
+    return path
+
+
+def store_key(canonical: str) -> str:
+    identity = canonical.lower() if _CASE_INSENSITIVE else canonical
+    return hashlib.sha256(os.fsencode(identity)).hexdigest()[:20]
+
+
+def _is_within(path: str, folder: str) -> bool:
+    try:
+        return os.path.commonpath([path, folder]) == folder
+    except ValueError:  # different drives on Windows
+        return False
+
+
+def _resolve_for_check(path: str) -> str:
+    """realpath of ``path``, resolving the nearest existing ancestor for new paths."""
+    return os.path.realpath(path)
+
+
+def store_path_for(canonical: str, home: str | os.PathLike[str] | None) -> str:
+    """The store folder of a canonical workspace; refuses overlapping locations."""
+    home_path = _resolve_for_check(os.path.abspath(os.fspath(home) if home is not None else default_home()))
+    store = os.path.join(home_path, "snapshots", store_key(canonical))
+    if _is_within(home_path, canonical):
+        raise WorkspaceError(
+            f"the snapshot home {home_path} is inside the workspace {canonical}; "
+            "set home= or SNAPSHOTTER_HOME to a folder outside it"
+        )
+    if _is_within(canonical, home_path):
+        raise WorkspaceError(
+            f"the workspace {canonical} is inside the snapshot home {home_path}; snapshot a folder outside it"
+        )
+    return store
+
+
+class Store:
+    """An opened store: refs, raw object access and object writing."""
+
+    def __init__(self, path: str, repo: Repo) -> None:
+        self.path = path
+        self.repo = repo
+        self.meta_dir = os.path.join(path, "snapshotter")
+        self.writer = ObjectWriter(
+            os.path.join(path, "objects"),
+            lambda sha: repo.object_store.contains_packed(ObjectID(sha.hex().encode())),
+        )
+
+    @classmethod
+    def open_or_create(cls, path: str, canonical: str) -> Store:
+        if not os.path.isdir(path):
+            _create(path, canonical)
+        recorded = _read_workspace_file(path)
+        if recorded is not None and recorded != canonical:
+            raise StoreError(f"store {path} belongs to {recorded}, not {canonical}; remove it or use another home")
+        try:
+            repo = Repo(path)
+        except (NotGitRepository, OSError, ValueError, KeyError) as exc:
+            raise StoreError(f"cannot open store {path} ({exc}); remove it to start afresh") from None
+        return cls(path, repo)
+
+    def close(self) -> None:
+        self.repo.close()
+
+    # -- objects ---------------------------------------------------------------
+
+    def read_raw(self, sha: bytes) -> tuple[int, bytes]:
+        """(type number, content) of an object; KeyError if the store lacks it."""
+        type_num, content = self.repo.object_store.get_raw(ObjectID(sha.hex().encode()))
+        return type_num, content
+
+    def has_object(self, sha: bytes) -> bool:
+        return self.writer.exists(sha)
+
+    def read_commit(self, sha: bytes) -> Commit:
+        obj = self.repo.object_store[ObjectID(sha.hex().encode())]
+        if not isinstance(obj, Commit):
+            raise TypeError(obj.type_name.decode())
+        return obj
+
+    def write_commit(self, commit: Commit) -> bytes:
+        return self.writer.write(b"commit", commit.as_raw_string())
+
+    # -- refs --------------------------------------------------------------------
+
+    def snapshot_refs(self) -> dict[int, bytes]:
+        """Sequence number -> raw commit id, for every snapshot ref."""
+        out: dict[int, bytes] = {}
+        refs = self.repo.refs.as_dict(Ref(SNAPSHOT_REF_PREFIX.rstrip(b"/")))
+        for name, value in refs.items():
+            try:
+                seq = int(name.decode("ascii"))
+                out[seq] = bytes.fromhex(value.decode("ascii"))
+            except ValueError:
+                continue  # a foreign or garbage ref is not a snapshot
+        return out
+
+    def add_snapshot_ref(self, seq: int, sha: bytes) -> bool:
+        """Create ``refs/snapshots/<seq>`` if no other writer took ``seq``."""
+        name = SNAPSHOT_REF_PREFIX + b"%0*d" % (_SEQ_WIDTH, seq)
+        return bool(self.repo.refs.add_if_new(Ref(name), ObjectID(sha.hex().encode())))
+
+    def iter_snapshot_ids(self) -> Iterator[tuple[int, bytes]]:
+        """(seq, commit id) pairs, newest first."""
+        refs = self.snapshot_refs()
+        for seq in sorted(refs, reverse=True):
+            yield seq, refs[seq]
+
+    def remove(self) -> None:
+        self.close()
+        shutil.rmtree(self.path, ignore_errors=False)
+
+
+def _create(path: str, canonical: str) -> None:
+    parent = os.path.dirname(path)
+    try:
+        os.makedirs(parent, mode=0o700, exist_ok=True)
+        tmp = tempfile.mkdtemp(dir=parent, prefix=".new-store-")
+        try:
+            Repo.init_bare(tmp).close()
+            with open(os.path.join(tmp, "config"), "wb") as handle:
+                handle.write(_STORE_CONFIG)
+            with open(os.path.join(tmp, "description"), "wb") as handle:
+                handle.write(b"snapshotter store for " + os.fsencode(canonical) + b"\n")
+            with open(os.path.join(tmp, "workspace"), "wb") as handle:
+                handle.write(os.fsencode(canonical) + b"\n")
+            os.makedirs(os.path.join(tmp, "snapshotter"), mode=0o700, exist_ok=True)
+            os.makedirs(os.path.join(tmp, "refs", "snapshots"), mode=0o700, exist_ok=True)
+            os.chmod(tmp, 0o700)
+            try:
+                os.rename(tmp, path)
+            except OSError:
+                if not os.path.isdir(path):  # another process won the race: fine
+                    raise
+                shutil.rmtree(tmp, ignore_errors=True)
+        except BaseException:
+            if os.path.isdir(tmp):
+                shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    except OSError as exc:
+        raise StoreError(
+            f"cannot create store {path}: {exc.strerror}; check that the home folder is writable"
+        ) from None
+
+
+def _read_workspace_file(path: str) -> str | None:
+    try:
+        with open(os.path.join(path, "workspace"), "rb") as handle:
+            return os.fsdecode(handle.read().rstrip(b"\n"))
+    except OSError:
+        return None

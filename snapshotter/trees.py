@@ -1,0 +1,155 @@
+"""Comparing trees: a stored tree against another, or against a fresh scan.
+
+Both sides are seen through one small interface (a folder's entries by name),
+and folders whose tree ids are equal are skipped whole, so comparing two
+snapshots that differ in ten files reads a handful of tree objects, not the
+whole tree.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from .errors import StoreError
+from .objects import MODE_TREE, parse_tree
+from .store import Store
+from .walker import EMPTY_TREE, DirNode, Scan
+
+Entry = tuple[int, bytes]
+"""(git mode, raw object id)."""
+
+
+class TreeSide(Protocol):
+    """One side of a comparison: folders addressed by an opaque handle."""
+
+    def root(self) -> object: ...
+
+    def tree_id(self, handle: object) -> bytes: ...
+
+    def entries(self, handle: object) -> dict[str, tuple[int, bytes, object]]:
+        """name -> (mode, id, handle of the subfolder or None)."""
+        ...
+
+
+class StoredTree:
+    """A tree in the store, read object by object as the comparison needs it."""
+
+    def __init__(self, store: Store, tree_id: bytes) -> None:
+        self._store = store
+        self._root = tree_id
+
+    def root(self) -> object:
+        return self._root
+
+    def tree_id(self, handle: object) -> bytes:
+        assert isinstance(handle, bytes)
+        return handle
+
+    def entries(self, handle: object) -> dict[str, tuple[int, bytes, object]]:
+        assert isinstance(handle, bytes)
+        if handle == EMPTY_TREE:
+            return {}
+        try:
+            type_num, content = self._store.read_raw(handle)
+        except KeyError:
+            raise StoreError(
+                f"tree {handle.hex()} is missing from the store; run verify() to find damaged snapshots"
+            ) from None
+        if type_num != 2:
+            raise StoreError(f"object {handle.hex()} should be a tree; the store is damaged")
+        try:
+            parsed = parse_tree(content)
+        except ValueError:
+            raise StoreError(f"tree {handle.hex()} is malformed; the store is damaged") from None
+        return {os.fsdecode(name): (mode, sha, sha if mode == MODE_TREE else None) for name, mode, sha in parsed}
+
+
+class ScannedTree:
+    """The workspace as one scan saw it."""
+
+    def __init__(self, scan: Scan) -> None:
+        self._scan = scan
+
+    def root(self) -> object:
+        return self._scan.root
+
+    def tree_id(self, handle: object) -> bytes:
+        assert isinstance(handle, DirNode)
+        return handle.tree_id if handle.tree_id is not None else EMPTY_TREE
+
+    def entries(self, handle: object) -> dict[str, tuple[int, bytes, object]]:
+        assert isinstance(handle, DirNode)
+        out: dict[str, tuple[int, bytes, object]] = {
+            name: (mode, sha, None) for name, (mode, sha) in handle.files.items()
+        }
+        for sub in handle.subdirs:
+            if sub.tree_id is not None:
+                out[sub.rel.rpartition("/")[2]] = (MODE_TREE, sub.tree_id, sub)
+        return out
+
+
+@dataclass(frozen=True)
+class Change:
+    """A path whose entry differs; ``old`` or ``new`` is None when absent."""
+
+    path: str
+    old: Entry | None
+    new: Entry | None
+
+
+def _join(prefix: str, name: str) -> str:
+    return prefix + "/" + name if prefix else name
+
+
+def walk_files(side: TreeSide, handle: object, prefix: str) -> Iterator[tuple[str, Entry]]:
+    """Every file and symlink below ``handle``, with its path."""
+    stack = [(prefix, handle)]
+    while stack:
+        folder, current = stack.pop()
+        for name, (mode, sha, sub) in side.entries(current).items():
+            path = _join(folder, name)
+            if mode == MODE_TREE:
+                stack.append((path, sub))
+            else:
+                yield path, (mode, sha)
+
+
+def changes(
+    old: TreeSide,
+    new: TreeSide,
+    within: Callable[[str, bool], bool] | None = None,
+) -> list[Change]:
+    """Every file-level difference from ``old`` to ``new``, sorted by path.
+
+    ``within(path, is_dir)`` may limit the comparison to part of the tree; it
+    is asked about folders too, and a folder it refuses is not entered.
+    """
+    out: list[Change] = []
+    stack: list[tuple[str, object | None, object | None]] = [("", old.root(), new.root())]
+    while stack:
+        prefix, old_handle, new_handle = stack.pop()
+        if old_handle is not None and new_handle is not None and old.tree_id(old_handle) == new.tree_id(new_handle):
+            continue
+        old_entries = old.entries(old_handle) if old_handle is not None else {}
+        new_entries = new.entries(new_handle) if new_handle is not None else {}
+        for name in old_entries.keys() | new_entries.keys():
+            path = _join(prefix, name)
+            a = old_entries.get(name)
+            b = new_entries.get(name)
+            a_dir = a is not None and a[0] == MODE_TREE
+            b_dir = b is not None and b[0] == MODE_TREE
+            if within is not None and not within(path, a_dir or b_dir):
+                continue
+            if a_dir or b_dir:
+                if a_dir and b_dir and a is not None and b is not None and a[1] == b[1]:
+                    continue
+                stack.append((path, a[2] if a_dir and a else None, b[2] if b_dir and b else None))
+            a_file = (a[0], a[1]) if a is not None and not a_dir else None
+            b_file = (b[0], b[1]) if b is not None and not b_dir else None
+            if a_file != b_file:
+                out.append(Change(path, a_file, b_file))
+    out.sort(key=lambda c: c.path)
+    return out

@@ -1,0 +1,285 @@
+"""The hashing sync walker: workspace -> tree of entries, hashing only what changed.
+
+One pass lists every folder with ``os.scandir``, prunes ignored folders, and
+``lstat``s each file; a file whose stat matches its stat-cache record (and is not
+racy) takes its blob id from the cache without being read. The rest are hashed,
+several at a time (hashlib and zlib release the GIL), then trees are built
+bottom-up; a folder whose entries all came from the cache reuses its cached tree
+id. Symlinks are stored as symlinks and never followed; any path component
+named ``.git`` is never entered, so a nested repository's files are recorded but
+its metadata is not.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from .errors import WorkspaceError
+from .ignore import IgnoreSource, IgnoreStack, read_ignore_file
+from .model import ScanStats, SkippedPath, SkipReason
+from .objects import MODE_LINK, MODE_TREE, FileChanged, ObjectWriter, git_mode, object_id, serialize_tree
+from .statcache import StatCache, StatKey, stat_key
+
+EMPTY_TREE = object_id(b"tree", b"")
+_PARALLEL_THRESHOLD = 16
+_WORKERS = 4
+
+
+@dataclass(eq=False)
+class DirNode:
+    """One folder of the scan: its tracked files and subfolders."""
+
+    rel: str
+    files: dict[str, tuple[int, bytes]] = field(default_factory=dict)
+    subdirs: list[DirNode] = field(default_factory=list)
+    clean: bool = True
+    """Every entry came from the stat cache unchanged."""
+    tree_id: bytes | None = None
+    """None for a folder with nothing tracked (git stores no empty folders)."""
+
+
+@dataclass
+class Scan:
+    """The tracked state of a workspace at one moment."""
+
+    root: DirNode
+    nodes: dict[str, DirNode]
+    tracked: dict[str, tuple[StatKey, bytes]]
+    """Every tracked path with its stat key and blob id: the next stat cache."""
+    skipped: list[SkippedPath]
+    stats: ScanStats
+
+    @property
+    def tree_id(self) -> bytes:
+        return self.root.tree_id if self.root.tree_id is not None else EMPTY_TREE
+
+    def entry(self, path: str) -> tuple[int, bytes] | None:
+        """(git mode, blob id) of a tracked file or symlink, or None."""
+        folder, _, name = path.rpartition("/")
+        node = self.nodes.get(folder)
+        return node.files.get(name) if node is not None else None
+
+    def dir_cache(self) -> dict[str, tuple[int, bytes]]:
+        """Folder -> (tracked entries, tree id), for the next stat cache."""
+        out = {}
+        for rel, node in self.nodes.items():
+            if node.tree_id is not None:
+                out[rel] = (len(node.files) + sum(1 for d in node.subdirs if d.tree_id), node.tree_id)
+        return out
+
+
+@dataclass
+class _Pending:
+    node: DirNode
+    name: str
+    rel: str
+    path: str
+    is_link: bool
+    st_mode: int
+    lstat_key: StatKey
+
+
+def _join(prefix: str, name: str) -> str:
+    return prefix + "/" + name if prefix else name
+
+
+def scan(
+    workspace: str,
+    ignores: IgnoreStack,
+    cache: StatCache,
+    writer: ObjectWriter,
+    *,
+    write: bool,
+    max_new_file_size: int,
+    progress: Callable[[int], None] | None = None,
+) -> Scan:
+    """Walk ``workspace`` and return its tracked state.
+
+    With ``write`` the blobs and trees are stored; without it ids are only
+    computed (for status and dry runs), and the result must not be cached.
+    """
+    started = time.perf_counter()
+    files = cache.files
+    cutoff = cache.racy_cutoff()
+    root = DirNode("")
+    nodes = {"": root}
+    order: list[DirNode] = []
+    tracked: dict[str, tuple[StatKey, bytes]] = {}
+    skipped: list[SkippedPath] = []
+    pending: list[_Pending] = []
+    files_seen = 0
+
+    try:
+        root_entries = _list(workspace)
+    except OSError as exc:
+        raise WorkspaceError(f"cannot list workspace {workspace}: {exc.strerror}") from None
+
+    stack: list[tuple[DirNode, str, IgnoreStack, list[os.DirEntry[str]] | None]] = [
+        (root, workspace, ignores, root_entries)
+    ]
+    while stack:
+        node, path, rules, entries = stack.pop()
+        order.append(node)
+        if entries is None:
+            try:
+                entries = _list(path)
+            except OSError:
+                skipped.append(SkippedPath(node.rel, SkipReason.UNREADABLE))
+                node.clean = False
+                continue
+        for entry in entries:
+            if entry.name == ".gitignore":
+                rules = rules.push(IgnoreSource.from_lines(read_ignore_file(entry.path), node.rel))
+                break
+        prefix = node.rel
+        for entry in entries:
+            name = entry.name
+            if name.lower() == ".git":
+                continue
+            rel = _join(prefix, name)
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if rules.is_ignored(rel, is_dir):
+                continue
+            if is_dir:
+                child = DirNode(rel)
+                node.subdirs.append(child)
+                nodes[rel] = child
+                stack.append((child, entry.path, rules, None))
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                skipped.append(SkippedPath(rel, SkipReason.VANISHED))
+                node.clean = False
+                continue
+            st_mode = st.st_mode
+            if not (stat.S_ISREG(st_mode) or stat.S_ISLNK(st_mode)):
+                skipped.append(SkippedPath(rel, SkipReason.SPECIAL))
+                continue
+            files_seen += 1
+            key = stat_key(st)
+            record = files.get(rel)
+            if record is not None and record[0] == key and st.st_mtime_ns < cutoff:
+                node.files[name] = (git_mode(st_mode), record[1])
+                tracked[rel] = record
+                continue
+            node.clean = False
+            is_link = stat.S_ISLNK(st_mode)
+            if record is None and not is_link and st.st_size > max_new_file_size:
+                skipped.append(SkippedPath(rel, SkipReason.TOO_LARGE))
+                continue
+            pending.append(_Pending(node, name, rel, entry.path, is_link, st_mode, key))
+
+    hashed, bytes_hashed = _hash_pending(pending, writer, write, tracked, skipped, progress)
+    _build_trees(order, cache, writer, write)
+    stats = ScanStats(
+        files_seen=files_seen,
+        files_hashed=hashed,
+        bytes_hashed=bytes_hashed,
+        dirs_seen=len(order),
+        seconds=time.perf_counter() - started,
+    )
+    skipped.sort(key=lambda s: s.path)
+    return Scan(root, nodes, tracked, skipped, stats)
+
+
+def _list(path: str) -> list[os.DirEntry[str]]:
+    with os.scandir(path) as it:
+        return list(it)
+
+
+def _hash_one(item: _Pending, writer: ObjectWriter, write: bool) -> tuple[bytes, StatKey, int]:
+    if item.is_link:
+        target = os.fsencode(os.readlink(item.path))
+        sha = writer.write(b"blob", target) if write else object_id(b"blob", target)
+        return sha, item.lstat_key, len(target)
+    return writer.hash_file(item.path, write)
+
+
+def _skip_reason(exc: BaseException) -> SkipReason:
+    if isinstance(exc, FileChanged):
+        return SkipReason.CHANGING
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EISDIR):
+        return SkipReason.VANISHED
+    return SkipReason.UNREADABLE
+
+
+def _hash_pending(
+    pending: list[_Pending],
+    writer: ObjectWriter,
+    write: bool,
+    tracked: dict[str, tuple[StatKey, bytes]],
+    skipped: list[SkippedPath],
+    progress: Callable[[int], None] | None,
+) -> tuple[int, int]:
+    def run(item: _Pending) -> tuple[bytes, StatKey, int] | BaseException:
+        try:
+            return _hash_one(item, writer, write)
+        except (OSError, FileChanged) as exc:
+            if isinstance(exc, OSError) and exc.filename is None:
+                raise  # not about the workspace file: a store write failed
+            return exc
+
+    results: Iterator[tuple[bytes, StatKey, int] | BaseException]
+    if len(pending) >= _PARALLEL_THRESHOLD:
+        pool = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="snapshotter-hash")
+        results = pool.map(run, pending)
+    else:
+        pool = None
+        results = map(run, pending)
+    hashed = 0
+    total = 0
+    try:
+        for item, result in zip(pending, results):
+            if isinstance(result, BaseException):
+                skipped.append(SkippedPath(item.rel, _skip_reason(result)))
+                continue
+            sha, key, size = result
+            mode = MODE_LINK if item.is_link else git_mode(key[0])
+            item.node.files[item.name] = (mode, sha)
+            tracked[item.rel] = (key, sha)
+            hashed += 1
+            total += size
+            if progress is not None:
+                progress(hashed)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    return hashed, total
+
+
+def _build_trees(order: list[DirNode], cache: StatCache, writer: ObjectWriter, write: bool) -> None:
+    """Give every folder its tree id, children before parents."""
+    cached_dirs = cache.dirs
+    for node in reversed(order):
+        count = len(node.files)
+        clean = node.clean
+        for sub in node.subdirs:
+            if sub.tree_id is not None:
+                count += 1
+            clean = clean and sub.clean
+        node.clean = clean
+        if count == 0:
+            node.tree_id = None
+            continue
+        record = cached_dirs.get(node.rel)
+        if clean and record is not None and record[0] == count:
+            node.tree_id = record[1]
+            continue
+        entries = [(os.fsencode(name), mode, sha) for name, (mode, sha) in node.files.items()]
+        entries.extend(
+            (os.fsencode(sub.rel.rpartition("/")[2]), MODE_TREE, sub.tree_id)
+            for sub in node.subdirs
+            if sub.tree_id is not None
+        )
+        content = serialize_tree(entries)
+        node.tree_id = writer.write(b"tree", content) if write else object_id(b"tree", content)
