@@ -55,10 +55,8 @@ _DIR_GROUP = "(?P<ps_d>"
 
 
 def _rewrite_line(line: str) -> str:
-    """Spell ``X/**`` as ``X/**/*`` so the folder X itself is not matched (#137)."""
+    """Spell ``X/**/`` as ``X/**/*/``: pathspec would match the folder X itself (#137)."""
     stripped = line.rstrip()
-    if stripped.endswith("/**") and not stripped.endswith("\\/**"):
-        return stripped + "/*"
     if stripped.endswith("/**/"):
         return stripped + "*/"
     return line
@@ -72,7 +70,7 @@ def _whole_path_regex(regex: str) -> str:
         return "^(?:.+/)?[^/]+" + _DIR_GROUP + "/)"
     if regex.endswith(")") or regex.endswith("$"):
         return regex
-    return regex + ".+"  # ``X/`` prefix form: anything strictly inside X
+    return regex + ".+"  # ``X/**`` gives the prefix ``^X/``: anything strictly inside X
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,113 @@
+"""Shared fixtures: real folders in temporary directories, and git as an oracle."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from snapshotter import DEFAULT_EXCLUDES, Snapshotter
+
+GIT = shutil.which("git")
+needs_git = pytest.mark.skipif(GIT is None, reason="git binary not on PATH (oracle tests only)")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test may touch the real user data folder."""
+    monkeypatch.setenv("SNAPSHOTTER_HOME", str(tmp_path / "default-home"))
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def make(ws: Path, home: Path) -> Iterator[Callable[..., Snapshotter]]:
+    made: list[Snapshotter] = []
+
+    def factory(workspace: Path | None = None, **kwargs: object) -> Snapshotter:
+        kwargs.setdefault("home", home)
+        snap = Snapshotter(workspace or ws, **kwargs)  # type: ignore[arg-type]
+        made.append(snap)
+        return snap
+
+    yield factory
+    for snap in made:
+        snap.close()
+
+
+def write(root: Path, files: dict[str, str | bytes]) -> None:
+    """Create files (parents too) under ``root``."""
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = content.encode() if isinstance(content, str) else content
+        path.write_bytes(data)
+
+
+def read_tree(root: Path) -> dict[str, tuple[str, bytes]]:
+    """Every file and symlink below ``root`` except .git: (kind, content or target)."""
+    out: dict[str, tuple[str, bytes]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, root).replace(os.sep, "/")
+            if os.path.islink(full):
+                out[rel] = ("link", os.fsencode(os.readlink(full)))
+            else:
+                kind = "exec" if os.stat(full).st_mode & 0o100 else "file"
+                out[rel] = (kind, Path(full).read_bytes())
+    return out
+
+
+def git_env(tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(
+        HOME=str(tmp),
+        XDG_CONFIG_HOME=str(tmp / "xdg"),
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@t",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@t",
+    )
+    return env
+
+
+def git(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, check: bool = True) -> str:
+    assert GIT is not None
+    result = subprocess.run(
+        [GIT, *args], cwd=cwd, env=env, capture_output=True, check=False, text=True, errors="surrogateescape"
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {result.stderr}")
+    return result.stdout
+
+
+def git_shadow_tree(workspace: Path, scratch: Path, excludes: tuple[str, ...] = DEFAULT_EXCLUDES) -> str:
+    """What ``git add -A && git write-tree`` gives in a bare shadow repo."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    shadow = scratch / "shadow.git"
+    env = git_env(scratch)
+    if not shadow.exists():
+        git("init", "-q", "--bare", str(shadow), env=env)
+    (shadow / "info").mkdir(exist_ok=True)
+    (shadow / "info" / "exclude").write_text("\n".join(excludes) + "\n")
+    base = ["--git-dir", str(shadow), "--work-tree", str(workspace)]
+    git(*base, "add", "-A", env=env)
+    return git(*base, "write-tree", env=env).strip()

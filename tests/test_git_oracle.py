@@ -1,0 +1,280 @@
+"""The git binary as the oracle: tree ids, ignore decisions, fsck and numstat agree.
+
+Skipped where git is absent; everything else in the suite runs without git.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import git, git_env, git_shadow_tree, needs_git, write
+
+from snapshotter import DEFAULT_EXCLUDES
+from snapshotter.ignore import IgnoreSource, IgnoreStack, read_ignore_file, root_stack
+
+pytestmark = needs_git
+
+NAMES = ["a", "b", "build", "docs", "src", "x.log", "keep.log", "data.txt", "ünï cödé", "sp ace", "node_modules", ".hidden", "deep"]
+EXTS = ["", ".py", ".log", ".txt", ".md", ".c", ".o"]
+PATTERNS = [
+    "*.log", "!keep.log", "build/", "/docs", "**/deep", "src/**/*.o", "*.o", "!important.o", "a/**", "!a/keep*",
+    "data.txt", "/b/", "x.log/", "**/tmp/", "*.md", "!README.md", "sp\\ ace", "[ab].txt", "?.py", "deep/**/x*",
+    "**", "!*/", "!**/*.py", "*/", "docs/*.txt", "\\#hash", "trailing ", "ünï*", "/a/b/c", "**/b/**",
+]
+
+
+def random_workspace(root: Path, rng: random.Random) -> None:
+    def fill(folder: Path, depth: int) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        for _ in range(rng.randint(1, 5)):
+            name = rng.choice(NAMES) + rng.choice(EXTS)
+            path = folder / name
+            if path.exists() or path.is_symlink():
+                continue
+            roll = rng.random()
+            if roll < 0.25 and depth < 4:
+                fill(path, depth + 1)
+            elif roll < 0.32:
+                os.symlink(rng.choice(["../a", "nowhere", "a.txt", "/etc/passwd"]), path)
+            elif roll < 0.36:
+                path.mkdir()  # an empty folder: git does not record it
+            else:
+                body = rng.choice(["", "x\n", "line\n" * rng.randint(1, 5), "no newline", "\0binary"])
+                path.write_text(body)
+                if rng.random() < 0.2:
+                    path.chmod(0o755)
+        if rng.random() < 0.5:
+            (folder / ".gitignore").write_text("\n".join(rng.sample(PATTERNS, rng.randint(1, 5))) + "\n")
+
+    fill(root, 0)
+    (root / ".env").write_text("SECRET=1\n")
+
+
+def snapshotter_tree(make, workspace: Path) -> str:  # type: ignore[no-untyped-def]
+    return make(workspace).snapshot("oracle").tree_id
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_tree_id_matches_git_on_random_workspaces(seed: int, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    workspace = tmp_path / f"w{seed}"
+    random_workspace(workspace, random.Random(seed))
+    assert snapshotter_tree(make, workspace) == git_shadow_tree(workspace, tmp_path / "git")
+
+
+def test_tree_id_matches_git_on_hand_written_cases(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(
+        ws,
+        {
+            ".gitignore": "*.log\n!keep.log\nbuild/\n/anchored.txt\nout/**\n!out/keep/\nlogs/**/*.tmp\n",
+            "keep.log": "kept\n",
+            "drop.log": "dropped\n",
+            "anchored.txt": "ignored at root\n",
+            "sub/anchored.txt": "kept below root\n",
+            "sub/.gitignore": "!drop.log\n*.txt\n",
+            "sub/drop.log": "re-included by the deeper file\n",
+            "sub/notes.txt": "ignored by the deeper file\n",
+            "build/x.c": "ignored folder\n",
+            "src/build": "a file named build is not a folder\n",
+            "out/a.txt": "ignored\n",
+            "out/keep/b.txt": "git: out/** still excludes\n",
+            "logs/a/b/c.tmp": "ignored\n",
+            "logs/a/b/c.txt": "kept\n",
+            "empty.txt": "",
+            "unicode/ünïcödé.txt": "ü\n",
+            "with space/file name.txt": "s\n",
+            "script.sh": "#!/bin/sh\n",
+            "node_modules/pkg/index.js": "default-excluded\n",
+            ".env": "SECRET=1\n",
+            ".env.local": "SECRET=2\n",
+            "__pycache__/m.pyc": "cache\n",
+        },
+    )
+    (ws / "script.sh").chmod(0o755)
+    os.symlink("script.sh", ws / "link")
+    os.symlink("missing/target", ws / "dangling")
+    os.symlink("sub", ws / "dirlink")
+    (ws / "empty-folder").mkdir()
+    assert snapshotter_tree(make, ws) == git_shadow_tree(ws, tmp_path / "git")
+
+
+def test_workspace_info_exclude_is_honoured_like_git(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.secret": "s", "b.txt": "b", ".git/info/exclude": "*.secret\n", ".git/HEAD": "ref: x\n"})
+    excludes = DEFAULT_EXCLUDES + ("*.secret",)
+    assert snapshotter_tree(make, ws) == git_shadow_tree(ws, tmp_path / "git", excludes)
+
+
+def test_nested_repository_files_are_recorded_without_their_git_folder(
+    ws: Path, tmp_path: Path, make  # type: ignore[no-untyped-def]
+) -> None:
+    write(ws, {"top.txt": "t\n", "inner/code.py": "x = 1\n", "inner/.gitignore": "*.bin\n", "inner/data.bin": "b"})
+    env = git_env(tmp_path)
+    git("init", "-q", str(ws / "inner"), env=env)
+    git("-C", str(ws / "inner"), "add", "-A", env=env)
+    git("-C", str(ws / "inner"), "commit", "-qm", "inner", env=env)
+    git_dir_before = sorted(p.name for p in (ws / "inner" / ".git").iterdir())
+    info = make(ws).snapshot()
+    copy = tmp_path / "copy"
+    shutil.copytree(ws / "inner", copy, ignore=shutil.ignore_patterns(".git"))
+    expected_inner = git_shadow_tree(copy, tmp_path / "git-copy")
+    listing = git("--git-dir", str(make(ws).store_path), "ls-tree", info.tree_id, env=env)
+    inner_line = [line for line in listing.splitlines() if line.endswith("\tinner")]
+    assert inner_line and inner_line[0].split()[1] == "tree"
+    assert inner_line[0].split()[2] == expected_inner
+    assert sorted(p.name for p in (ws / "inner" / ".git").iterdir()) == git_dir_before
+
+
+def _our_decisions(workspace: Path, stack: IgnoreStack) -> dict[str, bool]:
+    """Every path the walker judges (parents not ignored), with its verdict."""
+    out: dict[str, bool] = {}
+    todo = [("", workspace, stack)]
+    while todo:
+        rel, folder, rules = todo.pop()
+        entries = list(os.scandir(folder))
+        if any(e.name == ".gitignore" for e in entries):
+            rules = rules.push(IgnoreSource.from_lines(read_ignore_file(str(folder / ".gitignore")), rel))
+        for entry in entries:
+            if entry.name == ".git":
+                continue
+            path = f"{rel}/{entry.name}" if rel else entry.name
+            is_dir = entry.is_dir(follow_symlinks=False)
+            ignored = rules.is_ignored(path, is_dir)
+            out[path] = ignored
+            if is_dir and not ignored:
+                todo.append((path, folder / entry.name, rules))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(15))
+def test_ignore_decisions_match_git_check_ignore(seed: int, tmp_path: Path) -> None:
+    workspace = tmp_path / "w"
+    random_workspace(workspace, random.Random(1000 + seed))
+    ours = _our_decisions(workspace, root_stack(str(workspace), (), True))
+    shadow = tmp_path / "shadow.git"
+    env = git_env(tmp_path)
+    git("init", "-q", "--bare", str(shadow), env=env)
+    (shadow / "info" / "exclude").write_text("\n".join(DEFAULT_EXCLUDES) + "\n")
+    out = _check_ignore(shadow, workspace, sorted(ours), env)
+    theirs = {p: p in out for p in ours}
+    assert ours == theirs
+    assert any(ours.values()) and not all(ours.values())
+
+
+def _check_ignore(shadow: Path, workspace: Path, paths: list[str], env: dict[str, str]) -> set[str]:
+    import subprocess
+
+    from conftest import GIT
+
+    assert GIT is not None
+    result = subprocess.run(
+        [GIT, "--git-dir", str(shadow), "--work-tree", str(workspace), "check-ignore", "--no-index", "-z", "--stdin"],
+        cwd=workspace,
+        env=env,
+        input=b"\0".join(os.fsencode(p) for p in paths) + b"\0",
+        capture_output=True,
+        check=False,
+    )
+    assert result.returncode in (0, 1), result.stderr
+    return {os.fsdecode(p) for p in result.stdout.split(b"\0") if p}
+
+
+def test_store_passes_git_fsck_strict(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    random_workspace(ws, random.Random(7))
+    snap = make(ws)
+    first = snap.snapshot("one", label="first", metadata={"session": "s1", "multi": "line\nvalue"})
+    write(ws, {"new.txt": "new\n", "big.bin": os.urandom(9 << 20)})
+    snap.snapshot("two")
+    snap.restore(first.id)
+    env = git_env(tmp_path)
+    git("--git-dir", snap.store_path, "fsck", "--strict", "--no-dangling", env=env)
+    log = git("--git-dir", snap.store_path, "log", "--all", "--format=%H %s", env=env)
+    assert first.id in log
+
+
+def test_numstat_matches_git_diff(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    rng = random.Random(3)
+    words = ["alpha", "beta", "gamma", "}", "{", "", "return x", "pass"]
+    files = {f"f{i}.txt": "\n".join(rng.choice(words) for _ in range(rng.randint(0, 60))) + "\n" for i in range(30)}
+    files["bin.dat"] = "\0\1\2"
+    write(ws, files)
+    snap = make(ws)
+    before = snap.snapshot()
+    for i in range(30):
+        lines = files[f"f{i}.txt"].splitlines()
+        for _ in range(rng.randint(0, 8)):
+            op = rng.random()
+            at = rng.randint(0, len(lines))
+            if op < 0.4:
+                lines.insert(at, rng.choice(words))
+            elif lines and op < 0.8:
+                del lines[min(at, len(lines) - 1)]
+            elif lines:
+                lines[min(at, len(lines) - 1)] = rng.choice(words)
+        text = "\n".join(lines) + ("\n" if rng.random() < 0.8 else "")
+        (ws / f"f{i}.txt").write_text(text)
+    (ws / "bin.dat").write_bytes(b"\0\3")
+    (ws / "added.txt").write_text("one\ntwo\n")
+    (ws / "f0.txt").unlink()
+    after = snap.snapshot()
+    env = git_env(tmp_path)
+    out = git("--git-dir", snap.store_path, "diff", "--numstat", before.tree_id, after.tree_id, env=env)
+    theirs = {}
+    for line in out.splitlines():
+        added, deleted, path = line.split("\t")
+        theirs[path] = (added, deleted)
+    ours = {
+        d.path: ("-", "-") if d.binary else (str(d.additions), str(d.deletions)) for d in snap.diff(before.id, after.id)
+    }
+    assert ours == theirs
+    total_add = sum(int(a) for a, _ in theirs.values() if a != "-")
+    total_del = sum(int(d) for _, d in theirs.values() if d != "-")
+    assert (after.files_changed, after.additions, after.deletions) == (len(theirs), total_add, total_del)
+
+
+def test_patch_applies_with_git_apply(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n", "gone.txt": "bye\n", "nonl.txt": "a\nb"})
+    snap = make(ws)
+    before = snap.snapshot()
+    write(ws, {"a.txt": "1\n2\nthree\n4\n5\n6\n7\n8\n9\n10\n11\n", "new.txt": "hello\n", "nonl.txt": "a\nc"})
+    (ws / "gone.txt").unlink()
+    patch = "".join(d.patch for d in snap.diff(before.id))
+    copy = tmp_path / "copy"
+    write(copy, {"a.txt": "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n", "gone.txt": "bye\n", "nonl.txt": "a\nb"})
+    (tmp_path / "p.diff").write_text(patch)
+    git("apply", "--check", str(tmp_path / "p.diff"), cwd=copy, env=git_env(tmp_path))
+    git("apply", str(tmp_path / "p.diff"), cwd=copy, env=git_env(tmp_path))
+    assert (copy / "a.txt").read_text() == (ws / "a.txt").read_text()
+    assert (copy / "nonl.txt").read_text() == "a\nc"
+    assert not (copy / "gone.txt").exists()
+
+
+MATRIX_PATHS = [
+    "X/keep", "X/other.txt", "X/sub/keep", "X/sub/deeper/a.c", "a/b/c", "a/x/b/c", "a/b.txt", "doc/frotz/f",
+    "frotz/doc/g", "foo.log/y", "d.txt/a.txt", "d.txt/b.md", "b/b", "top.c", "lib/top.c", "lib/sub/top.c",
+    "ünï.txt", "sp ace/f", "#hash", "!bang", "trail ", "q?x", "[x]", "star*", "deep/a/b/c/d.o",
+]
+MATRIX_PATTERNS = [
+    ["X/**", "!X/keep"], ["X/**/", "!X/sub/"], ["X/**/*"], ["X/*", "!X/keep"], ["**/keep"], ["**/sub/**"],
+    ["a/**/c"], ["a/**/b/**"], ["/a/b"], ["a/b/"], ["*.txt", "!d.txt"], ["*.txt", "!d.txt/"], ["*.log"],
+    ["*.log", "!foo.log/"], ["doc/frotz/"], ["frotz/"], ["*/"], ["**/"], ["*"], ["**"], ["!*/", "*"],
+    ["*", "!*/", "!*.c"], ["/*", "!lib/"], ["/*/"], ["lib/**/*.c"], ["lib/*.c"], ["**/*.c", "!lib/**"],
+    ["\\#hash"], ["\\!bang"], ["trail\\ "], ["trail "], ["q\\?x"], ["\\[x\\]"], ["star\\*"], ["[xyz]*"],
+    ["[!X]*"], ["[a-c]/"], ["ü*"], ["sp ace/"], ["deep/**/*.o"], ["deep/**"], ["**/b"], ["b/**/"], ["*/b"],
+    ["?/b"], ["??/b"], ["a*"], ["X/sub", "!X/sub/keep"], ["X/sub/**", "!X/sub/keep"], ["/X/**/keep"],
+]
+
+
+@pytest.mark.parametrize("patterns", MATRIX_PATTERNS, ids=lambda p: "|".join(p))
+def test_single_pattern_matrix_matches_git(patterns: list[str], tmp_path: Path) -> None:
+    workspace = tmp_path / "w"
+    write(workspace, {p: "x\n" for p in MATRIX_PATHS})
+    (workspace / ".gitignore").write_text("\n".join(patterns) + "\n")
+    ours = _our_decisions(workspace, root_stack(str(workspace), (), False))
+    shadow = tmp_path / "shadow.git"
+    env = git_env(tmp_path)
+    git("init", "-q", "--bare", str(shadow), env=env)
+    out = _check_ignore(shadow, workspace, sorted(ours), env)
+    assert ours == {p: p in out for p in ours}

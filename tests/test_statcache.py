@@ -1,0 +1,137 @@
+"""The stat cache: unchanged files are never read, changed ones always are."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from conftest import write
+
+from snapshotter import statcache
+from snapshotter.statcache import StatCache
+
+
+def _files(n: int) -> dict[str, str]:
+    return {f"d{i % 5}/f{i}.txt": f"content {i}\n" for i in range(n)}
+
+
+def _age(ws: Path, seconds: float = 10) -> None:
+    """Move every mtime into the past so nothing is racy against a new cache."""
+    past = time.time() - seconds
+    for dirpath, _, filenames in os.walk(ws):
+        for name in filenames:
+            os.utime(os.path.join(dirpath, name), (past, past), follow_symlinks=False)
+
+
+def test_second_snapshot_without_changes_hashes_nothing(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, _files(50))
+    _age(ws)
+    snap = make()
+    snap.snapshot()
+    assert snap.last_scan.files_hashed == 50
+    snap.snapshot()
+    assert snap.last_scan.files_hashed == 0
+    assert snap.last_scan.files_seen == 50
+    reopened = make()  # a new process loads the persisted cache
+    reopened.snapshot()
+    assert reopened.last_scan.files_hashed == 0
+
+
+def test_touching_three_files_hashes_exactly_those(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, _files(50))
+    _age(ws)
+    snap = make()
+    snap.snapshot()
+    for i in (3, 17, 42):
+        path = ws / f"d{i % 5}/f{i}.txt"
+        os.utime(path, None)
+    snap.snapshot()
+    assert snap.last_scan.files_hashed == 3
+    assert snap.last_scan.bytes_hashed == sum(len(f"content {i}\n") for i in (3, 17, 42))
+
+
+def test_chmod_only_change_is_detected(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"run.sh": "echo\n"})
+    _age(ws)
+    snap = make()
+    first = snap.snapshot()
+    (ws / "run.sh").chmod(0o755)
+    second = snap.snapshot()
+    assert first.tree_id != second.tree_id
+    assert [(c.path, c.old_mode, c.new_mode) for c in snap.diff(first.id, second.id)] == [
+        ("run.sh", 0o100644, 0o100755)
+    ]
+
+
+def test_same_size_rewrite_in_the_same_tick_is_detected(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "aaaa\n"})
+    snap = make()
+    snap.snapshot()
+    cache_mtime = os.stat(os.path.join(snap.store_path, "snapshotter", "statcache")).st_mtime_ns
+    st = os.stat(ws / "a.txt")
+    (ws / "a.txt").write_text("bbbb\n")  # same size
+    os.utime(ws / "a.txt", ns=(st.st_atime_ns, cache_mtime))  # mtime == the cache's own tick
+    # inode and ctime could still give it away; pin the record to the new stat to be sure
+    cache = statcache.load(os.path.join(snap.store_path, "snapshotter", "statcache"))
+    key = statcache.stat_key(os.lstat(ws / "a.txt"))
+    cache.files["a.txt"] = (key, cache.files["a.txt"][1])
+    statcache.save(os.path.join(snap.store_path, "snapshotter", "statcache"), cache)
+    os.utime(os.path.join(snap.store_path, "snapshotter", "statcache"), ns=(cache_mtime, cache_mtime))
+    fresh = make()
+    info = fresh.snapshot()
+    assert fresh.last_scan.files_hashed == 1
+    assert [d.path for d in fresh.diff(fresh.list()[1].id, info.id)] == ["a.txt"]
+
+
+def test_coarse_two_second_clock_is_treated_as_racy() -> None:
+    cache = StatCache(written_ns=1_700_000_000_000_000_000)  # a whole second: FAT-like clock
+    assert cache.racy_cutoff() == 1_700_000_000_000_000_000 - 2_000_000_000
+    fine = StatCache(written_ns=1_700_000_000_123_456_789)
+    assert fine.racy_cutoff() == 1_700_000_000_123_456_789
+    assert StatCache().racy_cutoff() < -(2**62)
+
+
+def test_corrupt_or_old_cache_means_full_rehash_not_wrong_snapshot(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, _files(10))
+    _age(ws)
+    snap = make()
+    first = snap.snapshot()
+    path = os.path.join(snap.store_path, "snapshotter", "statcache")
+    data = bytearray(Path(path).read_bytes())
+    data[40] ^= 0xFF
+    Path(path).write_bytes(bytes(data))
+    again = make()
+    second = again.snapshot()
+    assert again.last_scan.files_hashed == 10
+    assert second.tree_id == first.tree_id
+    Path(path).write_bytes(b"garbage")
+    assert statcache.load(path).files == {}
+
+
+def test_cache_round_trip_keeps_every_record(tmp_path: Path) -> None:
+    cache = StatCache(
+        files={f"dir/ü{i}": ((0o100644, i, i * 7, -i, i + 1), bytes([i % 256]) * 20) for i in range(1000)},
+        dirs={"": (3, b"\1" * 20), "dir": (1000, b"\2" * 20)},
+    )
+    path = str(tmp_path / "cache")
+    statcache.save(path, cache)
+    loaded = statcache.load(path)
+    assert loaded.files == cache.files
+    assert loaded.dirs == cache.dirs
+    assert loaded.written_ns == os.stat(path).st_mtime_ns
+
+
+def test_status_does_not_poison_the_cache(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """status() hashes without storing; a later snapshot must still store the blob."""
+    write(ws, {"a.txt": "one\n"})
+    _age(ws)
+    snap = make()
+    snap.snapshot()
+    (ws / "a.txt").write_text("two\n")
+    assert [c.path for c in snap.status()] == ["a.txt"]
+    info = snap.snapshot()
+    snap.restore(snap.list()[1].id)
+    assert (ws / "a.txt").read_text() == "one\n"
+    snap.restore(info.id)
+    assert (ws / "a.txt").read_text() == "two\n"
