@@ -191,10 +191,11 @@ class Workspace:
             return False
 
     def lstat(self, rel: str) -> os.stat_result | None:
+        """The entry at ``rel``, or None if it, or a real folder leading to it, is missing."""
         try:
             with self._parent(rel, create=False) as (fd, name, parent):
                 return self._lstat(fd, parent, name)
-        except (FileNotFoundError, NotADirectoryError):
+        except (FileNotFoundError, NotADirectoryError, RestoreConflict):
             return None
 
     @staticmethod

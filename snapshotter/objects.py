@@ -41,6 +41,11 @@ _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY
 _READ_RETRIES = 3
 
 
+def open_for_read(path: str) -> int:
+    """Open a workspace file without following a symlink (the tests' fault seam)."""
+    return os.open(path, _READ_FLAGS)
+
+
 class FileChanged(Exception):
     """The file changed type, size or stat while it was being read."""
 
@@ -162,7 +167,7 @@ class ObjectWriter:
         raise FileChanged(path)
 
     def _hash_file_once(self, path: str, write: bool) -> tuple[bytes, StatKey, int] | None:
-        fd = os.open(path, _READ_FLAGS)
+        fd = open_for_read(path)
         try:
             before = os.fstat(fd)
             if not stat.S_ISREG(before.st_mode):

@@ -34,7 +34,7 @@ from .fsops import Workspace
 from .ignore import IgnoreStack, root_stack
 from .model import FileChange, FileDiff, RestoreResult, ScanStats, SnapshotInfo
 from .objects import MODE_LINK
-from .restore import apply_plan, make_plan, normalize_selection, selection_filter
+from .restore import apply_plan, make_plan, normalize_selection, selection_filter, validate_component
 from .store import Store, canonical_workspace, store_path_for
 from .trees import ScannedTree, StoredTree, TreeSide, changes
 from .walker import EMPTY_TREE, Scan, scan
@@ -205,7 +205,7 @@ class Snapshotter:
                 safety_id = self._safety_snapshot(current, target)
             workspace = Workspace(self._workspace)
             plan = make_plan(
-                StoredTree(store, bytes.fromhex(target.tree_id)),
+                StoredTree(store, bytes.fromhex(target.tree_id), check_name=validate_component),
                 ScannedTree(current),
                 workspace,
                 len(current.tracked),

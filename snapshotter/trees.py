@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from .errors import StoreError
+from .errors import StoreError, UnsafeTree
 from .objects import MODE_TREE, parse_tree
 from .store import Store
 from .walker import EMPTY_TREE, DirNode, Scan
@@ -35,11 +35,18 @@ class TreeSide(Protocol):
 
 
 class StoredTree:
-    """A tree in the store, read object by object as the comparison needs it."""
+    """A tree in the store, read object by object as the comparison needs it.
 
-    def __init__(self, store: Store, tree_id: bytes) -> None:
+    ``check_name(name, tree_hex)`` vets every entry name read (restore refuses
+    hostile names this way, before anything is written).
+    """
+
+    def __init__(
+        self, store: Store, tree_id: bytes, check_name: Callable[[str, str], None] | None = None
+    ) -> None:
         self._store = store
         self._root = tree_id
+        self._check_name = check_name
 
     def root(self) -> object:
         return self._root
@@ -64,7 +71,13 @@ class StoredTree:
             parsed = parse_tree(content)
         except ValueError:
             raise StoreError(f"tree {handle.hex()} is malformed; the store is damaged") from None
-        return {os.fsdecode(name): (mode, sha, sha if mode == MODE_TREE else None) for name, mode, sha in parsed}
+        out = {os.fsdecode(name): (mode, sha, sha if mode == MODE_TREE else None) for name, mode, sha in parsed}
+        if self._check_name is not None:
+            for name in out:
+                self._check_name(name, handle.hex())
+            if len(out) != len(parsed):
+                raise UnsafeTree(f"tree {handle.hex()} lists a name twice; restore refused, nothing was written")
+        return out
 
 
 class ScannedTree:

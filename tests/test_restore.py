@@ -1,0 +1,283 @@
+"""Restore guarantees: exact for what the snapshot tracked, hands off everything else."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from conftest import read_tree, write
+
+from snapshotter import RestoreConflict, UnsafeTree, objects
+from snapshotter.objects import MODE_FILE, serialize_tree
+from snapshotter.records import build_commit
+
+
+def test_modified_and_missing_files_come_back_with_exec_bit_and_symlinks(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "a\n", "bin/run": "#!/bin/sh\n", "deep/er/x.txt": "x\n"})
+    (ws / "bin/run").chmod(0o755)
+    os.symlink("../a.txt", ws / "deep/link")
+    os.symlink("nowhere", ws / "dangling")
+    snap = make()
+    first = snap.snapshot()
+    expected = read_tree(ws)
+    (ws / "a.txt").write_text("changed\n")
+    (ws / "bin/run").unlink()
+    (ws / "deep/link").unlink()
+    os.symlink("elsewhere", ws / "deep/link")
+    (ws / "dangling").unlink()
+    (ws / "deep/er/x.txt").chmod(0o755)
+    result = snap.restore(first.id)
+    assert read_tree(ws) == expected
+    assert set(result.written_paths) == {"a.txt", "bin/run", "deep/link", "dangling", "deep/er/x.txt"}
+    assert result.deleted == 0
+    assert os.readlink(ws / "deep/link") == "../a.txt"
+    assert os.stat(ws / "bin/run").st_mode & 0o111
+
+
+def test_new_tracked_files_are_removed_with_folders_they_leave_empty(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"keep.txt": "k\n"})
+    (ws / "was-empty").mkdir()
+    snap = make()
+    first = snap.snapshot()
+    write(ws, {"new.txt": "n\n", "newdir/sub/f.txt": "f\n", "mixed/untracked.log": "x", "mixed/t.txt": "t"})
+    (ws / ".gitignore").write_text("*.log\n")
+    result = snap.restore(first.id)
+    assert not (ws / "new.txt").exists()
+    assert not (ws / "newdir").exists()
+    assert (ws / "mixed/untracked.log").exists()  # ignored: never touched, folder stays
+    assert not (ws / "mixed/t.txt").exists()
+    assert (ws / "was-empty").is_dir()  # not emptied by the restore: left alone
+    assert set(result.deleted_paths) == {"new.txt", "newdir/sub/f.txt", "mixed/t.txt", ".gitignore"}
+
+
+def test_file_deleted_before_the_snapshot_stays_deleted(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "a", "b.txt": "b"})
+    snap = make()
+    snap.snapshot()
+    (ws / "b.txt").unlink()
+    second = snap.snapshot()
+    write(ws, {"c.txt": "c"})
+    snap.restore(second.id)
+    assert sorted(os.listdir(ws)) == ["a.txt"]
+
+
+def test_ignored_large_and_unreadable_files_are_never_touched(
+    ws: Path, make, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+) -> None:
+    write(ws, {"a.txt": "a"})
+    snap = make(max_new_file_size=1000)
+    first = snap.snapshot()
+    write(
+        ws,
+        {
+            ".env": "SECRET=1\n",
+            "node_modules/x/index.js": "js",
+            "big.bin": b"\1" * 5000,
+            "locked.txt": "private",
+            "build/out.o": "obj",
+        },
+    )
+    real_open = objects.open_for_read
+
+    def no_permission(path: str) -> int:  # root reads anything, so deny it here
+        if path.endswith("locked.txt"):
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path)
+
+    monkeypatch.setattr(objects, "open_for_read", no_permission)
+    info = snap.snapshot()
+    skipped = {(s.path, s.reason.value) for s in info.skipped}
+    assert {("locked.txt", "unreadable"), ("big.bin", "too-large")} <= skipped
+    result = snap.restore(first.id)
+    for kept in (".env", "node_modules/x/index.js", "big.bin", "locked.txt"):
+        assert (ws / kept).exists(), kept
+    assert (ws / "big.bin").read_bytes() == b"\1" * 5000
+    assert (ws / ".env").read_text() == "SECRET=1\n"
+    assert (ws / "locked.txt").read_text() == "private"
+    assert result.deleted_paths == ("build/out.o",)  # tracked, and not in the snapshot
+
+
+def test_files_already_tracked_are_kept_when_they_grow_past_the_limit(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"data.bin": b"\1" * 10})
+    snap = make(max_new_file_size=100)
+    snap.snapshot()
+    (ws / "data.bin").write_bytes(b"\2" * 1000)
+    info = snap.snapshot()
+    assert not info.skipped
+    (ws / "data.bin").write_bytes(b"\3")
+    snap.restore(info.id)
+    assert (ws / "data.bin").read_bytes() == b"\2" * 1000
+
+
+def test_selective_restore_touches_only_listed_paths(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "a1", "b.txt": "b1", "dir/c.txt": "c1", "dir/d.txt": "d1"})
+    snap = make()
+    first = snap.snapshot()
+    write(ws, {"a.txt": "a2", "b.txt": "b2", "dir/c.txt": "c2", "dir/d.txt": "d2", "dir/new.txt": "n", "other.txt": "o"})
+    result = snap.restore(first.id, files=["a.txt", "dir", "other.txt"])
+    assert (ws / "a.txt").read_text() == "a1"
+    assert (ws / "b.txt").read_text() == "b2"
+    assert (ws / "dir/c.txt").read_text() == "c1" and (ws / "dir/d.txt").read_text() == "d1"
+    assert not (ws / "dir/new.txt").exists()
+    assert not (ws / "other.txt").exists()  # listed and absent from the snapshot: deleted
+    assert sorted(result.written_paths) == ["a.txt", "dir/c.txt", "dir/d.txt"]
+    assert sorted(result.deleted_paths) == ["dir/new.txt", "other.txt"]
+
+
+def test_identical_files_are_not_rewritten(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"same.txt": "s", "changed.txt": "c"})
+    past = time.time() - 1000
+    os.utime(ws / "same.txt", (past, past))
+    snap = make()
+    first = snap.snapshot()
+    (ws / "changed.txt").write_text("C")
+    before = os.stat(ws / "same.txt")
+    result = snap.restore(first.id)
+    after = os.stat(ws / "same.txt")
+    assert (before.st_mtime_ns, before.st_ino) == (after.st_mtime_ns, after.st_ino)
+    assert result.written_paths == ("changed.txt",)
+    assert result.unchanged == 1
+
+
+def test_full_restore_takes_a_pre_restore_snapshot_that_undoes_it(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "v1"})
+    snap = make()
+    first = snap.snapshot()
+    write(ws, {"a.txt": "v2 unsaved", "b.txt": "new"})
+    result = snap.restore(first.id)
+    assert result.safety_snapshot_id is not None
+    safety = snap.get(result.safety_snapshot_id)
+    assert safety.label == "pre-restore"
+    assert snap.get("pre-restore").id == safety.id
+    snap.restore(safety.id)
+    assert (ws / "a.txt").read_text() == "v2 unsaved" and (ws / "b.txt").read_text() == "new"
+
+
+def test_restore_reports_honestly_when_nothing_changes(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "a"})
+    snap = make()
+    first = snap.snapshot()
+    count = len(snap.list())
+    result = snap.restore(first.id)
+    assert (result.written, result.deleted, result.unchanged) == (0, 0, 1)
+    assert result.safety_snapshot_id == first.id  # the state was already saved: no new snapshot
+    assert len(snap.list()) == count
+
+
+def test_dry_run_changes_nothing_and_reports_the_plan(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "a"})
+    snap = make()
+    first = snap.snapshot()
+    write(ws, {"a.txt": "b", "n.txt": "n"})
+    before = read_tree(ws)
+    count = len(snap.list())
+    result = snap.restore(first.id, dry_run=True)
+    assert result.dry_run and result.written_paths == ("a.txt",) and result.deleted_paths == ("n.txt",)
+    assert read_tree(ws) == before
+    assert len(snap.list()) == count
+
+
+def test_type_swaps_between_file_folder_and_symlink(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"x": "file", "d/inner.txt": "i"})
+    os.symlink("x", ws / "l")
+    snap = make()
+    first = snap.snapshot()
+    expected = read_tree(ws)
+    (ws / "x").unlink()
+    write(ws, {"x/now-a-dir.txt": "d"})
+    (ws / "d/inner.txt").unlink()
+    (ws / "d").rmdir()
+    (ws / "d").write_text("now a file")
+    (ws / "l").unlink()
+    (ws / "l").write_text("now a file")
+    snap.restore(first.id)
+    assert read_tree(ws) == expected
+    assert os.path.islink(ws / "l")
+
+
+def test_folder_with_untracked_files_blocking_a_file_is_a_conflict(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"x": "file"})
+    snap = make()
+    first = snap.snapshot()
+    (ws / "x").unlink()
+    write(ws, {"x/tracked.txt": "t", "x/.env": "secret"})
+    with pytest.raises(RestoreConflict):
+        snap.restore(first.id)
+    assert (ws / "x/.env").read_text() == "secret"
+    assert (ws / "x/tracked.txt").read_text() == "t"  # nothing was written or deleted
+
+
+def test_restore_never_writes_through_a_symlinked_folder(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    write(ws, {"sub/f.txt": "inside"})
+    snap = make()
+    first = snap.snapshot()
+    (ws / "sub/f.txt").unlink()
+    (ws / "sub").rmdir()
+    os.symlink(outside, ws / "sub")  # an untracked? no: the symlink itself is now tracked
+    (ws / ".gitignore").write_text("sub\n")  # make the symlink untracked, so restore must not remove it
+    with pytest.raises(RestoreConflict):
+        snap.restore(first.id)
+    assert list(outside.iterdir()) == []
+
+
+def _forge_snapshot(snap, entries: list[tuple[bytes, int, bytes]]) -> str:  # type: ignore[no-untyped-def]
+    """Write a hostile tree and commit straight into the store, as a malicious agent could."""
+    store = snap._store
+    blob = store.writer.write(b"blob", b"pwned\n")
+    tree = store.writer.write(b"tree", serialize_tree([(n, m, s or blob) for n, m, s in entries]))
+    from datetime import datetime, timezone
+
+    commit = build_commit(tree, "forged", seq=999, label=None, metadata={}, stats=(0, 0, 0), skipped=[],
+                          when=datetime.now(timezone.utc))
+    sha = store.write_commit(commit)
+    assert store.add_snapshot_ref(999, sha)
+    return sha.hex()
+
+
+@pytest.mark.parametrize("name", [b"..", b".git", b".GIT", b"a/b", b"a\\b", b"", b"."])
+def test_hostile_tree_names_are_refused_before_anything_is_written(
+    ws: Path, make, name: bytes  # type: ignore[no-untyped-def]
+) -> None:
+    write(ws, {"a.txt": "a"})
+    snap = make()
+    snap.snapshot()
+    forged = _forge_snapshot(snap, [(b"ok.txt", MODE_FILE, b""), (name, MODE_FILE, b"")])
+    with pytest.raises(UnsafeTree):
+        snap.restore(forged)
+    assert not (ws / "ok.txt").exists()
+    assert (ws / "a.txt").read_text() == "a"
+
+
+def test_hostile_nested_dotgit_folder_is_refused(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    snap = make()
+    store = snap._store
+    blob = store.writer.write(b"blob", b"[core]\n\thooksPath = /tmp/evil\n")
+    inner = store.writer.write(b"tree", serialize_tree([(b"config", MODE_FILE, blob)]))
+    sub = store.writer.write(b"tree", serialize_tree([(b".git", 0o040000, inner)]))
+    forged = _forge_snapshot(snap, [(b"repo", 0o040000, sub)])
+    with pytest.raises(UnsafeTree):
+        snap.restore(forged)
+    assert not (ws / "repo").exists()
+
+
+def test_workspace_git_folder_is_never_touched(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {".git/HEAD": "ref: refs/heads/main\n", ".git/index": "idx", "a.txt": "a"})
+    snap = make()
+    first = snap.snapshot()
+    write(ws, {"b.txt": "b", ".git/index": "changed by the user"})
+    snap.restore(first.id)
+    assert (ws / ".git/index").read_text() == "changed by the user"
+    assert (ws / ".git/HEAD").exists()
+    assert not (ws / "b.txt").exists()
+
+
+def test_tree_listing_a_name_twice_is_refused(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    snap = make()
+    forged = _forge_snapshot(snap, [(b"twice", MODE_FILE, b""), (b"twice", 0o120000, b"")])
+    with pytest.raises(UnsafeTree):
+        snap.restore(forged)
+    assert not (ws / "twice").exists()
