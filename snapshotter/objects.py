@@ -10,13 +10,18 @@ Ids are kept as 20 raw bytes inside the engine; hex only at the edges.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
 import tempfile
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
+from .errors import StoreError
+from .linediff import count_lines, is_binary
+from .packs import PackBuilder
 from .statcache import StatKey, stat_key
 
 MODE_FILE = 0o100644
@@ -48,6 +53,21 @@ def open_for_read(path: str) -> int:
 
 class FileChanged(Exception):
     """The file changed type, size or stat while it was being read."""
+
+
+@dataclass(frozen=True)
+class Hashed:
+    """What hashing one workspace file found."""
+
+    sha: bytes
+    key: StatKey
+    size: int
+    lines: int | None
+    """Text lines, None for a binary file, -1 when not counted (streamed)."""
+
+
+def describe_lines(content: bytes) -> int | None:
+    return None if is_binary(content) else count_lines(content)
 
 
 def git_mode(st_mode: int) -> int:
@@ -96,6 +116,24 @@ class ObjectWriter:
         self.objects_dir = objects_dir
         self._has_packed = has_packed
         self._made_dirs: set[str] = set()
+        self._pack: PackBuilder | None = None
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Send the objects written inside the block to one new pack."""
+        if self._pack is not None:
+            yield
+            return
+        self._pack = PackBuilder(os.path.join(self.objects_dir, "pack"))
+        try:
+            yield
+        except BaseException:
+            self._pack.abort()
+            raise
+        else:
+            self._pack.finish()
+        finally:
+            self._pack = None
 
     def loose_path(self, sha: bytes) -> str:
         hexsha = sha.hex()
@@ -118,25 +156,37 @@ class ObjectWriter:
         digest = hashlib.sha1(header)
         digest.update(content)
         sha = digest.digest()
+        pack = self._pack
+        if pack is not None and sha in pack:
+            return sha
         if not self.exists(sha):
-            squeezer = zlib.compressobj(ZLIB_LEVEL)
-            data = squeezer.compress(header) + squeezer.compress(content) + squeezer.flush()
-            self._install(sha, [data])
+            if pack is not None:
+                pack.add(kind, sha, content)
+            else:
+                squeezer = zlib.compressobj(ZLIB_LEVEL)
+                data = squeezer.compress(header) + squeezer.compress(content) + squeezer.flush()
+                self._install(sha, [data])
         return sha
 
     def _tmp_in(self, folder: str) -> tuple[int, str]:
-        if folder not in self._made_dirs:
-            os.makedirs(folder, mode=0o700, exist_ok=True)
-            self._made_dirs.add(folder)
-        return tempfile.mkstemp(dir=folder, prefix="tmp_obj_")
+        try:
+            if folder not in self._made_dirs:
+                os.makedirs(folder, mode=0o700, exist_ok=True)
+                self._made_dirs.add(folder)
+            return tempfile.mkstemp(dir=folder, prefix="tmp_obj_")
+        except OSError as exc:
+            raise StoreError(f"cannot write to the store in {folder}: {exc.strerror}; check disk space") from None
 
     def _install(self, sha: bytes, chunks: Iterable[bytes]) -> None:
         path = self.loose_path(sha)
         fd, tmp = self._tmp_in(os.path.dirname(path))
         try:
-            with os.fdopen(fd, "wb") as handle:
-                for chunk in chunks:
-                    handle.write(chunk)
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    for chunk in chunks:
+                        handle.write(chunk)
+            except OSError as exc:
+                raise StoreError(f"cannot write to the store: {exc.strerror}; check disk space") from None
             self._move_into_place(tmp, path)
         except BaseException:
             _unlink_quietly(tmp)
@@ -152,10 +202,10 @@ class ObjectWriter:
                 raise
             _unlink_quietly(tmp)
 
-    def hash_file(self, path: str, write: bool) -> tuple[bytes, StatKey, int]:
+    def hash_file(self, path: str, write: bool) -> Hashed:
         """Hash (and with ``write``, store) the regular file at ``path``.
 
-        Returns (blob id, stat key of the bytes read, size). The stat is taken
+        The stat key recorded is the open file's, taken
         from the open file before and after reading; a difference means the file
         changed while it was read, and the read is retried a few times before
         :class:`FileChanged` is raised.
@@ -166,24 +216,28 @@ class ObjectWriter:
                 return result
         raise FileChanged(path)
 
-    def _hash_file_once(self, path: str, write: bool) -> tuple[bytes, StatKey, int] | None:
+    def _hash_file_once(self, path: str, write: bool) -> Hashed | None:
         fd = open_for_read(path)
         try:
             before = os.fstat(fd)
             if not stat.S_ISREG(before.st_mode):
                 raise FileChanged(path)
+            lines: int | None = -1
             if before.st_size > STREAM_THRESHOLD:
                 sha = self._stream_blob(fd, before.st_size, path, write)
+                size = before.st_size
             else:
                 content = _read_all(fd, before.st_size)
                 sha = self.write(b"blob", content) if write else object_id(b"blob", content)
+                size = len(content)
+                lines = describe_lines(content)
             after = os.fstat(fd)
         finally:
             os.close(fd)
         key = stat_key(before)
-        if sha is None or key != stat_key(after):
+        if sha is None or key != stat_key(after) or size != before.st_size:
             return None
-        return sha, key, before.st_size
+        return Hashed(sha, key, size, lines)
 
     def _stream_blob(self, fd: int, size: int, path: str, write: bool) -> bytes | None:
         header = b"blob %d\0" % size

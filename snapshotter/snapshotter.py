@@ -300,6 +300,9 @@ class Snapshotter:
         found = changes(StoredTree(store, previous), StoredTree(store, tree_id))
         additions = deletions = 0
         for change in found:
+            if change.old is None and change.new is not None and change.new[1] in current.line_counts:
+                additions += current.line_counts[change.new[1]] or 0  # added: no need to read it back
+                continue
             counted = file_diff(change, self._read_stored, self._read_stored)
             additions += counted.additions
             deletions += counted.deletions

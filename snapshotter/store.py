@@ -15,10 +15,12 @@ import os
 import shutil
 import sys
 import tempfile
+import zlib
 from collections.abc import Iterator
 
 from dulwich.errors import NotGitRepository
-from dulwich.objects import Commit, ObjectID
+from dulwich.objects import Commit, ObjectID, RawObjectID
+from dulwich.pack import Pack
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
@@ -26,6 +28,7 @@ from .errors import StoreError, WorkspaceError
 from .objects import ObjectWriter
 
 SNAPSHOT_REF_PREFIX = b"refs/snapshots/"
+_TYPE_NUMBERS = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 _SEQ_WIDTH = 10
 _CASE_INSENSITIVE = sys.platform in ("win32", "darwin")
 _STORE_CONFIG = b"""[core]
@@ -99,10 +102,23 @@ class Store:
         self.path = path
         self.repo = repo
         self.meta_dir = os.path.join(path, "snapshotter")
-        self.writer = ObjectWriter(
-            os.path.join(path, "objects"),
-            lambda sha: repo.object_store.contains_packed(ObjectID(sha.hex().encode())),
-        )
+        self.writer = ObjectWriter(os.path.join(path, "objects"), self._has_packed)
+        self._pack_dir = os.path.join(path, "objects", "pack")
+        self._packs_seen = -1
+        self._packs: list[Pack] = []
+
+    def _has_packed(self, sha: bytes) -> bool:
+        """Look the id up in the pack indexes, re-listing packs only when the
+        pack folder changed (dulwich lists the folder on every lookup)."""
+        try:
+            stamp = os.stat(self._pack_dir).st_mtime_ns
+        except FileNotFoundError:
+            return False
+        if stamp != self._packs_seen:
+            self._packs = list(self.repo.object_store.packs)
+            self._packs_seen = stamp
+        raw = RawObjectID(sha)
+        return any(raw in pack for pack in self._packs)
 
     @classmethod
     def open_or_create(cls, path: str, canonical: str) -> Store:
@@ -123,9 +139,22 @@ class Store:
     # -- objects ---------------------------------------------------------------
 
     def read_raw(self, sha: bytes) -> tuple[int, bytes]:
-        """(type number, content) of an object; KeyError if the store lacks it."""
-        type_num, content = self.repo.object_store.get_raw(ObjectID(sha.hex().encode()))
-        return type_num, content
+        """(type number, content) of an object; KeyError if the store lacks it.
+
+        Loose objects are read directly (dulwich parses each into a ShaFile
+        first, several times slower); packed ones through dulwich.
+        """
+        try:
+            with open(self.writer.loose_path(sha), "rb") as handle:
+                raw = zlib.decompress(handle.read())
+        except FileNotFoundError:
+            type_num, content = self.repo.object_store.get_raw(ObjectID(sha.hex().encode()))
+            return type_num, content
+        header, _, content = raw.partition(b"\0")
+        kind, _, size = header.partition(b" ")
+        if kind not in _TYPE_NUMBERS or not size.isdigit() or int(size) != len(content):
+            raise zlib.error(f"object {sha.hex()} is damaged")
+        return _TYPE_NUMBERS[kind], content
 
     def has_object(self, sha: bytes) -> bool:
         return self.writer.exists(sha)

@@ -71,7 +71,9 @@ class StoredTree:
             parsed = parse_tree(content)
         except ValueError:
             raise StoreError(f"tree {handle.hex()} is malformed; the store is damaged") from None
-        out = {os.fsdecode(name): (mode, sha, sha if mode == MODE_TREE else None) for name, mode, sha in parsed}
+        out: dict[str, tuple[int, bytes, object]] = {
+            os.fsdecode(name): (mode, sha, sha if mode == MODE_TREE else None) for name, mode, sha in parsed
+        }
         if self._check_name is not None:
             for name in out:
                 self._check_name(name, handle.hex())

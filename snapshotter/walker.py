@@ -12,6 +12,7 @@ its metadata is not.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -23,11 +24,23 @@ from dataclasses import dataclass, field
 from .errors import WorkspaceError
 from .ignore import IgnoreSource, IgnoreStack, read_ignore_file
 from .model import ScanStats, SkippedPath, SkipReason
-from .objects import MODE_LINK, MODE_TREE, FileChanged, ObjectWriter, git_mode, object_id, serialize_tree
+from .objects import (
+    MODE_LINK,
+    MODE_TREE,
+    FileChanged,
+    Hashed,
+    ObjectWriter,
+    describe_lines,
+    git_mode,
+    object_id,
+    serialize_tree,
+)
 from .statcache import StatCache, StatKey, stat_key
 
 EMPTY_TREE = object_id(b"tree", b"")
-_PARALLEL_THRESHOLD = 16
+_THREAD_MIN_SIZE = 1 << 20
+_PACK_THRESHOLD = 64
+"""From this many files to hash on, new objects go to one pack, not loose files."""
 _WORKERS = 4
 
 
@@ -54,6 +67,8 @@ class Scan:
     """Every tracked path with its stat key and blob id: the next stat cache."""
     skipped: list[SkippedPath]
     stats: ScanStats
+    line_counts: dict[bytes, int | None] = field(default_factory=dict)
+    """Blob id -> text lines (None: binary) for the files hashed by this scan."""
 
     @property
     def tree_id(self) -> bytes:
@@ -179,8 +194,11 @@ def scan(
                 continue
             pending.append(_Pending(node, name, rel, entry.path, is_link, st_mode, key))
 
-    hashed, bytes_hashed = _hash_pending(pending, writer, write, tracked, skipped, progress)
-    _build_trees(order, cache, writer, write)
+    line_counts: dict[bytes, int | None] = {}
+    batch = writer.batch() if write and len(pending) >= _PACK_THRESHOLD else contextlib.nullcontext()
+    with batch:
+        hashed, bytes_hashed = _hash_pending(pending, writer, write, tracked, skipped, line_counts, progress)
+        _build_trees(order, cache, writer, write)
     stats = ScanStats(
         files_seen=files_seen,
         files_hashed=hashed,
@@ -189,7 +207,7 @@ def scan(
         seconds=time.perf_counter() - started,
     )
     skipped.sort(key=lambda s: s.path)
-    return Scan(root, nodes, tracked, skipped, stats)
+    return Scan(root, nodes, tracked, skipped, stats, line_counts)
 
 
 def _list(path: str) -> list[os.DirEntry[str]]:
@@ -197,11 +215,11 @@ def _list(path: str) -> list[os.DirEntry[str]]:
         return list(it)
 
 
-def _hash_one(item: _Pending, writer: ObjectWriter, write: bool) -> tuple[bytes, StatKey, int]:
+def _hash_one(item: _Pending, writer: ObjectWriter, write: bool) -> Hashed:
     if item.is_link:
         target = os.fsencode(os.readlink(item.path))
         sha = writer.write(b"blob", target) if write else object_id(b"blob", target)
-        return sha, item.lstat_key, len(target)
+        return Hashed(sha, item.lstat_key, len(target), describe_lines(target))
     return writer.hash_file(item.path, write)
 
 
@@ -219,9 +237,10 @@ def _hash_pending(
     write: bool,
     tracked: dict[str, tuple[StatKey, bytes]],
     skipped: list[SkippedPath],
+    line_counts: dict[bytes, int | None],
     progress: Callable[[int], None] | None,
 ) -> tuple[int, int]:
-    def run(item: _Pending) -> tuple[bytes, StatKey, int] | BaseException:
+    def run(item: _Pending) -> Hashed | BaseException:
         try:
             return _hash_one(item, writer, write)
         except (OSError, FileChanged) as exc:
@@ -229,12 +248,16 @@ def _hash_pending(
                 raise  # not about the workspace file: a store write failed
             return exc
 
-    results: Iterator[tuple[bytes, StatKey, int] | BaseException]
-    if len(pending) >= _PARALLEL_THRESHOLD:
+    # Threads pay only for big files: for small ones the GIL hand-offs cost
+    # more than hashing and compressing (measured: 2x slower on 2 cores).
+    results: Iterator[Hashed | BaseException]
+    big = [item for item in pending if item.lstat_key[1] >= _THREAD_MIN_SIZE]
+    pool = None
+    if len(big) >= 2:
         pool = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="snapshotter-hash")
-        results = pool.map(run, pending)
+        futures = {id(item): pool.submit(run, item) for item in big}
+        results = (futures[id(item)].result() if id(item) in futures else run(item) for item in pending)
     else:
-        pool = None
         results = map(run, pending)
     hashed = 0
     total = 0
@@ -243,12 +266,13 @@ def _hash_pending(
             if isinstance(result, BaseException):
                 skipped.append(SkippedPath(item.rel, _skip_reason(result)))
                 continue
-            sha, key, size = result
-            mode = MODE_LINK if item.is_link else git_mode(key[0])
-            item.node.files[item.name] = (mode, sha)
-            tracked[item.rel] = (key, sha)
+            mode = MODE_LINK if item.is_link else git_mode(result.key[0])
+            item.node.files[item.name] = (mode, result.sha)
+            tracked[item.rel] = (result.key, result.sha)
+            if result.lines != -1:
+                line_counts[result.sha] = result.lines
             hashed += 1
-            total += size
+            total += result.size
             if progress is not None:
                 progress(hashed)
     finally:

@@ -278,3 +278,24 @@ def test_single_pattern_matrix_matches_git(patterns: list[str], tmp_path: Path) 
     git("init", "-q", "--bare", str(shadow), env=env)
     out = _check_ignore(shadow, workspace, sorted(ours), env)
     assert ours == {p: p in out for p in ours}
+
+
+def test_cold_snapshot_writes_one_pack_that_git_reads(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {f"d{i % 7}/f{i}.txt": f"file {i}\n" * (i % 5) for i in range(300)})
+    write(ws, {"dup1.txt": "same\n", "dup2.txt": "same\n"})
+    snap = make(ws)
+    info = snap.snapshot()
+    packs = list((Path(snap.store_path) / "objects" / "pack").glob("pack-*.pack"))
+    assert len(packs) == 1 and packs[0].with_suffix(".idx").exists()
+    assert not list((Path(snap.store_path) / "objects" / "pack").glob("tmp_*"))
+    env = git_env(tmp_path)
+    git("--git-dir", snap.store_path, "fsck", "--strict", "--no-dangling", env=env)
+    assert info.tree_id == git_shadow_tree(ws, tmp_path / "git")
+    removed = list(ws.glob("d3/*"))
+    for path in removed:
+        path.unlink()
+    (ws / "d3").rmdir()
+    result = snap.restore(info.id)
+    assert result.written == len(removed) > 40 and (ws / "d3").is_dir()
+    counted = git("--git-dir", snap.store_path, "count-objects", "-v", env=env)
+    assert "in-pack: " in counted

@@ -1,0 +1,236 @@
+"""The public API: store placement, refs, listing, labels, metadata and typed errors."""
+
+from __future__ import annotations
+
+import os
+import stat
+from datetime import timezone
+from pathlib import Path
+
+import pytest
+from conftest import write
+
+import snapshotter
+from snapshotter import (
+    DEFAULT_EXCLUDES,
+    InvalidInput,
+    InvalidRef,
+    SnapshotError,
+    SnapshotNotFound,
+    Snapshotter,
+    StoreError,
+    WorkspaceError,
+)
+
+
+def test_store_lives_under_home_with_owner_only_mode(ws: Path, home: Path, make) -> None:  # type: ignore[no-untyped-def]
+    snap = make()
+    store = Path(snap.store_path)
+    assert store.parent == (home / "snapshots").resolve()
+    assert stat.S_IMODE(store.stat().st_mode) == 0o700
+    assert (store / "workspace").read_text().strip() == str(ws.resolve())
+    assert (store / "HEAD").exists() and (store / "objects").is_dir()
+    assert make().store_path == snap.store_path  # stable for the same workspace
+
+
+def test_home_defaults_to_environment_variable(ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SNAPSHOTTER_HOME", str(tmp_path / "env-home"))
+    with Snapshotter(ws) as snap:
+        assert snap.store_path.startswith(str((tmp_path / "env-home").resolve()))
+
+
+def test_default_excludes_cover_git_secrets_caches_and_environments() -> None:
+    for pattern in (".git", ".env", ".env.*", "node_modules/", "__pycache__/", ".venv/"):
+        assert pattern in DEFAULT_EXCLUDES
+
+
+def test_exclude_and_disabling_defaults(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "a", "b.tmp": "b", ".env": "s"})
+    snap = make(exclude=["*.tmp"])
+    snap.snapshot()
+    assert snap.list()[0].files_changed == 1  # only a.txt
+    assert [d.path for d in snap.diff(snap.list()[0].id, None)] == []
+    bare = make(home=Path(snap.store_path).parent.parent.parent / "other-home", use_default_excludes=False)
+    info = bare.snapshot()
+    assert info.files_changed == 3  # a.txt, b.tmp and .env: nothing excluded
+
+
+def test_snapshot_info_fields(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "1\n2\n"})
+    snap = make()
+    info = snap.snapshot("first line\nmore", label="start", metadata={"session": "s-1", "turn": "3"})
+    assert len(info.id) == 40 and len(info.tree_id) == 40
+    assert info.message == "first line\nmore"
+    assert info.label == "start"
+    assert info.created_at.tzinfo == timezone.utc
+    assert (info.files_changed, info.additions, info.deletions) == (1, 2, 0)
+    assert dict(info.metadata) == {"session": "s-1", "turn": "3"}
+    assert snap.track is not None and snap.get(info.id) == info
+    with pytest.raises(AttributeError):
+        info.label = "x"  # type: ignore[misc]
+
+
+def test_list_is_newest_first_and_limited(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    snap = make()
+    ids = []
+    for i in range(5):
+        write(ws, {"f.txt": str(i)})
+        ids.append(snap.snapshot(f"s{i}").id)
+    assert [s.id for s in snap.list()] == ids[::-1]
+    assert [s.id for s in snap.list(limit=2)] == ids[:-3:-1]
+    assert [s.message for s in make().list(limit=None)] == [f"s{i}" for i in range(4, -1, -1)]
+
+
+def test_get_by_id_prefix_and_label(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    snap = make()
+    write(ws, {"f": "1"})
+    one = snap.snapshot(label="v1")
+    write(ws, {"f": "2"})
+    two = snap.snapshot(label="v1")
+    assert snap.get(one.id) == one
+    assert snap.get(one.id[:7]) == one
+    assert snap.get(one.id.upper()) == one
+    assert snap.get("v1") == two  # the newest with that label
+    assert snap.get(two) == two
+
+
+def test_bad_refs_give_typed_one_line_errors(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"f": "1"})
+    snap = make()
+    info = snap.snapshot()
+    cases: list[tuple[object, type[SnapshotError]]] = [
+        ("nope", SnapshotNotFound),
+        ("0" * 40, SnapshotNotFound),
+        ("abcdef0", SnapshotNotFound),
+        ("", InvalidRef),
+        ("a\nb", InvalidRef),
+        ("x" * 300, InvalidRef),
+        (123, InvalidRef),
+        (info.tree_id, InvalidRef),  # exists, but is a tree: not a snapshot
+    ]
+    for ref, error in cases:
+        with pytest.raises(error) as caught:
+            snap.get(ref)  # type: ignore[arg-type]
+        assert "\n" not in str(caught.value)
+        with pytest.raises(error):
+            snap.restore(ref)  # type: ignore[arg-type]
+        with pytest.raises(error):
+            snap.diff(ref)  # type: ignore[arg-type]
+
+
+def test_ambiguous_prefix_is_an_invalid_ref(ws: Path, make, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    snap = make()
+    info = snap.snapshot()
+    twin = bytes.fromhex(info.id[:8] + "0" * 32)  # shares 8 hex digits with the real one
+    real = list(snap._store.iter_snapshot_ids())
+    monkeypatch.setattr(snap._store, "iter_snapshot_ids", lambda: iter([(2, twin), *real]))
+    with pytest.raises(InvalidRef, match="ambiguous"):
+        snap.get(info.id[:8])
+    assert snap.get(info.id[:9]).id == info.id
+
+
+def test_bad_workspace_and_overlapping_store_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(WorkspaceError):
+        Snapshotter(tmp_path / "missing", home=tmp_path / "h")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(WorkspaceError):
+        Snapshotter(tmp_path / "file", home=tmp_path / "h")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with pytest.raises(WorkspaceError):
+        Snapshotter(ws, home=ws / ".snapshots")  # store inside the workspace
+    home = tmp_path / "home"
+    inside = home / "snapshots" / "x"
+    inside.mkdir(parents=True)
+    with pytest.raises(WorkspaceError):
+        Snapshotter(inside, home=home)  # workspace inside the store
+    with pytest.raises(WorkspaceError):
+        Snapshotter(tmp_path, home=home)  # home is inside the workspace
+
+
+def test_bad_arguments_are_invalid_input(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    snap = make()
+    for kwargs in (
+        {"label": ""},
+        {"label": "two\nlines"},
+        {"label": "deadbeef"},
+        {"metadata": {"k": 1}},
+        {"metadata": ["k"]},
+    ):
+        with pytest.raises(InvalidInput):
+            snap.snapshot(**kwargs)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):
+        snap.snapshot(123)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):
+        make(exclude="*.log")
+    with pytest.raises(InvalidInput):
+        make(max_new_file_size=-1)
+    info = snap.snapshot()
+    with pytest.raises(InvalidInput):
+        snap.restore(info.id, files=["../outside"])
+    with pytest.raises(InvalidInput):
+        snap.restore(info.id, files="a.txt")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):
+        snap.list(limit=-1)
+
+
+def test_store_of_another_workspace_is_refused(ws: Path, home: Path, make) -> None:  # type: ignore[no-untyped-def]
+    snap = make()
+    (Path(snap.store_path) / "workspace").write_text("/somewhere/else\n")
+    with pytest.raises(StoreError):
+        make()
+
+
+def test_cleanup_removes_the_store(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    snap = make()
+    write(ws, {"a": "a"})
+    snap.snapshot()
+    path = snap.store_path
+    snap.cleanup()
+    assert not os.path.exists(path)
+    assert (ws / "a").read_text() == "a"
+    with pytest.raises(StoreError):
+        snap.snapshot()
+
+
+def test_status_lists_changes_since_the_newest_snapshot(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a": "a", "b": "b", "c": "c"})
+    snap = make()
+    assert {c.path for c in snap.status()} == {"a", "b", "c"}  # no snapshot yet: all added
+    snap.snapshot()
+    assert snap.status() == []
+    write(ws, {"a": "A", "d": "d"})
+    (ws / "b").unlink()
+    (ws / "c").unlink()
+    os.symlink("a", ws / "c")
+    got = {(c.path, c.status.value) for c in snap.status()}
+    assert got == {("a", "modified"), ("b", "deleted"), ("c", "type_changed"), ("d", "added")}
+
+
+def test_diff_to_workspace_and_between_snapshots(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "one\ntwo\n", "bin": b"\0\1"})
+    snap = make()
+    first = snap.snapshot()
+    write(ws, {"a.txt": "one\n2\nthree\n", "bin": b"\0\2", "new.txt": "n\n"})
+    live = {d.path: d for d in snap.diff(first.id)}
+    assert (live["a.txt"].additions, live["a.txt"].deletions) == (2, 1)
+    assert live["bin"].binary and live["bin"].additions == 0 and "Binary files" in live["bin"].patch
+    assert live["new.txt"].status.value == "added" and "new file mode 100644" in live["new.txt"].patch
+    second = snap.snapshot()
+    stored = {d.path: (d.additions, d.deletions, d.binary) for d in snap.diff(first.id, second.id)}
+    assert stored == {p: (d.additions, d.deletions, d.binary) for p, d in live.items()}
+    assert snap.diff(second.id) == []
+
+
+def test_unicode_and_space_names_round_trip(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"ünï cödé/文件 name.txt": "x", "a b/c d": "y"})
+    snap = make()
+    first = snap.snapshot()
+    for p in ("ünï cödé/文件 name.txt", "a b/c d"):
+        (ws / p).unlink()
+    snap.restore(first.id)
+    assert (ws / "ünï cödé/文件 name.txt").read_text() == "x"
+
+
+def test_package_is_typed() -> None:
+    assert (Path(snapshotter.__file__).parent / "py.typed").exists()

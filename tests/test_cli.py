@@ -1,0 +1,70 @@
+"""The minimal command line: snapshot, log, diff, restore and status."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import write
+
+from snapshotter.cli import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_snapshot_log_status_diff_restore(ws: Path, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(ws, {"a.txt": "one\n"})
+    base = ["-C", str(ws), "--home", str(home)]
+    code, out, _ = run(capsys, "snapshot", *base, "-m", "first", "--label", "start")
+    assert code == 0 and "first" in out and "[start]" in out
+    snap_id = out.split()[0]
+    write(ws, {"a.txt": "two\n", "b.txt": "b\n"})
+    code, out, _ = run(capsys, "status", *base)
+    assert code == 0 and out.splitlines() == ["M a.txt", "A b.txt"]
+    code, out, _ = run(capsys, "diff", *base)
+    assert code == 0 and "-one\n+two\n" in out and "diff --git a/b.txt b/b.txt" in out
+    code, out, _ = run(capsys, "diff", *base, "--numstat")
+    assert out.splitlines() == ["1\t1\ta.txt", "1\t0\tb.txt"]
+    code, out, _ = run(capsys, "restore", *base, "start", "--dry-run")
+    assert code == 0 and "would write 1, would delete 1" in out
+    assert (ws / "a.txt").read_text() == "two\n"
+    code, out, _ = run(capsys, "restore", *base, snap_id)
+    assert code == 0 and "wrote 1, deleted 1" in out and "undo with" in out
+    assert (ws / "a.txt").read_text() == "one\n" and not (ws / "b.txt").exists()
+    code, out, _ = run(capsys, "log", *base)
+    assert code == 0 and len(out.splitlines()) == 2 and "[pre-restore]" in out
+
+
+def test_errors_are_one_line_with_exit_codes(ws: Path, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["-C", str(ws), "--home", str(home)]
+    code, out, err = run(capsys, "restore", *base, "nope")
+    assert code == 3 and err.startswith("snapshotter: ") and len(err.strip().splitlines()) == 1
+    code, _, err = run(capsys, "log", "-C", str(ws / "missing"), "--home", str(home))
+    assert code == 1 and "does not exist" in err and "Traceback" not in err
+    code, _, err = run(capsys, "diff", *base)
+    assert code == 3 and "no snapshots yet" in err
+    with pytest.raises(SystemExit) as usage:
+        main(["frobnicate"])
+    assert usage.value.code == 2
+
+
+def test_console_script_and_module_run_in_a_subprocess(ws: Path, home: Path, tmp_path: Path) -> None:
+    write(ws, {"a.txt": "a\n"})
+    env = dict(os.environ, SNAPSHOTTER_HOME=str(home))
+    result = subprocess.run(
+        [sys.executable, "-m", "snapshotter", "snapshot", "-m", "via module"],
+        cwd=ws, env=env, capture_output=True, text=True, check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    exe = Path(sys.executable).parent / "snapshotter"
+    if not exe.exists():
+        pytest.skip("console script not installed in this environment")
+    result = subprocess.run([str(exe), "log"], cwd=ws, env=env, capture_output=True, text=True, check=False)
+    assert result.returncode == 0 and "via module" in result.stdout
