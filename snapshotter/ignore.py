@@ -20,6 +20,7 @@ prefixes (``X/**`` also matching ``X`` itself is pathspec issue #137).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -98,10 +99,13 @@ class IgnoreSource:
     ``fullmatch`` call finds the pattern that wins for a path.
     """
 
-    __slots__ = ("base", "_prefix_len", "_regex", "_ignores")
+    __slots__ = ("base", "fingerprint", "_prefix_len", "_regex", "_ignores")
 
     def __init__(self, patterns: Sequence[_Pattern], base: str = "") -> None:
         self.base = base
+        described = "\0".join(f"{p.ignore}:{p.regex}" for p in patterns)
+        self.fingerprint = hashlib.sha1(f"{base}\0{described}".encode("utf-8", "surrogateescape")).digest()
+        """Identifies these rules, so cached decisions can be reused safely."""
         self._prefix_len = len(base) + 1 if base else 0
         ordered = list(reversed(patterns))
         alternatives = [f"(?P<p{i}>{p.regex.replace(_DIR_GROUP, '(?:')})" for i, p in enumerate(ordered)]
@@ -136,10 +140,14 @@ class IgnoreSource:
 class IgnoreStack:
     """The sources in force inside one folder, most specific first."""
 
-    __slots__ = ("sources",)
+    __slots__ = ("sources", "fingerprint")
 
     def __init__(self, sources: tuple[IgnoreSource, ...]) -> None:
         self.sources = sources
+        digest = hashlib.sha1()
+        for source in sources:
+            digest.update(source.fingerprint)
+        self.fingerprint = digest.digest()
 
     def push(self, source: IgnoreSource) -> IgnoreStack:
         """The stack for a subfolder that has its own ``.gitignore``."""

@@ -324,7 +324,7 @@ class Snapshotter:
             if store.add_snapshot_ref(seq, sha):
                 break
             seq += 1  # another writer took this number; take the next one
-        self._save_cache(statcache.StatCache(current.tracked, current.dir_cache()))
+        self._save_cache(statcache.StatCache(current.tracked, current.dir_cache(), current.listings))
         return self._info(seq, sha)
 
     def _safety_snapshot(self, current: Scan, target: SnapshotInfo) -> str:
@@ -333,7 +333,7 @@ class Snapshotter:
         if latest is not None:
             info = self._info(*latest)
             if info.tree_id == current.tree_id.hex():
-                self._save_cache(statcache.StatCache(current.tracked, current.dir_cache()))
+                self._save_cache(statcache.StatCache(current.tracked, current.dir_cache(), current.listings))
                 return info.id
         saved = self._record(current, f"before restoring {target.id[:12]}", PRE_RESTORE_LABEL, {})
         return saved.id

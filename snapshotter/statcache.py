@@ -7,7 +7,9 @@ clock saw it (the cache file's mtime), less the clock's granularity. A file
 rewritten within the same tick as the cache would otherwise look unchanged.
 
 Per folder the cache keeps the tree id and the number of tracked entries, so a
-folder whose entries are all unchanged reuses its tree id without serialising.
+folder whose entries are all unchanged reuses its tree id without serialising;
+and the names the ignore rules excluded, under a digest of the rules and the
+folder's listing, so an unchanged folder is not matched against the rules again.
 
 Every blob and tree id in the cache names an object already in the store: the
 cache is saved only after the objects it names are written.
@@ -27,10 +29,11 @@ import tempfile
 from dataclasses import dataclass, field
 
 _MAGIC = b"snapshotter-statcache\n"
-_VERSION = 1
-_HEADER = struct.Struct("<IIIQ")  # version, files, dirs, size of the path block
+_VERSION = 2
+_HEADER = struct.Struct("<IIIIQQ")  # version, files, dirs, listings, path block size, ignored block size
 _FILE = struct.Struct("<IQqqQ20s")  # st_mode, size, mtime_ns, ctime_ns, inode, blob id
 _DIR = struct.Struct("<I20s")  # tracked entries, tree id
+_LISTING = struct.Struct("<20sI")  # digest of rules + listing, number of ignored names
 _TRAILER = 20
 
 # Timestamps of coarse filesystems (FAT: 2 s) look like whole seconds.
@@ -58,6 +61,7 @@ class StatCache:
 
     files: dict[str, tuple[StatKey, bytes]] = field(default_factory=dict)
     dirs: dict[str, tuple[int, bytes]] = field(default_factory=dict)
+    listings: dict[str, tuple[bytes, frozenset[str]]] = field(default_factory=dict)
     written_ns: int = 0
     """The cache file's mtime when loaded; 0 means every record is racy."""
 
@@ -99,40 +103,66 @@ def _decode(data: bytes, written_ns: int) -> StatCache:
     if not data.startswith(_MAGIC) or hashlib.sha1(body).digest() != trailer:
         raise ValueError("corrupt stat cache")
     offset = len(_MAGIC)
-    version, n_files, n_dirs, paths_len = _HEADER.unpack_from(body, offset)
+    version = struct.unpack_from("<I", body, offset)[0]
     if version != _VERSION:
         raise ValueError("old stat cache")
+    _, n_files, n_dirs, n_listings, paths_len, ignored_len = _HEADER.unpack_from(body, offset)
     offset += _HEADER.size
-    names = body[offset : offset + paths_len].decode("utf-8", "surrogateescape").split("\0")
+    names = _split(body[offset : offset + paths_len])
     offset += paths_len
-    if len(names) != n_files + n_dirs + 1:  # trailing empty string after the last NUL
+    ignored_names = _split(body[offset : offset + ignored_len])
+    offset += ignored_len
+    if len(names) != n_files + n_dirs + n_listings:
         raise ValueError("corrupt stat cache")
-    files_end = offset + n_files * _FILE.size
-    records = _FILE.iter_unpack(body[offset:files_end])
+    end = offset + n_files * _FILE.size
+    records = _FILE.iter_unpack(body[offset:end])
     files = {
         name: ((mode, size, mtime, ctime, ino), blob)
         for name, (mode, size, mtime, ctime, ino, blob) in zip(names, records)
     }
-    dir_records = _DIR.iter_unpack(body[files_end : files_end + n_dirs * _DIR.size])
-    dirs = {name: (count, tree) for name, (count, tree) in zip(names[n_files:], dir_records)}
-    if len(files) != n_files or len(dirs) != n_dirs:
+    offset, end = end, end + n_dirs * _DIR.size
+    dirs = {name: (count, tree) for name, (count, tree) in zip(names[n_files:], _DIR.iter_unpack(body[offset:end]))}
+    offset, end = end, end + n_listings * _LISTING.size
+    listings = {}
+    position = 0
+    for name, (digest, count) in zip(names[n_files + n_dirs :], _LISTING.iter_unpack(body[offset:end])):
+        listings[name] = (digest, frozenset(ignored_names[position : position + count]))
+        position += count
+    if len(files) != n_files or len(dirs) != n_dirs or len(listings) != n_listings or end != len(body):
         raise ValueError("corrupt stat cache")
-    return StatCache(files, dirs, written_ns)
+    return StatCache(files, dirs, listings, written_ns)
+
+
+def _split(block: bytes) -> list[str]:
+    """NUL-terminated names; each name is followed by one NUL."""
+    if not block:
+        return []
+    return block[:-1].decode("utf-8", "surrogateescape").split("\0")
+
+
+def _join(names: list[str]) -> bytes:
+    return "".join(name + "\0" for name in names).encode("utf-8", "surrogateescape")
 
 
 def save(path: str, cache: StatCache) -> None:
     """Write ``cache`` atomically (temp file in the same folder, then rename)."""
-    names = list(cache.files) + list(cache.dirs)
-    path_block = "".join(name + "\0" for name in names).encode("utf-8", "surrogateescape")
+    path_block = _join(list(cache.files) + list(cache.dirs) + list(cache.listings))
+    ignored = [name for _, names in cache.listings.values() for name in sorted(names)]
+    ignored_block = _join(ignored)
     parts = [
         _MAGIC,
-        _HEADER.pack(_VERSION, len(cache.files), len(cache.dirs), len(path_block)),
+        _HEADER.pack(
+            _VERSION, len(cache.files), len(cache.dirs), len(cache.listings), len(path_block), len(ignored_block)
+        ),
         path_block,
+        ignored_block,
     ]
     pack_file = _FILE.pack
     parts.extend(pack_file(*key, blob) for key, blob in cache.files.values())
     pack_dir = _DIR.pack
     parts.extend(pack_dir(count, tree) for count, tree in cache.dirs.values())
+    pack_listing = _LISTING.pack
+    parts.extend(pack_listing(digest, len(names)) for digest, names in cache.listings.values())
     body = b"".join(parts)
     folder = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".statcache-", suffix=".tmp")

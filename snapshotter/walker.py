@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import stat
 import time
@@ -67,6 +68,8 @@ class Scan:
     """Every tracked path with its stat key and blob id: the next stat cache."""
     skipped: list[SkippedPath]
     stats: ScanStats
+    listings: dict[str, tuple[bytes, frozenset[str]]]
+    """Folder -> (digest of rules and listing, ignored names): the next cache's."""
     line_counts: dict[bytes, int | None] = field(default_factory=dict)
     """Blob id -> text lines (None: binary) for the files hashed by this scan."""
 
@@ -128,6 +131,7 @@ def scan(
     tracked: dict[str, tuple[StatKey, bytes]] = {}
     skipped: list[SkippedPath] = []
     pending: list[_Pending] = []
+    listings: dict[str, tuple[bytes, frozenset[str]]] = {}
     files_seen = 0
 
     try:
@@ -153,17 +157,8 @@ def scan(
                 rules = rules.push(IgnoreSource.from_lines(read_ignore_file(entry.path), node.rel))
                 break
         prefix = node.rel
-        for entry in entries:
+        for entry, rel, is_dir in _tracked_entries(entries, prefix, rules, cache.listings, listings):
             name = entry.name
-            if name.lower() == ".git":
-                continue
-            rel = _join(prefix, name)
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                continue
-            if rules.is_ignored(rel, is_dir):
-                continue
             if is_dir:
                 child = DirNode(rel)
                 node.subdirs.append(child)
@@ -207,7 +202,45 @@ def scan(
         seconds=time.perf_counter() - started,
     )
     skipped.sort(key=lambda s: s.path)
-    return Scan(root, nodes, tracked, skipped, stats, line_counts)
+    return Scan(root, nodes, tracked, skipped, stats, listings, line_counts)
+
+
+def _tracked_entries(
+    entries: list[os.DirEntry[str]],
+    prefix: str,
+    rules: IgnoreStack,
+    cached: dict[str, tuple[bytes, frozenset[str]]],
+    fresh: dict[str, tuple[bytes, frozenset[str]]],
+) -> Iterator[tuple[os.DirEntry[str], str, bool]]:
+    """The entries of one folder that are not ignored, as (entry, path, is_dir).
+
+    Judging every name against the rules is the walk's biggest cost after the
+    system calls, so each folder's verdicts are cached under a digest of its
+    rules and its listing (names and kinds): an unchanged folder under
+    unchanged rules reuses its set of ignored names without matching.
+    """
+    listing = []
+    for entry in entries:
+        name = entry.name
+        if name.lower() == ".git":
+            continue
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+        except OSError:
+            continue
+        listing.append((entry, name, is_dir))
+    digest = hashlib.sha1(rules.fingerprint)
+    digest.update("\0".join(sorted(n + "/" if d else n for _, n, d in listing)).encode("utf-8", "surrogateescape"))
+    key = digest.digest()
+    record = cached.get(prefix)
+    if record is not None and record[0] == key:
+        ignored = record[1]
+    else:
+        ignored = frozenset(name for _, name, is_dir in listing if rules.is_ignored(_join(prefix, name), is_dir))
+    fresh[prefix] = (key, ignored)
+    for entry, name, is_dir in listing:
+        if name not in ignored:
+            yield entry, _join(prefix, name), is_dir
 
 
 def _list(path: str) -> list[os.DirEntry[str]]:
@@ -291,12 +324,14 @@ def _build_trees(order: list[DirNode], cache: StatCache, writer: ObjectWriter, w
             if sub.tree_id is not None:
                 count += 1
             clean = clean and sub.clean
-        node.clean = clean
-        if count == 0:
+        record = cached_dirs.get(node.rel)
+        # "clean" must mean "same tree id as cached", or a parent would reuse a
+        # stale id for a folder whose entries were all hits but one went away.
+        if count == 0:  # nothing tracked: contributes no entry, so the parent's count decides
             node.tree_id = None
             continue
-        record = cached_dirs.get(node.rel)
-        if clean and record is not None and record[0] == count:
+        node.clean = clean = clean and record is not None and record[0] == count
+        if clean and record is not None:
             node.tree_id = record[1]
             continue
         entries = [(os.fsencode(name), mode, sha) for name, (mode, sha) in node.files.items()]

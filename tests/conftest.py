@@ -100,12 +100,15 @@ def git(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, 
 
 
 def git_shadow_tree(workspace: Path, scratch: Path, excludes: tuple[str, ...] = DEFAULT_EXCLUDES) -> str:
-    """What ``git add -A && git write-tree`` gives in a bare shadow repo."""
+    """What ``git add -A && git write-tree`` gives in a bare shadow repo, from a
+    fresh index (git keeps ignored files tracked once they are in its index;
+    a snapshot records what the rules say now)."""
     scratch.mkdir(parents=True, exist_ok=True)
     shadow = scratch / "shadow.git"
     env = git_env(scratch)
     if not shadow.exists():
         git("init", "-q", "--bare", str(shadow), env=env)
+    (shadow / "index").unlink(missing_ok=True)  # a fresh index: ignore rules apply to every file
     (shadow / "info").mkdir(exist_ok=True)
     (shadow / "info" / "exclude").write_text("\n".join(excludes) + "\n")
     base = ["--git-dir", str(shadow), "--work-tree", str(workspace)]

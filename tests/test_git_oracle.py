@@ -299,3 +299,38 @@ def test_cold_snapshot_writes_one_pack_that_git_reads(ws: Path, tmp_path: Path, 
     assert result.written == len(removed) > 40 and (ws / "d3").is_dir()
     counted = git("--git-dir", snap.store_path, "count-objects", "-v", env=env)
     assert "in-pack: " in counted
+
+
+def _mutate(root: Path, rng: random.Random) -> None:
+    """Random edits of the kinds an agent makes, .gitignore edits included."""
+    everything = sorted(p for p in root.rglob("*") if ".git" not in p.parts)
+    for _ in range(rng.randint(1, 6)):
+        roll = rng.random()
+        target = rng.choice(everything) if everything else root
+        if roll < 0.2 and target.is_file() and not target.is_symlink():
+            target.write_text(target.read_text(errors="replace") + "more\n")
+        elif roll < 0.35 and (target.is_file() or target.is_symlink()):
+            target.unlink()
+        elif roll < 0.5:
+            folder = target if target.is_dir() and not target.is_symlink() else root
+            (folder / ".gitignore").write_text("\n".join(rng.sample(PATTERNS, rng.randint(0, 4))) + "\n")
+        elif roll < 0.6 and target.is_file() and not target.is_symlink():
+            target.chmod(target.stat().st_mode ^ 0o111)
+        else:
+            folder = target if target.is_dir() and not target.is_symlink() else root
+            (folder / (rng.choice(NAMES) + rng.choice(EXTS) + str(rng.randint(0, 9)))).write_text("new\n")
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("SNAPSHOTTER_ORACLE_SEEDS", "12"))))
+def test_tree_ids_stay_equal_to_git_across_edits(seed: int, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """Stat cache, cached folder verdicts and reused subtree ids never make a snapshot drift."""
+    rng = random.Random(5000 + seed)
+    workspace = tmp_path / "w"
+    random_workspace(workspace, rng)
+    snap = make(workspace)
+    for round_ in range(6):
+        info = snap.snapshot(f"round {round_}")
+        assert info.tree_id == git_shadow_tree(workspace, tmp_path / "git"), f"round {round_}"
+        _mutate(workspace, rng)
+        if round_ % 2:
+            snap = make(workspace)  # a new process: caches come from disk
