@@ -32,7 +32,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from snapshotter import Snapshotter  # noqa: E402
 
-WORDS = "def class return import self value result data index for while if else None True False".split()
+WORDS = [
+    "def",
+    "class",
+    "return",
+    "import",
+    "self",
+    "value",
+    "result",
+    "data",
+    "index",
+    "for",
+    "while",
+    "if",
+    "else",
+    "None",
+    "True",
+    "False",
+]
 
 
 def generate(root: Path, files: int, seed: int = 1) -> list[Path]:

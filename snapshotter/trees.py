@@ -41,9 +41,7 @@ class StoredTree:
     hostile names this way, before anything is written).
     """
 
-    def __init__(
-        self, store: Store, tree_id: bytes, check_name: Callable[[str, str], None] | None = None
-    ) -> None:
+    def __init__(self, store: Store, tree_id: bytes, check_name: Callable[[str, str], None] | None = None) -> None:
         self._store = store
         self._root = tree_id
         self._check_name = check_name

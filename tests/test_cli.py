@@ -60,7 +60,11 @@ def test_console_script_and_module_run_in_a_subprocess(ws: Path, home: Path, tmp
     env = dict(os.environ, SNAPSHOTTER_HOME=str(home))
     result = subprocess.run(
         [sys.executable, "-m", "snapshotter", "snapshot", "-m", "via module"],
-        cwd=ws, env=env, capture_output=True, text=True, check=False,
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     exe = Path(sys.executable).parent / "snapshotter"

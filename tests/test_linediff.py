@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,7 +13,7 @@ lines = st.lists(st.sampled_from([b"a\n", b"b\n", b"c\n", b"}\n", b"\n"]), max_s
 
 
 def lcs_length(a: list[bytes], b: list[bytes]) -> int:
-    @lru_cache(maxsize=None)
+    @cache
     def go(i: int, j: int) -> int:
         if i == len(a) or j == len(b):
             return 0

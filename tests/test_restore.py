@@ -64,7 +64,9 @@ def test_file_deleted_before_the_snapshot_stays_deleted(ws: Path, make) -> None:
 
 
 def test_ignored_large_and_unreadable_files_are_never_touched(
-    ws: Path, make, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+    ws: Path,
+    make,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
 ) -> None:
     write(ws, {"a.txt": "a"})
     snap = make(max_new_file_size=1000)
@@ -115,7 +117,9 @@ def test_selective_restore_touches_only_listed_paths(ws: Path, make) -> None:  #
     write(ws, {"a.txt": "a1", "b.txt": "b1", "dir/c.txt": "c1", "dir/d.txt": "d1"})
     snap = make()
     first = snap.snapshot()
-    write(ws, {"a.txt": "a2", "b.txt": "b2", "dir/c.txt": "c2", "dir/d.txt": "d2", "dir/new.txt": "n", "other.txt": "o"})
+    write(
+        ws, {"a.txt": "a2", "b.txt": "b2", "dir/c.txt": "c2", "dir/d.txt": "d2", "dir/new.txt": "n", "other.txt": "o"}
+    )
     result = snap.restore(first.id, files=["a.txt", "dir", "other.txt"])
     assert (ws / "a.txt").read_text() == "a1"
     assert (ws / "b.txt").read_text() == "b2"
@@ -231,8 +235,9 @@ def _forge_snapshot(snap, entries: list[tuple[bytes, int, bytes]]) -> str:  # ty
     tree = store.writer.write(b"tree", serialize_tree([(n, m, s or blob) for n, m, s in entries]))
     from datetime import datetime, timezone
 
-    commit = build_commit(tree, "forged", seq=999, label=None, metadata={}, stats=(0, 0, 0), skipped=[],
-                          when=datetime.now(timezone.utc))
+    commit = build_commit(
+        tree, "forged", seq=999, label=None, metadata={}, stats=(0, 0, 0), skipped=[], when=datetime.now(timezone.utc)
+    )
     sha = store.write_commit(commit)
     assert store.add_snapshot_ref(999, sha)
     return sha.hex()
@@ -240,7 +245,9 @@ def _forge_snapshot(snap, entries: list[tuple[bytes, int, bytes]]) -> str:  # ty
 
 @pytest.mark.parametrize("name", [b"..", b".git", b".GIT", b"a/b", b"a\\b", b"", b"."])
 def test_hostile_tree_names_are_refused_before_anything_is_written(
-    ws: Path, make, name: bytes  # type: ignore[no-untyped-def]
+    ws: Path,
+    make,
+    name: bytes,  # type: ignore[no-untyped-def]
 ) -> None:
     write(ws, {"a.txt": "a"})
     snap = make()
