@@ -19,6 +19,7 @@ import zlib
 from collections.abc import Iterator
 
 from dulwich.errors import NotGitRepository
+from dulwich.file import FileLocked
 from dulwich.objects import Commit, ObjectID, RawObjectID
 from dulwich.pack import Pack
 from dulwich.refs import Ref
@@ -185,7 +186,10 @@ class Store:
     def add_snapshot_ref(self, seq: int, sha: bytes) -> bool:
         """Create ``refs/snapshots/<seq>`` if no other writer took ``seq``."""
         name = SNAPSHOT_REF_PREFIX + b"%0*d" % (_SEQ_WIDTH, seq)
-        return bool(self.repo.refs.add_if_new(Ref(name), ObjectID(sha.hex().encode())))
+        try:
+            return bool(self.repo.refs.add_if_new(Ref(name), ObjectID(sha.hex().encode())))
+        except FileLocked:
+            return False  # another writer is creating this very ref right now
 
     def iter_snapshot_ids(self) -> Iterator[tuple[int, bytes]]:
         """(seq, commit id) pairs, newest first."""

@@ -234,3 +234,28 @@ def test_unicode_and_space_names_round_trip(ws: Path, make) -> None:  # type: ig
 
 def test_package_is_typed() -> None:
     assert (Path(snapshotter.__file__).parent / "py.typed").exists()
+
+
+def test_two_instances_snapshotting_at_once_lose_nothing(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    write(ws, {f"f{i}.txt": str(i) for i in range(100)})
+    first, second = make(), make()
+    errors: list[BaseException] = []
+
+    def work(snap: Snapshotter, tag: str) -> None:
+        try:
+            for i in range(6):
+                snap.snapshot(f"{tag}{i}")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(s, t)) for s, t in ((first, "a"), (second, "b"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    listed = make().list(limit=None)
+    assert sorted(s.message for s in listed) == sorted([f"a{i}" for i in range(6)] + [f"b{i}" for i in range(6)])
+    assert len({s.sequence for s in listed}) == 12
