@@ -17,7 +17,7 @@ import os
 import secrets
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from .errors import RestoreConflict
 
@@ -32,6 +32,7 @@ _HAS_DIR_FD = (
 )
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
 _TMP_PREFIX = ".snapshotter-tmp-"
+IS_WINDOWS = sys.platform == "win32"
 
 
 def _current_umask() -> int:
@@ -117,37 +118,35 @@ class Workspace:
 
     def write_file(self, rel: str, content: bytes, executable: bool) -> os.stat_result:
         """Atomically replace ``rel`` with ``content``; returns the new file's stat."""
-        with self._parent(rel, create=True) as (fd, name, parent):
-            tmp = _TMP_PREFIX + secrets.token_hex(8)
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-            mode = 0o777 if executable else 0o666
-            if fd is not None:
-                out = os.open(tmp, flags, mode, dir_fd=fd)
-            else:
-                out = os.open(os.path.join(parent, tmp), flags, mode)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+        mode = 0o777 if executable else 0o666  # less the umask, as git does
+
+        def create(fd: int | None, tmp_path: str) -> None:
+            out = os.open(tmp_path, flags, mode, dir_fd=fd)
             try:
-                try:
-                    view = memoryview(content)
-                    while view:
-                        written = os.write(out, view)
-                        view = view[written:]
-                finally:
-                    os.close(out)
-                self._replace(fd, parent, tmp, name)
-            except BaseException:
-                self._unlink_quietly(fd, parent, tmp)
-                raise
-            return self._lstat(fd, parent, name)
+                view = memoryview(content)
+                while view:
+                    view = view[os.write(out, view) :]
+            finally:
+                os.close(out)
+
+        return self._install(rel, create)
 
     def write_symlink(self, rel: str, target: bytes) -> os.stat_result:
+        """Atomically replace ``rel`` with a symlink to ``target``."""
+
+        def create(fd: int | None, tmp_path: str) -> None:
+            os.symlink(os.fsdecode(target), tmp_path, dir_fd=fd)
+
+        return self._install(rel, create)
+
+    def _install(self, rel: str, create: Callable[[int | None, str], None]) -> os.stat_result:
+        """Make a temporary entry beside ``rel`` with ``create``, then rename it over ``rel``."""
         with self._parent(rel, create=True) as (fd, name, parent):
             tmp = _TMP_PREFIX + secrets.token_hex(8)
-            link_target = os.fsdecode(target)
-            if fd is not None:
-                os.symlink(link_target, tmp, dir_fd=fd)
-            else:
-                os.symlink(link_target, os.path.join(parent, tmp))
+            tmp_path = tmp if fd is not None else os.path.join(parent, tmp)
             try:
+                create(fd, tmp_path)
                 self._replace(fd, parent, tmp, name)
             except BaseException:
                 self._unlink_quietly(fd, parent, tmp)
@@ -226,5 +225,3 @@ class Workspace:
         except OSError:
             pass
 
-
-IS_WINDOWS = sys.platform == "win32"
