@@ -18,6 +18,7 @@ import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from .errors import StoreError
 from .linediff import count_lines, is_binary
@@ -168,11 +169,17 @@ class ObjectWriter:
                 self._install(sha, [data])
         return sha
 
-    def _tmp_in(self, folder: str) -> tuple[int, str]:
-        try:
-            if folder not in self._made_dirs:
+    def _ensure_folder(self, folder: str) -> None:
+        if folder not in self._made_dirs:
+            try:
                 os.makedirs(folder, mode=0o700, exist_ok=True)
-                self._made_dirs.add(folder)
+            except OSError as exc:
+                raise StoreError(f"cannot create {folder} in the store: {exc.strerror}") from None
+            self._made_dirs.add(folder)
+
+    def _tmp_in(self, folder: str) -> tuple[int, str]:
+        self._ensure_folder(folder)
+        try:
             return tempfile.mkstemp(dir=folder, prefix="tmp_obj_")
         except OSError as exc:
             raise StoreError(f"cannot write to the store in {folder}: {exc.strerror}; check disk space") from None
@@ -195,11 +202,11 @@ class ObjectWriter:
     def _move_into_place(self, tmp: str, path: str) -> None:
         try:
             os.replace(tmp, path)
-        except OSError:
+        except OSError as exc:
             # Another writer installed the same object first (Windows refuses to
             # replace a file that is open): its content is identical by definition.
             if not os.path.exists(path):
-                raise
+                raise StoreError(f"cannot write {path}: {exc.strerror}; check disk space") from None
             _unlink_quietly(tmp)
 
     def hash_file(self, path: str, write: bool) -> Hashed:
@@ -224,7 +231,7 @@ class ObjectWriter:
                 raise FileChanged(path)
             lines: int | None = -1
             if before.st_size > STREAM_THRESHOLD:
-                sha = self._stream_blob(fd, before.st_size, path, write)
+                sha = self._stream_blob(fd, before.st_size, write)
                 size = before.st_size
             else:
                 content = _read_all(fd, before.st_size)
@@ -239,52 +246,46 @@ class ObjectWriter:
             return None
         return Hashed(sha, key, size, lines)
 
-    def _stream_blob(self, fd: int, size: int, path: str, write: bool) -> bytes | None:
+    def _stream_blob(self, fd: int, size: int, write: bool) -> bytes | None:
+        """Hash (and store) a big file chunk by chunk; None if its size changed."""
         header = b"blob %d\0" % size
         digest = hashlib.sha1(header)
-        squeezer = zlib.compressobj(ZLIB_LEVEL) if write else None
-        tmp = None
-        out = None
-        if write:
-            tmp_fd, tmp = self._tmp_in(self.objects_dir)
-            out = os.fdopen(tmp_fd, "wb")
-            assert squeezer is not None
-            out.write(squeezer.compress(header))
-        try:
+        if not write:
             total = 0
-            while True:
-                chunk = os.read(fd, CHUNK)
-                if not chunk:
-                    break
+            while chunk := os.read(fd, CHUNK):
                 total += len(chunk)
-                if total > size:
-                    break
                 digest.update(chunk)
-                if out is not None and squeezer is not None:
-                    out.write(squeezer.compress(chunk))
-            if total != size:
-                return None  # the file grew or shrank while being read
+            return digest.digest() if total == size else None
+        squeezer = zlib.compressobj(ZLIB_LEVEL)
+        tmp_fd, tmp = self._tmp_in(self.objects_dir)
+        try:
+            with os.fdopen(tmp_fd, "wb") as out:
+                _store_write(out, squeezer.compress(header))
+                total = 0
+                while chunk := os.read(fd, CHUNK):
+                    total += len(chunk)
+                    if total > size:
+                        return None  # the file grew while being read
+                    digest.update(chunk)
+                    _store_write(out, squeezer.compress(chunk))
+                if total != size:
+                    return None
+                _store_write(out, squeezer.flush())
             sha = digest.digest()
-            if out is not None and squeezer is not None and tmp is not None:
-                out.write(squeezer.flush())
-                out.close()
-                out = None
-                if self.exists(sha):
-                    _unlink_quietly(tmp)
-                else:
-                    path = self.loose_path(sha)
-                    folder = os.path.dirname(path)
-                    if folder not in self._made_dirs:
-                        os.makedirs(folder, mode=0o700, exist_ok=True)
-                        self._made_dirs.add(folder)
-                    self._move_into_place(tmp, path)
-                tmp = None
+            if not self.exists(sha):
+                path = self.loose_path(sha)
+                self._ensure_folder(os.path.dirname(path))
+                self._move_into_place(tmp, path)
             return sha
         finally:
-            if out is not None:
-                out.close()
-            if tmp is not None:
-                _unlink_quietly(tmp)
+            _unlink_quietly(tmp)  # gone already once moved into place
+
+
+def _store_write(out: BinaryIO, data: bytes) -> None:
+    try:
+        out.write(data)
+    except OSError as exc:
+        raise StoreError(f"cannot write to the store: {exc.strerror}; check disk space") from None
 
 
 def _read_all(fd: int, size_hint: int) -> bytes:

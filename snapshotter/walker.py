@@ -276,9 +276,7 @@ def _hash_pending(
     def run(item: _Pending) -> Hashed | BaseException:
         try:
             return _hash_one(item, writer, write)
-        except (OSError, FileChanged) as exc:
-            if isinstance(exc, OSError) and exc.filename is None:
-                raise  # not about the workspace file: a store write failed
+        except (OSError, FileChanged) as exc:  # the workspace file; store failures are StoreError
             return exc
 
     # Threads pay only for big files: for small ones the GIL hand-offs cost

@@ -288,3 +288,17 @@ def test_tree_listing_a_name_twice_is_refused(ws: Path, make) -> None:  # type: 
     with pytest.raises(UnsafeTree):
         snap.restore(forged)
     assert not (ws / "twice").exists()
+
+
+def test_big_files_stream_through_snapshot_status_and_restore(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    big = os.urandom(objects.STREAM_THRESHOLD + 12345)
+    write(ws, {"big.bin": big, "small.txt": "s"})
+    snap = make(max_new_file_size=len(big) + 1)
+    first = snap.snapshot()
+    assert snap.last_scan.bytes_hashed == len(big) + 1
+    (ws / "big.bin").write_bytes(big[:-1] + b"!")
+    assert [(c.path, c.status.value) for c in snap.status()] == [("big.bin", "modified")]
+    diffs = snap.diff(first.id)
+    assert diffs[0].binary
+    snap.restore(first.id)
+    assert (ws / "big.bin").read_bytes() == big
