@@ -2,10 +2,10 @@
 
 One pass lists every folder with ``os.scandir``, prunes ignored folders, and
 ``lstat``s each file; a file whose stat matches its stat-cache record (and is not
-racy) takes its blob id from the cache without being read. The rest are hashed,
-several at a time (hashlib and zlib release the GIL), then trees are built
-bottom-up; a folder whose entries all came from the cache reuses its cached tree
-id. Symlinks are stored as symlinks and never followed; any path component
+racy) takes its blob id from the cache without being read. The rest are hashed
+(big files on worker threads: hashlib and zlib release the GIL), then trees are
+built bottom-up; a folder whose entries all came from the cache reuses its
+cached tree id. Symlinks are stored as symlinks and never followed; any path component
 named ``.git`` is never entered, so a nested repository's files are recorded but
 its metadata is not.
 """
@@ -53,7 +53,7 @@ class DirNode:
     files: dict[str, tuple[int, bytes]] = field(default_factory=dict)
     subdirs: list[DirNode] = field(default_factory=list)
     clean: bool = True
-    """Every entry came from the stat cache unchanged."""
+    """Every entry came from the stat cache; after tree building: same tree id as cached."""
     tree_id: bytes | None = None
     """None for a folder with nothing tracked (git stores no empty folders)."""
 
@@ -99,7 +99,6 @@ class _Pending:
     rel: str
     path: str
     is_link: bool
-    st_mode: int
     lstat_key: StatKey
 
 
@@ -187,7 +186,7 @@ def scan(
             if record is None and not is_link and st.st_size > max_new_file_size:
                 skipped.append(SkippedPath(rel, SkipReason.TOO_LARGE))
                 continue
-            pending.append(_Pending(node, name, rel, entry.path, is_link, st_mode, key))
+            pending.append(_Pending(node, name, rel, entry.path, is_link, key))
 
     line_counts: dict[bytes, int | None] = {}
     batch = writer.batch() if write and len(pending) >= _PACK_THRESHOLD else contextlib.nullcontext()
