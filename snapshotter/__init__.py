@@ -9,9 +9,11 @@ from .errors import (
     InvalidInput,
     InvalidRef,
     RestoreConflict,
+    RollbackPerformed,
     SnapshotError,
     SnapshotNotFound,
     StoreError,
+    StoreLocked,
     UnsafeTree,
     WorkspaceError,
 )
@@ -25,7 +27,9 @@ from .model import (
     SkippedPath,
     SkipReason,
     SnapshotInfo,
+    UndoResult,
 )
+from .safety import Guard, guard
 from .snapshotter import Snapshotter
 
 __version__ = "0.1.0"
@@ -35,10 +39,12 @@ __all__ = [
     "ChangeStatus",
     "FileChange",
     "FileDiff",
+    "Guard",
     "InvalidInput",
     "InvalidRef",
     "RestoreConflict",
     "RestoreResult",
+    "RollbackPerformed",
     "ScanStats",
     "SkipReason",
     "SkippedPath",
@@ -47,6 +53,9 @@ __all__ = [
     "SnapshotNotFound",
     "Snapshotter",
     "StoreError",
+    "StoreLocked",
+    "UndoResult",
     "UnsafeTree",
     "WorkspaceError",
+    "guard",
 ]

@@ -37,3 +37,11 @@ class UnsafeTree(SnapshotError):
 
 class RestoreConflict(SnapshotError):
     """Restore would have to overwrite or remove something it must not touch."""
+
+
+class StoreLocked(SnapshotError):
+    """Another process (or instance) held the store lock for longer than the timeout."""
+
+
+class RollbackPerformed(SnapshotError):
+    """A guarded block failed its verification and the workspace was rolled back."""

@@ -224,4 +224,3 @@ class Workspace:
                 os.unlink(os.path.join(parent, name))
         except OSError:
             pass
-

@@ -115,3 +115,21 @@ class ScanStats:
     bytes_hashed: int = 0
     dirs_seen: int = 0
     seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class UndoResult:
+    """What ``undo()`` or ``redo()`` did. False (``ok`` unset) when nothing was restored."""
+
+    ok: bool
+    action: str
+    """"undo" or "redo"."""
+    message: str
+    target_id: str | None = None
+    """The snapshot the workspace now matches."""
+    saved_id: str | None = None
+    """The snapshot holding the state that was replaced (what the opposite action returns to)."""
+    restore: RestoreResult | None = None
+
+    def __bool__(self) -> bool:
+        return self.ok

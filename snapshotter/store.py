@@ -29,6 +29,7 @@ from .errors import StoreError, WorkspaceError
 from .objects import ObjectWriter
 
 SNAPSHOT_REF_PREFIX = b"refs/snapshots/"
+_STACK_PREFIX = b"refs/snapshotter/"
 _TYPE_NUMBERS = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 _SEQ_WIDTH = 10
 _CASE_INSENSITIVE = sys.platform in ("win32", "darwin")
@@ -190,6 +191,47 @@ class Store:
             return bool(self.repo.refs.add_if_new(Ref(name), ObjectID(sha.hex().encode())))
         except FileLocked:
             return False  # another writer is creating this very ref right now
+
+    # -- stacks: undo, redo and turns, as numbered refs so they outlive the process --
+
+    def stack(self, name: str) -> list[bytes]:
+        """The commit ids on ``refs/snapshotter/<name>/``, bottom first."""
+        refs = self.repo.refs.as_dict(Ref(_STACK_PREFIX + name.encode()))
+        numbered = []
+        for key, value in refs.items():
+            try:
+                numbered.append((int(key.decode("ascii")), bytes.fromhex(value.decode("ascii"))))
+            except ValueError:
+                continue
+        return [sha for _, sha in sorted(numbered)]
+
+    def _stack_numbers(self, name: str) -> list[int]:
+        refs = self.repo.refs.as_dict(Ref(_STACK_PREFIX + name.encode()))
+        return sorted(int(k) for k in refs if k.isdigit())
+
+    def push(self, name: str, sha: bytes) -> int:
+        """Put ``sha`` on top of the stack; returns its number. Hold the store lock."""
+        number = max(self._stack_numbers(name), default=0) + 1
+        self.repo.refs[self._stack_ref(name, number)] = ObjectID(sha.hex().encode())
+        return number
+
+    def pop(self, name: str) -> bytes | None:
+        """Remove and return the top of the stack. Hold the store lock."""
+        numbers = self._stack_numbers(name)
+        if not numbers:
+            return None
+        ref = self._stack_ref(name, numbers[-1])
+        value = self.repo.refs[ref]
+        del self.repo.refs[ref]
+        return bytes.fromhex(value.decode("ascii"))
+
+    def clear(self, name: str) -> None:
+        for number in self._stack_numbers(name):
+            del self.repo.refs[self._stack_ref(name, number)]
+
+    @staticmethod
+    def _stack_ref(name: str, number: int) -> Ref:
+        return Ref(_STACK_PREFIX + name.encode() + b"/%0*d" % (_SEQ_WIDTH, number))
 
     def iter_snapshot_ids(self) -> Iterator[tuple[int, bytes]]:
         """(seq, commit id) pairs, newest first."""

@@ -122,8 +122,8 @@ def test_ambiguous_prefix_is_an_invalid_ref(ws: Path, make, monkeypatch: pytest.
     snap = make()
     info = snap.snapshot()
     twin = bytes.fromhex(info.id[:8] + "0" * 32)  # shares 8 hex digits with the real one
-    real = list(snap._store.iter_snapshot_ids())
-    monkeypatch.setattr(snap._store, "iter_snapshot_ids", lambda: iter([(2, twin), *real]))
+    real = list(snap._engine_ok().store.iter_snapshot_ids())
+    monkeypatch.setattr(snap._engine_ok().store, "iter_snapshot_ids", lambda: iter([(2, twin), *real]))
     with pytest.raises(InvalidRef, match="ambiguous"):
         snap.get(info.id[:8])
     assert snap.get(info.id[:9]).id == info.id

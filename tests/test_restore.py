@@ -230,7 +230,7 @@ def test_restore_never_writes_through_a_symlinked_folder(ws: Path, tmp_path: Pat
 
 def _forge_snapshot(snap, entries: list[tuple[bytes, int, bytes]]) -> str:  # type: ignore[no-untyped-def]
     """Write a hostile tree and commit straight into the store, as a malicious agent could."""
-    store = snap._store
+    store = snap._engine_ok().store
     blob = store.writer.write(b"blob", b"pwned\n")
     tree = store.writer.write(b"tree", serialize_tree([(n, m, s or blob) for n, m, s in entries]))
     from datetime import datetime, timezone
@@ -261,7 +261,7 @@ def test_hostile_tree_names_are_refused_before_anything_is_written(
 
 def test_hostile_nested_dotgit_folder_is_refused(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
     snap = make()
-    store = snap._store
+    store = snap._engine_ok().store
     blob = store.writer.write(b"blob", b"[core]\n\thooksPath = /tmp/evil\n")
     inner = store.writer.write(b"tree", serialize_tree([(b"config", MODE_FILE, blob)]))
     sub = store.writer.write(b"tree", serialize_tree([(b".git", 0o040000, inner)]))

@@ -1,0 +1,113 @@
+"""Finding snapshots: listing, resolving ids, prefixes and labels, reading their facts.
+
+Snapshot commits never change, so each one is parsed once per process.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+
+from . import records
+from .errors import InvalidRef, SnapshotNotFound, StoreError
+from .model import SnapshotInfo
+from .store import Store
+from .walker import EMPTY_TREE
+
+_FULL_ID = re.compile(r"[0-9a-fA-F]{40}")
+_ID_PREFIX = re.compile(r"[0-9a-fA-F]{7,39}")
+_TYPE_NAMES = {1: "commit", 2: "tree", 3: "blob", 4: "tag"}
+
+Ref = str | SnapshotInfo
+
+
+class Catalog:
+    """The snapshots of one store."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._infos: dict[bytes, SnapshotInfo] = {}
+
+    def newest_first(self) -> Iterator[SnapshotInfo]:
+        for seq, sha in self.store.iter_snapshot_ids():
+            yield self.info(seq, sha)
+
+    def latest(self) -> SnapshotInfo | None:
+        return next(self.newest_first(), None)
+
+    def latest_tree(self) -> bytes:
+        latest = self.latest()
+        return bytes.fromhex(latest.tree_id) if latest is not None else EMPTY_TREE
+
+    def select(
+        self, limit: int | None, label: str | None = None, metadata: Mapping[str, str] | None = None
+    ) -> list[SnapshotInfo]:
+        """Newest first, keeping those with ``label`` and every ``metadata`` pair."""
+        out: list[SnapshotInfo] = []
+        for info in self.newest_first():
+            if limit is not None and len(out) >= limit:
+                break
+            if label is not None and info.label != label:
+                continue
+            if metadata and any(info.metadata.get(k) != v for k, v in metadata.items()):
+                continue
+            out.append(info)
+        return out
+
+    def info(self, seq: int, sha: bytes) -> SnapshotInfo:
+        info = self._infos.get(sha)
+        if info is None:
+            try:
+                commit = self.store.read_commit(sha)
+            except KeyError:
+                raise StoreError(f"snapshot {seq} points at missing commit {sha.hex()}; run verify()") from None
+            except TypeError:
+                raise StoreError(f"snapshot {seq} does not point at a commit; run verify()") from None
+            info = records.parse_commit(commit, seq)
+            self._infos[sha] = info
+        return info
+
+    def get(self, ref: Ref) -> SnapshotInfo:
+        return self.info(*self.resolve(ref))
+
+    def resolve(self, ref: Ref) -> tuple[int, bytes]:
+        """(seq, commit id) for a full id, a unique id prefix of 7+ hex digits, or a label."""
+        if isinstance(ref, SnapshotInfo):
+            ref = ref.id
+        if not isinstance(ref, str):
+            raise InvalidRef(f"a snapshot ref must be a string, not {type(ref).__name__}")
+        text = ref.strip()
+        if not text or len(text) > 256 or any(ch < " " for ch in text):
+            raise InvalidRef(f"malformed snapshot ref {ref!r}; pass an id, an id prefix or a label")
+        by_id = {sha: seq for seq, sha in self.store.iter_snapshot_ids()}
+        if _FULL_ID.fullmatch(text):
+            sha = bytes.fromhex(text)
+            if sha in by_id:
+                return by_id[sha], sha
+            try:
+                type_num, _ = self.store.read_raw(sha)
+            except KeyError:
+                raise SnapshotNotFound(f"no snapshot {text}; run `snapshotter log` to list them") from None
+            kind = _TYPE_NAMES.get(type_num, "object")
+            raise InvalidRef(f"{text} is a {kind}, not a snapshot; pass a snapshot id or label")
+        if _ID_PREFIX.fullmatch(text):
+            prefix = text.lower()
+            hits = [sha for sha in by_id if sha.hex().startswith(prefix)]
+            if len(hits) > 1:
+                raise InvalidRef(f"id prefix {text} is ambiguous; give more digits")
+            if hits:
+                return by_id[hits[0]], hits[0]
+            raise SnapshotNotFound(f"no snapshot id starts with {text}; run `snapshotter log` to list them")
+        for sha, seq in by_id.items():  # newest first
+            if self.info(seq, sha).label == text:
+                return seq, sha
+        raise SnapshotNotFound(f"no snapshot labelled {text!r}; run `snapshotter log` to list them")
+
+    def read_blob(self, sha: bytes) -> bytes:
+        try:
+            type_num, content = self.store.read_raw(sha)
+        except KeyError:
+            raise StoreError(f"blob {sha.hex()} is missing from the store; run verify()") from None
+        if type_num != 3:
+            raise StoreError(f"object {sha.hex()} should be a blob; the store is damaged")
+        return content

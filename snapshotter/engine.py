@@ -1,0 +1,264 @@
+"""One opened workspace and its store: scan, record, restore, compare.
+
+The engine holds no policy: no error mode, no undo stacks. The public
+:class:`~snapshotter.Snapshotter` adds those, and swaps engines when it is
+re-rooted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import zlib
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timezone
+
+from dulwich.errors import (
+    ApplyDeltaError,
+    ChecksumMismatch,
+    FileFormatException,
+    NotGitRepository,
+    ObjectMissing,
+    WrongObjectException,
+)
+
+from . import records, statcache
+from .catalog import Catalog
+from .diff import file_diff, status_of
+from .errors import SnapshotError, StoreError, WorkspaceError
+from .fsops import Workspace
+from .ignore import root_stack
+from .locking import StoreLock
+from .model import FileChange, FileDiff, RestoreResult, ScanStats, SnapshotInfo
+from .objects import MODE_LINK
+from .restore import Plan, apply_plan, make_plan, normalize_selection, selection_filter, validate_component
+from .store import Store
+from .trees import ScannedTree, StoredTree, TreeSide, changes
+from .walker import Scan, scan
+
+PRE_RESTORE_LABEL = "pre-restore"
+_STORE_FAILURES = (
+    ApplyDeltaError,
+    ChecksumMismatch,
+    FileFormatException,
+    NotGitRepository,
+    ObjectMissing,
+    WrongObjectException,
+    zlib.error,
+)
+
+
+class Engine:
+    """Snapshots of one canonical workspace in one opened store."""
+
+    def __init__(
+        self,
+        workspace: str,
+        store: Store,
+        *,
+        exclude: tuple[str, ...],
+        use_default_excludes: bool,
+        max_new_file_size: int,
+        lock_timeout: float,
+    ) -> None:
+        self.workspace = workspace
+        self.store = store
+        self.catalog = Catalog(store)
+        self.lock = StoreLock(os.path.join(store.meta_dir, "lock"), lock_timeout)
+        self.last_scan = ScanStats()
+        self._exclude = exclude
+        self._use_default_excludes = use_default_excludes
+        self._max_new_file_size = max_new_file_size
+        self._cache_path = os.path.join(store.meta_dir, "statcache")
+        self._cache: statcache.StatCache | None = None
+
+    @property
+    def store_path(self) -> str:
+        return self.store.path
+
+    @contextlib.contextmanager
+    def errors(self) -> Iterator[None]:
+        """Turn failures from below (dulwich, zlib, the OS) into typed one-line errors."""
+        try:
+            yield
+        except SnapshotError:
+            raise
+        except _STORE_FAILURES as exc:
+            raise StoreError(f"the store {self.store_path} is damaged ({exc}); run verify()") from None
+        except OSError as exc:
+            where = exc.filename if isinstance(exc.filename, str) else ""
+            detail = f"{exc.strerror or exc}" + (f": {where}" if where else "")
+            if where.startswith(self.store_path):
+                raise StoreError(f"store error ({detail}); check disk space and permissions") from None
+            raise WorkspaceError(f"workspace error ({detail}); check permissions and retry") from None
+
+    # -- scanning and recording -------------------------------------------------------
+
+    def scan(self, *, write: bool) -> Scan:
+        """Walk the workspace; with ``write`` its new objects are stored."""
+        if self._cache is None:
+            self._cache = statcache.load(self._cache_path)
+        result = scan(
+            self.workspace,
+            root_stack(self.workspace, self._exclude, self._use_default_excludes),
+            self._cache,
+            self.store.writer,
+            write=write,
+            max_new_file_size=self._max_new_file_size,
+        )
+        self.last_scan = result.stats
+        return result
+
+    def snapshot(self, message: str, label: str | None, metadata: dict[str, str]) -> SnapshotInfo:
+        return self.record(self.scan(write=True), message, label, metadata)
+
+    def record(self, current: Scan, message: str, label: str | None, metadata: dict[str, str]) -> SnapshotInfo:
+        """Commit a written scan as a new snapshot: object, then ref, then stat cache."""
+        store = self.store
+        tree_id = current.tree_id
+        if current.root.tree_id is None:
+            store.writer.write(b"tree", b"")
+        found = changes(StoredTree(store, self.catalog.latest_tree()), StoredTree(store, tree_id))
+        additions = deletions = 0
+        for change in found:
+            if change.old is None and change.new is not None and change.new[1] in current.line_counts:
+                additions += current.line_counts[change.new[1]] or 0  # added: no need to read it back
+                continue
+            counted = file_diff(change, self.read_stored, self.read_stored)
+            additions += counted.additions
+            deletions += counted.deletions
+        when = datetime.now(timezone.utc)
+        seq = max(store.snapshot_refs(), default=0) + 1
+        while True:
+            commit = records.build_commit(
+                tree_id,
+                message,
+                seq=seq,
+                label=label,
+                metadata=metadata,
+                stats=(len(found), additions, deletions),
+                skipped=current.skipped,
+                when=when,
+            )
+            sha = store.write_commit(commit)
+            if store.add_snapshot_ref(seq, sha):
+                break
+            seq += 1  # another writer took this number; take the next one
+        self._remember(current)
+        return self.catalog.info(seq, sha)
+
+    def save_state(self, current: Scan, message: str, label: str) -> SnapshotInfo:
+        """The newest snapshot if it already holds ``current``, else a new one."""
+        latest = self.catalog.latest()
+        if latest is not None and latest.tree_id == current.tree_id.hex():
+            self._remember(current)
+            return latest
+        return self.record(current, message, label, {})
+
+    def _remember(self, current: Scan) -> None:
+        self._save_cache(statcache.StatCache(current.tracked, current.dir_cache(), current.listings))
+
+    def _save_cache(self, cache: statcache.StatCache) -> None:
+        statcache.save(self._cache_path, cache)
+        self._cache = cache
+
+    # -- reading ------------------------------------------------------------------------
+
+    def status(self) -> list[FileChange]:
+        current = self.scan(write=False)
+        base = StoredTree(self.store, self.catalog.latest_tree())
+        return [
+            FileChange(c.path, status_of(c), c.old[0] if c.old else None, c.new[0] if c.new else None)
+            for c in changes(base, ScannedTree(current))
+        ]
+
+    def diff(self, old_info: SnapshotInfo, new_info: SnapshotInfo | None) -> list[FileDiff]:
+        old = StoredTree(self.store, bytes.fromhex(old_info.tree_id))
+        new: TreeSide
+        if new_info is None:
+            new, load_new = ScannedTree(self.scan(write=False)), self.read_workspace
+        else:
+            new, load_new = StoredTree(self.store, bytes.fromhex(new_info.tree_id)), self.read_stored
+        return [file_diff(c, self.read_stored, load_new) for c in changes(old, new)]
+
+    def read_stored(self, path: str, sha: bytes, mode: int) -> bytes:
+        return self.catalog.read_blob(sha)
+
+    def read_workspace(self, path: str, sha: bytes, mode: int) -> bytes:
+        full = os.path.join(self.workspace, *path.split("/"))
+        try:
+            if mode == MODE_LINK:
+                return os.fsencode(os.readlink(full))
+            with open(full, "rb") as handle:
+                return handle.read()
+        except OSError:
+            return b""
+
+    # -- restoring -----------------------------------------------------------------------
+
+    def restore(
+        self,
+        target: SnapshotInfo,
+        files: Sequence[str | os.PathLike[str]] | None = None,
+        *,
+        dry_run: bool = False,
+        safety_label: str = PRE_RESTORE_LABEL,
+        current: Scan | None = None,
+    ) -> RestoreResult:
+        """Make the workspace (or ``files``) match ``target``.
+
+        Unless ``dry_run``, the state being replaced is saved first (``current``,
+        if the caller already scanned and saved it). If applying fails part-way,
+        the saved state is put back before the error is raised, so a failed
+        restore leaves the workspace as it was.
+        """
+        selection = normalize_selection(self.workspace, files) if files is not None else None
+        within = selection_filter(selection) if selection is not None else None
+        safety: SnapshotInfo | None = None
+        if current is None:
+            current = self.scan(write=not dry_run)
+        if not dry_run:
+            safety = self.save_state(current, f"before restoring {target.id[:12]}", safety_label)
+        workspace = Workspace(self.workspace)
+        target_tree = StoredTree(self.store, bytes.fromhex(target.tree_id), check_name=validate_component)
+        plan = make_plan(target_tree, ScannedTree(current), workspace, len(current.tracked), within)
+        unchanged = plan.unchanged
+        if within is not None:
+            touched = len(plan.deletes) + sum(1 for p, _ in plan.writes + plan.chmods if p in current.tracked)
+            unchanged = sum(1 for p in current.tracked if within(p, False)) - touched
+        if safety is not None:
+            self._apply_or_put_back(plan, workspace, safety)
+        written = tuple(p for p, _ in plan.writes + plan.chmods)
+        return RestoreResult(
+            written=len(written),
+            deleted=len(plan.deletes),
+            unchanged=max(unchanged, 0),
+            written_paths=tuple(sorted(written)),
+            deleted_paths=plan.deletes,
+            dry_run=dry_run,
+            target_id=target.id,
+            safety_snapshot_id=safety.id if safety is not None else None,
+        )
+
+    def _apply_or_put_back(self, plan: Plan, workspace: Workspace, safety: SnapshotInfo) -> None:
+        cache = self._cache if self._cache is not None else statcache.StatCache()
+        try:
+            apply_plan(plan, workspace, self.catalog.read_blob, cache)
+        except BaseException as failure:
+            self._cache = None  # records may describe half-applied writes: reload from disk
+            try:
+                back = self.scan(write=False)
+                undo = make_plan(
+                    StoredTree(self.store, bytes.fromhex(safety.tree_id)), ScannedTree(back), workspace, 0, None
+                )
+                apply_plan(undo, workspace, self.catalog.read_blob, statcache.StatCache())
+            except BaseException:
+                raise StoreError(
+                    f"restore failed part-way ({failure}) and putting the workspace back failed too; "
+                    f"restore {safety.id[:12]} to recover"
+                ) from None
+            raise
+        self._save_cache(cache)
+
+    def close(self) -> None:
+        self.store.close()
