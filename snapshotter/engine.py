@@ -13,14 +13,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 
-from dulwich.errors import (
-    ApplyDeltaError,
-    ChecksumMismatch,
-    FileFormatException,
-    NotGitRepository,
-    ObjectMissing,
-    WrongObjectException,
-)
+from dulwich import errors as dulwich_errors
 
 from . import records, statcache
 from .catalog import Catalog
@@ -37,15 +30,16 @@ from .trees import ScannedTree, StoredTree, TreeSide, changes
 from .walker import Scan, scan
 
 PRE_RESTORE_LABEL = "pre-restore"
-_STORE_FAILURES = (
-    ApplyDeltaError,
-    ChecksumMismatch,
-    FileFormatException,
-    NotGitRepository,
-    ObjectMissing,
-    WrongObjectException,
+_STORE_FAILURES: tuple[type[Exception], ...] = (
+    dulwich_errors.ApplyDeltaError,
+    dulwich_errors.ChecksumMismatch,
+    dulwich_errors.FileFormatException,
+    dulwich_errors.NotGitRepository,
+    dulwich_errors.ObjectMissing,
+    dulwich_errors.WrongObjectException,
     zlib.error,
 )
+"""What a damaged store raises from below; reported as StoreError."""
 
 
 class Engine:
