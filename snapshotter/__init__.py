@@ -5,6 +5,7 @@ changed, and restore. Snapshots live in a hidden bare git repository outside
 the workspace, written in pure Python (no git binary needed).
 """
 
+from .compaction import GcResult
 from .errors import (
     InvalidInput,
     InvalidRef,
@@ -15,26 +16,37 @@ from .errors import (
     StoreError,
     StoreLocked,
     UnsafeTree,
+    UnsafeWorkspace,
     WorkspaceError,
+    WorkspaceTooLarge,
 )
 from .ignore import DEFAULT_EXCLUDES
 from .model import (
     ChangeStatus,
     FileChange,
     FileDiff,
+    PruneResult,
     RestoreResult,
     ScanStats,
     SkippedPath,
     SkipReason,
     SnapshotInfo,
+    StoreStats,
     UndoResult,
 )
+from .retention import Retention
 from .safety import Guard, guard
 from .snapshotter import Snapshotter
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "WorkspaceTooLarge",
+    "UnsafeWorkspace",
+    "StoreStats",
+    "Retention",
+    "PruneResult",
+    "GcResult",
     "DEFAULT_EXCLUDES",
     "ChangeStatus",
     "FileChange",

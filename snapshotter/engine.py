@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
 
 from dulwich import errors as dulwich_errors
@@ -20,6 +20,7 @@ from .catalog import Catalog
 from .diff import file_diff, status_of
 from .errors import SnapshotError, StoreError, WorkspaceError
 from .fsops import Workspace
+from .gates import WorkspaceLimits
 from .ignore import root_stack
 from .locking import StoreLock
 from .model import FileChange, FileDiff, RestoreResult, ScanStats, SnapshotInfo
@@ -54,6 +55,7 @@ class Engine:
         use_default_excludes: bool,
         max_new_file_size: int,
         lock_timeout: float,
+        limits: WorkspaceLimits | None = None,
     ) -> None:
         self.workspace = workspace
         self.store = store
@@ -63,6 +65,9 @@ class Engine:
         self._exclude = exclude
         self._use_default_excludes = use_default_excludes
         self._max_new_file_size = max_new_file_size
+        self.limits = limits
+        self.clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
+        """When a snapshot is taken; tests move it to make old snapshots."""
         self._cache_path = os.path.join(store.meta_dir, "statcache")
         self._cache: statcache.StatCache | None = None
 
@@ -99,9 +104,20 @@ class Engine:
             self.store.writer,
             write=write,
             max_new_file_size=self._max_new_file_size,
+            limits=self.limits,
         )
         self.last_scan = result.stats
         return result
+
+    def forget_objects_not_in(self, kept: set[bytes]) -> None:
+        """Drop stat-cache records naming objects gc removed, so none is reused."""
+        cache = statcache.load(self._cache_path)
+        files = {p: r for p, r in cache.files.items() if r[1] in kept}
+        dirs = {p: r for p, r in cache.dirs.items() if r[1] in kept}
+        if len(files) != len(cache.files) or len(dirs) != len(cache.dirs):
+            self._save_cache(statcache.StatCache(files, dirs, cache.listings))
+        else:
+            self._cache = None
 
     def snapshot(self, message: str, label: str | None, metadata: dict[str, str]) -> SnapshotInfo:
         return self.record(self.scan(write=True), message, label, metadata)
@@ -121,7 +137,7 @@ class Engine:
             counted = file_diff(change, self.read_stored, self.read_stored)
             additions += counted.additions
             deletions += counted.deletions
-        when = datetime.now(timezone.utc)
+        when = self.clock()
         seq = max(store.snapshot_refs(), default=0) + 1
         while True:
             commit = records.build_commit(
@@ -237,7 +253,7 @@ class Engine:
     def _apply_or_put_back(self, plan: Plan, workspace: Workspace, safety: SnapshotInfo) -> None:
         cache = self._cache if self._cache is not None else statcache.StatCache()
         try:
-            apply_plan(plan, workspace, self.catalog.read_blob, cache)
+            apply_plan(plan, workspace, self.store.blob_chunks, cache)
         except BaseException as failure:
             self._cache = None  # records may describe half-applied writes: reload from disk
             try:
@@ -245,7 +261,7 @@ class Engine:
                 undo = make_plan(
                     StoredTree(self.store, bytes.fromhex(safety.tree_id)), ScannedTree(back), workspace, 0, None
                 )
-                apply_plan(undo, workspace, self.catalog.read_blob, statcache.StatCache())
+                apply_plan(undo, workspace, self.store.blob_chunks, statcache.StatCache())
             except BaseException:
                 raise StoreError(
                     f"restore failed part-way ({failure}) and putting the workspace back failed too; "

@@ -15,6 +15,14 @@ class WorkspaceError(SnapshotError):
     """The workspace is missing, not a folder, or overlaps the store."""
 
 
+class UnsafeWorkspace(WorkspaceError):
+    """The workspace is a filesystem root, a home folder or a similar catch-all."""
+
+
+class WorkspaceTooLarge(WorkspaceError):
+    """The workspace passes max_workspace_entries or max_workspace_bytes."""
+
+
 class StoreError(SnapshotError):
     """The store cannot be created, opened, read or written."""
 

@@ -17,7 +17,7 @@ import os
 import secrets
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from .errors import RestoreConflict
 
@@ -116,17 +116,18 @@ class Workspace:
         if not stat.S_ISDIR(st.st_mode):
             raise RestoreConflict(f"{path} is a symlink or a file, not a folder; refusing to write through it")
 
-    def write_file(self, rel: str, content: bytes, executable: bool) -> os.stat_result:
-        """Atomically replace ``rel`` with ``content``; returns the new file's stat."""
+    def write_file(self, rel: str, content: bytes | Iterable[bytes], executable: bool) -> os.stat_result:
+        """Atomically replace ``rel`` with ``content`` (bytes or pieces of it); returns the new file's stat."""
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
         mode = 0o777 if executable else 0o666  # less the umask, as git does
 
         def create(fd: int | None, tmp_path: str) -> None:
             out = os.open(tmp_path, flags, mode, dir_fd=fd)
             try:
-                view = memoryview(content)
-                while view:
-                    view = view[os.write(out, view) :]
+                for piece in (content,) if isinstance(content, bytes) else content:
+                    view = memoryview(piece)
+                    while view:
+                        view = view[os.write(out, view) :]
             finally:
                 os.close(out)
 

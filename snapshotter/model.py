@@ -133,3 +133,29 @@ class UndoResult:
 
     def __bool__(self) -> bool:
         return self.ok
+
+
+@dataclass(frozen=True)
+class PruneResult:
+    """What ``prune()`` dropped (or, with ``dry_run``, would drop), oldest first."""
+
+    pruned: tuple[SnapshotInfo, ...]
+    kept: int
+    dry_run: bool = False
+    bytes_before: int = 0
+    bytes_after: int = 0
+    """Store size after pruning and compaction (equal to before for a dry run)."""
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    """The state of one store."""
+
+    snapshots: int
+    pinned: int
+    loose_objects: int
+    packs: int
+    bytes_on_disk: int
+    oldest: datetime | None
+    newest: datetime | None
+    last_gc: datetime | None

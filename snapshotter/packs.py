@@ -75,12 +75,13 @@ class PackBuilder:
             self._entries[sha] = (self._offset, crc)
             self._offset += len(header) + len(data)
 
-    def finish(self) -> None:
-        """Seal the pack and make it visible; an empty batch leaves nothing."""
+    def finish(self) -> str | None:
+        """Seal the pack and make it visible; returns its path without the
+        ``.pack`` suffix, or None for an empty batch (which leaves nothing)."""
         try:
             if not self._entries:
                 self.abort()
-                return
+                return None
             handle = self._file
             handle.seek(8)
             handle.write(struct.pack(">I", len(self._entries)))
@@ -109,6 +110,7 @@ class PackBuilder:
                 if os.path.exists(idx_tmp):
                     os.unlink(idx_tmp)
                 raise
+            return base
         except OSError as exc:
             self.abort()
             raise StoreError(f"cannot finish a pack in {self._dir}: {exc.strerror}; check disk space") from None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from .errors import InvalidInput, RestoreConflict, UnsafeTree
@@ -155,7 +155,7 @@ def _only_deleted_below(workspace: Workspace, folder: str, deleted: set[str]) ->
 def apply_plan(
     plan: Plan,
     workspace: Workspace,
-    read_blob: Callable[[bytes], bytes],
+    blob_chunks: Callable[[bytes], Iterable[bytes]],
     cache: StatCache,
 ) -> None:
     """Carry out a checked plan and record what it wrote in the stat cache."""
@@ -164,11 +164,10 @@ def apply_plan(
         cache.forget(path)
     _remove_emptied_dirs(workspace, plan.deletes)
     for path, (mode, sha) in plan.writes:
-        content = read_blob(sha)
         if mode == MODE_LINK:
-            st = workspace.write_symlink(path, content)
+            st = workspace.write_symlink(path, b"".join(blob_chunks(sha)))
         else:
-            st = workspace.write_file(path, content, mode == MODE_EXEC)
+            st = workspace.write_file(path, blob_chunks(sha), mode == MODE_EXEC)
         cache.files[path] = (stat_key(st), sha)
         cache.forget_dirs_above(path)
     for path, (mode, sha) in plan.chmods:

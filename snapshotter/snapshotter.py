@@ -11,11 +11,25 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
-from . import history, records
+from . import history, lifecycle, records
+from .compaction import GcResult
 from .engine import Engine
 from .errors import InvalidInput, SnapshotError, StoreError
-from .model import FileChange, FileDiff, RestoreResult, ScanStats, SnapshotInfo, UndoResult
+from .gates import DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES, WorkspaceLimits, check_root
+from .ignore import root_stack
+from .model import (
+    FileChange,
+    FileDiff,
+    PruneResult,
+    RestoreResult,
+    ScanStats,
+    SnapshotInfo,
+    StoreStats,
+    UndoResult,
+)
+from .retention import Retention
 from .store import Store, canonical_workspace, store_path_for
+from .walker import measure
 
 if TYPE_CHECKING:
     from .safety import Guard
@@ -26,10 +40,11 @@ OnError = Literal["raise", "warn"]
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
-def _public(failure: object = None, mutates: bool = False) -> Callable[[_Method], _Method]:
+def _public(failure: object = None, mutates: bool = False, maintain: bool = True) -> Callable[[_Method], _Method]:
     """Run a public method under the instance lock (and the store lock if it
-    ``mutates``), with typed errors; in "warn" mode a failure is logged and
-    ``failure`` returned instead, and the workspace is left as it was."""
+    ``mutates``, applying retention afterwards unless ``maintain`` is False),
+    with typed errors; in "warn" mode a failure is logged and ``failure``
+    returned instead, and the workspace is left as it was."""
 
     def wrap(method: _Method) -> _Method:
         @functools.wraps(method)
@@ -38,7 +53,10 @@ def _public(failure: object = None, mutates: bool = False) -> Callable[[_Method]
                 with self._lock:
                     engine = self._engine_ok()
                     with engine.errors(), _maybe(engine.lock, mutates):
-                        return method(self, *args, **kwargs)
+                        result = method(self, *args, **kwargs)
+                        if mutates and maintain and self._engine is not None:
+                            lifecycle.maintain(self._engine, self._retention)
+                        return result
             except Exception as exc:
                 if self._on_error == "raise":
                     raise
@@ -82,6 +100,10 @@ class Snapshotter:
         max_new_file_size: int = 10 * 2**20,
         on_error: OnError = "raise",
         lock_timeout: float = 30.0,
+        retention: Retention | None = None,
+        allow_unsafe_root: bool = False,
+        max_workspace_bytes: int = DEFAULT_MAX_BYTES,
+        max_workspace_entries: int = DEFAULT_MAX_ENTRIES,
     ) -> None:
         if on_error not in ("raise", "warn"):
             raise InvalidInput('on_error must be "raise" or "warn"')
@@ -89,14 +111,21 @@ class Snapshotter:
             raise InvalidInput("exclude= takes a sequence of gitignore pattern strings")
         if not isinstance(max_new_file_size, int) or max_new_file_size < 0:
             raise InvalidInput("max_new_file_size must be a non-negative number of bytes")
+        for name, value in (
+            ("max_workspace_bytes", max_workspace_bytes),
+            ("max_workspace_entries", max_workspace_entries),
+        ):
+            if not isinstance(value, int) or value < 0:
+                raise InvalidInput(f"{name} must be a non-negative integer (0 disables the cap)")
         self._on_error: OnError = on_error
         self._home = home
-        self._options = {
-            "exclude": tuple(exclude),
-            "use_default_excludes": use_default_excludes,
-            "max_new_file_size": max_new_file_size,
-            "lock_timeout": float(lock_timeout),
-        }
+        self._retention = retention if retention is not None else Retention()
+        self._allow_unsafe_root = allow_unsafe_root
+        self._limits = WorkspaceLimits(max_workspace_entries, max_workspace_bytes)
+        self._exclude = tuple(exclude)
+        self._use_default_excludes = use_default_excludes
+        self._max_new_file_size = max_new_file_size
+        self._lock_timeout = float(lock_timeout)
         self._lock = threading.RLock()
         self._engine: Engine | None = None
         self._failure: SnapshotError | None = None
@@ -110,8 +139,20 @@ class Snapshotter:
 
     def _open(self, workspace: str | os.PathLike[str]) -> Engine:
         canonical = canonical_workspace(workspace)
-        store = Store.open_or_create(store_path_for(canonical, self._home), canonical)
-        return Engine(canonical, store, **self._options)  # type: ignore[arg-type]
+        check_root(canonical, self._allow_unsafe_root)
+        path = store_path_for(canonical, self._home)
+        if not os.path.isdir(path):  # a new store: refuse a huge folder before creating anything
+            measure(canonical, root_stack(canonical, self._exclude, self._use_default_excludes), self._limits)
+        store = Store.open_or_create(path, canonical)
+        return Engine(
+            canonical,
+            store,
+            exclude=self._exclude,
+            use_default_excludes=self._use_default_excludes,
+            max_new_file_size=self._max_new_file_size,
+            lock_timeout=self._lock_timeout,
+            limits=self._limits,
+        )
 
     def _engine_ok(self) -> Engine:
         if self._engine is None:
@@ -211,7 +252,38 @@ class Snapshotter:
         engine = self._engine_ok()
         return engine.restore(engine.catalog.get(ref), files, dry_run=dry_run)
 
-    @_public(mutates=True)
+    # -- lifecycle: retention, pins, compaction ---------------------------------------------
+
+    @_public(mutates=True, maintain=False)
+    def prune(self, dry_run: bool = False) -> PruneResult:
+        """Drop the snapshots the retention policy says must go (oldest first) and
+        compact; with ``dry_run``, only say which (count and age limits)."""
+        return lifecycle.prune(self._engine_ok(), self._retention, dry_run)
+
+    @_public(mutates=True, maintain=False)
+    def gc(self) -> GcResult:
+        """Pack what is still referenced, delete the rest and crash leftovers."""
+        return lifecycle.gc(self._engine_ok())
+
+    @_public(mutates=True, maintain=False)
+    def pin(self, ref: str | SnapshotInfo) -> SnapshotInfo:
+        """Keep a snapshot whatever the retention policy says."""
+        info = self._engine_ok().catalog.get(ref)
+        self._engine_ok().store.set_pin(bytes.fromhex(info.id), True)
+        return info
+
+    @_public(mutates=True, maintain=False)
+    def unpin(self, ref: str | SnapshotInfo) -> SnapshotInfo:
+        info = self._engine_ok().catalog.get(ref)
+        self._engine_ok().store.set_pin(bytes.fromhex(info.id), False)
+        return info
+
+    @_public()
+    def store_stats(self) -> StoreStats:
+        """Snapshot count, pins, loose objects, packs, bytes on disk, oldest/newest, last gc."""
+        return lifecycle.stats(self._engine_ok())
+
+    @_public(mutates=True, maintain=False)
     def cleanup(self) -> None:
         """Delete this workspace's store and every snapshot in it."""
         engine = self._engine_ok()

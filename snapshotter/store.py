@@ -32,6 +32,7 @@ SNAPSHOT_REF_PREFIX = b"refs/snapshots/"
 _STACK_PREFIX = b"refs/snapshotter/"
 _TYPE_NUMBERS = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 _SEQ_WIDTH = 10
+_CHUNK = 1 << 20
 _CASE_INSENSITIVE = sys.platform in ("win32", "darwin")
 _STORE_CONFIG = b"""[core]
 \trepositoryformatversion = 0
@@ -158,6 +159,43 @@ class Store:
             raise zlib.error(f"object {sha.hex()} is damaged")
         return _TYPE_NUMBERS[kind], content
 
+    def blob_chunks(self, sha: bytes) -> Iterator[bytes]:
+        """A blob's content in pieces: a loose blob is inflated as it is read, so a
+        big file is never held whole in memory (packed blobs are small by design)."""
+        try:
+            handle = open(self.writer.loose_path(sha), "rb")  # noqa: SIM115 - closed below
+        except FileNotFoundError:
+            kind, content = self.read_raw(sha)
+            if kind != 3:
+                raise zlib.error(f"object {sha.hex()} is not a blob") from None
+            yield content
+            return
+        with handle:
+            inflater = zlib.decompressobj()
+            head = b""
+            while b"\0" not in head:
+                chunk = handle.read(_CHUNK)
+                if not chunk:
+                    raise zlib.error(f"object {sha.hex()} is truncated")
+                head += inflater.decompress(chunk)
+            header, _, rest = head.partition(b"\0")
+            if not header.startswith(b"blob "):
+                raise zlib.error(f"object {sha.hex()} is not a blob")
+            expected, seen = int(header[5:]), len(rest)
+            if rest:
+                yield rest
+            while chunk := handle.read(_CHUNK):
+                piece = inflater.decompress(chunk)
+                seen += len(piece)
+                if piece:
+                    yield piece
+            tail = inflater.flush()
+            seen += len(tail)
+            if tail:
+                yield tail
+            if seen != expected or not inflater.eof:
+                raise zlib.error(f"object {sha.hex()} is damaged")
+
     def has_object(self, sha: bytes) -> bool:
         return self.writer.exists(sha)
 
@@ -232,6 +270,40 @@ class Store:
     @staticmethod
     def _stack_ref(name: str, number: int) -> Ref:
         return Ref(_STACK_PREFIX + name.encode() + b"/%0*d" % (_SEQ_WIDTH, number))
+
+    def drop_from_stack(self, name: str, sha: bytes) -> None:
+        """Remove every entry of ``name`` that points at ``sha``."""
+        value = sha.hex().encode()
+        for key, current in self.repo.refs.as_dict(Ref(_STACK_PREFIX + name.encode())).items():
+            if current == value:
+                del self.repo.refs[Ref(_STACK_PREFIX + name.encode() + b"/" + key)]
+
+    # -- pins and removal --------------------------------------------------------------
+
+    def pinned(self) -> set[bytes]:
+        refs = self.repo.refs.as_dict(Ref(_STACK_PREFIX + b"pins"))
+        return {bytes.fromhex(v.decode("ascii")) for v in refs.values()}
+
+    def set_pin(self, sha: bytes, pinned: bool) -> None:
+        ref = Ref(_STACK_PREFIX + b"pins/" + sha.hex().encode())
+        if pinned:
+            self.repo.refs[ref] = ObjectID(sha.hex().encode())
+        elif ref in self.repo.refs:
+            del self.repo.refs[ref]
+
+    def remove_snapshot_ref(self, seq: int, sha: bytes) -> bool:
+        name = SNAPSHOT_REF_PREFIX + b"%0*d" % (_SEQ_WIDTH, seq)
+        return bool(self.repo.refs.remove_if_equals(Ref(name), ObjectID(sha.hex().encode())))
+
+    def ref_targets(self) -> set[bytes]:
+        """Every commit any ref points at: the roots of what gc keeps."""
+        out = set()
+        for value in self.repo.refs.as_dict(Ref(b"refs")).values():
+            try:
+                out.add(bytes.fromhex(value.decode("ascii")))
+            except ValueError:
+                continue
+        return out
 
     def iter_snapshot_ids(self) -> Iterator[tuple[int, bytes]]:
         """(seq, commit id) pairs, newest first."""

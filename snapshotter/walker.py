@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .errors import WorkspaceError
+from .gates import WorkspaceLimits
 from .ignore import IgnoreSource, IgnoreStack, read_ignore_file
 from .model import ScanStats, SkippedPath, SkipReason
 from .objects import (
@@ -114,6 +115,7 @@ def scan(
     *,
     write: bool,
     max_new_file_size: int,
+    limits: WorkspaceLimits | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> Scan:
     """Walk ``workspace`` and return its tracked state.
@@ -132,6 +134,10 @@ def scan(
     pending: list[_Pending] = []
     listings: dict[str, tuple[bytes, frozenset[str]]] = {}
     files_seen = 0
+    entries_seen = 0
+    bytes_seen = 0
+    cap_entries = limits.max_entries if limits is not None and limits.max_entries else float("inf")
+    cap_bytes = limits.max_bytes if limits is not None and limits.max_bytes else float("inf")
 
     try:
         root_entries = _list(workspace)
@@ -158,6 +164,9 @@ def scan(
         prefix = node.rel
         for entry, rel, is_dir in _tracked_entries(entries, prefix, rules, cache.listings, listings):
             name = entry.name
+            entries_seen += 1
+            if entries_seen > cap_entries and limits is not None:
+                limits.check(workspace, entries_seen, bytes_seen)
             if is_dir:
                 child = DirNode(rel)
                 node.subdirs.append(child)
@@ -175,6 +184,9 @@ def scan(
                 skipped.append(SkippedPath(rel, SkipReason.SPECIAL))
                 continue
             files_seen += 1
+            bytes_seen += st.st_size
+            if bytes_seen > cap_bytes and limits is not None:
+                limits.check(workspace, entries_seen, bytes_seen)
             key = stat_key(st)
             record = files.get(rel)
             if record is not None and record[0] == key and st.st_mtime_ns < cutoff:
@@ -240,6 +252,32 @@ def _tracked_entries(
     for entry, name, is_dir in listing:
         if name not in ignored:
             yield entry, _join(prefix, name), is_dir
+
+
+def measure(workspace: str, ignores: IgnoreStack, limits: WorkspaceLimits) -> tuple[int, int]:
+    """Count tracked entries and bytes, raising WorkspaceTooLarge as soon as a cap is passed."""
+    entries = size = 0
+    stack = [("", workspace, ignores)]
+    listings: dict[str, tuple[bytes, frozenset[str]]] = {}
+    while stack:
+        prefix, path, rules = stack.pop()
+        try:
+            found = _list(path)
+        except OSError:
+            continue
+        if any(e.name == ".gitignore" for e in found):
+            rules = rules.push(IgnoreSource.from_lines(read_ignore_file(os.path.join(path, ".gitignore")), prefix))
+        for entry, rel, is_dir in _tracked_entries(found, prefix, rules, {}, listings):
+            entries += 1
+            if is_dir:
+                stack.append((rel, entry.path, rules))
+            else:
+                try:
+                    size += entry.stat(follow_symlinks=False).st_size
+                except OSError:
+                    continue
+            limits.check(workspace, entries, size)
+    return entries, size
 
 
 def _list(path: str) -> list[os.DirEntry[str]]:

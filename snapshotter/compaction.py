@@ -1,0 +1,191 @@
+"""Compaction (gc): one pack of everything still referenced, nothing else.
+
+Objects reachable from any ref (snapshots, undo/redo/turn stacks, pins) are
+written into a single new pack (zlib level 1, whole objects: snapshots share
+most of their content, so deltas would save little for their cost); then old
+packs and loose objects are deleted. Extra disk needed: the new pack's size.
+
+Safety beside writers: callers hold the store lock, so no snapshot is half
+written while gc runs; and an object no ref reaches is kept while it is younger
+than the grace period, in case a writer that does not take the lock is between
+writing objects and its ref. Objects known dead (reachable only from snapshots
+just pruned, passed as ``dead_roots``) need no grace and go at once. Big blobs
+(above the streaming threshold) stay loose, so they are never read whole into
+memory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from .objects import MODE_TREE, STREAM_THRESHOLD, parse_tree
+from .packs import PackBuilder
+from .store import Store
+
+GRACE_SECONDS = 3600.0
+_KINDS = {1: b"commit", 2: b"tree", 3: b"blob"}
+_LOOSE_NAME = re.compile(r"[0-9a-f]{38}")
+_STALE_TEMP = re.compile(r"^(tmp_obj_|tmp_pack_|tmp_idx_|\.statcache-)|\.lock$")
+_COMMIT_TREE = re.compile(rb"^tree ([0-9a-f]{40})$", re.M)
+
+
+@dataclass(frozen=True)
+class GcResult:
+    """What a compaction did."""
+
+    objects_kept: int
+    objects_removed: int
+    packs_removed: int
+    temp_files_removed: int
+    bytes_before: int
+    bytes_after: int
+    seconds: float
+
+
+def disk_usage(store: Store) -> int:
+    """Bytes used by the store's files."""
+    total = 0
+    for dirpath, _, filenames in os.walk(store.path):
+        for name in filenames:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                continue
+    return total
+
+
+def reachable(store: Store, roots: Iterable[bytes]) -> set[bytes]:
+    """Every object reachable from ``roots`` (commit ids)."""
+    seen: set[bytes] = set()
+    trees: list[bytes] = []
+    for commit in roots:
+        if commit in seen:
+            continue
+        try:
+            kind, content = store.read_raw(commit)
+        except KeyError:
+            continue  # a dangling ref keeps nothing alive; verify() reports it
+        seen.add(commit)
+        if kind == 1:
+            match = _COMMIT_TREE.search(content)
+            if match:
+                trees.append(bytes.fromhex(match.group(1).decode("ascii")))
+    while trees:
+        tree = trees.pop()
+        if tree in seen:
+            continue
+        seen.add(tree)
+        try:
+            _, content = store.read_raw(tree)
+        except KeyError:
+            continue
+        for _, mode, sha in parse_tree(content):
+            if mode == MODE_TREE:
+                trees.append(sha)
+            elif mode != 0o160000:
+                seen.add(sha)
+    return seen
+
+
+def loose_objects(objects_dir: str) -> Iterator[tuple[bytes, str, os.stat_result]]:
+    """(id, path, stat) of every loose object."""
+    for fan in os.scandir(objects_dir):
+        if len(fan.name) != 2 or not fan.is_dir(follow_symlinks=False):
+            continue
+        for entry in os.scandir(fan.path):
+            if _LOOSE_NAME.fullmatch(entry.name):
+                yield bytes.fromhex(fan.name + entry.name), entry.path, entry.stat(follow_symlinks=False)
+
+
+def _declared_size(path: str) -> int:
+    """The size in a loose object's header, reading only its first bytes."""
+    with open(path, "rb") as handle:
+        head = zlib.decompressobj().decompress(handle.read(512), 64)
+    return int(head.partition(b"\0")[0].partition(b" ")[2] or 0)
+
+
+def collect(
+    store: Store, dead_roots: Iterable[bytes] = (), grace_seconds: float = GRACE_SECONDS
+) -> tuple[GcResult, set[bytes]]:
+    """Compact the store; returns the result and the set of objects kept."""
+    started = time.perf_counter()
+    before = disk_usage(store)
+    now = time.time()
+    keep = reachable(store, store.ref_targets())
+    dead = reachable(store, dead_roots) - keep
+    objects_dir = os.path.join(store.path, "objects")
+    pack_dir = os.path.join(objects_dir, "pack")
+    loose = {sha: (path, st) for sha, path, st in loose_objects(objects_dir)}
+    packs = list(store.repo.object_store.packs)
+    packed_age: dict[bytes, float] = {}
+    for pack in packs:
+        age = now - os.path.getmtime(pack._basename + ".pack")
+        for entry, _, _ in pack.index.iterentries():
+            sha = bytes(entry)
+            packed_age[sha] = min(age, packed_age.get(sha, age))
+    in_grace = {sha for sha, age in packed_age.items() if age < grace_seconds and sha not in keep}
+    in_grace |= {sha for sha, (_, st) in loose.items() if now - st.st_mtime < grace_seconds and sha not in keep}
+    in_grace -= dead
+    stay_loose = {sha for sha in keep | in_grace if sha in loose and _declared_size(loose[sha][0]) > STREAM_THRESHOLD}
+    to_pack = sorted((keep | {sha for sha in in_grace if sha in packed_age}) - stay_loose)
+    new_base = None
+    if to_pack:
+        builder = PackBuilder(pack_dir)
+        try:
+            for sha in to_pack:
+                kind, content = store.read_raw(sha)
+                builder.add(_KINDS[kind], sha, content)
+        except BaseException:
+            builder.abort()
+            raise
+        new_base = builder.finish()
+    old_bases = [p._basename for p in packs if p._basename != new_base]
+    store.repo.object_store.close()  # release the mapped packs before deleting them
+    for base in old_bases:
+        for suffix in (".idx", ".pack", ".rev", ".bitmap", ".keep"):
+            _remove(base + suffix)
+    packed_now = set(to_pack)
+    for sha, (path, _) in loose.items():
+        if sha in packed_now or (sha not in keep and sha not in in_grace):
+            _remove(path)
+    temps = _remove_stale_temps(store.path, now, grace_seconds)
+    present_before = set(loose) | set(packed_age)
+    result = GcResult(
+        objects_kept=len(keep),
+        objects_removed=len(present_before - keep - in_grace),
+        packs_removed=len(old_bases),
+        temp_files_removed=temps,
+        bytes_before=before,
+        bytes_after=disk_usage(store),
+        seconds=time.perf_counter() - started,
+    )
+    return result, keep | in_grace
+
+
+def _remove(path: str) -> int:
+    try:
+        os.unlink(path)
+        return 1
+    except FileNotFoundError:
+        return 0
+
+
+def _remove_stale_temps(root: str, now: float, grace_seconds: float) -> int:
+    """Leftovers of crashed writers: temp objects, packs, indexes, caches, locks."""
+    removed = 0
+    for dirpath, _, filenames in os.walk(root):
+        for name in filenames:
+            if not _STALE_TEMP.search(name):
+                continue
+            path = os.path.join(dirpath, name)
+            try:
+                if now - os.lstat(path).st_mtime >= grace_seconds:
+                    removed += _remove(path)
+            except OSError:
+                continue
+    return removed

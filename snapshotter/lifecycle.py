@@ -1,0 +1,121 @@
+"""Keeping a store small: retention after each change, pruning, compaction, stats.
+
+Called by the facade with the store lock held and only between operations,
+never in the middle of a snapshot or restore. Automatic compaction starts when
+loose objects or packs pile up, or when the store passes its size limit.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+
+from . import compaction
+from .engine import Engine
+from .history import REDO, TURNS, UNDO
+from .model import PruneResult, SnapshotInfo, StoreStats
+from .retention import Retention, by_count_and_age, droppable
+
+AUTO_GC_LOOSE = 2000
+AUTO_GC_PACKS = 20
+_LAST_GC = "last-gc"
+
+
+def protected_ids(engine: Engine) -> set[str]:
+    """Pinned snapshots and the undo/redo points in use (the newest is kept separately)."""
+    store = engine.store
+    ids = {sha.hex() for sha in store.pinned()}
+    for name in (UNDO, REDO):
+        ids.update(sha.hex() for sha in store.stack(name))
+    return ids
+
+
+def _drop(engine: Engine, info: SnapshotInfo) -> bytes:
+    sha = bytes.fromhex(info.id)
+    engine.store.remove_snapshot_ref(info.sequence, sha)
+    engine.store.drop_from_stack(TURNS, sha)
+    return sha
+
+
+def usage(engine: Engine) -> tuple[int, int, int]:
+    """(bytes on disk, loose objects, packs) of the store."""
+    objects_dir = os.path.join(engine.store_path, "objects")
+    loose = sum(1 for _ in compaction.loose_objects(objects_dir))
+    try:
+        packs = sum(1 for name in os.listdir(os.path.join(objects_dir, "pack")) if name.endswith(".pack"))
+    except FileNotFoundError:
+        packs = 0
+    return compaction.disk_usage(engine.store), loose, packs
+
+
+def gc(engine: Engine, dead_roots: list[bytes] | None = None) -> compaction.GcResult:
+    """Compact; ``dead_roots`` are snapshots just dropped, whose objects need no grace."""
+    result, kept = compaction.collect(engine.store, dead_roots or ())
+    engine.forget_objects_not_in(kept)
+    with open(os.path.join(engine.store.meta_dir, _LAST_GC), "w", encoding="ascii") as handle:
+        handle.write(datetime.now(timezone.utc).isoformat() + "\n")
+    return result
+
+
+def prune(
+    engine: Engine, retention: Retention, dry_run: bool = False, dropped_before: list[bytes] | None = None
+) -> PruneResult:
+    """Drop what the retention policy says must go, oldest first, then compact.
+    ``dropped_before``: snapshots the caller already dropped (their objects need no grace)."""
+    snapshots = list(engine.catalog.newest_first())
+    protected = protected_ids(engine)
+    drop = by_count_and_age(snapshots, protected, retention, datetime.now(timezone.utc))
+    before = compaction.disk_usage(engine.store)
+    if dry_run:
+        return PruneResult(tuple(drop), len(snapshots) - len(drop), True, before, before)
+    dead = (dropped_before or []) + [_drop(engine, info) for info in drop]
+    after = gc(engine, dead).bytes_after if dead or _over_size(before, retention) else before
+    dropped = list(drop)
+    if retention.max_store_bytes and after > retention.max_store_bytes:
+        remaining = [s for s in snapshots if s.id not in {d.id for d in drop}]
+        candidates = droppable(remaining, protected)
+        while after > retention.max_store_bytes and candidates:
+            batch = candidates[: max(1, len(candidates) // 4)]
+            candidates = candidates[len(batch) :]
+            dead = [_drop(engine, info) for info in batch]
+            dropped.extend(batch)
+            after = gc(engine, dead).bytes_after
+    return PruneResult(tuple(dropped), len(snapshots) - len(dropped), False, before, after)
+
+
+def _over_size(size: int, retention: Retention) -> bool:
+    return bool(retention.max_store_bytes) and size > (retention.max_store_bytes or 0)
+
+
+def maintain(engine: Engine, retention: Retention) -> None:
+    """The cheap pass after each change: count and age limits, then compaction
+    only if loose objects or packs piled up or the store is over its size."""
+    snapshots = list(engine.catalog.newest_first())
+    drop = by_count_and_age(snapshots, protected_ids(engine), retention, datetime.now(timezone.utc))
+    dead = [_drop(engine, info) for info in drop]
+    size, loose, packs = usage(engine)
+    if _over_size(size, retention):
+        prune(engine, retention, dropped_before=dead)
+    elif loose > AUTO_GC_LOOSE or packs > AUTO_GC_PACKS:
+        gc(engine, dead)
+
+
+def stats(engine: Engine) -> StoreStats:
+    snapshots = list(engine.catalog.newest_first())
+    size, loose, packs = usage(engine)
+    last_gc = None
+    try:
+        with open(os.path.join(engine.store.meta_dir, _LAST_GC), encoding="ascii") as handle:
+            last_gc = datetime.fromisoformat(handle.read().strip())
+    except (OSError, ValueError):
+        pass
+    return StoreStats(
+        snapshots=len(snapshots),
+        pinned=len(engine.store.pinned()),
+        loose_objects=loose,
+        packs=packs,
+        bytes_on_disk=size,
+        oldest=snapshots[-1].created_at if snapshots else None,
+        newest=snapshots[0].created_at if snapshots else None,
+        last_gc=last_gc,
+    )

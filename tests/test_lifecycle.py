@@ -1,0 +1,242 @@
+"""Retention, pins, compaction, store stats and the safety gates."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from conftest import GIT, git, git_env, read_tree, write
+
+from snapshotter import (
+    InvalidInput,
+    Retention,
+    Snapshotter,
+    UnsafeWorkspace,
+    WorkspaceTooLarge,
+)
+from snapshotter.compaction import loose_objects
+
+UNLIMITED = Retention.unlimited()
+
+
+def _take(snap: Snapshotter, ws: Path, n: int, start: int = 0) -> list[str]:
+    ids = []
+    for i in range(start, start + n):
+        write(ws, {"f.txt": f"version {i}\n", f"unique{i}.bin": os.urandom(2000)})
+        ids.append(snap.snapshot(f"s{i}").id)
+    return ids
+
+
+def test_count_limit_keeps_exactly_the_newest(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    snap = make(retention=Retention(max_snapshots=5, max_age=None, max_store_bytes=None))
+    ids = _take(snap, ws, 12)
+    assert [s.id for s in snap.list(limit=None)] == ids[::-1][:5]
+
+
+def test_age_limit_drops_only_the_old_ones(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    snap = make(retention=UNLIMITED)
+    engine = snap._engine_ok()
+    now = datetime.now(timezone.utc)
+    engine.clock = lambda: now - timedelta(days=10)
+    old = _take(snap, ws, 3)
+    engine.clock = lambda: now - timedelta(days=2)
+    recent = _take(snap, ws, 3, start=3)
+    aged = make(retention=Retention(max_snapshots=None, max_age=timedelta(days=7), max_store_bytes=None))
+    plan = aged.prune(dry_run=True)
+    assert plan.dry_run and [s.id for s in plan.pruned] == old  # oldest first, only the old ones
+    assert [s.id for s in aged.list(limit=None)] == recent[::-1] + old[::-1]  # a dry run changes nothing
+    done = aged.prune()
+    assert [s.id for s in done.pruned] == old
+    assert [s.id for s in aged.list(limit=None)] == recent[::-1]
+
+
+def test_newest_pinned_and_undo_points_survive_and_ids_never_change(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    snap = make(retention=UNLIMITED)
+    engine = snap._engine_ok()
+    engine.clock = lambda: datetime.now(timezone.utc) - timedelta(days=30)
+    write(ws, {"f.txt": "checkpoint\n"})
+    checkpoint = snap.checkpoint("undo point")
+    ids = _take(snap, ws, 6)
+    pinned = snap.pin(ids[1])
+    before = {s.id: s for s in snap.list(limit=None)}
+    strict = make(retention=Retention(max_snapshots=1, max_age=timedelta(days=1), max_store_bytes=None))
+    result = strict.prune()
+    survivors = {s.id for s in strict.list(limit=None)}
+    assert survivors == {ids[-1], pinned.id, checkpoint.id}
+    assert {s.id for s in result.pruned} == set(before) - survivors
+    for sid in survivors:
+        assert strict.get(sid) == before[sid]  # same id, same facts
+    assert strict.can_undo()
+    strict.unpin(pinned.id)
+    strict.prune()
+    assert pinned.id not in {s.id for s in strict.list(limit=None)}
+
+
+def test_pruning_half_then_gc_shrinks_by_the_unique_content(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    snap = make(retention=UNLIMITED)
+    for i in range(10):
+        write(ws, {f"unique{i}.bin": os.urandom(50_000)})
+        snap.snapshot(f"s{i}")
+        (ws / f"unique{i}.bin").unlink()  # each snapshot holds 50 kB nobody else has
+    snap.gc()
+    before = snap.store_stats().bytes_on_disk
+    half = make(retention=Retention(max_snapshots=5, max_age=None, max_store_bytes=None))
+    result = half.prune()
+    assert len(result.pruned) == 5
+    after = half.store_stats().bytes_on_disk
+    assert before - after >= 5 * 50_000
+    assert result.bytes_after == after
+    for info in half.list(limit=None):
+        half.restore(info.id, dry_run=True)  # every survivor still readable
+    if GIT is not None:
+        git("--git-dir", half.store_path, "fsck", "--strict", "--no-dangling", env=git_env(tmp_path))
+
+
+def test_size_limit_drops_oldest_until_under(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    snap = make(retention=UNLIMITED)
+    for i in range(8):
+        write(ws, {"big.bin": os.urandom(100_000)})
+        snap.snapshot(f"s{i}")
+    limited = make(retention=Retention(max_snapshots=None, max_age=None, max_store_bytes=350_000))
+    result = limited.prune()
+    kept = limited.list(limit=None)
+    assert result.bytes_after <= 350_000 < result.bytes_before
+    assert [s.message for s in kept] == [f"s{i}" for i in range(7, 7 - len(kept), -1)]  # the newest survive
+    assert kept[0].message == "s7"
+
+
+def test_gc_packs_loose_objects_and_removes_crash_leftovers(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    snap = make(retention=UNLIMITED)
+    ids = _take(snap, ws, 5)
+    store = Path(snap.store_path)
+    assert any(True for _ in loose_objects(str(store / "objects")))
+    old = time.time() - 7200
+    leftovers = [
+        store / "objects" / "pack" / "tmp_pack_crashed",
+        store / "objects" / "tmp_obj_crashed",
+        store / "refs" / "snapshots" / "0000000099.lock",
+        store / "snapshotter" / ".statcache-crashed.tmp",
+    ]
+    for path in leftovers:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"junk")
+        os.utime(path, (old, old))
+    fresh = store / "objects" / "pack" / "tmp_pack_in_progress"
+    fresh.write_bytes(b"a writer is busy with this one")
+    result = snap.gc()
+    assert result.temp_files_removed == 4
+    assert not any(p.exists() for p in leftovers) and fresh.exists()
+    assert list(loose_objects(str(store / "objects"))) == []
+    stats = snap.store_stats()
+    assert stats.packs == 1 and stats.loose_objects == 0 and stats.last_gc is not None
+    assert stats.snapshots == 5 and stats.oldest is not None and stats.newest is not None
+    for sid in ids:
+        assert snap.get(sid).id == sid
+    snap.restore(ids[0])
+    assert (ws / "f.txt").read_text() == "version 0\n"
+
+
+def test_gc_forgets_cache_records_of_collected_objects(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """Restore an old snapshot, prune it, gc: the next snapshot must not name collected blobs."""
+    snap = make(retention=UNLIMITED)
+    write(ws, {"a.txt": "old content\n"})
+    old = snap.snapshot("old")
+    write(ws, {"a.txt": "new content\n"})
+    snap.snapshot("new")
+    snap.restore(old.id)  # the stat cache now records old's blob for a.txt
+    pruner = make(retention=Retention(max_snapshots=1, max_age=None, max_store_bytes=None))
+    pruner.prune()  # old goes; 'new' (which the restore saved) stays
+    assert old.id not in {s.id for s in pruner.list(limit=None)}
+    info = pruner.snapshot("after gc")
+    pruner.restore(pruner.list(limit=None)[-1].id)
+    pruner.restore(info.id)
+    assert (ws / "a.txt").read_text() == "old content\n"
+    if GIT is not None:
+        git("--git-dir", pruner.store_path, "fsck", "--strict", "--no-dangling", env=git_env(tmp_path))
+
+
+GC_WRITER = """
+import sys
+from snapshotter import Snapshotter, Retention
+ws, home, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+snap = Snapshotter(ws, home=home, retention=Retention.unlimited(), lock_timeout=120)
+for i in range(count):
+    with open(f"{ws}/w{i % 7}.txt", "w") as handle:
+        handle.write(f"writer {i}\\n" * 50)
+    snap.snapshot(f"w{i}")
+"""
+
+
+def test_gc_beside_a_snapshotting_process_loses_nothing(ws: Path, home: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {f"base{i}.txt": str(i) * 100 for i in range(80)})
+    snap = make(retention=UNLIMITED)
+    snap.snapshot("base")
+    writer = subprocess.Popen([sys.executable, "-c", GC_WRITER, str(ws), str(home), "25"], stderr=subprocess.PIPE)
+    try:
+        while writer.poll() is None:
+            snap.gc()
+    finally:
+        _, err = writer.communicate(timeout=300)
+    assert writer.returncode == 0, err.decode()
+    snap.gc()
+    listed = snap.list(limit=None)
+    assert len(listed) == 26
+    for info in listed:
+        result = snap.restore(info.id, dry_run=True)
+        assert result.target_id == info.id
+    last = next(s for s in listed if s.message == "w24")
+    snap.restore(last.id)
+    assert (ws / "w3.txt").read_text() == "writer 24\n" * 50 or (ws / "w3.txt").exists()
+
+
+def test_retention_runs_after_each_snapshot_by_default(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    snap = make()
+    assert snap._retention == Retention()
+    _take(snap, ws, 55)
+    assert len(snap.list(limit=None)) == 50
+
+
+def test_unsafe_roots_are_refused_unless_allowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_home = tmp_path / "user"
+    for name in ("", "Desktop", "Documents", "Downloads"):
+        (fake_home / name).mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv("HOME", str(fake_home))
+    for folder in (fake_home, fake_home / "Desktop", fake_home / "Documents", fake_home / "Downloads"):
+        with pytest.raises(UnsafeWorkspace, match="allow_unsafe_root"):
+            Snapshotter(folder, home=tmp_path / "h")
+    with pytest.raises(UnsafeWorkspace):
+        Snapshotter("/", home=tmp_path / "h")
+    (fake_home / "project").mkdir()
+    Snapshotter(fake_home / "project", home=tmp_path / "h").close()
+    allowed = Snapshotter(fake_home / "Desktop", home=tmp_path / "h", allow_unsafe_root=True)
+    assert allowed.workspace.endswith("Desktop")
+    allowed.close()
+
+
+def test_too_large_workspaces_are_refused_with_numbers_and_knob(ws: Path, home: Path) -> None:
+    write(ws, {f"d{i % 10}/f{i}.txt": "x" * 100 for i in range(300)})
+    write(ws, {"node_modules/pkg/big.js": "y" * 50_000})  # ignored: does not count
+    with pytest.raises(WorkspaceTooLarge) as caught:
+        Snapshotter(ws, home=home, max_workspace_entries=50)
+    message = str(caught.value)
+    assert "more than 50" in message and "counted 51" in message and "max_workspace_entries" in message
+    assert not (home / "snapshots").exists() or not any((home / "snapshots").iterdir())  # nothing created
+    with pytest.raises(WorkspaceTooLarge, match="max_workspace_bytes"):
+        Snapshotter(ws, home=home, max_workspace_bytes=10_000)
+    ok = Snapshotter(ws, home=home, max_workspace_bytes=40_000, max_workspace_entries=0)  # 0 disables
+    ok.snapshot()
+    write(ws, {"later.bin": "z" * 20_000})
+    ok.close()
+    grown = Snapshotter(ws, home=home, max_workspace_bytes=40_000)
+    with pytest.raises(WorkspaceTooLarge):
+        grown.snapshot()  # enforced on every scan too, before anything is hashed
+    assert read_tree(ws)["later.bin"][1] == b"z" * 20_000
+    with pytest.raises(InvalidInput):
+        Snapshotter(ws, home=home, max_workspace_bytes=-1)
+    with pytest.raises(InvalidInput):
+        Retention(max_snapshots=-2)
