@@ -23,6 +23,7 @@ from dulwich.pack import write_pack_index_v2
 from .errors import StoreError
 
 TYPE_NUMBERS = {b"commit": 1, b"tree": 2, b"blob": 3}
+OFS_DELTA = 6
 _HEADER = struct.Struct(">4sII")
 
 
@@ -38,11 +39,26 @@ def _entry_header(type_num: int, size: int) -> bytes:
     return bytes(out)
 
 
-class PackBuilder:
-    """One pack being written; safe to feed from several threads."""
+def _offset_bytes(distance: int) -> bytes:
+    """git's encoding of an OFS_DELTA base distance (big-endian, off by one per byte)."""
+    out = [distance & 0x7F]
+    distance >>= 7
+    while distance:
+        distance -= 1
+        out.append(0x80 | (distance & 0x7F))
+        distance >>= 7
+    return bytes(reversed(out))
 
-    def __init__(self, pack_dir: str) -> None:
+
+class PackBuilder:
+    """One pack being written; safe to feed from several threads.
+
+    ``level`` is the zlib level: 1 while snapshotting (speed), higher in gc.
+    """
+
+    def __init__(self, pack_dir: str, level: int = 1) -> None:
         self._dir = pack_dir
+        self._level = level
         try:
             os.makedirs(pack_dir, mode=0o700, exist_ok=True)
             fd, self._tmp = tempfile.mkstemp(dir=pack_dir, prefix="tmp_pack_")
@@ -61,12 +77,22 @@ class PackBuilder:
         """Append one object (compressed outside the lock) unless already added."""
         if sha in self._entries:
             return
-        header = _entry_header(TYPE_NUMBERS[kind], len(content))
-        data = zlib.compress(content, 1)
-        crc = zlib.crc32(data, zlib.crc32(header))
+        self._append(sha, _entry_header(TYPE_NUMBERS[kind], len(content)), content, None)
+
+    def add_delta(self, sha: bytes, base: bytes, delta: bytes) -> None:
+        """Append ``sha`` as a delta against ``base``, which must already be in this pack."""
+        self._append(sha, _entry_header(OFS_DELTA, len(delta)), delta, base)
+
+    def _append(self, sha: bytes, header: bytes, payload: bytes, base: bytes | None) -> None:
+        if sha in self._entries:
+            return
+        data = zlib.compress(payload, self._level)
         with self._lock:
             if sha in self._entries:
                 return
+            if base is not None:
+                header += _offset_bytes(self._offset - self._entries[base][0])
+            crc = zlib.crc32(data, zlib.crc32(header))
             try:
                 self._file.write(header)
                 self._file.write(data)
