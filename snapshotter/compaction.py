@@ -166,25 +166,38 @@ def collect(
 
 
 def _delta_bases(store: Store, candidates: set[bytes]) -> dict[bytes, bytes]:
-    """Older blob -> the next newer blob at the same path, over consecutive snapshots."""
-    from .trees import StoredTree, changes  # trees imports the walker; keep this module light
-
+    """Older object -> the next newer object at the same path (files and folders alike),
+    over consecutive snapshots, visiting only folders that differ."""
     bases: dict[bytes, bytes] = {}
-    trees = []
+    roots = []
     for _, commit in store.iter_snapshot_ids():  # newest first
         try:
             match = _COMMIT_TREE.search(store.read_raw(commit)[1])
         except KeyError:
             continue
         if match:
-            trees.append(bytes.fromhex(match.group(1).decode("ascii")))
-    for newer, older in zip(trees, trees[1:]):
-        for change in changes(StoredTree(store, newer), StoredTree(store, older)):
-            if change.old is None or change.new is None or MODE_LINK in (change.old[0], change.new[0]):
+            roots.append(bytes.fromhex(match.group(1).decode("ascii")))
+
+    def note(target: bytes, base: bytes) -> None:
+        if base != target and target not in bases and base in candidates and target in candidates:
+            bases[target] = base
+
+    for newer_root, older_root in zip(roots, roots[1:]):
+        stack = [(newer_root, older_root)]
+        while stack:
+            newer, older = stack.pop()
+            if newer == older:
                 continue
-            base, target = change.old[1], change.new[1]
-            if base != target and target not in bases and base in candidates and target in candidates:
-                bases[target] = base
+            note(older, newer)
+            newer_entries = {name: (mode, sha) for name, mode, sha in parse_tree(store.read_raw(newer)[1])}
+            for name, mode, sha in parse_tree(store.read_raw(older)[1]):
+                match_entry = newer_entries.get(name)
+                if match_entry is None or match_entry[0] != mode or mode == MODE_LINK:
+                    continue
+                if mode == MODE_TREE:
+                    stack.append((match_entry[1], sha))
+                else:
+                    note(sha, match_entry[1])
     return bases
 
 
