@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import re
 import time
-import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import cast
@@ -110,13 +109,6 @@ def loose_objects(objects_dir: str) -> Iterator[tuple[bytes, str, os.stat_result
                 yield bytes.fromhex(fan.name + entry.name), entry.path, entry.stat(follow_symlinks=False)
 
 
-def _declared_size(path: str) -> int:
-    """The size in a loose object's header, reading only its first bytes."""
-    with open(path, "rb") as handle:
-        head = zlib.decompressobj().decompress(handle.read(512), 64)
-    return int(head.partition(b"\0")[0].partition(b" ")[2] or 0)
-
-
 def collect(
     store: Store, dead_roots: Iterable[bytes] = (), grace_seconds: float = GRACE_SECONDS
 ) -> tuple[GcResult, set[bytes]]:
@@ -139,7 +131,7 @@ def collect(
     in_grace = {sha for sha, age in packed_age.items() if age < grace_seconds and sha not in keep}
     in_grace |= {sha for sha, (_, st) in loose.items() if now - st.st_mtime < grace_seconds and sha not in keep}
     in_grace -= dead
-    stay_loose = {sha for sha in keep | in_grace if sha in loose and _declared_size(loose[sha][0]) > STREAM_THRESHOLD}
+    stay_loose = {sha for sha in keep | in_grace if sha in loose and store.blob_size(sha) > STREAM_THRESHOLD}
     to_pack = (keep | {sha for sha in in_grace if sha in packed_age}) - stay_loose
     new_base = _write_pack(store, pack_dir, to_pack, _delta_bases(store, to_pack)) if to_pack else None
     old_bases = [p._basename for p in packs if p._basename != new_base]

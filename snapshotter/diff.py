@@ -9,8 +9,9 @@ from .model import ChangeStatus, FileDiff
 from .objects import MODE_LINK
 from .trees import Change
 
-ContentLoader = Callable[[str, bytes, int], bytes]
-"""(path, object id, git mode) -> content, for one side of a comparison."""
+ContentLoader = Callable[[str, bytes, int], bytes | None]
+"""(path, object id, git mode) -> content, for one side of a comparison;
+None for content too large to diff line by line (reported like a binary file)."""
 
 
 def status_of(change: Change) -> ChangeStatus:
@@ -25,9 +26,11 @@ def status_of(change: Change) -> ChangeStatus:
 
 def file_diff(change: Change, load_old: ContentLoader, load_new: ContentLoader) -> FileDiff:
     """The FileDiff of one change, reading both sides' content once for the counts."""
-    old = load_old(change.path, change.old[1], change.old[0]) if change.old else b""
-    new = load_new(change.path, change.new[1], change.new[0]) if change.new else b""
-    binary = linediff.is_binary(old) or linediff.is_binary(new)
+    loaded_old = load_old(change.path, change.old[1], change.old[0]) if change.old else b""
+    loaded_new = load_new(change.path, change.new[1], change.new[0]) if change.new else b""
+    too_large = loaded_old is None or loaded_new is None
+    old, new = loaded_old or b"", loaded_new or b""
+    binary = too_large or linediff.is_binary(old) or linediff.is_binary(new)
     same_content = change.old is not None and change.new is not None and change.old[1] == change.new[1]
     if binary or same_content:
         additions = deletions = 0

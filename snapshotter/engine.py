@@ -24,7 +24,7 @@ from .gates import WorkspaceLimits
 from .ignore import root_stack
 from .locking import StoreLock
 from .model import FileChange, FileDiff, RestoreResult, ScanStats, SnapshotInfo
-from .objects import MODE_LINK
+from .objects import MODE_LINK, STREAM_THRESHOLD
 from .restore import Plan, apply_plan, make_plan, normalize_selection, selection_filter, validate_component
 from .store import Store
 from .trees import ScannedTree, StoredTree, TreeSide, changes
@@ -191,14 +191,19 @@ class Engine:
             new, load_new = StoredTree(self.store, bytes.fromhex(new_info.tree_id)), self.read_stored
         return [file_diff(c, self.read_stored, load_new) for c in changes(old, new)]
 
-    def read_stored(self, path: str, sha: bytes, mode: int) -> bytes:
+    def read_stored(self, path: str, sha: bytes, mode: int) -> bytes | None:
+        """A stored blob for diffing; None if too large to diff (never loaded whole)."""
+        if self.store.blob_size(sha) > STREAM_THRESHOLD:
+            return None
         return self.catalog.read_blob(sha)
 
-    def read_workspace(self, path: str, sha: bytes, mode: int) -> bytes:
+    def read_workspace(self, path: str, sha: bytes, mode: int) -> bytes | None:
         full = os.path.join(self.workspace, *path.split("/"))
         try:
             if mode == MODE_LINK:
                 return os.fsencode(os.readlink(full))
+            if os.lstat(full).st_size > STREAM_THRESHOLD:
+                return None
             with open(full, "rb") as handle:
                 return handle.read()
         except OSError:

@@ -64,7 +64,7 @@ class Hashed:
     key: StatKey
     size: int
     lines: int | None
-    """Text lines, None for a binary file, -1 when not counted (streamed)."""
+    """Text lines, or None for a binary file."""
 
 
 def describe_lines(content: bytes) -> int | None:
@@ -229,9 +229,8 @@ class ObjectWriter:
             before = os.fstat(fd)
             if not stat.S_ISREG(before.st_mode):
                 raise FileChanged(path)
-            lines: int | None = -1
             if before.st_size > STREAM_THRESHOLD:
-                sha = self._stream_blob(fd, before.st_size, write)
+                sha, lines = self._stream_blob(fd, before.st_size, write)
                 size = before.st_size
             else:
                 content = _read_all(fd, before.st_size)
@@ -246,39 +245,64 @@ class ObjectWriter:
             return None
         return Hashed(sha, key, size, lines)
 
-    def _stream_blob(self, fd: int, size: int, write: bool) -> bytes | None:
-        """Hash (and store) a big file chunk by chunk; None if its size changed."""
+    def _stream_blob(self, fd: int, size: int, write: bool) -> tuple[bytes | None, int | None]:
+        """Hash (and store) a big file chunk by chunk, counting its lines on the way
+        (None if binary). The id is None if the file's size changed meanwhile."""
         header = b"blob %d\0" % size
         digest = hashlib.sha1(header)
-        if not write:
+        counter = _LineCounter()
+        squeezer = zlib.compressobj(ZLIB_LEVEL) if write else None
+        tmp_fd, tmp = self._tmp_in(self.objects_dir) if write else (-1, "")
+        out = os.fdopen(tmp_fd, "wb") if write else None
+        try:
+            if out is not None and squeezer is not None:
+                _store_write(out, squeezer.compress(header))
             total = 0
             while chunk := os.read(fd, CHUNK):
                 total += len(chunk)
+                if total > size:
+                    return None, None  # the file grew while being read
                 digest.update(chunk)
-            return digest.digest() if total == size else None
-        squeezer = zlib.compressobj(ZLIB_LEVEL)
-        tmp_fd, tmp = self._tmp_in(self.objects_dir)
-        try:
-            with os.fdopen(tmp_fd, "wb") as out:
-                _store_write(out, squeezer.compress(header))
-                total = 0
-                while chunk := os.read(fd, CHUNK):
-                    total += len(chunk)
-                    if total > size:
-                        return None  # the file grew while being read
-                    digest.update(chunk)
+                counter.feed(chunk)
+                if out is not None and squeezer is not None:
                     _store_write(out, squeezer.compress(chunk))
-                if total != size:
-                    return None
-                _store_write(out, squeezer.flush())
+            if total != size:
+                return None, None
             sha = digest.digest()
-            if not self.exists(sha):
-                path = self.loose_path(sha)
-                self._ensure_folder(os.path.dirname(path))
-                self._move_into_place(tmp, path)
-            return sha
+            if out is not None and squeezer is not None:
+                _store_write(out, squeezer.flush())
+                out.close()
+                out = None
+                if not self.exists(sha):
+                    path = self.loose_path(sha)
+                    self._ensure_folder(os.path.dirname(path))
+                    self._move_into_place(tmp, path)
+            return sha, counter.lines()
         finally:
-            _unlink_quietly(tmp)  # gone already once moved into place
+            if out is not None:
+                out.close()
+            if tmp:
+                _unlink_quietly(tmp)  # gone already once moved into place
+
+
+class _LineCounter:
+    """Counts lines over chunks, with git's binary rule (NUL in the first 8,000 bytes)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.head = b""
+        self.last = b""
+
+    def feed(self, chunk: bytes) -> None:
+        if len(self.head) < 8000:
+            self.head += chunk[: 8000 - len(self.head)]
+        self.count += chunk.count(b"\n")
+        self.last = chunk[-1:]
+
+    def lines(self) -> int | None:
+        if is_binary(self.head):
+            return None
+        return self.count + (1 if self.last and self.last != b"\n" else 0)
 
 
 def _store_write(out: BinaryIO, data: bytes) -> None:

@@ -337,8 +337,7 @@ def _hash_pending(
             mode = MODE_LINK if item.is_link else git_mode(result.key[0])
             item.node.files[item.name] = (mode, result.sha)
             tracked[item.rel] = (result.key, result.sha)
-            if result.lines != -1:
-                line_counts[result.sha] = result.lines
+            line_counts[result.sha] = result.lines
             hashed += 1
             total += result.size
             if progress is not None:

@@ -302,3 +302,15 @@ def test_big_files_stream_through_snapshot_status_and_restore(ws: Path, make) ->
     assert diffs[0].binary
     snap.restore(first.id)
     assert (ws / "big.bin").read_bytes() == big
+
+
+def test_big_text_file_lines_are_counted_while_streaming(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    line = b"a line of text that repeats\n"
+    count = objects.STREAM_THRESHOLD // len(line) + 1000
+    write(ws, {"log.txt": line * count + b"no newline at the end"})
+    snap = make(max_new_file_size=1 << 30)
+    info = snap.snapshot()
+    assert info.additions == count + 1
+    (ws / "log.txt").write_bytes(line * 3)
+    (diff,) = snap.diff(info.id)
+    assert diff.binary and (diff.additions, diff.deletions) == (0, 0)  # too large to diff line by line
