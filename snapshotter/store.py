@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dulwich.errors import NotGitRepository
 from dulwich.file import FileLocked
 from dulwich.objects import Commit, ObjectID, RawObjectID
-from dulwich.pack import Pack
+from dulwich.pack import Pack, PackFileDisappeared
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
@@ -112,16 +112,22 @@ class Store:
 
     def _has_packed(self, sha: bytes) -> bool:
         """Look the id up in the pack indexes, re-listing packs only when the
-        pack folder changed (dulwich lists the folder on every lookup)."""
-        try:
-            stamp = os.stat(self._pack_dir).st_mtime_ns
-        except FileNotFoundError:
-            return False
-        if stamp != self._packs_seen:
-            self._packs = list(self.repo.object_store.packs)
-            self._packs_seen = stamp
+        pack folder changed (dulwich lists the folder on every lookup), and
+        again if a pack vanished under us (a gc in another process)."""
         raw = RawObjectID(sha)
-        return any(raw in pack for pack in self._packs)
+        for attempt in range(2):
+            try:
+                stamp = os.stat(self._pack_dir).st_mtime_ns
+            except FileNotFoundError:
+                return False
+            if stamp != self._packs_seen or attempt:
+                self._packs = list(self.repo.object_store.packs)
+                self._packs_seen = stamp
+            try:
+                return any(raw in pack for pack in self._packs)
+            except (PackFileDisappeared, OSError):
+                self.repo.object_store.close()  # forget the vanished packs, then look again
+        return False
 
     @classmethod
     def open_or_create(cls, path: str, canonical: str) -> Store:
