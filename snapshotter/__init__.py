@@ -21,6 +21,7 @@ from .errors import (
     WorkspaceTooLarge,
 )
 from .ignore import DEFAULT_EXCLUDES
+from .integrity import VerifyResult
 from .model import (
     ChangeStatus,
     FileChange,
@@ -41,6 +42,7 @@ from .snapshotter import Snapshotter
 __version__ = "0.1.0"
 
 __all__ = [
+    "VerifyResult",
     "WorkspaceTooLarge",
     "UnsafeWorkspace",
     "StoreStats",

@@ -171,8 +171,14 @@ def _delta_bases(store: Store, candidates: set[bytes]) -> dict[bytes, bytes]:
             roots.append(bytes.fromhex(match.group(1).decode("ascii")))
 
     def note(target: bytes, base: bytes) -> None:
-        if base != target and target not in bases and base in candidates and target in candidates:
-            bases[target] = base
+        if base == target or target in bases or base not in candidates or target not in candidates:
+            return
+        link, steps = base, 0
+        while link in bases and steps <= 4 * MAX_DEPTH:  # content can come back (undo): no cycles
+            link, steps = bases[link], steps + 1
+            if link == target:
+                return
+        bases[target] = base
 
     for newer_root, older_root in zip(roots, roots[1:]):
         stack = [(newer_root, older_root)]

@@ -67,6 +67,8 @@ class Engine:
         self._max_new_file_size = max_new_file_size
         self.limits = limits
         self.clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
+        self.progress: Callable[[str, int, int], None] | None = None
+        """Told (phase, done, total) while hashing and writing files."""
         """When a snapshot is taken; tests move it to make old snapshots."""
         self._cache_path = os.path.join(store.meta_dir, "statcache")
         self._cache: statcache.StatCache | None = None
@@ -105,6 +107,7 @@ class Engine:
             write=write,
             max_new_file_size=self._max_new_file_size,
             limits=self.limits,
+            progress=self._phase("hashing"),
         )
         self.last_scan = result.stats
         return result
@@ -164,6 +167,12 @@ class Engine:
             self._remember(current)
             return latest
         return self.record(current, message, label, {})
+
+    def _phase(self, phase: str) -> Callable[[int, int], None] | None:
+        report = self.progress
+        if report is None:
+            return None
+        return lambda done, total: report(phase, done, total)
 
     def _remember(self, current: Scan) -> None:
         self._save_cache(statcache.StatCache(current.tracked, current.dir_cache(), current.listings))
@@ -258,7 +267,7 @@ class Engine:
     def _apply_or_put_back(self, plan: Plan, workspace: Workspace, safety: SnapshotInfo) -> None:
         cache = self._cache if self._cache is not None else statcache.StatCache()
         try:
-            apply_plan(plan, workspace, self.store.blob_chunks, cache)
+            apply_plan(plan, workspace, self.store.blob_chunks, cache, self._phase("writing"))
         except BaseException as failure:
             self._cache = None  # records may describe half-applied writes: reload from disk
             try:

@@ -157,13 +157,17 @@ def apply_plan(
     workspace: Workspace,
     blob_chunks: Callable[[bytes], Iterable[bytes]],
     cache: StatCache,
+    progress: Callable[[int, int], None] | None = None,
 ) -> None:
     """Carry out a checked plan and record what it wrote in the stat cache."""
+    total = len(plan.writes)
     for path in plan.deletes:
         workspace.delete(path)
         cache.forget(path)
     _remove_emptied_dirs(workspace, plan.deletes)
-    for path, (mode, sha) in plan.writes:
+    for done, (path, (mode, sha)) in enumerate(plan.writes, 1):
+        if progress is not None:
+            progress(done, total)
         if mode == MODE_LINK:
             st = workspace.write_symlink(path, b"".join(blob_chunks(sha)))
         else:

@@ -11,12 +11,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
-from . import history, lifecycle, records
+from . import history, integrity, lifecycle, records
 from .compaction import GcResult
 from .engine import Engine
 from .errors import InvalidInput, SnapshotError, StoreError
 from .gates import DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES, WorkspaceLimits, check_root
 from .ignore import root_stack
+from .integrity import VerifyResult
 from .model import (
     FileChange,
     FileDiff,
@@ -127,6 +128,7 @@ class Snapshotter:
         self._max_new_file_size = max_new_file_size
         self._lock_timeout = float(lock_timeout)
         self._lock = threading.RLock()
+        self._progress: Callable[[str, int, int], None] | None = None
         self._engine: Engine | None = None
         self._failure: SnapshotError | None = None
         try:
@@ -144,7 +146,7 @@ class Snapshotter:
         if not os.path.isdir(path):  # a new store: refuse a huge folder before creating anything
             measure(canonical, root_stack(canonical, self._exclude, self._use_default_excludes), self._limits)
         store = Store.open_or_create(path, canonical)
-        return Engine(
+        engine = Engine(
             canonical,
             store,
             exclude=self._exclude,
@@ -153,6 +155,8 @@ class Snapshotter:
             lock_timeout=self._lock_timeout,
             limits=self._limits,
         )
+        engine.progress = self._progress
+        return engine
 
     def _engine_ok(self) -> Engine:
         if self._engine is None:
@@ -177,6 +181,17 @@ class Snapshotter:
     def last_scan(self) -> ScanStats:
         """What the most recent walk of the workspace cost."""
         return self._engine.last_scan if self._engine is not None else ScanStats()
+
+    @property
+    def progress(self) -> Callable[[str, int, int], None] | None:
+        """Called with (phase, done, total) while files are hashed ("hashing") or written ("writing")."""
+        return self._progress
+
+    @progress.setter
+    def progress(self, report: Callable[[str, int, int], None] | None) -> None:
+        self._progress = report
+        if self._engine is not None:
+            self._engine.progress = report
 
     def __repr__(self) -> str:
         if self._engine is None:
@@ -277,6 +292,11 @@ class Snapshotter:
         info = self._engine_ok().catalog.get(ref)
         self._engine_ok().store.set_pin(bytes.fromhex(info.id), False)
         return info
+
+    @_public()
+    def verify(self, full: bool = False) -> VerifyResult:
+        """Check that every snapshot can be read back (``full``: re-hash every object)."""
+        return integrity.verify(self._engine_ok().store, full)
 
     @_public()
     def store_stats(self) -> StoreStats:

@@ -116,7 +116,7 @@ def scan(
     write: bool,
     max_new_file_size: int,
     limits: WorkspaceLimits | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Scan:
     """Walk ``workspace`` and return its tracked state.
 
@@ -308,7 +308,7 @@ def _hash_pending(
     tracked: dict[str, tuple[StatKey, bytes]],
     skipped: list[SkippedPath],
     line_counts: dict[bytes, int | None],
-    progress: Callable[[int], None] | None,
+    progress: Callable[[int, int], None] | None,
 ) -> tuple[int, int]:
     def run(item: _Pending) -> Hashed | BaseException:
         try:
@@ -341,7 +341,7 @@ def _hash_pending(
             hashed += 1
             total += result.size
             if progress is not None:
-                progress(hashed)
+                progress(hashed, len(pending))
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,208 @@
+"""What the command line prints: stable JSON documents, text, colour and progress.
+
+JSON output (``--json``) is one object per command, ``{"schema": 1, "command":
+..., "result": ...}`` or ``{"schema": 1, "command": ..., "error": {...}}``;
+the shapes below are the documented schema, and fields are only ever added.
+Colour appears only on a terminal without ``NO_COLOR``; the progress line only
+on a terminal's stderr, never in pipes or with ``--json``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any, TextIO
+
+from .compaction import GcResult
+from .integrity import VerifyResult
+from .model import FileChange, FileDiff, PruneResult, RestoreResult, SnapshotInfo, StoreStats, UndoResult
+
+SCHEMA = 1
+STATUS_LETTER = {"added": "A", "modified": "M", "deleted": "D", "type_changed": "T"}
+
+
+def _mode(mode: int | None) -> str | None:
+    return f"{mode:06o}" if mode is not None else None
+
+
+def snapshot_json(info: SnapshotInfo) -> dict[str, Any]:
+    return {
+        "id": info.id,
+        "tree_id": info.tree_id,
+        "sequence": info.sequence,
+        "message": info.message,
+        "label": info.label,
+        "created_at": info.created_at.isoformat(),
+        "files_changed": info.files_changed,
+        "additions": info.additions,
+        "deletions": info.deletions,
+        "metadata": dict(info.metadata),
+        "skipped": [{"path": s.path, "reason": s.reason.value} for s in info.skipped],
+    }
+
+
+def diff_json(item: FileDiff, with_patch: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "path": item.path,
+        "status": item.status.value,
+        "additions": item.additions,
+        "deletions": item.deletions,
+        "binary": item.binary,
+        "old_mode": _mode(item.old_mode),
+        "new_mode": _mode(item.new_mode),
+    }
+    if with_patch:
+        out["patch"] = item.patch
+    return out
+
+
+def change_json(change: FileChange) -> dict[str, Any]:
+    return {
+        "path": change.path,
+        "status": change.status.value,
+        "old_mode": _mode(change.old_mode),
+        "new_mode": _mode(change.new_mode),
+    }
+
+
+def restore_json(result: RestoreResult) -> dict[str, Any]:
+    return {
+        "written": result.written,
+        "deleted": result.deleted,
+        "unchanged": result.unchanged,
+        "written_paths": list(result.written_paths),
+        "deleted_paths": list(result.deleted_paths),
+        "dry_run": result.dry_run,
+        "target_id": result.target_id,
+        "safety_snapshot_id": result.safety_snapshot_id,
+    }
+
+
+def undo_json(result: UndoResult) -> dict[str, Any]:
+    return {
+        "ok": result.ok,
+        "action": result.action,
+        "message": result.message,
+        "target_id": result.target_id,
+        "saved_id": result.saved_id,
+        "restore": restore_json(result.restore) if result.restore is not None else None,
+    }
+
+
+def prune_json(result: PruneResult) -> dict[str, Any]:
+    return {
+        "pruned": [snapshot_json(i) for i in result.pruned],
+        "kept": result.kept,
+        "dry_run": result.dry_run,
+        "bytes_before": result.bytes_before,
+        "bytes_after": result.bytes_after,
+    }
+
+
+def gc_json(result: GcResult) -> dict[str, Any]:
+    return {
+        "objects_kept": result.objects_kept,
+        "objects_removed": result.objects_removed,
+        "packs_removed": result.packs_removed,
+        "temp_files_removed": result.temp_files_removed,
+        "bytes_before": result.bytes_before,
+        "bytes_after": result.bytes_after,
+        "seconds": round(result.seconds, 3),
+    }
+
+
+def stats_json(stats: StoreStats) -> dict[str, Any]:
+    return {
+        "snapshots": stats.snapshots,
+        "pinned": stats.pinned,
+        "loose_objects": stats.loose_objects,
+        "packs": stats.packs,
+        "bytes_on_disk": stats.bytes_on_disk,
+        "oldest": stats.oldest.isoformat() if stats.oldest else None,
+        "newest": stats.newest.isoformat() if stats.newest else None,
+        "last_gc": stats.last_gc.isoformat() if stats.last_gc else None,
+    }
+
+
+def verify_json(result: VerifyResult) -> dict[str, Any]:
+    return {
+        "ok": result.ok,
+        "snapshots_checked": result.snapshots_checked,
+        "objects_checked": result.objects_checked,
+        "problems": list(result.problems),
+    }
+
+
+def snapshot_line(info: SnapshotInfo) -> str:
+    label = f" [{info.label}]" if info.label else ""
+    when = info.created_at.strftime("%Y-%m-%d %H:%M:%S")
+    first = info.message.splitlines()[0] if info.message else ""
+    stats = f"{info.files_changed} files +{info.additions} -{info.deletions}"
+    return f"{info.id[:12]}  {when}  {stats}{label}  {first}".rstrip()
+
+
+def wants_color(stream: TextIO) -> bool:
+    return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+def colored_patch(patch: str) -> str:
+    out = []
+    for line in patch.splitlines(keepends=True):
+        if line.startswith(
+            ("diff --git", "index ", "--- ", "+++ ", "new file", "deleted file", "old mode", "new mode")
+        ):
+            out.append(f"\x1b[1m{line.rstrip(chr(10))}\x1b[0m\n")
+        elif line.startswith("@@"):
+            out.append(f"\x1b[36m{line.rstrip(chr(10))}\x1b[0m\n")
+        elif line.startswith("+"):
+            out.append(f"\x1b[32m{line.rstrip(chr(10))}\x1b[0m\n")
+        elif line.startswith("-"):
+            out.append(f"\x1b[31m{line.rstrip(chr(10))}\x1b[0m\n")
+        else:
+            out.append(line)
+    return "".join(out)
+
+
+def stat_lines(diffs: list[FileDiff]) -> list[str]:
+    width = max((len(d.path) for d in diffs), default=0)
+    lines = []
+    for item in diffs:
+        counts = "Bin" if item.binary else f"{item.additions + item.deletions:>5} {'+' * min(item.additions, 30)}"
+        counts += "" if item.binary else "-" * min(item.deletions, 30)
+        lines.append(f" {item.path:<{width}} | {counts}")
+    added = sum(d.additions for d in diffs)
+    deleted = sum(d.deletions for d in diffs)
+    lines.append(f" {len(diffs)} files changed, {added} insertions(+), {deleted} deletions(-)")
+    return lines
+
+
+class ProgressLine:
+    """A one-line progress report on a terminal's stderr, at most ten updates a second."""
+
+    MIN_TOTAL = 200
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.started: dict[str, float] = {}
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if total < self.MIN_TOTAL:
+            return
+        now = time.monotonic()
+        start = self.started.setdefault(phase, now)
+        if done < total and now - self.last < 0.1:
+            return
+        self.last = now
+        rate = done / (now - start) if now > start else 0.0
+        self.stream.write(f"\r{phase} {done:,}/{total:,} files  {rate:,.0f} files/s ")
+        self.stream.flush()
+        self.shown = True
+
+    def finish(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False
