@@ -8,6 +8,7 @@ failure an error result with snapshotter's one-line message.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -36,14 +37,13 @@ def build_server(workspace: str, flags: Mapping[str, Any]) -> Any:
     )
 
     def tool(function: _Tool) -> _Tool:
+        @functools.wraps(function)  # the SDK reads the parameters from the signature
         def run(*args: Any, **kwargs: Any) -> Any:
             try:
                 return function(*args, **kwargs)
             except SnapshotError as exc:
                 raise ToolError(str(exc)) from None
 
-        run.__name__, run.__doc__ = function.__name__, function.__doc__
-        run.__annotations__ = function.__annotations__
         server.tool(name=function.__name__)(run)
         return function
 

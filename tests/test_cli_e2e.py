@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from conftest import write
 
 EXE = str(Path(sys.executable).parent / "snapshotter")
@@ -113,7 +112,8 @@ def test_store_locked_exit_code(ws: Path, home: Path) -> None:
             sys.executable,
             "-c",
             "import sys,time; from snapshotter import Snapshotter;"
-            "s=Snapshotter(sys.argv[1], home=sys.argv[2]); s._engine_ok().lock.acquire(); print('x', flush=True); time.sleep(60)",
+            "s=Snapshotter(sys.argv[1], home=sys.argv[2]); s._engine_ok().lock.acquire();"
+            "print('x', flush=True); time.sleep(60)",
             str(ws),
             str(home),
         ],

@@ -1,0 +1,69 @@
+"""The MCP server, driven by the official SDK's own client over stdio."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import write
+
+mcp = pytest.importorskip("mcp", reason="the mcp extra is not installed")
+anyio = pytest.importorskip("anyio")
+
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+
+
+def _payload(result: Any) -> dict[str, Any]:
+    assert not _is_error(result), _error_text(result)
+    return json.loads("".join(getattr(block, "text", "") for block in result.content))
+
+
+def _is_error(result: Any) -> bool:
+    return bool(getattr(result, "is_error", None) or getattr(result, "isError", None))
+
+
+def _error_text(result: Any) -> str:
+    return "".join(getattr(block, "text", "") for block in result.content)
+
+
+def test_mcp_server_over_stdio(ws: Path, home: Path) -> None:
+    write(ws, {"app.py": "print('v1')\n", ".env": "SECRET=1\n"})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "snapshotter", "mcp", "-C", str(ws)],
+        env=dict(os.environ, SNAPSHOTTER_HOME=str(home)),
+    )
+
+    async def session_run() -> None:
+        async with stdio_client(params) as (read, send), ClientSession(read, send) as session:
+            await session.initialize()
+            listed = await session.list_tools()
+            names = {tool.name for tool in listed.tools}
+            assert {"snapshot", "list_snapshots", "diff", "restore", "undo", "redo", "revert_turn"} <= names
+            first = _payload(await session.call_tool("snapshot", {"message": "before edit", "label": "start"}))
+            assert first["label"] == "start" and len(first["id"]) == 40
+            (ws / "app.py").write_text("print('v2')\n")
+            changed = _payload(await session.call_tool("diff", {"from_ref": "start"}))
+            assert [(f["path"], f["additions"], f["deletions"]) for f in changed["files"]] == [("app.py", 1, 1)]
+            assert "+print('v2')" in changed["files"][0]["patch"]
+            plan = _payload(await session.call_tool("restore", {"ref": "start"}))
+            assert plan["dry_run"] and plan["written_paths"] == ["app.py"]
+            assert (ws / "app.py").read_text() == "print('v2')\n"
+            done = _payload(await session.call_tool("restore", {"ref": "start", "dry_run": False}))
+            assert done["written_paths"] == ["app.py"] and (ws / "app.py").read_text() == "print('v1')\n"
+            listing = _payload(await session.call_tool("list_snapshots", {}))
+            assert listing["snapshots"][-1]["id"] == first["id"]
+            bad = await session.call_tool("restore", {"ref": "no-such-snapshot"})
+            assert _is_error(bad) and "no snapshot labelled" in _error_text(bad)
+            outside = await session.call_tool("restore", {"ref": "start", "files": ["../escape"], "dry_run": False})
+            assert _is_error(outside)
+            nothing = _payload(await session.call_tool("undo", {}))
+            assert nothing["ok"] is False
+            assert (ws / ".env").read_text() == "SECRET=1\n"
+
+    anyio.run(session_run)
