@@ -12,6 +12,9 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import fields
+from datetime import datetime
+from enum import Enum
 from typing import Any, TextIO
 
 from .compaction import GcResult
@@ -24,6 +27,23 @@ STATUS_LETTER = {"added": "A", "modified": "M", "deleted": "D", "type_changed": 
 
 def _mode(mode: int | None) -> str | None:
     return f"{mode:06o}" if mode is not None else None
+
+
+def _value(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, float):
+        return round(value, 3)
+    if isinstance(value, (tuple, list)):
+        return [_value(v) for v in value]
+    return value
+
+
+def plain_json(result: Any) -> dict[str, Any]:
+    """A result dataclass of flat fields as JSON: datetimes in ISO 8601, tuples as lists."""
+    return {f.name: _value(getattr(result, f.name)) for f in fields(result) if not f.name.startswith("_")}
 
 
 def snapshot_json(info: SnapshotInfo) -> dict[str, Any]:
@@ -67,16 +87,7 @@ def change_json(change: FileChange) -> dict[str, Any]:
 
 
 def restore_json(result: RestoreResult) -> dict[str, Any]:
-    return {
-        "written": result.written,
-        "deleted": result.deleted,
-        "unchanged": result.unchanged,
-        "written_paths": list(result.written_paths),
-        "deleted_paths": list(result.deleted_paths),
-        "dry_run": result.dry_run,
-        "target_id": result.target_id,
-        "safety_snapshot_id": result.safety_snapshot_id,
-    }
+    return plain_json(result)
 
 
 def undo_json(result: UndoResult) -> dict[str, Any]:
@@ -91,47 +102,19 @@ def undo_json(result: UndoResult) -> dict[str, Any]:
 
 
 def prune_json(result: PruneResult) -> dict[str, Any]:
-    return {
-        "pruned": [snapshot_json(i) for i in result.pruned],
-        "kept": result.kept,
-        "dry_run": result.dry_run,
-        "bytes_before": result.bytes_before,
-        "bytes_after": result.bytes_after,
-    }
+    return {**plain_json(result), "pruned": [snapshot_json(i) for i in result.pruned]}
 
 
 def gc_json(result: GcResult) -> dict[str, Any]:
-    return {
-        "objects_kept": result.objects_kept,
-        "objects_removed": result.objects_removed,
-        "packs_removed": result.packs_removed,
-        "temp_files_removed": result.temp_files_removed,
-        "bytes_before": result.bytes_before,
-        "bytes_after": result.bytes_after,
-        "seconds": round(result.seconds, 3),
-    }
+    return plain_json(result)
 
 
 def stats_json(stats: StoreStats) -> dict[str, Any]:
-    return {
-        "snapshots": stats.snapshots,
-        "pinned": stats.pinned,
-        "loose_objects": stats.loose_objects,
-        "packs": stats.packs,
-        "bytes_on_disk": stats.bytes_on_disk,
-        "oldest": stats.oldest.isoformat() if stats.oldest else None,
-        "newest": stats.newest.isoformat() if stats.newest else None,
-        "last_gc": stats.last_gc.isoformat() if stats.last_gc else None,
-    }
+    return plain_json(stats)
 
 
 def verify_json(result: VerifyResult) -> dict[str, Any]:
-    return {
-        "ok": result.ok,
-        "snapshots_checked": result.snapshots_checked,
-        "objects_checked": result.objects_checked,
-        "problems": list(result.problems),
-    }
+    return plain_json(result)
 
 
 def snapshot_line(info: SnapshotInfo) -> str:

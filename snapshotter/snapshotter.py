@@ -322,12 +322,12 @@ class Snapshotter:
         """Snapshot the workspace as an undo point; clears what could be redone."""
         return history.checkpoint(self._engine_ok(), *_checked(message, label, metadata))
 
-    @_public(failure=False, mutates=True)
+    @_public(failure=False, mutates=True, maintain=False)
     def can_undo(self) -> bool:
         """True if ``undo()`` would change the workspace's checkpoint position."""
         return history.can_undo(self._engine_ok())
 
-    @_public(failure=False, mutates=True)
+    @_public(failure=False, mutates=True, maintain=False)
     def can_redo(self) -> bool:
         return history.can_redo(self._engine_ok())
 
