@@ -26,7 +26,9 @@ def build_server(workspace: str, flags: Mapping[str, Any]) -> Any:
         from mcp.server.mcpserver import MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
     except ImportError:
-        raise InvalidInput('the MCP server needs the mcp extra: pip install "snapshotter[mcp]" (".[mcp]" from a checkout)') from None
+        raise InvalidInput(
+            'the MCP server needs the mcp extra: pip install "snapshotter[mcp]" (".[mcp]" from a checkout)'
+        ) from None
     snap = Snapshotter(workspace, **config.snapshotter_options(config.resolve(workspace, flags)))
     server = MCPServer(
         name="snapshotter",
