@@ -11,12 +11,12 @@ from collections.abc import Iterator, Mapping
 from . import records
 from .errors import InvalidRef, SnapshotNotFound, StoreError
 from .model import SnapshotInfo
+from .objects import TYPE_NAMES
 from .store import Store
 from .walker import EMPTY_TREE
 
 _FULL_ID = re.compile(r"[0-9a-fA-F]{40}")
 _ID_PREFIX = re.compile(r"[0-9a-fA-F]{7,39}")
-_TYPE_NAMES = {1: "commit", 2: "tree", 3: "blob", 4: "tag"}
 
 Ref = str | SnapshotInfo
 
@@ -88,7 +88,7 @@ class Catalog:
                 type_num, _ = self.store.read_raw(sha)
             except KeyError:
                 raise SnapshotNotFound(f"no snapshot {text}; run `snapshotter log` to list them") from None
-            kind = _TYPE_NAMES.get(type_num, "object")
+            kind = TYPE_NAMES.get(type_num, b"object").decode()
             raise InvalidRef(f"{text} is a {kind}, not a snapshot; pass a snapshot id or label")
         if _ID_PREFIX.fullmatch(text):
             prefix = text.lower()

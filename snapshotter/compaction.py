@@ -28,17 +28,15 @@ from typing import cast
 
 from dulwich.pack import create_delta
 
-from .objects import MODE_LINK, MODE_TREE, STREAM_THRESHOLD, parse_tree
+from .objects import MODE_LINK, MODE_TREE, STREAM_THRESHOLD, TYPE_NAMES, commit_tree, parse_tree
 from .packs import PackBuilder
 from .store import Store
 
 GRACE_SECONDS = 3600.0
 MAX_DEPTH = 16
 PACK_LEVEL = 6
-_KINDS = {1: b"commit", 2: b"tree", 3: b"blob"}
 _LOOSE_NAME = re.compile(r"[0-9a-f]{38}")
 _STALE_TEMP = re.compile(r"^(tmp_obj_|tmp_pack_|tmp_idx_|\.statcache-)|\.lock$")
-_COMMIT_TREE = re.compile(rb"^tree ([0-9a-f]{40})$", re.M)
 
 
 @dataclass(frozen=True)
@@ -78,10 +76,9 @@ def reachable(store: Store, roots: Iterable[bytes]) -> set[bytes]:
         except KeyError:
             continue  # a dangling ref keeps nothing alive; verify() reports it
         seen.add(commit)
-        if kind == 1:
-            match = _COMMIT_TREE.search(content)
-            if match:
-                trees.append(bytes.fromhex(match.group(1).decode("ascii")))
+        root = commit_tree(content) if kind == 1 else None
+        if root is not None:
+            trees.append(root)
     while trees:
         tree = trees.pop()
         if tree in seen:
@@ -164,11 +161,11 @@ def _delta_bases(store: Store, candidates: set[bytes]) -> dict[bytes, bytes]:
     roots = []
     for _, commit in store.iter_snapshot_ids():  # newest first
         try:
-            match = _COMMIT_TREE.search(store.read_raw(commit)[1])
+            root = commit_tree(store.read_raw(commit)[1])
         except KeyError:
             continue
-        if match:
-            roots.append(bytes.fromhex(match.group(1).decode("ascii")))
+        if root is not None:
+            roots.append(root)
 
     def note(target: bytes, base: bytes) -> None:
         if base == target or target in bases or base not in candidates or target not in candidates:
@@ -226,7 +223,7 @@ def _write_pack(store: Store, pack_dir: str, objects: set[bytes], bases: dict[by
                 if len(delta) < len(content) // 2:
                     builder.add_delta(sha, base, delta)
                     continue
-            builder.add(_KINDS[kind], sha, content)
+            builder.add(TYPE_NAMES[kind], sha, content)
     except BaseException:
         builder.abort()
         raise

@@ -245,18 +245,14 @@ class Engine:
             safety = self.save_state(current, f"before restoring {target.id[:12]}", safety_label)
         workspace = Workspace(self.workspace)
         target_tree = StoredTree(self.store, bytes.fromhex(target.tree_id), check_name=validate_component)
-        plan = make_plan(target_tree, ScannedTree(current), workspace, len(current.tracked), within)
-        unchanged = plan.unchanged
-        if within is not None:
-            touched = len(plan.deletes) + sum(1 for p, _ in plan.writes + plan.chmods if p in current.tracked)
-            unchanged = sum(1 for p in current.tracked if within(p, False)) - touched
+        plan = make_plan(target_tree, ScannedTree(current), workspace, current.tracked, within)
         if safety is not None:
             self._apply_or_put_back(plan, workspace, safety)
         written = tuple(p for p, _ in plan.writes + plan.chmods)
         return RestoreResult(
             written=len(written),
             deleted=len(plan.deletes),
-            unchanged=max(unchanged, 0),
+            unchanged=max(plan.unchanged, 0),
             written_paths=tuple(sorted(written)),
             deleted_paths=plan.deletes,
             dry_run=dry_run,
@@ -273,7 +269,7 @@ class Engine:
             try:
                 back = self.scan(write=False)
                 undo = make_plan(
-                    StoredTree(self.store, bytes.fromhex(safety.tree_id)), ScannedTree(back), workspace, 0, None
+                    StoredTree(self.store, bytes.fromhex(safety.tree_id)), ScannedTree(back), workspace, (), None
                 )
                 apply_plan(undo, workspace, self.store.blob_chunks, statcache.StatCache())
             except BaseException:

@@ -8,14 +8,10 @@ per snapshot; the others remain restorable.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from .objects import MODE_TREE, object_id, parse_tree
+from .objects import MODE_TREE, TYPE_NAMES, commit_tree, object_id, parse_tree
 from .store import Store
-
-_COMMIT_TREE = re.compile(rb"^tree ([0-9a-f]{40})$", re.M)
-_KINDS = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
 
 
 @dataclass(frozen=True)
@@ -56,7 +52,7 @@ def _read(store: Store, sha: bytes, full: bool, checked: set[bytes]) -> tuple[in
         kind, content = store.read_raw(sha)
     except KeyError:
         raise KeyError(sha.hex()) from None
-    if full and object_id(_KINDS.get(kind, b"blob"), content) != sha:
+    if full and object_id(TYPE_NAMES.get(kind, b"blob"), content) != sha:
         raise ValueError(f"object {sha.hex()} does not match its id")
     checked.add(sha)
     return kind, content
@@ -64,10 +60,10 @@ def _read(store: Store, sha: bytes, full: bool, checked: set[bytes]) -> tuple[in
 
 def _check_snapshot(store: Store, commit: bytes, full: bool, checked: set[bytes]) -> None:
     kind, content = _read(store, commit, full, checked)
-    match = _COMMIT_TREE.search(content)
-    if kind != 1 or match is None:
+    root = commit_tree(content)
+    if kind != 1 or root is None:
         raise ValueError(f"{commit.hex()} is not a commit")
-    trees = [bytes.fromhex(match.group(1).decode("ascii"))]
+    trees = [root]
     while trees:
         tree = trees.pop()
         if tree in checked:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import stat
 import tempfile
 import zlib
@@ -22,7 +23,7 @@ from typing import BinaryIO
 
 from .errors import StoreError
 from .linediff import count_lines, is_binary
-from .packs import PackBuilder
+from .packs import TYPE_NUMBERS, PackBuilder
 from .statcache import StatKey, stat_key
 
 MODE_FILE = 0o100644
@@ -30,6 +31,16 @@ MODE_EXEC = 0o100755
 MODE_LINK = 0o120000
 MODE_TREE = 0o040000
 TRACKED_MODES = frozenset({MODE_FILE, MODE_EXEC, MODE_LINK, MODE_TREE})
+
+TYPE_NAMES = {number: name for name, number in TYPE_NUMBERS.items()}
+_COMMIT_TREE = re.compile(rb"^tree ([0-9a-f]{40})$", re.M)
+
+
+def commit_tree(content: bytes) -> bytes | None:
+    """The raw tree id a commit's content names, or None if it names none."""
+    match = _COMMIT_TREE.search(content)
+    return bytes.fromhex(match.group(1).decode("ascii")) if match else None
+
 
 _MODE_PREFIX = {
     MODE_FILE: b"100644 ",

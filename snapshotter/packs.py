@@ -22,7 +22,8 @@ from dulwich.pack import write_pack_index_v2
 
 from .errors import StoreError
 
-TYPE_NUMBERS = {b"commit": 1, b"tree": 2, b"blob": 3}
+TYPE_NUMBERS = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
+"""git's object type numbers, as packs and dulwich's raw reads use them."""
 OFS_DELTA = 6
 _HEADER = struct.Struct(">4sII")
 

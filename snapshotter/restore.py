@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from .errors import InvalidInput, RestoreConflict, UnsafeTree
@@ -87,10 +87,11 @@ def make_plan(
     target: StoredTree,
     current: ScannedTree,
     workspace: Workspace,
-    tracked_count: int,
+    tracked: Collection[str],
     within: Callable[[str, bool], bool] | None,
 ) -> Plan:
-    """Compare, validate and check for conflicts; writes nothing."""
+    """Compare, validate and check for conflicts; writes nothing. ``tracked``
+    are the paths the current scan tracks (to count what stays unchanged)."""
     found = changes(current, target, within)
     writes: list[tuple[str, Entry]] = []
     chmods: list[tuple[str, Entry]] = []
@@ -106,9 +107,8 @@ def make_plan(
         else:
             writes.append((change.path, change.new))
     _check_conflicts(writes, deletes, workspace)
-    unchanged = tracked_count - len(deletes) - sum(1 for c in found if c.old is not None and c.new is not None)
-    if within is not None:
-        unchanged = -1  # the facade counts the selection itself
+    in_scope = len(tracked) if within is None else sum(1 for p in tracked if within(p, False))
+    unchanged = in_scope - sum(1 for c in found if c.old is not None)
     return Plan(tuple(writes), tuple(chmods), tuple(deletes), unchanged)
 
 

@@ -27,10 +27,10 @@ from dulwich.repo import Repo
 
 from .errors import StoreError, WorkspaceError
 from .objects import ObjectWriter
+from .packs import TYPE_NUMBERS
 
 SNAPSHOT_REF_PREFIX = b"refs/snapshots/"
 _STACK_PREFIX = b"refs/snapshotter/"
-_TYPE_NUMBERS = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 _SEQ_WIDTH = 10
 _CHUNK = 1 << 20
 _CASE_INSENSITIVE = sys.platform in ("win32", "darwin")
@@ -77,14 +77,9 @@ def _is_within(path: str, folder: str) -> bool:
         return False
 
 
-def _resolve_for_check(path: str) -> str:
-    """realpath of ``path``, resolving the nearest existing ancestor for new paths."""
-    return os.path.realpath(path)
-
-
 def store_path_for(canonical: str, home: str | os.PathLike[str] | None) -> str:
     """The store folder of a canonical workspace; refuses overlapping locations."""
-    home_path = _resolve_for_check(os.path.abspath(os.fspath(home) if home is not None else default_home()))
+    home_path = os.path.realpath(os.path.abspath(os.fspath(home) if home is not None else default_home()))
     store = os.path.join(home_path, "snapshots", store_key(canonical))
     if _is_within(home_path, canonical):
         raise WorkspaceError(
@@ -161,9 +156,9 @@ class Store:
             return type_num, content
         header, _, content = raw.partition(b"\0")
         kind, _, size = header.partition(b" ")
-        if kind not in _TYPE_NUMBERS or not size.isdigit() or int(size) != len(content):
+        if kind not in TYPE_NUMBERS or not size.isdigit() or int(size) != len(content):
             raise zlib.error(f"object {sha.hex()} is damaged")
-        return _TYPE_NUMBERS[kind], content
+        return TYPE_NUMBERS[kind], content
 
     def blob_chunks(self, sha: bytes) -> Iterator[bytes]:
         """A blob's content in pieces: a loose blob is inflated as it is read, so a

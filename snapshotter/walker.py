@@ -157,10 +157,7 @@ def scan(
                 skipped.append(SkippedPath(node.rel, SkipReason.UNREADABLE))
                 node.clean = False
                 continue
-        for entry in entries:
-            if entry.name == ".gitignore":
-                rules = rules.push(IgnoreSource.from_lines(read_ignore_file(entry.path), node.rel))
-                break
+        rules = _with_own_gitignore(entries, rules, node.rel)
         prefix = node.rel
         for entry, rel, is_dir in _tracked_entries(entries, prefix, rules, cache.listings, listings):
             name = entry.name
@@ -216,6 +213,14 @@ def scan(
     return Scan(root, nodes, tracked, skipped, stats, listings, line_counts)
 
 
+def _with_own_gitignore(entries: list[os.DirEntry[str]], rules: IgnoreStack, prefix: str) -> IgnoreStack:
+    """The rules inside a folder: its parent's, plus its own ``.gitignore`` if any."""
+    for entry in entries:
+        if entry.name == ".gitignore":
+            return rules.push(IgnoreSource.from_lines(read_ignore_file(entry.path), prefix))
+    return rules
+
+
 def _tracked_entries(
     entries: list[os.DirEntry[str]],
     prefix: str,
@@ -265,8 +270,7 @@ def measure(workspace: str, ignores: IgnoreStack, limits: WorkspaceLimits) -> tu
             found = _list(path)
         except OSError:
             continue
-        if any(e.name == ".gitignore" for e in found):
-            rules = rules.push(IgnoreSource.from_lines(read_ignore_file(os.path.join(path, ".gitignore")), prefix))
+        rules = _with_own_gitignore(found, rules, prefix)
         for entry, rel, is_dir in _tracked_entries(found, prefix, rules, {}, listings):
             entries += 1
             if is_dir:
