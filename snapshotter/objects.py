@@ -128,6 +128,7 @@ class ObjectWriter:
         self.objects_dir = objects_dir
         self._has_packed = has_packed
         self._made_dirs: set[str] = set()
+        self._unsynced_dirs: set[str] = set()
         self._pack: PackBuilder | None = None
 
     @contextlib.contextmanager
@@ -180,6 +181,16 @@ class ObjectWriter:
                 self._install(sha, [data])
         return sha
 
+    def make_durable(self) -> None:
+        """Flush the folder entries of the loose objects written so far to disk.
+
+        Called before a ref names them: the objects' contents are synced as
+        they are written, their names in their folders here, in one go.
+        """
+        folders, self._unsynced_dirs = self._unsynced_dirs, set()
+        for folder in sorted(folders | {self.objects_dir} if folders else folders):
+            sync_folder(folder)
+
     def _ensure_folder(self, folder: str) -> None:
         if folder not in self._made_dirs:
             try:
@@ -203,9 +214,12 @@ class ObjectWriter:
                 with os.fdopen(fd, "wb") as handle:
                     for chunk in chunks:
                         handle.write(chunk)
+                    handle.flush()
+                    os.fsync(handle.fileno())  # a ref written later must never name lost content
             except OSError as exc:
                 raise StoreError(f"cannot write to the store: {exc.strerror}; check disk space") from None
             self._move_into_place(tmp, path)
+            self._unsynced_dirs.add(os.path.dirname(path))
         except BaseException:
             _unlink_quietly(tmp)
             raise
@@ -330,6 +344,22 @@ def _read_all(fd: int, size_hint: int) -> bytes:
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)
+
+
+def sync_folder(folder: str) -> None:
+    """fsync a folder, so the names created in it survive a power cut (POSIX only)."""
+    if os.name != "posix":
+        return  # Windows has no folder handles to sync; NTFS journals names itself
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _unlink_quietly(path: str) -> None:

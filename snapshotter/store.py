@@ -26,7 +26,7 @@ from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from .errors import StoreError, WorkspaceError
-from .objects import ObjectWriter
+from .objects import ObjectWriter, sync_folder
 from .packs import TYPE_NUMBERS
 
 SNAPSHOT_REF_PREFIX = b"refs/snapshots/"
@@ -237,10 +237,14 @@ class Store:
     def add_snapshot_ref(self, seq: int, sha: bytes) -> bool:
         """Create ``refs/snapshots/<seq>`` if no other writer took ``seq``."""
         name = SNAPSHOT_REF_PREFIX + b"%0*d" % (_SEQ_WIDTH, seq)
+        self.writer.make_durable()  # objects first: the ref must never name lost content
         try:
-            return bool(self.repo.refs.add_if_new(Ref(name), ObjectID(sha.hex().encode())))
+            added = bool(self.repo.refs.add_if_new(Ref(name), ObjectID(sha.hex().encode())))
         except FileLocked:
             return False  # another writer is creating this very ref right now
+        if added:  # dulwich synced the ref file; its name in the folder too, and the snapshot is complete
+            sync_folder(os.path.join(self.path, *SNAPSHOT_REF_PREFIX.decode("ascii").rstrip("/").split("/")))
+        return added
 
     # -- stacks: undo, redo and turns, as numbered refs so they outlive the process --
 
