@@ -7,6 +7,7 @@ the workspace, written in pure Python (no git binary needed).
 
 from .compaction import GcResult
 from .errors import (
+    FileInUse,
     InvalidInput,
     InvalidRef,
     RestoreConflict,
@@ -56,6 +57,7 @@ __all__ = [
     "Guard",
     "InvalidInput",
     "InvalidRef",
+    "FileInUse",
     "RestoreConflict",
     "RestoreResult",
     "RollbackPerformed",

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 
 from dulwich import errors as dulwich_errors
 
-from . import records, statcache
+from . import hostfs, records, statcache
 from .catalog import Catalog
 from .diff import file_diff, status_of
 from .errors import SnapshotError, StoreError, WorkspaceError
@@ -25,9 +25,9 @@ from .ignore import root_stack
 from .locking import StoreLock
 from .model import FileChange, FileDiff, RestoreResult, ScanStats, SnapshotInfo
 from .objects import MODE_LINK, STREAM_THRESHOLD
-from .restore import Plan, apply_plan, make_plan, normalize_selection, selection_filter, validate_component
+from .restore import Plan, apply_plan, make_plan, names_checker, normalize_selection, selection_filter
 from .store import Store
-from .trees import ScannedTree, StoredTree, TreeSide, changes
+from .trees import RecordedModes, ScannedTree, StoredTree, TreeSide, changes
 from .walker import Scan, scan
 
 PRE_RESTORE_LABEL = "pre-restore"
@@ -59,6 +59,8 @@ class Engine:
     ) -> None:
         self.workspace = workspace
         self.store = store
+        self.host = hostfs.detect(workspace)
+        """What the workspace's filesystem can do (exec bits, symlinks, case...)."""
         self.catalog = Catalog(store)
         self.lock = StoreLock(os.path.join(store.meta_dir, "lock"), lock_timeout)
         self.last_scan = ScanStats()
@@ -99,6 +101,9 @@ class Engine:
         """Walk the workspace; with ``write`` its new objects are stored."""
         if self._cache is None:
             self._cache = statcache.load(self._cache_path)
+        previous = None
+        if self.host.needs_recorded_modes:
+            previous = RecordedModes(self.store, self.catalog.latest_tree())
         result = scan(
             self.workspace,
             root_stack(self.workspace, self._exclude, self._use_default_excludes),
@@ -108,6 +113,8 @@ class Engine:
             max_new_file_size=self._max_new_file_size,
             limits=self.limits,
             progress=self._phase("hashing"),
+            host=self.host,
+            previous_mode=previous,
         )
         self.last_scan = result.stats
         return result
@@ -243,8 +250,8 @@ class Engine:
             current = self.scan(write=not dry_run)
         if not dry_run:
             safety = self.save_state(current, f"before restoring {target.id[:12]}", safety_label)
-        workspace = Workspace(self.workspace)
-        target_tree = StoredTree(self.store, bytes.fromhex(target.tree_id), check_name=validate_component)
+        workspace = Workspace(self.workspace, self.host)
+        target_tree = StoredTree(self.store, bytes.fromhex(target.tree_id), check_names=names_checker(self.host))
         plan = make_plan(target_tree, ScannedTree(current), workspace, current.tracked, within)
         if safety is not None:
             self._apply_or_put_back(plan, workspace, safety)

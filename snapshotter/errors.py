@@ -47,6 +47,10 @@ class RestoreConflict(SnapshotError):
     """Restore would have to overwrite or remove something it must not touch."""
 
 
+class FileInUse(RestoreConflict):
+    """A file stayed in use by another program (Windows) while restore retried it."""
+
+
 class StoreLocked(SnapshotError):
     """Another process (or instance) held the store lock for longer than the timeout."""
 

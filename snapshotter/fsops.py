@@ -16,23 +16,16 @@ import errno
 import os
 import secrets
 import stat
-import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
 
-from .errors import RestoreConflict
+from .errors import FileInUse, RestoreConflict
+from .hostfs import POSIX, HostFS
 
-_HAS_DIR_FD = (
-    os.open in os.supports_dir_fd
-    and os.unlink in os.supports_dir_fd
-    and os.mkdir in os.supports_dir_fd
-    and os.symlink in os.supports_dir_fd
-    and os.rename in os.supports_dir_fd
-    and hasattr(os, "O_NOFOLLOW")
-    and hasattr(os, "O_DIRECTORY")
-)
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
 _TMP_PREFIX = ".snapshotter-tmp-"
-IS_WINDOWS = sys.platform == "win32"
+_T = TypeVar("_T")
 
 
 def _current_umask() -> int:
@@ -59,8 +52,10 @@ def file_mode(executable: bool) -> int:
 class Workspace:
     """Confined file operations under one root folder, by relative posix path."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, host: HostFS = POSIX) -> None:
         self.root = root
+        self.host = host
+        self._io_root = host.native(root)
 
     def abspath(self, rel: str) -> str:
         return os.path.join(self.root, *rel.split("/"))
@@ -70,14 +65,14 @@ class Workspace:
         """(dir fd or None, base name, absolute parent) of ``rel``'s folder."""
         parts = rel.split("/")
         name = parts.pop()
-        if not _HAS_DIR_FD:
-            parent = self.root
+        if not self.host.dir_fd:
+            parent = self._io_root
             for part in parts:
                 parent = os.path.join(parent, part)
                 self._check_dir(parent, create)
             yield None, name, parent
             return
-        fd = os.open(self.root, _DIR_FLAGS)
+        fd = os.open(self._io_root, _DIR_FLAGS)
         try:
             walked = self.root
             for part in parts:
@@ -134,7 +129,10 @@ class Workspace:
         return self._install(rel, create)
 
     def write_symlink(self, rel: str, target: bytes) -> os.stat_result:
-        """Atomically replace ``rel`` with a symlink to ``target``."""
+        """Atomically replace ``rel`` with a symlink to ``target`` (where symlinks
+        cannot be made: a plain file holding the target, as git does)."""
+        if not self.host.symlinks:
+            return self.write_file(rel, target, executable=False)
 
         def create(fd: int | None, tmp_path: str) -> None:
             os.symlink(os.fsdecode(target), tmp_path, dir_fd=fd)
@@ -155,8 +153,11 @@ class Workspace:
             return self._lstat(fd, parent, name)
 
     def set_executable(self, rel: str, executable: bool) -> os.stat_result:
-        """chmod a regular file in place (keeps its content and mtime)."""
+        """chmod a regular file in place (keeps its content and mtime); where the
+        filesystem has no exec bit, only the record of it changes (see hostfs)."""
         with self._parent(rel, create=False) as (fd, name, parent):
+            if not self.host.exec_bit:
+                return self._lstat(fd, parent, name)
             flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
             handle = os.open(name, flags, dir_fd=fd) if fd is not None else os.open(os.path.join(parent, name), flags)
             try:
@@ -173,9 +174,9 @@ class Workspace:
         try:
             with self._parent(rel, create=False) as (fd, name, parent):
                 if fd is not None:
-                    os.unlink(name, dir_fd=fd)
+                    self._retry_busy(lambda: os.unlink(name, dir_fd=fd), parent, name)
                 else:
-                    os.unlink(os.path.join(parent, name))
+                    self._retry_busy(lambda: os.unlink(os.path.join(parent, name)), parent, name)
         except FileNotFoundError:
             pass
 
@@ -204,17 +205,35 @@ class Workspace:
             return os.stat(name, dir_fd=fd, follow_symlinks=False)
         return os.lstat(os.path.join(parent, name))
 
-    @staticmethod
-    def _replace(fd: int | None, parent: str, tmp: str, name: str) -> None:
+    def _replace(self, fd: int | None, parent: str, tmp: str, name: str) -> None:
         try:
             if fd is not None:
-                os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+                self._retry_busy(lambda: os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd), parent, name)
             else:
-                os.replace(os.path.join(parent, tmp), os.path.join(parent, name))
+                self._retry_busy(
+                    lambda: os.replace(os.path.join(parent, tmp), os.path.join(parent, name)), parent, name
+                )
         except IsADirectoryError:
             raise RestoreConflict(
                 f"{os.path.join(parent, name)} is a folder holding untracked files; move them and retry"
             ) from None
+
+    def _retry_busy(self, action: Callable[[], _T], parent: str, name: str) -> _T:
+        """Run ``action``; while the file is in use by another program (a
+        Windows sharing violation: PermissionError), wait and try again."""
+        delays = self.host.busy_retry_delays
+        for attempt in range(len(delays) + 1):
+            try:
+                return action()
+            except PermissionError:
+                if attempt == len(delays):
+                    if not delays:
+                        raise
+                    raise FileInUse(
+                        f"{os.path.join(parent, name)} is in use by another program; close it and retry"
+                    ) from None
+                time.sleep(delays[attempt])
+        raise AssertionError("unreachable")
 
     @staticmethod
     def _unlink_quietly(fd: int | None, parent: str, name: str) -> None:

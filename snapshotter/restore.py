@@ -16,9 +16,10 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from .errors import InvalidInput, RestoreConflict, UnsafeTree
-from .fsops import IS_WINDOWS, Workspace
+from .fsops import Workspace
+from .hostfs import POSIX, HostFS, recorded_mode
 from .objects import MODE_EXEC, MODE_LINK, TRACKED_MODES
-from .statcache import StatCache, stat_key
+from .statcache import StatCache, StatKey, stat_key
 from .trees import Change, Entry, ScannedTree, StoredTree, changes
 
 _WINDOWS_RESERVED = re.compile(r"(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?", re.IGNORECASE)
@@ -34,7 +35,7 @@ class Plan:
     unchanged: int
 
 
-def validate_component(name: str, where: str) -> None:
+def validate_component(name: str, where: str, host: HostFS = POSIX) -> None:
     """Refuse a tree entry name that could escape or damage the workspace."""
     bad = (
         not name
@@ -43,10 +44,33 @@ def validate_component(name: str, where: str) -> None:
         or "\\" in name
         or "\0" in name
         or name.lower() == ".git"
-        or (IS_WINDOWS and (_WINDOWS_RESERVED.fullmatch(name) is not None or name[-1] in ". " or ":" in name))
+        or (host.windows_names and (_WINDOWS_RESERVED.fullmatch(name) is not None or name[-1] in ". " or ":" in name))
     )
     if bad:
         raise UnsafeTree(f"snapshot holds the unsafe name {name!r} (in {where}); restore refused, nothing was written")
+
+
+def names_checker(host: HostFS) -> Callable[[Sequence[str], str], None]:
+    """The check restore runs on each folder of a target tree it reads: every
+    name valid, none listed twice, and (where case is ignored) no two names
+    that differ only in case, since one would silently overwrite the other."""
+
+    def check(names: Sequence[str], where: str) -> None:
+        for name in names:
+            validate_component(name, where, host)
+        if len(set(names)) != len(names):
+            raise UnsafeTree(f"tree {where} lists a name twice; restore refused, nothing was written")
+        if host.case_insensitive and len({name.casefold() for name in names}) != len(names):
+            folded: dict[str, str] = {}
+            for name in names:
+                other = folded.setdefault(name.casefold(), name)
+                if other != name:
+                    raise UnsafeTree(
+                        f"snapshot holds {other!r} and {name!r} in one folder (tree {where}), which this "
+                        "case-insensitive filesystem cannot keep apart; restore refused, nothing was written"
+                    )
+
+    return check
 
 
 def normalize_selection(workspace: str, files: Sequence[str | os.PathLike[str]]) -> list[str]:
@@ -172,12 +196,21 @@ def apply_plan(
             st = workspace.write_symlink(path, b"".join(blob_chunks(sha)))
         else:
             st = workspace.write_file(path, blob_chunks(sha), mode == MODE_EXEC)
-        cache.files[path] = (stat_key(st), sha)
+        cache.files[path] = (_record_key(st, mode, workspace.host), sha)
         cache.forget_dirs_above(path)
     for path, (mode, sha) in plan.chmods:
         st = workspace.set_executable(path, mode == MODE_EXEC)
-        cache.files[path] = (stat_key(st), sha)
+        cache.files[path] = (_record_key(st, mode, workspace.host), sha)
         cache.forget_dirs_above(path)
+
+
+def _record_key(st: os.stat_result, mode: int, host: HostFS) -> StatKey:
+    """The stat-cache key of a restored file; where the filesystem cannot show
+    its git mode, the key carries that mode for the next scan to keep."""
+    key = stat_key(st)
+    if host.needs_recorded_modes and stat.S_ISREG(st.st_mode):
+        return (recorded_mode(mode), *key[1:])
+    return key
 
 
 def _remove_emptied_dirs(workspace: Workspace, deleted: Sequence[str]) -> None:

@@ -9,11 +9,12 @@ whole tree.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from .errors import StoreError, UnsafeTree
+from .errors import StoreError
+from .hostfs import recorded_mode
 from .objects import MODE_TREE, parse_tree
 from .store import Store
 from .walker import EMPTY_TREE, DirNode, Scan
@@ -37,14 +38,16 @@ class TreeSide(Protocol):
 class StoredTree:
     """A tree in the store, read object by object as the comparison needs it.
 
-    ``check_name(name, tree_hex)`` vets every entry name read (restore refuses
-    hostile names this way, before anything is written).
+    ``check_names(names, tree_hex)`` vets the entry names of every folder read
+    (restore refuses hostile names this way, before anything is written).
     """
 
-    def __init__(self, store: Store, tree_id: bytes, check_name: Callable[[str, str], None] | None = None) -> None:
+    def __init__(
+        self, store: Store, tree_id: bytes, check_names: Callable[[Sequence[str], str], None] | None = None
+    ) -> None:
         self._store = store
         self._root = tree_id
-        self._check_name = check_name
+        self._check_names = check_names
 
     def root(self) -> object:
         return self._root
@@ -69,15 +72,9 @@ class StoredTree:
             parsed = parse_tree(content)
         except ValueError:
             raise StoreError(f"tree {handle.hex()} is malformed; the store is damaged") from None
-        out: dict[str, tuple[int, bytes, object]] = {
-            os.fsdecode(name): (mode, sha, sha if mode == MODE_TREE else None) for name, mode, sha in parsed
-        }
-        if self._check_name is not None:
-            for name in out:
-                self._check_name(name, handle.hex())
-            if len(out) != len(parsed):
-                raise UnsafeTree(f"tree {handle.hex()} lists a name twice; restore refused, nothing was written")
-        return out
+        if self._check_names is not None:
+            self._check_names([os.fsdecode(name) for name, _, _ in parsed], handle.hex())
+        return {os.fsdecode(name): (mode, sha, sha if mode == MODE_TREE else None) for name, mode, sha in parsed}
 
 
 class ScannedTree:
@@ -166,3 +163,37 @@ def changes(
                 out.append(Change(path, a_file, b_file))
     out.sort(key=lambda c: c.path)
     return out
+
+
+class RecordedModes:
+    """``path -> st_mode`` as a stored tree recorded it, read folder by folder
+    on demand: where the filesystem cannot show exec bits or symlinks, the
+    walker takes a new-to-the-cache file's mode from the newest snapshot."""
+
+    def __init__(self, store: Store, tree_id: bytes | None) -> None:
+        self._tree = StoredTree(store, tree_id if tree_id is not None else EMPTY_TREE)
+        self._folders: dict[str, dict[str, tuple[int, bytes, object]]] = {}
+
+    def __call__(self, path: str) -> int | None:
+        folder, _, name = path.rpartition("/")
+        entry = self._folder(folder).get(name)
+        if entry is None or entry[0] == MODE_TREE:
+            return None
+        return recorded_mode(entry[0])
+
+    def _folder(self, rel: str) -> dict[str, tuple[int, bytes, object]]:
+        found = self._folders.get(rel)
+        if found is not None:
+            return found
+        if not rel:
+            handle: object = self._tree.root()
+        else:
+            parent, _, name = rel.rpartition("/")
+            entry = self._folder(parent).get(name)
+            handle = entry[2] if entry is not None and entry[0] == MODE_TREE else None
+        try:
+            found = self._tree.entries(handle) if handle is not None else {}
+        except StoreError:
+            found = {}  # a damaged snapshot cannot vouch for modes: new files get the default
+        self._folders[rel] = found
+        return found

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from .errors import WorkspaceError
 from .gates import WorkspaceLimits
+from .hostfs import POSIX, HostFS
 from .ignore import IgnoreSource, IgnoreStack, read_ignore_file
 from .model import ScanStats, SkippedPath, SkipReason
 from .objects import (
@@ -101,6 +102,8 @@ class _Pending:
     path: str
     is_link: bool
     lstat_key: StatKey
+    recorded: int | None
+    """The st_mode recorded for this path before, on hosts that need it (see hostfs)."""
 
 
 def _join(prefix: str, name: str) -> str:
@@ -117,11 +120,16 @@ def scan(
     max_new_file_size: int,
     limits: WorkspaceLimits | None = None,
     progress: Callable[[int, int], None] | None = None,
+    host: HostFS = POSIX,
+    previous_mode: Callable[[str], int | None] | None = None,
 ) -> Scan:
     """Walk ``workspace`` and return its tracked state.
 
     With ``write`` the blobs and trees are stored; without it ids are only
     computed (for status and dry runs), and the result must not be cached.
+    On a ``host`` without exec bits or symlinks a file's mode carries over from
+    its stat-cache record, else from ``previous_mode(path)`` (the newest
+    snapshot's ``st_mode`` for it), as git's ``core.fileMode``/``core.symlinks`` do.
     """
     started = time.perf_counter()
     files = cache.files
@@ -138,6 +146,8 @@ def scan(
     bytes_seen = 0
     cap_entries = limits.max_entries if limits is not None and limits.max_entries else float("inf")
     cap_bytes = limits.max_bytes if limits is not None and limits.max_bytes else float("inf")
+    carry_modes = host.needs_recorded_modes
+    workspace = host.native(workspace)
 
     try:
         root_entries = _list(workspace)
@@ -186,21 +196,26 @@ def scan(
                 limits.check(workspace, entries_seen, bytes_seen)
             key = stat_key(st)
             record = files.get(rel)
+            recorded = None
+            if carry_modes:
+                recorded = record[0][0] if record is not None else previous_mode(rel) if previous_mode else None
+                st_mode = host.effective_mode(st_mode, recorded)
+                key = (st_mode, *key[1:])
             if record is not None and record[0] == key and st.st_mtime_ns < cutoff:
                 node.files[name] = (git_mode(st_mode), record[1])
                 tracked[rel] = record
                 continue
             node.clean = False
-            is_link = stat.S_ISLNK(st_mode)
+            is_link = stat.S_ISLNK(st.st_mode)  # a real symlink: read its target, never follow it
             if record is None and not is_link and st.st_size > max_new_file_size:
                 skipped.append(SkippedPath(rel, SkipReason.TOO_LARGE))
                 continue
-            pending.append(_Pending(node, name, rel, entry.path, is_link, key))
+            pending.append(_Pending(node, name, rel, entry.path, is_link, key, recorded))
 
     line_counts: dict[bytes, int | None] = {}
     batch = writer.batch() if write and len(pending) >= _PACK_THRESHOLD else contextlib.nullcontext()
     with batch:
-        hashed, bytes_hashed = _hash_pending(pending, writer, write, tracked, skipped, line_counts, progress)
+        hashed, bytes_hashed = _hash_pending(pending, writer, write, tracked, skipped, line_counts, progress, host)
         _build_trees(order, cache, writer, write)
     stats = ScanStats(
         files_seen=files_seen,
@@ -313,6 +328,7 @@ def _hash_pending(
     skipped: list[SkippedPath],
     line_counts: dict[bytes, int | None],
     progress: Callable[[int, int], None] | None,
+    host: HostFS,
 ) -> tuple[int, int]:
     def run(item: _Pending) -> Hashed | BaseException:
         try:
@@ -338,9 +354,12 @@ def _hash_pending(
             if isinstance(result, BaseException):
                 skipped.append(SkippedPath(item.rel, _skip_reason(result)))
                 continue
-            mode = MODE_LINK if item.is_link else git_mode(result.key[0])
+            key = result.key
+            if host.needs_recorded_modes:
+                key = (host.effective_mode(key[0], item.recorded), *key[1:])
+            mode = MODE_LINK if item.is_link else git_mode(key[0])
             item.node.files[item.name] = (mode, result.sha)
-            tracked[item.rel] = (result.key, result.sha)
+            tracked[item.rel] = (key, result.sha)
             line_counts[result.sha] = result.lines
             hashed += 1
             total += result.size
