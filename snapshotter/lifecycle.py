@@ -52,7 +52,8 @@ def gc(engine: Engine, dead_roots: list[bytes] | None = None) -> compaction.GcRe
     """Compact; ``dead_roots`` are snapshots just dropped, whose objects need no grace."""
     result, kept = compaction.collect(engine.store, dead_roots or ())
     engine.forget_objects_not_in(kept)
-    with open(os.path.join(engine.store.meta_dir, _LAST_GC), "w", encoding="ascii") as handle:
+    fd = os.open(os.path.join(engine.store.meta_dir, _LAST_GC), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
         handle.write(datetime.now(timezone.utc).isoformat() + "\n")
     return result
 

@@ -243,8 +243,28 @@ class Store:
         except FileLocked:
             return False  # another writer is creating this very ref right now
         if added:  # dulwich synced the ref file; its name in the folder too, and the snapshot is complete
-            sync_folder(os.path.join(self.path, *SNAPSHOT_REF_PREFIX.decode("ascii").rstrip("/").split("/")))
+            self._seal(name)
+            sync_folder(os.path.dirname(self._ref_path(name)))
         return added
+
+    def _ref_path(self, name: bytes) -> str:
+        return os.path.join(self.path, *name.decode("ascii").split("/"))
+
+    def _seal(self, name: bytes) -> None:
+        """Make a ref dulwich just wrote (0644 less the umask) owner-only, with
+        the folders it may have created for it."""
+        if os.name != "posix":
+            return
+        path = self._ref_path(name)
+        try:
+            os.chmod(path, 0o600)
+            folder = os.path.dirname(path)
+            refs_root = os.path.join(self.path, "refs")
+            while len(folder) > len(refs_root):
+                os.chmod(folder, 0o700)
+                folder = os.path.dirname(folder)
+        except OSError:
+            pass  # removed by another writer meanwhile: nothing to protect
 
     # -- stacks: undo, redo and turns, as numbered refs so they outlive the process --
 
@@ -266,7 +286,9 @@ class Store:
     def push(self, name: str, sha: bytes) -> int:
         """Put ``sha`` on top of the stack; returns its number. Hold the store lock."""
         number = max(self._stack_numbers(name), default=0) + 1
-        self.repo.refs[self._stack_ref(name, number)] = ObjectID(sha.hex().encode())
+        ref = self._stack_ref(name, number)
+        self.repo.refs[ref] = ObjectID(sha.hex().encode())
+        self._seal(ref)
         return number
 
     def pop(self, name: str) -> bytes | None:
@@ -304,6 +326,7 @@ class Store:
         ref = Ref(_STACK_PREFIX + b"pins/" + sha.hex().encode())
         if pinned:
             self.repo.refs[ref] = ObjectID(sha.hex().encode())
+            self._seal(ref)
         elif ref in self.repo.refs:
             del self.repo.refs[ref]
 
@@ -347,7 +370,7 @@ def _create(path: str, canonical: str) -> None:
                 handle.write(os.fsencode(canonical) + b"\n")
             os.makedirs(os.path.join(tmp, "snapshotter"), mode=0o700, exist_ok=True)
             os.makedirs(os.path.join(tmp, "refs", "snapshots"), mode=0o700, exist_ok=True)
-            os.chmod(tmp, 0o700)
+            owner_only(tmp)
             try:
                 os.rename(tmp, path)
             except OSError:
@@ -362,6 +385,19 @@ def _create(path: str, canonical: str) -> None:
         raise StoreError(
             f"cannot create store {path}: {exc.strerror}; check that the home folder is writable"
         ) from None
+
+
+def owner_only(root: str) -> None:
+    """Make ``root`` and everything below it readable by its owner only (folders
+    0700, files 0600): the store holds copies of the workspace's files."""
+    if os.name != "posix":
+        return  # Windows: the per-user data folder's ACL already keeps others out
+    os.chmod(root, 0o700)
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames:
+            os.chmod(os.path.join(dirpath, name), 0o700)
+        for name in filenames:
+            os.chmod(os.path.join(dirpath, name), 0o600)
 
 
 def _read_workspace_file(path: str) -> str | None:

@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 from snapshotter import DEFAULT_EXCLUDES, Snapshotter
+from snapshotter.objects import MODE_TREE, serialize_tree
+from snapshotter.records import build_commit
+from snapshotter.trees import StoredTree
 
 GIT = shutil.which("git")
 needs_git = pytest.mark.skipif(GIT is None, reason="git binary not on PATH (oracle tests only)")
@@ -114,3 +117,35 @@ def git_shadow_tree(workspace: Path, scratch: Path, excludes: tuple[str, ...] = 
     base = ["--git-dir", str(shadow), "--work-tree", str(workspace)]
     git(*base, "add", "-A", env=env)
     return git(*base, "write-tree", env=env).strip()
+
+
+def forge_snapshot(snap: Snapshotter, entries: list[tuple[bytes, int, bytes]], seq: int = 999) -> str:
+    """Write a hostile tree and commit straight into the store, as a malicious agent could.
+    An empty id in ``entries`` stands for a small blob."""
+    from datetime import datetime, timezone
+
+    store = snap._engine_ok().store
+    blob = store.writer.write(b"blob", b"pwned\n")
+    tree = store.writer.write(b"tree", serialize_tree([(n, m, s or blob) for n, m, s in entries]))
+    commit = build_commit(
+        tree, "forged", seq=seq, label=None, metadata={}, stats=(0, 0, 0), skipped=[], when=datetime.now(timezone.utc)
+    )
+    sha = store.write_commit(commit)
+    assert store.add_snapshot_ref(seq, sha)
+    return sha.hex()
+
+
+def tree_modes(snap: Snapshotter, tree_id: str) -> dict[str, int]:
+    """path -> git mode of every file and symlink in a stored tree."""
+    tree = StoredTree(snap._engine_ok().store, bytes.fromhex(tree_id))
+    out: dict[str, int] = {}
+    stack: list[tuple[str, object]] = [("", tree.root())]
+    while stack:
+        prefix, handle = stack.pop()
+        for name, (mode, _, sub) in tree.entries(handle).items():
+            path = prefix + name
+            if mode == MODE_TREE:
+                stack.append((path + "/", sub))
+            else:
+                out[path] = mode
+    return out

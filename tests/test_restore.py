@@ -7,11 +7,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import read_tree, write
+from conftest import forge_snapshot, read_tree, write
 
 from snapshotter import RestoreConflict, UnsafeTree, objects
 from snapshotter.objects import MODE_FILE, serialize_tree
-from snapshotter.records import build_commit
 
 
 def test_modified_and_missing_files_come_back_with_exec_bit_and_symlinks(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
@@ -228,21 +227,6 @@ def test_restore_never_writes_through_a_symlinked_folder(ws: Path, tmp_path: Pat
     assert list(outside.iterdir()) == []
 
 
-def _forge_snapshot(snap, entries: list[tuple[bytes, int, bytes]]) -> str:  # type: ignore[no-untyped-def]
-    """Write a hostile tree and commit straight into the store, as a malicious agent could."""
-    store = snap._engine_ok().store
-    blob = store.writer.write(b"blob", b"pwned\n")
-    tree = store.writer.write(b"tree", serialize_tree([(n, m, s or blob) for n, m, s in entries]))
-    from datetime import datetime, timezone
-
-    commit = build_commit(
-        tree, "forged", seq=999, label=None, metadata={}, stats=(0, 0, 0), skipped=[], when=datetime.now(timezone.utc)
-    )
-    sha = store.write_commit(commit)
-    assert store.add_snapshot_ref(999, sha)
-    return sha.hex()
-
-
 @pytest.mark.parametrize("name", [b"..", b".git", b".GIT", b"a/b", b"a\\b", b"", b"."])
 def test_hostile_tree_names_are_refused_before_anything_is_written(
     ws: Path,
@@ -252,7 +236,7 @@ def test_hostile_tree_names_are_refused_before_anything_is_written(
     write(ws, {"a.txt": "a"})
     snap = make()
     snap.snapshot()
-    forged = _forge_snapshot(snap, [(b"ok.txt", MODE_FILE, b""), (name, MODE_FILE, b"")])
+    forged = forge_snapshot(snap, [(b"ok.txt", MODE_FILE, b""), (name, MODE_FILE, b"")])
     with pytest.raises(UnsafeTree):
         snap.restore(forged)
     assert not (ws / "ok.txt").exists()
@@ -265,7 +249,7 @@ def test_hostile_nested_dotgit_folder_is_refused(ws: Path, make) -> None:  # typ
     blob = store.writer.write(b"blob", b"[core]\n\thooksPath = /tmp/evil\n")
     inner = store.writer.write(b"tree", serialize_tree([(b"config", MODE_FILE, blob)]))
     sub = store.writer.write(b"tree", serialize_tree([(b".git", 0o040000, inner)]))
-    forged = _forge_snapshot(snap, [(b"repo", 0o040000, sub)])
+    forged = forge_snapshot(snap, [(b"repo", 0o040000, sub)])
     with pytest.raises(UnsafeTree):
         snap.restore(forged)
     assert not (ws / "repo").exists()
@@ -284,7 +268,7 @@ def test_workspace_git_folder_is_never_touched(ws: Path, make) -> None:  # type:
 
 def test_tree_listing_a_name_twice_is_refused(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
     snap = make()
-    forged = _forge_snapshot(snap, [(b"twice", MODE_FILE, b""), (b"twice", 0o120000, b"")])
+    forged = forge_snapshot(snap, [(b"twice", MODE_FILE, b""), (b"twice", 0o120000, b"")])
     with pytest.raises(UnsafeTree):
         snap.restore(forged)
     assert not (ws / "twice").exists()

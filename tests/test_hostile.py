@@ -1,0 +1,127 @@
+"""A hostile agent: symlinks swapped in mid-restore, forged trees, hostile refs, and the store's privacy.
+
+The threat model is in SECURITY.md: the agent may write anything into the
+workspace (including symlinks, ``.git`` folders and objects forged straight
+into the store); restore must never write outside the workspace or into a
+``.git`` folder, and must refuse a hostile tree before writing anything.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from conftest import forge_snapshot, read_tree, write
+
+from snapshotter import InvalidRef, RestoreConflict, SnapshotNotFound, StoreError, UnsafeTree, hostfs
+from snapshotter.objects import MODE_FILE, MODE_TREE
+
+
+@pytest.fixture(params=["posix", "windows-simulated"])
+def host(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> hostfs.HostFS:
+    """Run a test with dir_fd confinement (POSIX) and with lstat checks (Windows)."""
+    chosen = hostfs.POSIX if request.param == "posix" else hostfs.WINDOWS_SIMULATED
+    monkeypatch.setattr(hostfs, "detect", lambda root: chosen)
+    return chosen
+
+
+def test_a_symlink_swapped_in_for_a_folder_mid_restore_gets_nothing_written_through_it(
+    ws: Path, tmp_path: Path, make, host: hostfs.HostFS
+) -> None:  # type: ignore[no-untyped-def]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    write(ws, {"a.txt": "a1", "sub/b.txt": "b1", "sub/deeper/c.txt": "c1"})
+    snap = make()
+    first = snap.snapshot()
+    write(ws, {"a.txt": "a2", "sub/b.txt": "b2", "sub/deeper/c.txt": "c2"})
+    swapped = []
+
+    def attack(phase: str, done: int, total: int) -> None:
+        if phase == "writing" and not swapped:  # after planning, before the first write
+            os.rename(ws / "sub", ws / "moved")
+            os.symlink(outside, ws / "sub")
+            swapped.append(True)
+
+    snap.progress = attack
+    with pytest.raises(RestoreConflict, match="refusing to write through it"):
+        snap.restore(first.id)
+    assert swapped
+    assert list(outside.iterdir()) == []
+
+
+def test_hostile_names_are_refused_at_any_depth(ws: Path, make, host: hostfs.HostFS) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "a"})
+    snap = make()
+    snap.snapshot()
+    writer = snap._engine_ok().store.writer
+    from snapshotter.objects import serialize_tree
+
+    blob = writer.write(b"blob", b"pwned\n")
+    bad = writer.write(b"tree", serialize_tree([(b"..", MODE_TREE, writer.write(b"tree", b""))]))
+    bad = writer.write(b"tree", serialize_tree([(b"ok.txt", MODE_FILE, blob), (b"deep", MODE_TREE, bad)]))
+    forged = forge_snapshot(snap, [(b"b.txt", MODE_FILE, b""), (b"lvl1", MODE_TREE, bad)])
+    with pytest.raises(UnsafeTree):
+        snap.restore(forged)
+    assert read_tree(ws) == {"a.txt": ("file", b"a")}
+
+
+def test_a_name_with_nul_breaks_the_tree_and_is_refused(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "a"})
+    snap = make()
+    forged = forge_snapshot(snap, [(b"ok.txt", MODE_FILE, b""), (b"x\0y", MODE_FILE, b"")])
+    with pytest.raises((UnsafeTree, StoreError)):
+        snap.restore(forged)
+    assert read_tree(ws) == {"a.txt": ("file", b"a")}
+
+
+def test_absolute_and_escaping_symlink_targets_are_restored_as_links_never_followed(
+    ws: Path, tmp_path: Path, make, host: hostfs.HostFS
+) -> None:  # type: ignore[no-untyped-def]
+    """A symlink's target is data: restore recreates the link (or, without
+    symlinks, a file holding the text) and never writes to where it points."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.txt").write_text("untouched")
+    snap = make()
+    target = snap._engine_ok().store.writer.write(b"blob", os.fsencode(outside / "victim.txt"))
+    forged = forge_snapshot(snap, [(b"escape", 0o120000, target)])
+    snap.restore(forged)
+    assert (outside / "victim.txt").read_text() == "untouched"
+    if host.symlinks:
+        assert os.readlink(ws / "escape") == str(outside / "victim.txt")
+    else:
+        assert (ws / "escape").read_bytes() == os.fsencode(outside / "victim.txt")
+
+
+@pytest.mark.parametrize(
+    "ref",
+    ["../../etc/passwd", "refs/heads/main", "HEAD", "-rf", "a" * 41, "deadbeef\n", "x\0y", "", "   ", "@{-1}"],
+)
+def test_user_refs_are_validated_before_use(ws: Path, make, ref: str) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "a"})
+    snap = make()
+    snap.snapshot()
+    with pytest.raises((InvalidRef, SnapshotNotFound)):
+        snap.restore(ref)
+    with pytest.raises((InvalidRef, SnapshotNotFound)):
+        snap.diff(ref)
+    assert (ws / "a.txt").read_text() == "a"
+
+
+def test_the_store_is_readable_by_its_owner_only(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {f"d{i}/f{j}.txt": f"{i}{j}" for i in range(10) for j in range(10)})
+    snap = make()
+    snap.snapshot()
+    (ws / "d0/f0.txt").write_text("changed")
+    snap.snapshot()
+    snap.checkpoint()
+    snap.gc()
+    store = Path(snap.store_path)
+    assert stat.S_IMODE(store.stat().st_mode) == 0o700
+    assert stat.S_IMODE(store.parent.stat().st_mode) == 0o700
+    for dirpath, dirnames, filenames in os.walk(store):
+        for name in dirnames + filenames:
+            mode = stat.S_IMODE(os.lstat(os.path.join(dirpath, name)).st_mode)
+            assert mode & 0o077 == 0, f"{os.path.join(dirpath, name)} has mode {mode:o}"
