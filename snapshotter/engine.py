@@ -144,7 +144,7 @@ class Engine:
             if change.old is None and change.new is not None and change.new[1] in current.line_counts:
                 additions += current.line_counts[change.new[1]] or 0  # added: no need to read it back
                 continue
-            counted = file_diff(change, self.read_stored, self.read_stored)
+            counted = file_diff(change, self._read_for_stats, self._read_for_stats)
             additions += counted.additions
             deletions += counted.deletions
         when = self.clock()
@@ -212,6 +212,14 @@ class Engine:
         if self.store.blob_size(sha) > STREAM_THRESHOLD:
             return None
         return self.catalog.read_blob(sha)
+
+    def _read_for_stats(self, path: str, sha: bytes, mode: int) -> bytes | None:
+        """A stored blob for a new snapshot's line counts; a damaged older
+        snapshot must not stop new ones, so an unreadable blob counts as binary."""
+        try:
+            return self.read_stored(path, sha, mode)
+        except (KeyError, StoreError) + _STORE_FAILURES:
+            return None
 
     def read_workspace(self, path: str, sha: bytes, mode: int) -> bytes | None:
         full = os.path.join(self.workspace, *path.split("/"))

@@ -60,13 +60,16 @@ class PackBuilder:
     def __init__(self, pack_dir: str, level: int = 1) -> None:
         self._dir = pack_dir
         self._level = level
+        self._tmp = ""
         try:
             os.makedirs(pack_dir, mode=0o700, exist_ok=True)
             fd, self._tmp = tempfile.mkstemp(dir=pack_dir, prefix="tmp_pack_")
+            self._file = os.fdopen(fd, "w+b")
+            self._file.write(_HEADER.pack(b"PACK", 2, 0))
         except OSError as exc:
+            if self._tmp:
+                _unlink_quietly(self._tmp)
             raise StoreError(f"cannot write a pack in {pack_dir}: {exc.strerror}; check disk space") from None
-        self._file = os.fdopen(fd, "w+b")
-        self._file.write(_HEADER.pack(b"PACK", 2, 0))
         self._offset = _HEADER.size
         self._entries: dict[bytes, tuple[int, int]] = {}
         self._lock = threading.Lock()
@@ -145,7 +148,11 @@ class PackBuilder:
     def abort(self) -> None:
         if not self._file.closed:
             self._file.close()
-        try:
-            os.unlink(self._tmp)
-        except OSError:
-            pass
+        _unlink_quietly(self._tmp)
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -30,6 +31,7 @@ from .objects import ObjectWriter, sync_folder
 from .packs import TYPE_NUMBERS
 
 SNAPSHOT_REF_PREFIX = b"refs/snapshots/"
+_HEX40 = re.compile(rb"[0-9a-f]{40}")
 _STACK_PREFIX = b"refs/snapshotter/"
 _SEQ_WIDTH = 10
 _CHUNK = 1 << 20
@@ -224,15 +226,38 @@ class Store:
 
     def snapshot_refs(self) -> dict[int, bytes]:
         """Sequence number -> raw commit id, for every snapshot ref."""
-        out: dict[int, bytes] = {}
-        refs = self.repo.refs.as_dict(Ref(SNAPSHOT_REF_PREFIX.rstrip(b"/")))
-        for name, value in refs.items():
-            try:
-                seq = int(name.decode("ascii"))
-                out[seq] = bytes.fromhex(value.decode("ascii"))
-            except ValueError:
-                continue  # a foreign or garbage ref is not a snapshot
-        return out
+        return self._numbered(SNAPSHOT_REF_PREFIX.rstrip(b"/"))[0]
+
+    def _numbered(self, base: bytes) -> tuple[dict[int, bytes], list[str]]:
+        """The refs below ``base`` named by a number and holding a commit id,
+        and the names of the others (garbage, symbolic refs, foreign names).
+
+        Each ref's raw content is read, never resolved: a symbolic ref planted
+        in the store must not make one snapshot pose as another.
+        """
+        refs = self.repo.refs
+        packed: dict[Ref, ObjectID] | None = None
+        good: dict[int, bytes] = {}
+        bad: list[str] = []
+        for key in refs.keys(Ref(base)):
+            name = Ref(base + b"/" + key)
+            raw = refs.read_loose_ref(name)
+            if raw is None:
+                packed = refs.get_packed_refs() if packed is None else packed
+                raw = packed.get(name)
+            value = (raw or b"").strip()
+            if key.isdigit() and _HEX40.fullmatch(value):
+                good[int(key)] = bytes.fromhex(value.decode("ascii"))
+            else:
+                bad.append(name.decode("utf-8", "replace"))
+        return good, bad
+
+    def damaged_refs(self) -> list[str]:
+        """Names of refs in snapshotter's namespaces that hold no usable commit id."""
+        bad = self._numbered(SNAPSHOT_REF_PREFIX.rstrip(b"/"))[1]
+        for stack in ("undo", "redo", "turns"):
+            bad += self._numbered(_STACK_PREFIX + stack.encode())[1]
+        return sorted(bad)
 
     def add_snapshot_ref(self, seq: int, sha: bytes) -> bool:
         """Create ``refs/snapshots/<seq>`` if no other writer took ``seq``."""
@@ -270,18 +295,11 @@ class Store:
 
     def stack(self, name: str) -> list[bytes]:
         """The commit ids on ``refs/snapshotter/<name>/``, bottom first."""
-        refs = self.repo.refs.as_dict(Ref(_STACK_PREFIX + name.encode()))
-        numbered = []
-        for key, value in refs.items():
-            try:
-                numbered.append((int(key.decode("ascii")), bytes.fromhex(value.decode("ascii"))))
-            except ValueError:
-                continue
-        return [sha for _, sha in sorted(numbered)]
+        numbered = self._numbered(_STACK_PREFIX + name.encode())[0]
+        return [numbered[n] for n in sorted(numbered)]
 
     def _stack_numbers(self, name: str) -> list[int]:
-        refs = self.repo.refs.as_dict(Ref(_STACK_PREFIX + name.encode()))
-        return sorted(int(k) for k in refs if k.isdigit())
+        return sorted(self._numbered(_STACK_PREFIX + name.encode())[0])
 
     def push(self, name: str, sha: bytes) -> int:
         """Put ``sha`` on top of the stack; returns its number. Hold the store lock."""
