@@ -53,10 +53,13 @@ class GcResult:
 
 
 def disk_usage(store: Store) -> int:
-    """Bytes used by the store's files."""
+    """Bytes used by the store's files (the lock file's holder record, present
+    only while someone holds it, is not counted: sizes must not depend on that)."""
     total = 0
     for dirpath, _, filenames in os.walk(store.path):
         for name in filenames:
+            if name == "lock" and dirpath == store.meta_dir:
+                continue
             try:
                 total += os.lstat(os.path.join(dirpath, name)).st_size
             except OSError:

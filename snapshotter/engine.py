@@ -14,11 +14,12 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
 
 from dulwich import errors as dulwich_errors
+from dulwich.file import FileLocked
 
 from . import hostfs, records, statcache
 from .catalog import Catalog
 from .diff import file_diff, status_of
-from .errors import SnapshotError, StoreError, WorkspaceError
+from .errors import SnapshotError, StoreError, StoreLocked, WorkspaceError
 from .fsops import Workspace
 from .gates import WorkspaceLimits
 from .ignore import root_stack
@@ -62,7 +63,9 @@ class Engine:
         self.host = hostfs.detect(workspace)
         """What the workspace's filesystem can do (exec bits, symlinks, case...)."""
         self.catalog = Catalog(store)
-        self.lock = StoreLock(os.path.join(store.meta_dir, "lock"), lock_timeout)
+        self.lock = StoreLock(
+            os.path.join(store.meta_dir, "lock"), lock_timeout, on_recover=store.clear_stale_ref_locks
+        )
         self.last_scan = ScanStats()
         self._exclude = exclude
         self._use_default_excludes = use_default_excludes
@@ -88,6 +91,8 @@ class Engine:
             raise
         except _STORE_FAILURES as exc:
             raise StoreError(f"the store {self.store_path} is damaged ({exc}); run verify()") from None
+        except FileLocked as exc:  # a ref's lock file: stale ones are cleared when the store lock is next taken
+            raise StoreLocked(f"{os.fsdecode(exc.lockfilename)} is held by another writer; retry") from None
         except OSError as exc:
             where = exc.filename if isinstance(exc.filename, str) else ""
             detail = f"{exc.strerror or exc}" + (f": {where}" if where else "")
@@ -263,6 +268,8 @@ class Engine:
         plan = make_plan(target_tree, ScannedTree(current), workspace, current.tracked, within)
         if safety is not None:
             self._apply_or_put_back(plan, workspace, safety)
+            for leftover in current.leftovers:  # from a restore killed mid-write
+                workspace.delete(leftover)
         written = tuple(p for p, _ in plan.writes + plan.chmods)
         return RestoreResult(
             written=len(written),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 import stat
 import time
@@ -25,6 +26,16 @@ from .hostfs import POSIX, HostFS
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
 _TMP_PREFIX = ".snapshotter-tmp-"
+_LEFTOVER = re.compile(re.escape(_TMP_PREFIX) + "[0-9a-f]{16}")
+
+
+def is_leftover(name: str) -> bool:
+    """A temporary file of a restore that was killed before renaming it: never
+    snapshotted, and removed by the next restore (which holds the store lock,
+    so no live restore can own it)."""
+    return name.startswith(_TMP_PREFIX) and _LEFTOVER.fullmatch(name) is not None
+
+
 _T = TypeVar("_T")
 
 

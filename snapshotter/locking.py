@@ -4,7 +4,9 @@ The operating system holds the lock (``flock`` on POSIX, ``msvcrt.locking`` on
 Windows), so it is released the moment its owner dies, however it dies: a lock
 left by a killed process never needs breaking by hand. The lock file also
 records who holds it (pid, host, start time), so a waiter that times out can
-say whom it waited for.
+say whom it waited for. The record is erased on release; finding one when
+taking the lock therefore means its holder died holding it, and ``on_recover``
+runs (under the lock) to clear what a killed writer can leave behind.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 
 from .errors import StoreLocked
@@ -51,9 +54,10 @@ else:
 class StoreLock:
     """A re-entrant lock: the owning thread may take it again without waiting."""
 
-    def __init__(self, path: str, timeout: float) -> None:
+    def __init__(self, path: str, timeout: float, on_recover: Callable[[], object] | None = None) -> None:
         self.path = path
         self.timeout = timeout
+        self.on_recover = on_recover
         self._thread_lock = threading.RLock()
         self._depth = 0
         self._fd: int | None = None
@@ -83,6 +87,7 @@ class StoreLock:
             if self._depth == 0 and self._fd is not None:
                 fd, self._fd = self._fd, None
                 try:
+                    _erase_holder(fd)
                     _unlock(fd)
                 finally:
                     os.close(fd)
@@ -101,7 +106,10 @@ class StoreLock:
                 )
             time.sleep(delay)
             delay = min(delay * 2, 0.1)
+        died_holding = _has_holder(fd)
         _record_holder(fd)
+        if died_holding and self.on_recover is not None:
+            self.on_recover()
         return fd
 
 
@@ -118,6 +126,20 @@ def _record_holder(fd: int) -> None:
         os.write(fd, data)
     except OSError:
         pass  # the record is for messages only; the lock itself is held
+
+
+def _erase_holder(fd: int) -> None:
+    try:
+        os.ftruncate(fd, 0)
+    except OSError:
+        pass
+
+
+def _has_holder(fd: int) -> bool:
+    try:
+        return os.fstat(fd).st_size > 0
+    except OSError:
+        return False
 
 
 def _describe(fd: int) -> str:

@@ -368,6 +368,24 @@ class Store:
         for seq in sorted(refs, reverse=True):
             yield seq, refs[seq]
 
+    def clear_stale_ref_locks(self) -> int:
+        """Remove the ``*.lock`` files a killed writer left beside refs; call it
+        only while holding the store lock (every ref writer holds it too, so
+        any lock file found then is stale). Returns how many were removed."""
+        removed = 0
+        candidates = [os.path.join(self.path, "packed-refs.lock")]
+        for dirpath, _, filenames in os.walk(os.path.join(self.path, "refs")):
+            candidates.extend(os.path.join(dirpath, n) for n in filenames if n.endswith(".lock"))
+        for path in candidates:
+            try:
+                os.unlink(path)
+                removed += 1
+            except FileNotFoundError:
+                continue
+            except OSError:
+                continue  # left for the next recovery; the operation needing it will report it
+        return removed
+
     def remove(self) -> None:
         self.close()
         shutil.rmtree(self.path, ignore_errors=False)

@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .errors import WorkspaceError
+from .fsops import is_leftover
 from .gates import WorkspaceLimits
 from .hostfs import POSIX, HostFS
 from .ignore import IgnoreSource, IgnoreStack, read_ignore_file
@@ -74,6 +75,8 @@ class Scan:
     """Folder -> (digest of rules and listing, ignored names): the next cache's."""
     line_counts: dict[bytes, int | None] = field(default_factory=dict)
     """Blob id -> text lines (None: binary) for the files hashed by this scan."""
+    leftovers: list[str] = field(default_factory=list)
+    """Temporary files of a killed restore, found (and not tracked) by this scan."""
 
     @property
     def tree_id(self) -> bytes:
@@ -141,6 +144,7 @@ def scan(
     skipped: list[SkippedPath] = []
     pending: list[_Pending] = []
     listings: dict[str, tuple[bytes, frozenset[str]]] = {}
+    leftovers: list[str] = []
     files_seen = 0
     entries_seen = 0
     bytes_seen = 0
@@ -169,7 +173,7 @@ def scan(
                 continue
         rules = _with_own_gitignore(entries, rules, node.rel)
         prefix = node.rel
-        for entry, rel, is_dir in _tracked_entries(entries, prefix, rules, cache.listings, listings):
+        for entry, rel, is_dir in _tracked_entries(entries, prefix, rules, cache.listings, listings, leftovers):
             name = entry.name
             entries_seen += 1
             if entries_seen > cap_entries and limits is not None:
@@ -225,7 +229,7 @@ def scan(
         seconds=time.perf_counter() - started,
     )
     skipped.sort(key=lambda s: s.path)
-    return Scan(root, nodes, tracked, skipped, stats, listings, line_counts)
+    return Scan(root, nodes, tracked, skipped, stats, listings, line_counts, leftovers)
 
 
 def _with_own_gitignore(entries: list[os.DirEntry[str]], rules: IgnoreStack, prefix: str) -> IgnoreStack:
@@ -242,6 +246,7 @@ def _tracked_entries(
     rules: IgnoreStack,
     cached: dict[str, tuple[bytes, frozenset[str]]],
     fresh: dict[str, tuple[bytes, frozenset[str]]],
+    leftovers: list[str] | None = None,
 ) -> Iterator[tuple[os.DirEntry[str], str, bool]]:
     """The entries of one folder that are not ignored, as (entry, path, is_dir).
 
@@ -258,6 +263,10 @@ def _tracked_entries(
         try:
             is_dir = entry.is_dir(follow_symlinks=False)
         except OSError:
+            continue
+        if not is_dir and is_leftover(name):
+            if leftovers is not None:
+                leftovers.append(_join(prefix, name))
             continue
         listing.append((entry, name, is_dir))
     digest = hashlib.sha1(rules.fingerprint)

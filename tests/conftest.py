@@ -16,6 +16,12 @@ from snapshotter.records import build_commit
 from snapshotter.trees import StoredTree
 
 GIT = shutil.which("git")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--long", action="store_true", help="stress modes: thousands of model-test steps, 150 crash kills")
+
+
 needs_git = pytest.mark.skipif(GIT is None, reason="git binary not on PATH (oracle tests only)")
 
 
