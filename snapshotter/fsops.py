@@ -155,6 +155,7 @@ class Workspace:
         with self._parent(rel, create=True) as (fd, name, parent):
             tmp = _TMP_PREFIX + secrets.token_hex(8)
             tmp_path = tmp if fd is not None else os.path.join(parent, tmp)
+            self._clear_empty_folder(fd, parent, name)
             try:
                 create(fd, tmp_path)
                 self._replace(fd, parent, tmp, name)
@@ -162,6 +163,38 @@ class Workspace:
                 self._unlink_quietly(fd, parent, tmp)
                 raise
             return self._lstat(fd, parent, name)
+
+    def _clear_empty_folder(self, fd: int | None, parent: str, name: str) -> None:
+        """A folder standing where a file goes is removed if it holds only
+        (empty) folders, as git does; one holding any file is a conflict."""
+        try:
+            st = self._lstat(fd, parent, name)
+        except FileNotFoundError:
+            return
+        if stat.S_ISDIR(st.st_mode) and not self._remove_if_only_folders(fd, parent, name):
+            raise RestoreConflict(
+                f"{os.path.join(parent, name)} is a folder holding untracked files; move them and retry"
+            )
+
+    def _remove_if_only_folders(self, fd: int | None, parent: str, name: str) -> bool:
+        if fd is None:
+            path = os.path.join(parent, name)
+            with os.scandir(path) as listing:
+                entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in listing]
+            if not all(is_dir and self._remove_if_only_folders(None, path, sub) for sub, is_dir in entries):
+                return False
+            os.rmdir(path)
+            return True
+        child = os.open(name, _DIR_FLAGS, dir_fd=fd)  # O_NOFOLLOW: never descends a symlink
+        try:
+            with os.scandir(child) as listing:
+                entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in listing]
+            if not all(is_dir and self._remove_if_only_folders(child, "", sub) for sub, is_dir in entries):
+                return False
+        finally:
+            os.close(child)
+        os.rmdir(name, dir_fd=fd)
+        return True
 
     def set_executable(self, rel: str, executable: bool) -> os.stat_result:
         """chmod a regular file in place (keeps its content and mtime); where the

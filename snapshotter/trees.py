@@ -162,7 +162,21 @@ def changes(
             if a_file != b_file:
                 out.append(Change(path, a_file, b_file))
     out.sort(key=lambda c: c.path)
-    return out
+    return out if within is None else _drop_unselected(out, within)
+
+
+def _drop_unselected(found: list[Change], within: Callable[[str, bool], bool]) -> list[Change]:
+    """Keep a change at a path that is only on the way to a selected one (a
+    file where the other side has a folder) only if it must go for something
+    selected to be written below it; the path itself was not asked for."""
+    written_below = {p for c in found if c.new is not None for p in _parents(c.path)}
+    return [c for c in found if within(c.path, False) or (c.new is None and c.path in written_below)]
+
+
+def _parents(path: str) -> Iterator[str]:
+    while "/" in path:
+        path = path.rpartition("/")[0]
+        yield path
 
 
 class RecordedModes:

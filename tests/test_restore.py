@@ -298,3 +298,29 @@ def test_big_text_file_lines_are_counted_while_streaming(ws: Path, make) -> None
     (ws / "log.txt").write_bytes(line * 3)
     (diff,) = snap.diff(info.id)
     assert diff.binary and (diff.additions, diff.deletions) == (0, 0)  # too large to diff line by line
+
+
+def test_an_empty_folder_where_the_snapshot_has_a_file_is_replaced(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """Found by the model test: a folder holding only empty folders blocked the file (git removes it)."""
+    write(ws, {"n": "file n", "keep.txt": "k"})
+    snap = make()
+    first = snap.snapshot()
+    (ws / "n").unlink()
+    (ws / "n/sub/deeper").mkdir(parents=True)
+    snap.restore(first.id)
+    assert (ws / "n").read_text() == "file n"
+
+
+def test_selective_restore_leaves_a_file_on_the_way_alone_when_nothing_is_written_below_it(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """Found by the model test: selecting n/missing.txt deleted the file n although nothing was restored below it."""
+    write(ws, {"n/a": "in folder n", "b.txt": "b1"})
+    snap = make()
+    first = snap.snapshot()
+    (ws / "n/a").unlink()
+    (ws / "n").rmdir()
+    write(ws, {"n": "now a file", "b.txt": "b2"})
+    snap.restore(first.id, ["b.txt", "n/missing.txt"])
+    assert (ws / "n").read_text() == "now a file"
+    assert (ws / "b.txt").read_text() == "b1"
+    snap.restore(first.id, ["n/a"])  # something to write below n: the file n must make way
+    assert (ws / "n/a").read_text() == "in folder n"

@@ -1,0 +1,459 @@
+"""Model-based randomized testing: random workspace edits interleaved with
+snapshot, restore (full and selective), diff, checkpoint, undo, redo, prune
+and gc, checked against a plain-Python model of what each must do.
+
+The model knows every file in the workspace (ignored ones too), which of them
+the ignore rules track, what each snapshot holds, and the undo and redo
+stacks. After every step the real folder must equal the model exactly
+(content, exec bit, symlink target, folders); a full restore must refuse
+exactly when an untracked file is in the way and then change nothing.
+
+CI runs a bounded number of examples; ``python -m pytest tests/test_model.py
+--long`` runs thousands of steps.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from snapshotter import RestoreConflict, Retention, Snapshotter
+
+Entry = tuple[str, bytes, bool]
+"""(kind "file" or "link", content or link target, executable)."""
+Files = dict[str, Entry]
+
+FOLDERS = ["", "d", "d/e", "sp ace", "n"]
+NAMES = ["a", "x.log", "keep.log", "n", "ünï cödé.md"]
+PATHS = sorted({(folder + "/" if folder else "") + name for folder in FOLDERS for name in NAMES})
+CONTENTS = [b"", b"one line\n", b"two\nlines\n", b"no newline", b"bin\0ary\n", b"one line\nchanged\n"]
+TARGETS = ["a", "d/b.txt", "../outside", "missing/target", "ü"]
+IGNORE_VARIANTS = {
+    "none": None,
+    "logs": b"*.log\n",
+    "logs-but-keep": b"*.log\n!keep.log\n",
+    "folder-d": b"d/\n",
+}
+
+
+def ignored(path: str, rules: bytes | None) -> bool:
+    """What git decides for our small set of rules (the git-oracle tests prove the engine agrees with git)."""
+    name = path.rpartition("/")[2]
+    if rules == b"*.log\n":
+        return name.endswith(".log")
+    if rules == b"*.log\n!keep.log\n":
+        return name.endswith(".log") and name != "keep.log"
+    if rules == b"d/\n":
+        return path.startswith("d/")
+    return False
+
+
+def tracked(files: Files) -> Files:
+    gitignore = files.get(".gitignore")
+    rules = gitignore[1] if gitignore is not None and gitignore[0] == "file" else None
+    return {p: e for p, e in files.items() if not ignored(p, rules)}
+
+
+def parents(path: str) -> list[str]:
+    parts = path.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def observe(root: Path) -> tuple[Files, set[str]]:
+    """Every file, symlink and folder below ``root``."""
+    files: Files = {}
+    folders: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
+        prefix = "" if rel_dir == "." else rel_dir + "/"
+        for name in list(dirnames):
+            full = os.path.join(dirpath, name)
+            if os.path.islink(full):
+                files[prefix + name] = ("link", os.fsencode(os.readlink(full)), False)
+                dirnames.remove(name)
+            else:
+                folders.add(prefix + name)
+        for name in filenames:
+            full = os.path.join(dirpath, name)
+            if os.path.islink(full):
+                files[prefix + name] = ("link", os.fsencode(os.readlink(full)), False)
+            else:
+                st_mode = os.lstat(full).st_mode
+                files[prefix + name] = ("file", Path(full).read_bytes(), bool(st_mode & stat.S_IXUSR))
+    return files, folders
+
+
+def _lines(content: bytes) -> int:
+    return content.count(b"\n") + (1 if content and not content.endswith(b"\n") else 0)
+
+
+class WorkspaceModel(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tmp = Path(tempfile.mkdtemp(prefix="snapshotter-model-"))
+        self.ws = self.tmp / "ws"
+        self.ws.mkdir()
+        self.snap = Snapshotter(
+            self.ws,
+            home=self.tmp / "home",
+            retention=Retention(max_snapshots=5, max_age=None, max_store_bytes=None),
+        )
+        self.files: Files = {}
+        self.folders: set[str] = set()
+        self.snapshots: dict[str, Files] = {}
+        self.order: list[str] = []
+        self.undo_stack: list[tuple[str, Files]] = []
+        self.redo_stack: list[tuple[str, Files]] = []
+        self.outcomes: dict[str, int] = {}
+
+    def teardown(self) -> None:
+        try:
+            verified = self.snap.verify(full=True)
+            assert verified.ok, verified.problems
+        finally:
+            self.snap.close()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def _blocked(self, path: str) -> bool:
+        """A parent of ``path`` is a file or symlink, or ``path`` is a folder."""
+        return any(p in self.files for p in parents(path)) or path in self.folders
+
+    def _put(self, path: str, entry: Entry) -> None:
+        full = self.ws / path
+        full.parent.mkdir(parents=True, exist_ok=True)
+        self.folders.update(parents(path))
+        if full.is_symlink() or full.exists():
+            full.unlink()
+        kind, data, executable = entry
+        if kind == "link":
+            os.symlink(os.fsdecode(data), full)
+        else:
+            full.write_bytes(data)
+            full.chmod(0o755 if executable else 0o644)
+        self.files[path] = entry
+
+    def _note(self, outcome: str) -> None:
+        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+
+    def _sync_retention(self) -> None:
+        """Retention may drop snapshots after any mutating call, never a protected one."""
+        listed = [info.id for info in self.snap.list(limit=None)]
+        protected = {i for i, _ in self.undo_stack} | {i for i, _ in self.redo_stack}
+        for sha in list(self.snapshots):
+            if sha not in listed:
+                assert sha not in protected, f"retention dropped protected snapshot {sha[:12]}"
+                assert sha != self.order[-1], "retention dropped the newest snapshot"
+                del self.snapshots[sha]
+                self.order.remove(sha)
+
+    def _record(self, sha: str, state: Files) -> None:
+        if sha not in self.snapshots:
+            self.order.append(sha)
+        self.snapshots[sha] = state
+
+    # -- workspace edits -----------------------------------------------------------------
+
+    @rule(
+        path=st.sampled_from(PATHS),
+        how=st.sampled_from(["write", "append", "truncate", "chmod"]),
+        content=st.sampled_from(CONTENTS),
+        executable=st.booleans(),
+    )
+    def edit_file(self, path: str, how: str, content: bytes, executable: bool) -> None:
+        """Create or rewrite a file, append to it, cut it in half, or flip its exec bit."""
+        entry = self.files.get(path)
+        if how == "write":
+            if not self._blocked(path):
+                self._put(path, ("file", content, executable))
+        elif entry is not None and entry[0] == "file":
+            if how == "append":
+                self._put(path, ("file", entry[1] + (content or b"\0"), entry[2]))
+            elif how == "truncate":
+                self._put(path, ("file", entry[1][: len(entry[1]) // 2], entry[2]))
+            else:
+                (self.ws / path).chmod(0o755 if executable else 0o644)
+                self.files[path] = ("file", entry[1], executable)
+
+    @rule(path=st.sampled_from(PATHS))
+    def delete(self, path: str) -> None:
+        if path in self.files:
+            (self.ws / path).unlink()
+            del self.files[path]
+
+    @rule(path=st.sampled_from(PATHS), link_to=st.sampled_from(TARGETS))
+    def symlink(self, path: str, link_to: str) -> None:
+        if not self._blocked(path):
+            self._put(path, ("link", link_to.encode(), False))
+
+    @rule(
+        folder=st.sampled_from(["n", "d/n"]), inner=st.sampled_from(["a", "x.log"]), content=st.sampled_from(CONTENTS)
+    )
+    def swap_file_and_folder(self, folder: str, inner: str, content: bytes) -> None:
+        """``n`` as a file becomes a folder holding a file (maybe an ignored one), and back."""
+        if any(p in self.files for p in parents(folder)):
+            return
+        full = self.ws / folder
+        if folder in self.folders:
+            shutil.rmtree(full)
+            self.files = {p: e for p, e in self.files.items() if not p.startswith(folder + "/")}
+            self.folders = {f for f in self.folders if f != folder and not f.startswith(folder + "/")}
+            self._put(folder, ("file", content, False))
+        else:
+            if folder in self.files:
+                full.unlink()
+                del self.files[folder]
+            self._put(folder + "/" + inner, ("file", content, False))
+
+    @rule(source=st.sampled_from(PATHS), dest=st.sampled_from(PATHS))
+    def rename(self, source: str, dest: str) -> None:
+        if source in self.files and source != dest and not self._blocked(dest) and not dest.startswith(source + "/"):
+            (self.ws / dest).parent.mkdir(parents=True, exist_ok=True)
+            self.folders.update(parents(dest))
+            os.replace(self.ws / source, self.ws / dest)
+            self.files[dest] = self.files.pop(source)
+
+    @rule(variant=st.sampled_from(sorted(IGNORE_VARIANTS)))
+    def edit_gitignore(self, variant: str) -> None:
+        rules = IGNORE_VARIANTS[variant]
+        if rules is None:
+            if ".gitignore" in self.files:
+                (self.ws / ".gitignore").unlink()
+                del self.files[".gitignore"]
+        else:
+            self._put(".gitignore", ("file", rules, False))
+
+    @rule(folder=st.sampled_from(FOLDERS[1:]))
+    def empty_a_folder(self, folder: str) -> None:
+        """Delete every file below ``folder``, keeping the folders."""
+        for path in [p for p in self.files if p.startswith(folder + "/")]:
+            (self.ws / path).unlink()
+            del self.files[path]
+
+    @rule(folder=st.sampled_from(FOLDERS[1:]))
+    def make_empty_folder(self, folder: str) -> None:
+        if not any(p in self.files for p in [*parents(folder), folder]):
+            (self.ws / folder).mkdir(parents=True, exist_ok=True)
+            self.folders.update([*parents(folder), folder])
+
+    # -- snapshotter operations ------------------------------------------------------------
+
+    @rule()
+    def snapshot(self) -> None:
+        info = self.snap.snapshot()
+        self._record(info.id, tracked(self.files))
+        assert info.skipped == ()
+        self._sync_retention()
+
+    def _predict_full_restore(self, target: Files) -> tuple[bool, Files, set[str]]:
+        """(refused, files after, folders after) for restoring ``target`` in full."""
+        current = tracked(self.files)
+        untracked = {p for p in self.files if p not in current}
+        deleted = {p for p in current if p not in target}
+        for path in target:
+            if any(q in untracked for q in parents(path)):
+                return True, self.files, self.folders
+            if path in self.folders and any(u.startswith(path + "/") for u in untracked):
+                return True, self.files, self.folders
+        files = {p: e for p, e in self.files.items() if p not in deleted}
+        folders = set(self.folders)
+        for folder in sorted({a for p in deleted for a in parents(p)}, key=lambda f: f.count("/"), reverse=True):
+            below = folder + "/"
+            if not any(p.startswith(below) for p in files) and not any(f.startswith(below) for f in folders):
+                folders.discard(folder)
+        for path in target:  # a folder in the way of a file holds nothing left: it goes
+            if path in folders:
+                folders = {f for f in folders if f != path and not f.startswith(path + "/")}
+        files.update(target)
+        folders.update(a for p in target for a in parents(p))
+        return False, files, folders
+
+    def _restore_full(self, sha: str, state: Files) -> bool:
+        refused, files, folders = self._predict_full_restore(state)
+        before = observe(self.ws)
+        try:
+            result = self.snap.restore(sha)
+        except RestoreConflict:
+            assert refused, "restore refused although nothing untracked was in the way"
+            assert observe(self.ws) == before, "a refused restore changed the workspace"
+            self._note("restore refused")
+            return False
+        assert not refused, "restore went ahead over an untracked file in the way"
+        self.files, self.folders = files, folders
+        if result.safety_snapshot_id is not None:
+            self._record(result.safety_snapshot_id, tracked(before[0]))
+        self._note("restore done")
+        return True
+
+    @rule(pick=st.integers(min_value=0))
+    @precondition(lambda self: bool(self.snapshots))
+    def restore_full(self, pick: int) -> None:
+        sha = self.order[pick % len(self.order)]
+        self._restore_full(sha, self.snapshots[sha])
+        self._sync_retention()
+
+    @rule(pick=st.integers(min_value=0), chosen=st.lists(st.sampled_from(PATHS + FOLDERS[1:]), min_size=1, max_size=3))
+    @precondition(lambda self: bool(self.snapshots))
+    def restore_selected(self, pick: int, chosen: list[str]) -> None:
+        sha = self.order[pick % len(self.order)]
+        target = self.snapshots[sha]
+        current = tracked(self.files)
+        before_files, before_folders = observe(self.ws)
+
+        def within(path: str) -> bool:
+            return any(path == c or path.startswith(c + "/") for c in chosen)
+
+        try:
+            result = self.snap.restore(sha, chosen)
+        except RestoreConflict:
+            assert observe(self.ws) == (before_files, before_folders), "a refused restore changed the workspace"
+            self._note("selective refused")
+            return
+        after_files, after_folders = observe(self.ws)
+        for path in set(target) | set(before_files) | set(after_files):
+            if within(path):
+                if path in target:
+                    assert after_files.get(path) == target[path], f"{path} not restored"
+                elif path in current:
+                    assert path not in after_files, f"{path} should have been removed"
+                else:
+                    assert after_files.get(path) == before_files.get(path), f"untracked {path} touched"
+            elif not any(path in parents(t) for t in target if within(t)):  # a file on the way to one is replaced
+                assert after_files.get(path) == before_files.get(path), f"{path} outside the selection changed"
+        self.files, self.folders = after_files, after_folders
+        if result.safety_snapshot_id is not None:
+            self._record(result.safety_snapshot_id, tracked(before_files))
+        self._note("selective done")
+        self._sync_retention()
+
+    @rule(pick=st.integers(min_value=0))
+    @precondition(lambda self: bool(self.snapshots))
+    def diff_against_workspace(self, pick: int) -> None:
+        sha = self.order[pick % len(self.order)]
+        target = self.snapshots[sha]
+        current = tracked(self.files)
+        expected = {p for p in set(target) | set(current) if target.get(p) != current.get(p)}
+        found = self.snap.diff(sha)
+        assert {d.path for d in found} == expected
+        for d in found:
+            entry = current.get(d.path)
+            if d.path not in target and entry is not None and entry[0] == "file" and b"\0" not in entry[1]:
+                assert (d.additions, d.deletions) == (_lines(entry[1]), 0)
+
+    @rule(first=st.integers(min_value=0), second=st.integers(min_value=0))
+    @precondition(lambda self: len(self.snapshots) >= 2)
+    def diff_between_snapshots(self, first: int, second: int) -> None:
+        a, b = self.order[first % len(self.order)], self.order[second % len(self.order)]
+        old, new = self.snapshots[a], self.snapshots[b]
+        expected = {p for p in set(old) | set(new) if old.get(p) != new.get(p)}
+        assert {d.path for d in self.snap.diff(a, b)} == expected
+
+    @rule()
+    def checkpoint(self) -> None:
+        info = self.snap.checkpoint()
+        state = tracked(self.files)
+        self._record(info.id, state)
+        self.undo_stack.append((info.id, state))
+        self.redo_stack.clear()
+        self._sync_retention()
+
+    @rule()
+    def undo(self) -> None:
+        current = tracked(self.files)
+        if not self.undo_stack:
+            assert not self.snap.undo()
+            return
+        at_top = self.undo_stack[-1][1] == current
+        if at_top and len(self.undo_stack) < 2:
+            assert not self.snap.undo()
+            return
+        target_id, target = self.undo_stack[-2] if at_top else self.undo_stack[-1]
+        refused, files, folders = self._predict_full_restore(target)
+        before = observe(self.ws)
+        try:
+            result = self.snap.undo()
+        except RestoreConflict:
+            assert refused and observe(self.ws) == before
+            self._note("undo refused")
+            return
+        assert not refused and result.ok and result.target_id == target_id
+        assert result.saved_id is not None
+        self.files, self.folders = files, folders
+        self._record(result.saved_id, current)
+        if at_top:
+            self.undo_stack.pop()
+        self.redo_stack.append((result.saved_id, current))
+        self._note("undo done")
+        self._sync_retention()
+
+    @rule()
+    def redo(self) -> None:
+        if not self.redo_stack:
+            assert not self.snap.redo()
+            return
+        target_id, target = self.redo_stack[-1]
+        refused, files, folders = self._predict_full_restore(target)
+        before = observe(self.ws)
+        current = tracked(self.files)
+        try:
+            result = self.snap.redo()
+        except RestoreConflict:
+            assert refused and observe(self.ws) == before
+            self._note("redo refused")
+            return
+        assert not refused and result.ok and result.target_id == target_id
+        self.files, self.folders = files, folders
+        if result.saved_id is not None:
+            self._record(result.saved_id, current)
+        self.redo_stack.pop()
+        self.undo_stack.append((target_id, target))
+        self._note("redo done")
+        self._sync_retention()
+
+    @rule(collect=st.booleans())
+    def prune_or_gc(self, collect: bool) -> None:
+        if collect:
+            self.snap.gc()
+        else:
+            self.snap.prune()
+        self._sync_retention()
+
+    # -- invariants ------------------------------------------------------------------------
+
+    @invariant()
+    def workspace_equals_the_model(self) -> None:
+        files, folders = observe(self.ws)
+        assert files == self.files
+        assert folders == self.folders
+
+    @invariant()
+    def listed_snapshots_are_the_models(self) -> None:
+        listed = {info.id: info for info in self.snap.list(limit=None)}
+        for sha in self.snapshots:
+            assert sha in listed
+
+
+def _settings(long: bool) -> settings:
+    return settings(
+        max_examples=1000 if long else 25,
+        stateful_step_count=60 if long else 40,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
+
+
+@pytest.mark.skipif(os.name != "posix", reason="exec bits and symlinks are modelled POSIX-style")
+def test_random_operation_sequences_match_the_model(request: pytest.FixtureRequest) -> None:
+    long = bool(request.config.getoption("--long"))
+    run = WorkspaceModel.TestCase
+    run.settings = _settings(long)
+    run().runTest()
