@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -26,8 +27,8 @@ from snapshotter import Snapshotter, StoreError, WorkspaceError, objects
 def tmpfs(where: Path, size: str) -> Iterator[Path]:
     """A small real filesystem at ``where`` (skips the test where mounting is not allowed)."""
     where.mkdir(parents=True, exist_ok=True)
-    if os.name != "posix" or os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
+    if os.name != "posix" or os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a tmpfs needs root and the mount command")
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace').strip()}")

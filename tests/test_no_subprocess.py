@@ -1,4 +1,5 @@
-"""Non-negotiable 1: the package never starts a program, the git binary included."""
+"""Non-negotiable 1: the package never starts a program, the git binary included;
+and it never evaluates data (file contents, names, refs, commit messages) as code."""
 
 from __future__ import annotations
 
@@ -36,7 +37,37 @@ def test_package_source_names_no_process_api() -> None:
     import snapshotter
 
     root = Path(snapshotter.__file__).parent
-    for path in root.glob("*.py"):
+    for path in root.rglob("*.py"):
         text = path.read_text()
         for needle in ("subprocess", "os.system", "os.popen", "Popen", "os.exec", "os.spawn"):
             assert needle not in text, f"{path.name} mentions {needle}"
+
+
+def test_package_never_evaluates_data_as_code() -> None:
+    """No eval/exec/compile, no unpickling, no dynamic imports of names from data."""
+    import ast
+
+    import snapshotter
+
+    root = Path(snapshotter.__file__).parent
+    banned_calls = {"eval", "exec", "compile", "__import__"}  # as bare builtins (re.compile is fine)
+    banned_methods = {"import_module", "literal_eval"}
+    banned_modules = {"pickle", "marshal", "shelve", "dill", "yaml"}
+    checked = 0
+    for path in root.rglob("*.py"):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Name):
+                    assert func.id not in banned_calls, f"{path.name}:{node.lineno} calls {func.id}"
+                elif isinstance(func, ast.Attribute):
+                    assert func.attr not in banned_methods, f"{path.name}:{node.lineno} calls {func.attr}"
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names]
+                if isinstance(node, ast.ImportFrom) and node.module:
+                    names.append(node.module)
+                for name in names:
+                    assert name.split(".")[0] not in banned_modules, f"{path.name}:{node.lineno} imports {name}"
+        checked += 1
+    assert checked > 20
