@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from .durability import sync_folder
 from .errors import StoreError
 from .linediff import count_lines, is_binary
 from .packs import TYPE_NUMBERS, PackBuilder
@@ -344,22 +345,6 @@ def _read_all(fd: int, size_hint: int) -> bytes:
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)
-
-
-def sync_folder(folder: str) -> None:
-    """fsync a folder, so the names created in it survive a power cut (POSIX only)."""
-    if os.name != "posix":
-        return  # Windows has no folder handles to sync; NTFS journals names itself
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _unlink_quietly(path: str) -> None:

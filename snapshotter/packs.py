@@ -20,6 +20,7 @@ import zlib
 
 from dulwich.pack import write_pack_index_v2
 
+from .durability import sync_folder
 from .errors import StoreError
 
 TYPE_NUMBERS = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
@@ -136,6 +137,7 @@ class PackBuilder:
                     os.fsync(idx.fileno())
                 os.replace(self._tmp, base + ".pack")
                 os.replace(idx_tmp, base + ".idx")
+                sync_folder(self._dir)  # before any ref names its objects, or gc deletes their old copies
             except BaseException:
                 if os.path.exists(idx_tmp):
                     os.unlink(idx_tmp)

@@ -26,8 +26,9 @@ from dulwich.pack import Pack, PackFileDisappeared
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
+from .durability import sync_folder
 from .errors import StoreError, WorkspaceError
-from .objects import ObjectWriter, sync_folder
+from .objects import ObjectWriter
 from .packs import TYPE_NUMBERS
 
 SNAPSHOT_REF_PREFIX = b"refs/snapshots/"

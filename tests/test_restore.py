@@ -227,7 +227,7 @@ def test_restore_never_writes_through_a_symlinked_folder(ws: Path, tmp_path: Pat
     assert list(outside.iterdir()) == []
 
 
-@pytest.mark.parametrize("name", [b"..", b".git", b".GIT", b"a/b", b"a\\b", b"", b"."])
+@pytest.mark.parametrize("name", [b"..", b".git", b".GIT", b"a/b", b"a\\b", b"", b".", b"/etc/passwd", b"C:\\x"])
 def test_hostile_tree_names_are_refused_before_anything_is_written(
     ws: Path,
     make,
