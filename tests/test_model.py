@@ -366,34 +366,38 @@ class WorkspaceModel(RuleBasedStateMachine):
         self.redo_stack.clear()
         self._sync_retention()
 
-    @rule()
-    def undo(self) -> None:
-        current = tracked(self.files)
-        if not self.undo_stack:
-            assert not self.snap.undo()
-            return
-        at_top = self.undo_stack[-1][1] == current
-        if at_top and len(self.undo_stack) < 2:
-            assert not self.snap.undo()
-            return
-        target_id, target = self.undo_stack[-2] if at_top else self.undo_stack[-1]
+    def _undo_or_redo(self, action: str, target_id: str, target: Files) -> str | None:
+        """Run ``action``, which must restore ``target``; the id of the saved
+        state, or None if it was refused (and then changed nothing)."""
         refused, files, folders = self._predict_full_restore(target)
         before = observe(self.ws)
         try:
-            result = self.snap.undo()
+            result = self.snap.undo() if action == "undo" else self.snap.redo()
         except RestoreConflict:
             assert refused and observe(self.ws) == before
-            self._note("undo refused")
-            return
+            self._note(f"{action} refused")
+            return None
         assert not refused and result.ok and result.target_id == target_id
         assert result.saved_id is not None
         self.files, self.folders = files, folders
-        self._record(result.saved_id, current)
-        if at_top:
-            self.undo_stack.pop()
-        self.redo_stack.append((result.saved_id, current))
-        self._note("undo done")
-        self._sync_retention()
+        self._record(result.saved_id, tracked(before[0]))
+        self._note(f"{action} done")
+        return result.saved_id
+
+    @rule()
+    def undo(self) -> None:
+        current = tracked(self.files)
+        at_top = bool(self.undo_stack) and self.undo_stack[-1][1] == current
+        if not self.undo_stack or (at_top and len(self.undo_stack) < 2):
+            assert not self.snap.undo()  # honest "nothing to undo", never a fake success
+            return
+        target_id, target = self.undo_stack[-2] if at_top else self.undo_stack[-1]
+        saved = self._undo_or_redo("undo", target_id, target)
+        if saved is not None:
+            if at_top:
+                self.undo_stack.pop()
+            self.redo_stack.append((saved, current))
+            self._sync_retention()
 
     @rule()
     def redo(self) -> None:
@@ -401,23 +405,10 @@ class WorkspaceModel(RuleBasedStateMachine):
             assert not self.snap.redo()
             return
         target_id, target = self.redo_stack[-1]
-        refused, files, folders = self._predict_full_restore(target)
-        before = observe(self.ws)
-        current = tracked(self.files)
-        try:
-            result = self.snap.redo()
-        except RestoreConflict:
-            assert refused and observe(self.ws) == before
-            self._note("redo refused")
-            return
-        assert not refused and result.ok and result.target_id == target_id
-        self.files, self.folders = files, folders
-        if result.saved_id is not None:
-            self._record(result.saved_id, current)
-        self.redo_stack.pop()
-        self.undo_stack.append((target_id, target))
-        self._note("redo done")
-        self._sync_retention()
+        if self._undo_or_redo("redo", target_id, target) is not None:
+            self.redo_stack.pop()
+            self.undo_stack.append((target_id, target))
+            self._sync_retention()
 
     @rule(collect=st.booleans())
     def prune_or_gc(self, collect: bool) -> None:
