@@ -156,6 +156,13 @@ class WorkspaceModel(RuleBasedStateMachine):
                 del self.snapshots[sha]
                 self.order.remove(sha)
 
+    def _record_refused(self, state: Files) -> None:
+        """A refused restore, undo or redo may still have saved the state it
+        would have replaced (its safety snapshot is taken before the plan)."""
+        newest = self.snap.list(limit=1)[0]
+        if newest.id not in self.snapshots:
+            self._record(newest.id, state)
+
     def _record(self, sha: str, state: Files) -> None:
         if sha not in self.snapshots:
             self.order.append(sha)
@@ -285,6 +292,7 @@ class WorkspaceModel(RuleBasedStateMachine):
         except RestoreConflict:
             assert refused, "restore refused although nothing untracked was in the way"
             assert observe(self.ws) == before, "a refused restore changed the workspace"
+            self._record_refused(tracked(before[0]))
             self._note("restore refused")
             return False
         assert not refused, "restore went ahead over an untracked file in the way"
@@ -316,6 +324,7 @@ class WorkspaceModel(RuleBasedStateMachine):
             result = self.snap.restore(sha, chosen)
         except RestoreConflict:
             assert observe(self.ws) == (before_files, before_folders), "a refused restore changed the workspace"
+            self._record_refused(tracked(before_files))
             self._note("selective refused")
             return
         after_files, after_folders = observe(self.ws)
@@ -375,6 +384,7 @@ class WorkspaceModel(RuleBasedStateMachine):
             result = self.snap.undo() if action == "undo" else self.snap.redo()
         except RestoreConflict:
             assert refused and observe(self.ws) == before
+            self._record_refused(tracked(before[0]))
             self._note(f"{action} refused")
             return None
         assert not refused and result.ok and result.target_id == target_id
