@@ -25,7 +25,7 @@ from .errors import FileInUse, RestoreConflict
 from .hostfs import POSIX, HostFS
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
-_TMP_PREFIX = ".snapshotter-tmp-"
+_TMP_PREFIX = LEFTOVER_PREFIX = ".snapshotter-tmp-"
 _LEFTOVER = re.compile(re.escape(_TMP_PREFIX) + "[0-9a-f]{16}")
 
 

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .errors import WorkspaceError
-from .fsops import is_leftover
+from .fsops import LEFTOVER_PREFIX, is_leftover
 from .gates import WorkspaceLimits
 from .hostfs import POSIX, HostFS
 from .ignore import IgnoreSource, IgnoreStack, read_ignore_file
@@ -264,7 +264,7 @@ def _tracked_entries(
             is_dir = entry.is_dir(follow_symlinks=False)
         except OSError:
             continue
-        if not is_dir and is_leftover(name):
+        if not is_dir and name.startswith(LEFTOVER_PREFIX) and is_leftover(name):  # cheap test first: hot path
             if leftovers is not None:
                 leftovers.append(_join(prefix, name))
             continue
