@@ -121,7 +121,8 @@ def test_bad_refs_give_typed_one_line_errors(ws: Path, make) -> None:  # type: i
 def test_ambiguous_prefix_is_an_invalid_ref(ws: Path, make, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     snap = make()
     info = snap.snapshot()
-    twin = bytes.fromhex(info.id[:8] + "0" * 32)  # shares 8 hex digits with the real one
+    ninth = "1" if info.id[8] == "0" else "0"  # differs from the real id's 9th digit, so 9 digits decide
+    twin = bytes.fromhex(info.id[:8] + ninth + "0" * 31)  # shares exactly 8 hex digits with the real one
     real = list(snap._engine_ok().store.iter_snapshot_ids())
     monkeypatch.setattr(snap._engine_ok().store, "iter_snapshot_ids", lambda: iter([(2, twin), *real]))
     with pytest.raises(InvalidRef, match="ambiguous"):
