@@ -307,3 +307,36 @@ def test_gc_with_content_that_comes_back(ws: Path, make) -> None:  # type: ignor
     for i, sid in enumerate(ids):
         snap.restore(sid)
         assert (ws / "flip.txt").read_text() == versions[i % 2]
+
+
+@pytest.mark.parametrize("content", ["random", "text"])
+def test_gc_tries_deltas_only_between_related_versions(
+    ws: Path, make, monkeypatch: pytest.MonkeyPatch, content: str
+) -> None:  # type: ignore[no-untyped-def]
+    """Unrelated versions (random bytes) are not offered to create_delta, which
+    takes ~0.5 s per 100 kB of them; edited text still gets deltas."""
+    from snapshotter import compaction
+
+    calls: list[int] = []
+    real = compaction.create_delta
+
+    def counting(base: bytes, target: bytes) -> object:
+        calls.append(len(target))
+        return real(base, target)
+
+    monkeypatch.setattr(compaction, "create_delta", counting)
+    snap = make(retention=UNLIMITED)
+    text = "".join(f"line {i} of a source-like file\n" for i in range(4000))
+    for i in range(4):
+        if content == "random":
+            write(ws, {"data.bin": os.urandom(100_000)})
+        else:
+            text += f"appended line {i}\n"
+            write(ws, {"notes.txt": text})
+        snap.snapshot(f"s{i}")
+    snap.gc()
+    file_deltas = [size for size in calls if size >= 4096]  # the small ones are folders (trees)
+    assert len(file_deltas) == (0 if content == "random" else 3)
+    for info in snap.list(limit=None):
+        snap.restore(info.id)  # every version still exact
+        assert snap.diff(info.id) == []
