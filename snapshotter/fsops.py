@@ -177,23 +177,22 @@ class Workspace:
             )
 
     def _remove_if_only_folders(self, fd: int | None, parent: str, name: str) -> bool:
-        if fd is None:
-            path = os.path.join(parent, name)
-            with os.scandir(path) as listing:
-                entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in listing]
-            if not all(is_dir and self._remove_if_only_folders(None, path, sub) for sub, is_dir in entries):
-                return False
-            os.rmdir(path)
-            return True
-        child = os.open(name, _DIR_FLAGS, dir_fd=fd)  # O_NOFOLLOW: never descends a symlink
+        path = os.path.join(parent, name)
+        # With dir_fd the folder is opened with O_NOFOLLOW: a symlink is never descended.
+        child = os.open(name, _DIR_FLAGS, dir_fd=fd) if fd is not None else None
         try:
-            with os.scandir(child) as listing:
+            with os.scandir(child if child is not None else path) as listing:
                 entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in listing]
-            if not all(is_dir and self._remove_if_only_folders(child, "", sub) for sub, is_dir in entries):
-                return False
+            for sub, is_dir in entries:
+                if not is_dir or not self._remove_if_only_folders(child, path, sub):
+                    return False
         finally:
-            os.close(child)
-        os.rmdir(name, dir_fd=fd)
+            if child is not None:
+                os.close(child)
+        if fd is not None:
+            os.rmdir(name, dir_fd=fd)
+        else:
+            os.rmdir(path)
         return True
 
     def set_executable(self, rel: str, executable: bool) -> os.stat_result:
@@ -266,18 +265,17 @@ class Workspace:
         """Run ``action``; while the file is in use by another program (a
         Windows sharing violation: PermissionError), wait and try again."""
         delays = self.host.busy_retry_delays
-        for attempt in range(len(delays) + 1):
+        for delay in delays:
             try:
                 return action()
             except PermissionError:
-                if attempt == len(delays):
-                    if not delays:
-                        raise
-                    raise FileInUse(
-                        f"{os.path.join(parent, name)} is in use by another program; close it and retry"
-                    ) from None
-                time.sleep(delays[attempt])
-        raise AssertionError("unreachable")
+                time.sleep(delay)
+        try:
+            return action()
+        except PermissionError:
+            if not delays:
+                raise
+            raise FileInUse(f"{os.path.join(parent, name)} is in use by another program; close it and retry") from None
 
     @staticmethod
     def _unlink_quietly(fd: int | None, parent: str, name: str) -> None:

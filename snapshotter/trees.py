@@ -184,8 +184,8 @@ class RecordedModes:
     on demand: where the filesystem cannot show exec bits or symlinks, the
     walker takes a new-to-the-cache file's mode from the newest snapshot."""
 
-    def __init__(self, store: Store, tree_id: bytes | None) -> None:
-        self._tree = StoredTree(store, tree_id if tree_id is not None else EMPTY_TREE)
+    def __init__(self, store: Store, tree_id: bytes) -> None:
+        self._tree = StoredTree(store, tree_id)
         self._folders: dict[str, dict[str, tuple[int, bytes, object]]] = {}
 
     def __call__(self, path: str) -> int | None:
