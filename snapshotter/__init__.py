@@ -39,6 +39,7 @@ from .model import (
 from .retention import Retention
 from .safety import Guard, guard
 from .snapshotter import Snapshotter
+from .watch import watch_available
 
 __version__ = "0.1.0"
 
@@ -74,4 +75,5 @@ __all__ = [
     "UnsafeTree",
     "WorkspaceError",
     "guard",
+    "watch_available",
 ]

@@ -29,7 +29,8 @@ from .objects import MODE_LINK, STREAM_THRESHOLD
 from .restore import Plan, apply_plan, make_plan, names_checker, normalize_selection, selection_filter
 from .store import Store
 from .trees import RecordedModes, ScannedTree, StoredTree, TreeSide, changes
-from .walker import Scan, scan
+from .walker import Incremental, Scan, scan
+from .watch import ChangeJournal
 
 PRE_RESTORE_LABEL = "pre-restore"
 _STORE_FAILURES: tuple[type[Exception], ...] = (
@@ -57,6 +58,7 @@ class Engine:
         max_new_file_size: int,
         lock_timeout: float,
         limits: WorkspaceLimits | None = None,
+        watch: bool = False,
     ) -> None:
         self.workspace = workspace
         self.store = store
@@ -77,6 +79,13 @@ class Engine:
         """When a snapshot is taken; tests move it to make old snapshots."""
         self._cache_path = os.path.join(store.meta_dir, "statcache")
         self._cache: statcache.StatCache | None = None
+        self.journal: ChangeJournal | None = None
+        """Watch mode's record of what changed since ``_last``; None: every scan walks everything."""
+        self._last: Scan | None = None
+        """The newest recorded scan, kept in watch mode as the base of incremental scans."""
+        if watch:
+            journal = ChangeJournal(workspace)
+            self.journal = journal if journal.start() else None
 
     @property
     def store_path(self) -> str:
@@ -106,12 +115,22 @@ class Engine:
         """Walk the workspace; with ``write`` its new objects are stored."""
         if self._cache is None:
             self._cache = statcache.load(self._cache_path)
+        ignores = root_stack(self.workspace, self._exclude, self._use_default_excludes)
+        epoch, changed = self.journal.take() if self.journal is not None else (0, None)
+        base = self._last
+        incremental = None
+        if changed is not None and base is not None and base.root.rules == ignores.fingerprint:
+            if not changed:
+                base.epoch = epoch
+                self.last_scan = ScanStats(incremental=True)
+                return base  # nothing happened since it was recorded
+            incremental = Incremental(base, changed)
         previous = None
         if self.host.needs_recorded_modes:
             previous = RecordedModes(self.store, self.catalog.latest_tree())
         result = scan(
             self.workspace,
-            root_stack(self.workspace, self._exclude, self._use_default_excludes),
+            ignores,
             self._cache,
             self.store.writer,
             write=write,
@@ -120,13 +139,16 @@ class Engine:
             progress=self._phase("hashing"),
             host=self.host,
             previous_mode=previous,
+            incremental=incremental,
         )
+        result.epoch = epoch
         self.last_scan = result.stats
         return result
 
     def forget_objects_not_in(self, kept: set[bytes]) -> None:
         """Drop stat-cache records naming objects gc removed, so none is reused."""
         cache = statcache.load(self._cache_path)
+        self._last = None  # it may name objects that are gone now: walk everything next time
         files = {p: r for p, r in cache.files.items() if r[1] in kept}
         dirs = {p: r for p, r in cache.dirs.items() if r[1] in kept}
         if len(files) != len(cache.files) or len(dirs) != len(cache.dirs):
@@ -187,7 +209,12 @@ class Engine:
         return lambda done, total: report(phase, done, total)
 
     def _remember(self, current: Scan) -> None:
-        self._save_cache(statcache.StatCache(current.tracked, current.dir_cache(), current.listings))
+        """``current`` was recorded: it becomes the stat cache (and watch mode's base)."""
+        if current is not self._last and not current.same_as_cache:
+            self._save_cache(statcache.StatCache(current.tracked, current.dir_cache(), current.listings))
+        if self.journal is not None and current.written:
+            self._last = current
+            self.journal.ack(current.epoch)
 
     def _save_cache(self, cache: statcache.StatCache) -> None:
         statcache.save(self._cache_path, cache)
@@ -303,4 +330,8 @@ class Engine:
         self._save_cache(cache)
 
     def close(self) -> None:
+        if self.journal is not None:
+            self.journal.stop()
+            self.journal = None
+        self._last = None
         self.store.close()

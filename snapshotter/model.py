@@ -115,6 +115,8 @@ class ScanStats:
     bytes_hashed: int = 0
     dirs_seen: int = 0
     seconds: float = 0.0
+    incremental: bool = False
+    """Watch mode walked only what changed (``files_seen`` then counts only those files)."""
 
 
 @dataclass(frozen=True)

@@ -105,6 +105,7 @@ class Snapshotter:
         allow_unsafe_root: bool = False,
         max_workspace_bytes: int = DEFAULT_MAX_BYTES,
         max_workspace_entries: int = DEFAULT_MAX_ENTRIES,
+        watch: bool = False,
     ) -> None:
         if on_error not in ("raise", "warn"):
             raise InvalidInput('on_error must be "raise" or "warn"')
@@ -126,6 +127,7 @@ class Snapshotter:
         self._exclude = tuple(exclude)
         self._use_default_excludes = use_default_excludes
         self._max_new_file_size = max_new_file_size
+        self._watch = bool(watch)
         self._lock_timeout = float(lock_timeout)
         self._lock = threading.RLock()
         self._progress: Callable[[str, int, int], None] | None = None
@@ -154,6 +156,7 @@ class Snapshotter:
             max_new_file_size=self._max_new_file_size,
             lock_timeout=self._lock_timeout,
             limits=self._limits,
+            watch=self._watch,
         )
         engine.progress = self._progress
         return engine
@@ -176,6 +179,12 @@ class Snapshotter:
     def store_path(self) -> str:
         """The bare git repository holding this workspace's snapshots."""
         return self._engine_ok().store_path
+
+    @property
+    def watching(self) -> bool:
+        """Watch mode is on and its watcher is running (snapshots walk only what changed)."""
+        engine = self._engine
+        return engine is not None and engine.journal is not None and engine.journal.running
 
     @property
     def last_scan(self) -> ScanStats:

@@ -16,7 +16,6 @@ import contextlib
 import errno
 import hashlib
 import os
-import stat
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -39,7 +38,8 @@ from .objects import (
     object_id,
     serialize_tree,
 )
-from .statcache import StatCache, StatKey, stat_key
+from .statcache import USE_CTIME, StatCache, StatKey
+from .watch import Changes
 
 EMPTY_TREE = object_id(b"tree", b"")
 _THREAD_MIN_SIZE = 1 << 20
@@ -59,6 +59,9 @@ class DirNode:
     """Every entry came from the stat cache; after tree building: same tree id as cached."""
     tree_id: bytes | None = None
     """None for a folder with nothing tracked (git stores no empty folders)."""
+    rules: bytes = b""
+    """Fingerprint of the ignore rules this folder inherited: an incremental scan
+    reuses the folder only under the same rules."""
 
 
 @dataclass
@@ -77,6 +80,12 @@ class Scan:
     """Blob id -> text lines (None: binary) for the files hashed by this scan."""
     leftovers: list[str] = field(default_factory=list)
     """Temporary files of a killed restore, found (and not tracked) by this scan."""
+    written: bool = False
+    """Its objects are in the store (only such a scan may be recorded or reused)."""
+    same_as_cache: bool = False
+    """Every record equals the stat cache it was scanned with: saving it again is useless."""
+    epoch: int = 0
+    """The watch journal's epoch this scan covers (0 without a watcher)."""
 
     @property
     def tree_id(self) -> bytes:
@@ -97,6 +106,14 @@ class Scan:
         return out
 
 
+@dataclass(frozen=True)
+class Incremental:
+    """Watch mode: re-examine only ``changes`` and reuse the rest of ``previous``."""
+
+    previous: Scan
+    changes: Changes
+
+
 @dataclass
 class _Pending:
     node: DirNode
@@ -113,6 +130,19 @@ def _join(prefix: str, name: str) -> str:
     return prefix + "/" + name if prefix else name
 
 
+_S_IFMT = 0o170000
+_S_IFREG = 0o100000
+_S_IFLNK = 0o120000
+_GIT_MODES: dict[int, int] = {}
+
+
+def _git_mode(st_mode: int) -> int:
+    mode = _GIT_MODES.get(st_mode)
+    if mode is None:
+        mode = _GIT_MODES[st_mode] = git_mode(st_mode)
+    return mode
+
+
 def scan(
     workspace: str,
     ignores: IgnoreStack,
@@ -125,6 +155,7 @@ def scan(
     progress: Callable[[int, int], None] | None = None,
     host: HostFS = POSIX,
     previous_mode: Callable[[str], int | None] | None = None,
+    incremental: Incremental | None = None,
 ) -> Scan:
     """Walk ``workspace`` and return its tracked state.
 
@@ -133,23 +164,39 @@ def scan(
     On a ``host`` without exec bits or symlinks a file's mode carries over from
     its stat-cache record, else from ``previous_mode(path)`` (the newest
     snapshot's ``st_mode`` for it), as git's ``core.fileMode``/``core.symlinks`` do.
+    With ``incremental`` (watch mode) only the changed folders and the folders
+    above them are listed; every other folder is taken from the previous scan
+    as it was, so the result equals a full walk's if the changes are complete.
     """
     started = time.perf_counter()
-    files = cache.files
+    files_get = cache.files.get
     cutoff = cache.racy_cutoff()
-    root = DirNode("")
-    nodes = {"": root}
+    root = DirNode("", rules=ignores.fingerprint)
     order: list[DirNode] = []
-    tracked: dict[str, tuple[StatKey, bytes]] = {}
     skipped: list[SkippedPath] = []
     pending: list[_Pending] = []
-    listings: dict[str, tuple[bytes, frozenset[str]]] = {}
     leftovers: list[str] = []
+    grafted: list[DirNode] = []
+    if incremental is not None:
+        before = incremental.previous
+        previous_nodes = before.nodes
+        tracked = dict(before.tracked)
+        nodes = dict(before.nodes)
+        listings = dict(before.listings)
+        deep = incremental.changes.deep
+        on_the_way = incremental.changes.on_the_way()
+    else:
+        previous_nodes = {}
+        tracked = {}
+        nodes = {}
+        listings = {}
+        deep = on_the_way = frozenset()
+    nodes[""] = root
     files_seen = 0
     entries_seen = 0
     bytes_seen = 0
-    cap_entries = limits.max_entries if limits is not None and limits.max_entries else float("inf")
-    cap_bytes = limits.max_bytes if limits is not None and limits.max_bytes else float("inf")
+    listing_hits = [0]
+    check_caps = limits is not None and (limits.max_entries or limits.max_bytes) and incremental is None
     carry_modes = host.needs_recorded_modes
     workspace = host.native(workspace)
 
@@ -158,31 +205,44 @@ def scan(
     except OSError as exc:
         raise WorkspaceError(f"cannot list workspace {workspace}: {exc.strerror}") from None
 
-    stack: list[tuple[DirNode, str, IgnoreStack, list[os.DirEntry[str]] | None]] = [
-        (root, workspace, ignores, root_entries)
+    stack: list[tuple[DirNode, str, IgnoreStack, list[os.DirEntry[str]] | None, bool]] = [
+        (root, workspace, ignores, root_entries, incremental is not None)
     ]
     while stack:
-        node, path, rules, entries = stack.pop()
+        node, path, rules, entries, may_reuse = stack.pop()
         order.append(node)
+        before_node = previous_nodes.get(node.rel)
+        if before_node is not None:
+            for name in before_node.files:  # walked again: its files are re-added below
+                tracked.pop(_join(node.rel, name), None)
         if entries is None:
             try:
                 entries = _list(path)
             except OSError:
                 skipped.append(SkippedPath(node.rel, SkipReason.UNREADABLE))
                 node.clean = False
+                if before_node is not None:
+                    _forget_gone_subdirs(before_node, node, tracked, nodes, listings)
                 continue
         rules = _with_own_gitignore(entries, rules, node.rel)
-        prefix = node.rel
-        for entry, rel, is_dir in _tracked_entries(entries, prefix, rules, cache.listings, listings, leftovers):
-            name = entry.name
-            entries_seen += 1
-            if entries_seen > cap_entries and limits is not None:
-                limits.check(workspace, entries_seen, bytes_seen)
+        fingerprint = rules.fingerprint
+        prefix = node.rel + "/" if node.rel else ""
+        node_files = node.files
+        wanted = _tracked_entries(entries, node.rel, rules, cache.listings, listings, leftovers, listing_hits)
+        entries_seen += len(wanted)
+        for entry, name, is_dir in wanted:
+            rel = prefix + name
             if is_dir:
-                child = DirNode(rel)
+                if may_reuse and rel not in on_the_way and rel not in deep:
+                    old = previous_nodes.get(rel)
+                    if old is not None and old.rules == fingerprint:
+                        node.subdirs.append(old)
+                        grafted.append(old)
+                        continue
+                child = DirNode(rel, rules=fingerprint)
                 node.subdirs.append(child)
                 nodes[rel] = child
-                stack.append((child, entry.path, rules, None))
+                stack.append((child, entry.path, rules, None, may_reuse and rel not in deep))
                 continue
             try:
                 st = entry.stat(follow_symlinks=False)
@@ -191,31 +251,38 @@ def scan(
                 node.clean = False
                 continue
             st_mode = st.st_mode
-            if not (stat.S_ISREG(st_mode) or stat.S_ISLNK(st_mode)):
+            kind = st_mode & _S_IFMT
+            if kind != _S_IFREG and kind != _S_IFLNK:
                 skipped.append(SkippedPath(rel, SkipReason.SPECIAL))
                 continue
             files_seen += 1
             bytes_seen += st.st_size
-            if bytes_seen > cap_bytes and limits is not None:
-                limits.check(workspace, entries_seen, bytes_seen)
-            key = stat_key(st)
-            record = files.get(rel)
+            key = (st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns if USE_CTIME else 0, st.st_ino)
+            record = files_get(rel)
             recorded = None
             if carry_modes:
                 recorded = record[0][0] if record is not None else previous_mode(rel) if previous_mode else None
                 st_mode = host.effective_mode(st_mode, recorded)
                 key = (st_mode, *key[1:])
             if record is not None and record[0] == key and st.st_mtime_ns < cutoff:
-                node.files[name] = (git_mode(st_mode), record[1])
+                node_files[name] = (_git_mode(st_mode), record[1])
                 tracked[rel] = record
                 continue
             node.clean = False
-            is_link = stat.S_ISLNK(st.st_mode)  # a real symlink: read its target, never follow it
+            is_link = kind == _S_IFLNK  # a real symlink: read its target, never follow it
             if record is None and not is_link and st.st_size > max_new_file_size:
                 skipped.append(SkippedPath(rel, SkipReason.TOO_LARGE))
                 continue
             pending.append(_Pending(node, name, rel, entry.path, is_link, key, recorded))
+        if check_caps and limits is not None:
+            limits.check(workspace, entries_seen, bytes_seen)
+        if before_node is not None:
+            _forget_gone_subdirs(before_node, node, tracked, nodes, listings)
 
+    if incremental is not None:
+        skipped.extend(_skips_below(incremental.previous.skipped, grafted))
+        if limits is not None:
+            limits.check(workspace, len(tracked) + len(nodes), 0)
     line_counts: dict[bytes, int | None] = {}
     batch = writer.batch() if write and len(pending) >= _PACK_THRESHOLD else contextlib.nullcontext()
     with batch:
@@ -227,9 +294,50 @@ def scan(
         bytes_hashed=bytes_hashed,
         dirs_seen=len(order),
         seconds=time.perf_counter() - started,
+        incremental=incremental is not None,
     )
     skipped.sort(key=lambda s: s.path)
-    return Scan(root, nodes, tracked, skipped, stats, listings, line_counts, leftovers)
+    same = (
+        incremental is None
+        and not pending
+        and root.clean
+        and len(tracked) == len(cache.files)
+        and listing_hits[0] == len(listings) == len(cache.listings)
+    )
+    return Scan(root, nodes, tracked, skipped, stats, listings, line_counts, leftovers, write, same)
+
+
+def _forget_gone_subdirs(
+    before: DirNode,
+    now: DirNode,
+    tracked: dict[str, tuple[StatKey, bytes]],
+    nodes: dict[str, DirNode],
+    listings: dict[str, tuple[bytes, frozenset[str]]],
+) -> None:
+    """Drop what an incremental scan copied from subfolders that are no longer there
+    (deleted, ignored now, or turned into a file)."""
+    present = {sub.rel for sub in now.subdirs}
+    stack = [sub for sub in before.subdirs if sub.rel not in present]
+    while stack:
+        gone = stack.pop()
+        if nodes.get(gone.rel) is gone:
+            del nodes[gone.rel]
+        listings.pop(gone.rel, None)
+        for name in gone.files:
+            tracked.pop(gone.rel + "/" + name, None)
+        stack.extend(gone.subdirs)
+
+
+def _skips_below(skipped: list[SkippedPath], grafted: list[DirNode]) -> Iterator[SkippedPath]:
+    """The previous scan's skipped paths inside the folders an incremental scan reused."""
+    reused = {node.rel for node in grafted}
+    for item in skipped:
+        path = item.path
+        while path:
+            if path in reused:
+                yield item
+                break
+            path = path.rpartition("/")[0]
 
 
 def _with_own_gitignore(entries: list[os.DirEntry[str]], rules: IgnoreStack, prefix: str) -> IgnoreStack:
@@ -247,8 +355,9 @@ def _tracked_entries(
     cached: dict[str, tuple[bytes, frozenset[str]]],
     fresh: dict[str, tuple[bytes, frozenset[str]]],
     leftovers: list[str] | None = None,
-) -> Iterator[tuple[os.DirEntry[str], str, bool]]:
-    """The entries of one folder that are not ignored, as (entry, path, is_dir).
+    hits: list[int] | None = None,
+) -> list[tuple[os.DirEntry[str], str, bool]]:
+    """The entries of one folder that are not ignored, as (entry, name, is_dir).
 
     Judging every name against the rules is the walk's biggest cost after the
     system calls, so each folder's verdicts are cached under a digest of its
@@ -275,12 +384,14 @@ def _tracked_entries(
     record = cached.get(prefix)
     if record is not None and record[0] == key:
         ignored = record[1]
+        if hits is not None:
+            hits[0] += 1
     else:
         ignored = frozenset(name for _, name, is_dir in listing if rules.is_ignored(_join(prefix, name), is_dir))
     fresh[prefix] = (key, ignored)
-    for entry, name, is_dir in listing:
-        if name not in ignored:
-            yield entry, _join(prefix, name), is_dir
+    if not ignored:
+        return listing
+    return [item for item in listing if item[1] not in ignored]
 
 
 def measure(workspace: str, ignores: IgnoreStack, limits: WorkspaceLimits) -> tuple[int, int]:
@@ -295,7 +406,8 @@ def measure(workspace: str, ignores: IgnoreStack, limits: WorkspaceLimits) -> tu
         except OSError:
             continue
         rules = _with_own_gitignore(found, rules, prefix)
-        for entry, rel, is_dir in _tracked_entries(found, prefix, rules, {}, listings):
+        for entry, name, is_dir in _tracked_entries(found, prefix, rules, {}, listings):
+            rel = _join(prefix, name)
             entries += 1
             if is_dir:
                 stack.append((rel, entry.path, rules))

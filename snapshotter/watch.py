@@ -1,0 +1,317 @@
+"""Watch mode: a journal of the paths that changed since the last recorded scan.
+
+A long-lived process that snapshots often need not walk the whole workspace
+each time. A :class:`ChangeJournal` keeps a watchdog observer on the workspace
+and notes which folders must be listed again and which paths must be walked
+again; the walker re-examines only those and reuses everything else from the
+previous scan (see ``walker.scan(..., incremental=)``).
+
+The journal is trusted only when it is provably complete. Before every use a
+*cookie* (a temporary file named like a restore's temporary files, which the
+walker never records) is created in the workspace and the caller waits until
+the watcher reports it: events are delivered in order, so every change made
+before the cookie is then in the journal. The journal answers "walk
+everything" instead whenever it may have missed something:
+
+- the watcher is not running yet, has died or was restarted;
+- the kernel's event queue overflowed (watchdog logs this; the log record is
+  how we learn of it, see :class:`_OverflowSpotter`);
+- the cookie could not be written (read-only workspace) or never arrived;
+- more paths changed than it is worth tracking one by one.
+
+Epochs make the journal safe against scans that are never recorded (status,
+dry runs, failures): :meth:`ChangeJournal.take` returns every change since the
+last :meth:`ChangeJournal.ack`, and only a recorded scan acknowledges its epoch.
+
+watchdog is an optional dependency (``pip install "snapshotter[watch]"``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import secrets
+import threading
+import warnings
+import weakref
+from dataclasses import dataclass
+from typing import Any, cast
+
+from .fsops import LEFTOVER_PREFIX, is_leftover
+
+log = logging.getLogger("snapshotter")
+
+MAX_TRACKED_PATHS = 20_000
+"""Past this many changed paths a full walk is cheaper than following them."""
+COOKIE_TIMEOUT = 2.0
+"""Seconds to wait for the watcher to report a cookie before walking everything."""
+
+
+def watch_available() -> bool:
+    """Whether watch mode can run here (the optional ``watchdog`` package is installed)."""
+    return importlib.util.find_spec("watchdog") is not None
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What the walker must look at again; everything else is as last recorded."""
+
+    listed: frozenset[str]
+    """Folders (workspace-relative, "" for the root) whose entries must be listed again."""
+    deep: frozenset[str]
+    """Paths created, deleted or moved: if a folder, its whole subtree is walked again."""
+
+    def __bool__(self) -> bool:
+        return bool(self.listed or self.deep)
+
+    def on_the_way(self) -> frozenset[str]:
+        """Every folder that holds a changed path, at any depth, and the listed folders."""
+        out = set(self.listed)
+        for path in self.listed | self.deep:
+            while path:
+                path = path.rpartition("/")[0]
+                if path in out:
+                    break
+                out.add(path)
+        return frozenset(out)
+
+
+@dataclass
+class _Epoch:
+    number: int
+    listed: set[str]
+    deep: set[str]
+    complete: bool = True
+
+
+class ChangeJournal:
+    """The changes in one workspace since the last recorded scan, from a watchdog observer."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._prefix = root.rstrip(os.sep) + os.sep
+        self._lock = threading.Lock()
+        self._cookie_seen = threading.Condition(self._lock)
+        self._cookies: set[str] = set()
+        self._seen_cookies: set[str] = set()
+        self._closed: list[_Epoch] = []
+        self._open = _Epoch(1, set(), set(), complete=False)  # nothing is known before the first walk
+        self._observer: Any = None
+        self._stopped = False
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> bool:
+        """Start watching; False (logged) if the watcher cannot run here."""
+        try:
+            from watchdog import events
+            from watchdog.observers import Observer
+        except ImportError:
+            log.warning("snapshotter: watch=True needs the watchdog package (pip install 'snapshotter[watch]')")
+            return False
+        _OverflowSpotter.install(self)
+        # watchdog warns when a folder is re-registered as it is created and moved
+        # quickly; that is its own bookkeeping, not something a user can act on.
+        warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"watchdog\.observers\.inotify")
+        observer = Observer()
+        try:
+            # Only changes: reads (opens, accesses, closes without writing) are
+            # never asked for, so the walker's own reading cannot flood the queue.
+            wanted = [
+                events.FileCreatedEvent,
+                events.DirCreatedEvent,
+                events.FileDeletedEvent,
+                events.DirDeletedEvent,
+                events.FileModifiedEvent,
+                events.DirModifiedEvent,
+                events.FileMovedEvent,
+                events.DirMovedEvent,
+                events.FileClosedEvent,
+                events.FileAttribEvent,
+                events.DirAttribEvent,
+            ]
+            observer.schedule(cast(Any, _Handler(self)), self.root, recursive=True, event_filter=wanted)
+            observer.start()
+        except Exception as exc:  # e.g. the inotify watch limit: watching is an optimisation, never required
+            log.warning("snapshotter: cannot watch %s (%s); every snapshot walks the whole folder", self.root, exc)
+            _stop_observer(observer)
+            return False
+        with self._lock:
+            self._observer = observer
+            self._open.complete = False
+        return True
+
+    def stop(self) -> None:
+        with self._lock:
+            observer, self._observer = self._observer, None
+            self._stopped = True
+        if observer is not None:
+            _stop_observer(observer)
+
+    @property
+    def running(self) -> bool:
+        observer = self._observer
+        return observer is not None and observer.is_alive()
+
+    # -- what the engine calls ---------------------------------------------------------
+
+    def take(self) -> tuple[int, Changes | None]:
+        """Close the current epoch; return its number and every change not yet
+        acknowledged, or None if they may be incomplete (walk everything)."""
+        arrived = self._wait_for_cookie()
+        with self._lock:
+            epoch = self._open
+            if not arrived or not self.running:
+                epoch.complete = False
+            self._closed.append(epoch)
+            self._open = _Epoch(epoch.number + 1, set(), set())
+            if self._stopped:
+                self._open.complete = False
+            if not all(e.complete for e in self._closed):
+                return epoch.number, None
+            listed = set().union(*(e.listed for e in self._closed))
+            deep = set().union(*(e.deep for e in self._closed))
+        if len(listed) + len(deep) > MAX_TRACKED_PATHS:
+            return epoch.number, None
+        return epoch.number, Changes(frozenset(listed), frozenset(deep))
+
+    def ack(self, number: int) -> None:
+        """A scan that took epoch ``number`` was recorded: forget what it covered."""
+        with self._lock:
+            self._closed = [e for e in self._closed if e.number > number]
+
+    def invalidate(self) -> None:
+        """Something may have been missed: the next scan walks everything."""
+        with self._lock:
+            self._open.complete = False
+            for epoch in self._closed:
+                epoch.complete = False
+            self._cookie_seen.notify_all()
+
+    # -- what the watcher thread calls ------------------------------------------------
+
+    def note(self, event_type: str, path: str, is_directory: bool) -> None:
+        rel = self._relative(path)
+        if rel is None:
+            return
+        if rel == "":
+            if event_type in ("deleted", "moved"):
+                self.invalidate()  # the workspace itself went away
+            # "modified" on the root only says its entries changed, and every such
+            # change also arrives as its own event; the cookies cause one each time.
+            return
+        name = rel.rpartition("/")[2]
+        if is_leftover(name):  # a cookie, or a restore's temporary file: never recorded
+            self._saw_cookie(name)
+            return
+        if any(part.lower() == ".git" for part in rel.split("/")):
+            return  # never recorded; the root's .git/info/exclude is re-read by every scan
+        parent = rel.rpartition("/")[0]
+        with self._lock:
+            epoch = self._open
+            if event_type == "modified" and is_directory:
+                epoch.listed.add(rel)
+            elif event_type in ("modified", "closed") or (event_type == "attrib" and not is_directory):
+                epoch.listed.add(parent)
+            else:  # created, deleted, moved, a folder's attributes (readability), anything new
+                epoch.listed.add(parent)
+                epoch.deep.add(rel)
+
+    def _relative(self, path: str) -> str | None:
+        if path.rstrip(os.sep) == self.root.rstrip(os.sep):
+            return ""
+        if not path.startswith(self._prefix):
+            return None
+        rel = path[len(self._prefix) :]
+        return rel.replace(os.sep, "/") if os.sep != "/" else rel
+
+    # -- cookies ------------------------------------------------------------------------
+
+    def _saw_cookie(self, name: str) -> None:
+        with self._lock:
+            if name in self._cookies:
+                self._seen_cookies.add(name)
+                self._cookie_seen.notify_all()
+
+    def _wait_for_cookie(self) -> bool:
+        """Write a cookie into the workspace and wait for the watcher to report it."""
+        if not self.running:
+            return False
+        name = LEFTOVER_PREFIX + secrets.token_hex(8)
+        path = os.path.join(self.root, name)
+        with self._lock:
+            self._cookies.add(name)
+        try:
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            except OSError:
+                return False
+            try:
+                with self._lock:
+                    # also stop waiting once the journal is known to be incomplete anyway
+                    self._cookie_seen.wait_for(
+                        lambda: name in self._seen_cookies or not self._open.complete, COOKIE_TIMEOUT
+                    )
+                    return name in self._seen_cookies
+            finally:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+        finally:
+            with self._lock:
+                self._cookies.discard(name)
+                self._seen_cookies.discard(name)
+
+
+class _Handler:
+    """Feeds watchdog events to a journal (duck-typed: watchdog calls ``dispatch``)."""
+
+    def __init__(self, journal: ChangeJournal) -> None:
+        self._journal = journal
+
+    def dispatch(self, event: Any) -> None:
+        event_type = event.event_type
+        try:
+            self._journal.note(event_type, os.fsdecode(event.src_path), event.is_directory)
+            dest = getattr(event, "dest_path", "")
+            if dest:
+                self._journal.note(event_type, os.fsdecode(dest), event.is_directory)
+        except Exception:  # never let the watcher thread die silently: distrust the journal instead
+            log.debug("snapshotter: watch event failed", exc_info=True)
+            self._journal.invalidate()
+
+
+class _OverflowSpotter(logging.Handler):
+    """Learns of lost events from watchdog's log: on Linux it logs (and does not
+    otherwise report) an inotify queue overflow. Every live journal is distrusted."""
+
+    _journals: weakref.WeakSet[ChangeJournal] = weakref.WeakSet()
+    _installed = False
+    _guard = threading.Lock()
+
+    @classmethod
+    def install(cls, journal: ChangeJournal) -> None:
+        with cls._guard:
+            cls._journals.add(journal)
+            if not cls._installed:
+                logger = logging.getLogger("watchdog.observers")
+                logger.addHandler(cls(logging.WARNING))
+                if logger.getEffectiveLevel() > logging.WARNING:
+                    logger.setLevel(logging.WARNING)  # the overflow record must be created to be seen
+                cls._installed = True
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "overflow" in record.getMessage().lower():
+            for journal in list(self._journals):
+                journal.invalidate()
+
+
+def _stop_observer(observer: Any) -> None:
+    try:
+        observer.stop()
+        if observer.is_alive():
+            observer.join(timeout=5)
+    except Exception:
+        log.debug("snapshotter: stopping the watcher failed", exc_info=True)

@@ -1,0 +1,256 @@
+"""Watch mode: snapshots that walk only what changed must equal full walks.
+
+The randomized test edits a real folder in every way the walker cares about
+(content, exec bit, symlinks, renames of files and folders, file<->folder
+swaps, .gitignore edits at any depth, ignored and nested-.git content) and, after
+each batch, compares a watch-mode snapshot with a full walk of the same folder
+by a second Snapshotter, which never watches. They must agree on the tree id
+and on the skipped paths, and most of the watch-mode snapshots must really have
+been incremental, or the test would prove nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import random
+import shutil
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from snapshotter import RestoreConflict, Snapshotter, watch_available
+
+pytestmark = [
+    pytest.mark.skipif(not watch_available(), reason="watch mode needs watchdog (pip install '.[watch]')"),
+    pytest.mark.skipif(sys.platform == "darwin", reason="FSEvents delivers events late; covered on Linux"),
+]
+
+NAMES = ["a", "b", "c", "src", "lib", "x y", "ü", "keep.log", "run.log", "build", "Makefile"]
+
+
+def _rel_paths(root: Path) -> list[Path]:
+    out = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in dirs + files:
+            out.append(Path(folder, name))
+    return out
+
+
+def _random_path(rng: random.Random, root: Path) -> Path:
+    depth = rng.randint(0, 3)
+    parts = [rng.choice(NAMES) for _ in range(depth)]
+    return root.joinpath(*parts, rng.choice(NAMES) + rng.choice(["", ".py", ".txt"]))
+
+
+def _mutate(rng: random.Random, root: Path) -> None:
+    """One random edit; failures (a file where a folder is needed...) are simply skipped."""
+    existing = _rel_paths(root)
+    op = rng.choice(
+        ["write", "write", "write", "append", "delete", "rename", "mkdir", "chmod", "symlink", "swap", "ignore", "git"]
+    )
+    try:
+        if op == "write" or not existing:
+            path = _random_path(rng, root)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"{rng.random()}\n" * rng.randint(0, 5))
+            return
+        target = rng.choice(existing)
+        if op == "append" and target.is_file() and not target.is_symlink():
+            with open(target, "a") as handle:
+                handle.write("more\n")
+        elif op == "delete":
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            else:
+                target.unlink()
+        elif op == "rename":
+            dest = _random_path(rng, root)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if not dest.exists() and not str(dest).startswith(str(target) + os.sep):
+                os.rename(target, dest)
+        elif op == "mkdir":
+            (target.parent / (rng.choice(NAMES) + "_d")).mkdir(exist_ok=True)
+        elif op == "chmod" and target.is_file() and not target.is_symlink():
+            target.chmod(target.stat().st_mode ^ stat.S_IXUSR)
+        elif op == "symlink":
+            link = target.parent / (rng.choice(NAMES) + ".lnk")
+            if not os.path.lexists(link):
+                os.symlink(rng.choice(["a", "../b", "missing/x"]), link)
+        elif op == "swap":  # a file becomes a folder or the other way round
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+                target.write_text("was a folder\n")
+            else:
+                target.unlink()
+                target.mkdir()
+                (target / "inside.txt").write_text("was a file\n")
+        elif op == "ignore":
+            folder = target if target.is_dir() and not target.is_symlink() else target.parent
+            rules = rng.choice(["*.log\n", "build/\n!keep.log\n", "b\n", "*.txt\n!a.txt\n", ""])
+            (folder / ".gitignore").write_text(rules)
+        elif op == "git":  # a nested repository's metadata is never recorded
+            folder = target if target.is_dir() and not target.is_symlink() else target.parent
+            (folder / ".git").mkdir(exist_ok=True)
+            (folder / ".git" / "HEAD").write_text(f"ref: {rng.random()}\n")
+    except OSError:
+        pass
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_watch_mode_snapshots_equal_full_walks(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for _ in range(40):
+        _mutate(rng, ws)
+    incremental = 0
+    with (
+        Snapshotter(ws, home=tmp_path / "watch", watch=True) as watched,
+        Snapshotter(ws, home=tmp_path / "full") as full,
+    ):
+        assert watched.watching
+        for round_ in range(25):
+            for _ in range(rng.randint(0, 6)):
+                _mutate(rng, ws)
+            seen = watched.snapshot(f"round {round_}")
+            incremental += watched.last_scan.incremental
+            truth = full.snapshot(f"round {round_}")
+            assert seen.tree_id == truth.tree_id, f"seed {seed}, round {round_}"
+            assert seen.skipped == truth.skipped
+            if rng.random() < 0.2:  # a restore is a burst of changes the watcher must see too
+                older = rng.choice(watched.list(limit=None))
+                with contextlib.suppress(RestoreConflict):  # refused: untracked files in the way
+                    watched.restore(older.id)
+                assert watched.snapshot("after restore").tree_id == full.snapshot("after restore").tree_id
+    assert incremental >= 20, "watch mode fell back to full walks: the comparison proved nothing"
+
+
+def test_no_change_snapshot_walks_nothing(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "a.py").write_text("a\n")
+    with Snapshotter(ws, home=tmp_path / "h", watch=True) as snap:
+        first = snap.snapshot()
+        assert not snap.last_scan.incremental  # nothing is known before the first walk
+        again = snap.snapshot()
+        assert snap.last_scan.incremental and snap.last_scan.dirs_seen == 0
+        assert again.tree_id == first.tree_id
+        (ws / "src" / "a.py").write_text("changed\n")  # no sleep: the cookie orders it before the snapshot
+        changed = snap.snapshot()
+        assert snap.last_scan.incremental and snap.last_scan.files_hashed == 1
+        assert changed.tree_id != first.tree_id
+
+
+def test_lost_events_mean_a_full_walk(tmp_path: Path) -> None:
+    """watchdog only logs an inotify queue overflow; that record must distrust the journal."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    with Snapshotter(ws, home=tmp_path / "h", watch=True) as snap:
+        snap.snapshot()
+        snap.snapshot()
+        assert snap.last_scan.incremental
+        lost = "Inotify queue overflowed; filesystem events were lost"  # watchdog's own words
+        logging.getLogger("watchdog.observers.inotify_c").warning(lost)
+        snap.snapshot()
+        assert not snap.last_scan.incremental
+        snap.snapshot()
+        assert snap.last_scan.incremental  # trusted again after the full walk
+
+
+def test_real_inotify_overflow_is_noticed(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    limit = Path("/proc/sys/fs/inotify/max_queued_events")
+    if not sys.platform.startswith("linux") or not os.access(limit, os.W_OK):
+        pytest.skip("needs a writable /proc/sys/fs/inotify/max_queued_events (root on Linux)")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    original = limit.read_text()
+    with Snapshotter(ws, home=tmp_path / "h", watch=True) as snap, Snapshotter(ws, home=tmp_path / "f") as full:
+        snap.snapshot()
+        try:
+            limit.write_text("8\n")  # applies to inotify instances created from now on
+            with Snapshotter(ws, home=tmp_path / "small", watch=True) as small:
+                small.snapshot()
+                with caplog.at_level(logging.WARNING, logger="watchdog"):
+                    for i in range(3000):
+                        (ws / f"f{i}.txt").write_text("x")
+                    seen = small.snapshot()
+                if not any("overflow" in r.getMessage().lower() for r in caplog.records):
+                    pytest.skip("the kernel queue did not overflow on this run")
+                assert not small.last_scan.incremental
+        finally:
+            limit.write_text(original)
+        assert seen.tree_id == full.snapshot().tree_id == snap.snapshot().tree_id
+
+
+def test_a_dead_watcher_means_full_walks(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    with Snapshotter(ws, home=tmp_path / "h", watch=True) as snap:
+        snap.snapshot()
+        journal = snap._engine.journal  # type: ignore[union-attr]
+        assert journal is not None
+        journal._observer.stop()
+        journal._observer.join()
+        assert not snap.watching
+        (ws / "b.txt").write_text("b\n")
+        info = snap.snapshot()
+        assert not snap.last_scan.incremental
+        assert info.files_changed == 1
+
+
+def test_changes_while_closed_are_found(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    with Snapshotter(ws, home=tmp_path / "h", watch=True) as snap:
+        snap.snapshot()
+    (ws / "a.txt").write_text("changed while nobody watched\n")
+    with Snapshotter(ws, home=tmp_path / "h", watch=True) as snap:
+        info = snap.snapshot()
+        assert not snap.last_scan.incremental
+        assert info.files_changed == 1
+
+
+def test_gitignore_edit_is_applied_below_unchanged_folders(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "pkg" / "deep").mkdir(parents=True)
+    (ws / "pkg" / "deep" / "x.log").write_text("log\n")
+    (ws / "pkg" / "deep" / "y.py").write_text("y\n")
+    with (
+        Snapshotter(ws, home=tmp_path / "h", watch=True) as snap,
+        Snapshotter(ws, home=tmp_path / "f") as full,
+    ):
+        snap.snapshot()
+        (ws / ".gitignore").write_text("*.log\n")
+        assert snap.snapshot().tree_id == full.snapshot().tree_id
+        assert snap.last_scan.incremental
+        (ws / ".gitignore").unlink()
+        assert snap.snapshot().tree_id == full.snapshot().tree_id
+
+
+def test_without_watchdog_it_walks_everything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_watchdog(name: str, *args: object, **kwargs: object) -> object:
+        if name.startswith("watchdog"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(builtins, "__import__", no_watchdog)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    with Snapshotter(ws, home=tmp_path / "h", watch=True) as snap:
+        assert not snap.watching
+        snap.snapshot()
+        snap.snapshot()
+        assert not snap.last_scan.incremental
