@@ -5,6 +5,7 @@ changed, and restore. Snapshots live in a hidden bare git repository outside
 the workspace, written in pure Python (no git binary needed).
 """
 
+from .background import SnapshotHandle
 from .compaction import GcResult
 from .errors import (
     FileInUse,
@@ -69,6 +70,7 @@ __all__ = [
     "SnapshotInfo",
     "SnapshotNotFound",
     "Snapshotter",
+    "SnapshotHandle",
     "StoreError",
     "StoreLocked",
     "UndoResult",

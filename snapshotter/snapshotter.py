@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from . import history, integrity, lifecycle, records
+from .background import Background, SnapshotHandle, finished
 from .compaction import GcResult
 from .engine import Engine
 from .errors import InvalidInput, SnapshotError, StoreError
@@ -50,6 +51,7 @@ def _public(failure: object = None, mutates: bool = False, maintain: bool = True
     def wrap(method: _Method) -> _Method:
         @functools.wraps(method)
         def run(self: Snapshotter, *args: Any, **kwargs: Any) -> Any:
+            self._background.wait()  # calls stay in the order they were made
             try:
                 with self._lock:
                     engine = self._engine_ok()
@@ -130,6 +132,7 @@ class Snapshotter:
         self._watch = bool(watch)
         self._lock_timeout = float(lock_timeout)
         self._lock = threading.RLock()
+        self._background = Background()
         self._progress: Callable[[str, int, int], None] | None = None
         self._engine: Engine | None = None
         self._failure: SnapshotError | None = None
@@ -214,6 +217,8 @@ class Snapshotter:
         self.close()
 
     def close(self) -> None:
+        """Finish background snapshots, stop watching, release the store."""
+        self._background.shutdown()
         with self._lock:
             if self._engine is not None:
                 self._engine.close()
@@ -228,6 +233,27 @@ class Snapshotter:
         return self._engine_ok().snapshot(*_checked(message, label, metadata))
 
     track = snapshot
+
+    def snapshot_async(
+        self, message: str = "", *, label: str | None = None, metadata: Mapping[str, str] | None = None
+    ) -> SnapshotHandle:
+        """Start ``snapshot()`` on a background thread and return at once.
+
+        The handle's ``result()`` waits for the new snapshot. Every later call
+        on this Snapshotter waits for it too, so calls keep their order. The
+        snapshot records each file as the walk reaches it: start it while the
+        workspace is quiet (at the end of a turn, or before the agent's first
+        edit), not while files are being written; with ``watch=True`` the walk
+        takes milliseconds. Bad arguments are refused at once.
+        """
+        try:
+            checked = _checked(message, label, metadata)
+        except SnapshotError as exc:
+            if self._on_error == "raise":
+                raise
+            log.warning("snapshotter: snapshot_async refused: %s", exc)
+            return finished(None)
+        return self._background.submit(lambda: self.snapshot(checked[0], label=checked[1], metadata=checked[2]))
 
     @_public()
     def list(
@@ -383,6 +409,7 @@ class Snapshotter:
         debug level, returns False and leaves the current root in place.
         """
         try:
+            self._background.wait()
             with self._lock:
                 canonical = canonical_workspace(path)
                 if self._engine is not None and self._engine.workspace == canonical:
