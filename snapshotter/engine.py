@@ -81,6 +81,8 @@ class Engine:
         self._cache: statcache.StatCache | None = None
         self.journal: ChangeJournal | None = None
         """Watch mode's record of what changed since ``_last``; None: every scan walks everything."""
+        self.usage_base: tuple[tuple[int, int, int], tuple[int, int, int], float] | None = None
+        """The store's last measured (bytes, loose objects, packs), the writer's counts then, and when."""
         self._last: Scan | None = None
         """The newest recorded scan, kept in watch mode as the base of incremental scans."""
         if watch:
@@ -159,8 +161,11 @@ class Engine:
     def snapshot(self, message: str, label: str | None, metadata: dict[str, str]) -> SnapshotInfo:
         return self.record(self.scan(write=True), message, label, metadata)
 
-    def record(self, current: Scan, message: str, label: str | None, metadata: dict[str, str]) -> SnapshotInfo:
-        """Commit a written scan as a new snapshot: object, then ref, then stat cache."""
+    def record(
+        self, current: Scan, message: str, label: str | None, metadata: dict[str, str], *, save_cache: bool = True
+    ) -> SnapshotInfo:
+        """Commit a written scan as a new snapshot: object, then ref, then stat cache
+        (kept in memory only without ``save_cache``: a restore saves it once, after writing)."""
         store = self.store
         tree_id = current.tree_id
         if current.root.tree_id is None:
@@ -191,16 +196,16 @@ class Engine:
             if store.add_snapshot_ref(seq, sha):
                 break
             seq += 1  # another writer took this number; take the next one
-        self._remember(current)
+        self._remember(current, save=save_cache)
         return self.catalog.info(seq, sha)
 
-    def save_state(self, current: Scan, message: str, label: str) -> SnapshotInfo:
+    def save_state(self, current: Scan, message: str, label: str, *, save_cache: bool = True) -> SnapshotInfo:
         """The newest snapshot if it already holds ``current``, else a new one."""
         latest = self.catalog.latest()
         if latest is not None and latest.tree_id == current.tree_id.hex():
-            self._remember(current)
+            self._remember(current, save=save_cache)
             return latest
-        return self.record(current, message, label, {})
+        return self.record(current, message, label, {}, save_cache=save_cache)
 
     def _phase(self, phase: str) -> Callable[[int, int], None] | None:
         report = self.progress
@@ -208,10 +213,16 @@ class Engine:
             return None
         return lambda done, total: report(phase, done, total)
 
-    def _remember(self, current: Scan) -> None:
+    def _remember(self, current: Scan, *, save: bool = True) -> None:
         """``current`` was recorded: it becomes the stat cache (and watch mode's base)."""
         if current is not self._last and not current.same_as_cache:
-            self._save_cache(statcache.StatCache(current.tracked, current.dir_cache(), current.listings))
+            # A copy: a restore updates the cache's records in place, and watch mode keeps ``current``.
+            cache = statcache.StatCache(dict(current.tracked), current.dir_cache(), current.listings)
+            if save:
+                self._save_cache(cache)
+            else:
+                cache.written_ns = self._cache.written_ns if self._cache is not None else 0
+                self._cache = cache
         if self.journal is not None and current.written:
             self._last = current
             self.journal.ack(current.epoch)
@@ -289,7 +300,7 @@ class Engine:
         if current is None:
             current = self.scan(write=not dry_run)
         if not dry_run:
-            safety = self.save_state(current, f"before restoring {target.id[:12]}", safety_label)
+            safety = self.save_state(current, f"before restoring {target.id[:12]}", safety_label, save_cache=False)
         workspace = Workspace(self.workspace, self.host)
         target_tree = StoredTree(self.store, bytes.fromhex(target.tree_id), check_names=names_checker(self.host))
         plan = make_plan(target_tree, ScannedTree(current), workspace, current.tracked, within)

@@ -57,7 +57,7 @@ def undo(engine: Engine) -> UndoResult:
     if at_top and len(stack) < 2:
         return UndoResult(False, "undo", "nothing to undo: the workspace is at the first checkpoint")
     target = _info(engine, stack[-2]) if at_top else top
-    saved = engine.save_state(current, "before undo", "pre-undo")
+    saved = engine.save_state(current, "before undo", "pre-undo", save_cache=False)  # the restore saves it
     result = engine.restore(target, current=current)
     if at_top:
         engine.store.pop(UNDO)
@@ -71,7 +71,7 @@ def redo(engine: Engine) -> UndoResult:
         return UndoResult(False, "redo", "nothing to redo")
     target = _info(engine, stack[-1])
     current = engine.scan(write=True)
-    saved = engine.save_state(current, "before redo", "pre-redo")
+    saved = engine.save_state(current, "before redo", "pre-redo", save_cache=False)  # the restore saves it
     result = engine.restore(target, current=current)
     engine.store.pop(REDO)
     engine.store.push(UNDO, bytes.fromhex(target.id))

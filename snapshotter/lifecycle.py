@@ -8,6 +8,7 @@ loose objects or packs pile up, or when the store passes its size limit.
 from __future__ import annotations
 
 import os
+import time
 from datetime import datetime, timezone
 
 from . import compaction
@@ -19,6 +20,9 @@ from .retention import Retention, by_count_and_age, droppable
 AUTO_GC_LOOSE = 2000
 AUTO_GC_PACKS = 20
 _LAST_GC = "last-gc"
+_REMEASURE_LOOSE = 200
+_REMEASURE_BYTES = 8 << 20
+_REMEASURE_SECONDS = 60.0
 
 
 def protected_ids(engine: Engine) -> set[str]:
@@ -48,8 +52,29 @@ def usage(engine: Engine) -> tuple[int, int, int]:
     return compaction.disk_usage(engine.store), loose, packs
 
 
+def estimated_usage(engine: Engine) -> tuple[int, int, int]:
+    """:func:`usage` as last measured plus what this process has written since.
+
+    Walking the store costs milliseconds per call, as much as a whole
+    watch-mode snapshot, so the retention pass measures for real only once a
+    minute, after the store grew noticeably, or after a compaction. Writers in
+    other processes are seen at the next real measurement.
+    """
+    written = engine.store.writer.written
+    now = time.monotonic()
+    if engine.usage_base is not None:
+        (size, loose, packs), before, when = engine.usage_base
+        grew, new_loose, new_packs = (a - b for a, b in zip(written, before))
+        if grew < _REMEASURE_BYTES and new_loose < _REMEASURE_LOOSE and now - when < _REMEASURE_SECONDS:
+            return size + grew, loose + new_loose, packs + new_packs
+    measured = usage(engine)
+    engine.usage_base = (measured, written, now)
+    return measured
+
+
 def gc(engine: Engine, dead_roots: list[bytes] | None = None) -> compaction.GcResult:
     """Compact; ``dead_roots`` are snapshots just dropped, whose objects need no grace."""
+    engine.usage_base = None
     result, kept = compaction.collect(engine.store, dead_roots or ())
     engine.forget_objects_not_in(kept)
     fd = os.open(os.path.join(engine.store.meta_dir, _LAST_GC), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -94,7 +119,7 @@ def maintain(engine: Engine, retention: Retention) -> None:
     snapshots = list(engine.catalog.newest_first())
     drop = by_count_and_age(snapshots, protected_ids(engine), retention, datetime.now(timezone.utc))
     dead = [_drop(engine, info) for info in drop]
-    size, loose, packs = usage(engine)
+    size, loose, packs = estimated_usage(engine)
     if _over_size(size, retention):
         prune(engine, retention, dropped_before=dead)
     elif loose > AUTO_GC_LOOSE or packs > AUTO_GC_PACKS:

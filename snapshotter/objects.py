@@ -131,6 +131,9 @@ class ObjectWriter:
         self._made_dirs: set[str] = set()
         self._unsynced_dirs: set[str] = set()
         self._pack: PackBuilder | None = None
+        self.written = (0, 0, 0)
+        """(bytes, loose objects, packs) this writer has added to the store: lets
+        the retention pass estimate the store's size instead of walking it."""
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
@@ -145,7 +148,10 @@ class ObjectWriter:
             self._pack.abort()
             raise
         else:
-            self._pack.finish()
+            sealed = self._pack.finish()
+            if sealed is not None:
+                size, loose, packs = self.written
+                self.written = (size + _size_of(sealed + ".pack") + _size_of(sealed + ".idx"), loose, packs + 1)
         finally:
             self._pack = None
 
@@ -213,14 +219,17 @@ class ObjectWriter:
         try:
             try:
                 with os.fdopen(fd, "wb") as handle:
+                    count = 0
                     for chunk in chunks:
-                        handle.write(chunk)
+                        count += handle.write(chunk)
                     handle.flush()
                     os.fsync(handle.fileno())  # a ref written later must never name lost content
             except OSError as exc:
                 raise StoreError(f"cannot write to the store: {exc.strerror}; check disk space") from None
             self._move_into_place(tmp, path)
             self._unsynced_dirs.add(os.path.dirname(path))
+            size, loose, packs = self.written
+            self.written = (size + count, loose + 1, packs)
         except BaseException:
             _unlink_quietly(tmp)
             raise
@@ -345,6 +354,13 @@ def _read_all(fd: int, size_hint: int) -> bytes:
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)
+
+
+def _size_of(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def _unlink_quietly(path: str) -> None:
