@@ -71,6 +71,9 @@ OPERATIONS = {
     "walk": "Python floor: scandir + lstat walk",
     "watch_no_change": "watch mode: no-change snapshot",
     "watch_changed_10": "watch mode: snapshot, 10 changed",
+    "watch_restore_exact": "watch mode: exact restore",
+    "watch_restore_10pct": "watch mode: restore A<->B, 10%",
+    "watch_diff_10": "watch mode: diff of 10 changed",
 }
 TARGETS_AT = "100000"
 TARGETS = {
@@ -502,11 +505,11 @@ class Bench:
             row.snapshotter.append(timed(lambda: python_walk(self.ws.root)))
 
     def watch(self) -> None:
-        """Both watch-mode rows, with a watch-mode Snapshotter on the same store."""
+        """The watch-mode rows, with a watch-mode Snapshotter on the same store."""
         if self.snap is not None:
             self.snap.close()
             self.snap = None
-        keys = ("watch_no_change", "watch_changed_10")
+        keys = ("watch_no_change", "watch_changed_10", "watch_restore_exact", "watch_restore_10pct", "watch_diff_10")
         try:
             watcher, why = watch_open(self.ws.root, home=self.home, **self.options)
         except Exception as exc:
@@ -522,6 +525,9 @@ class Bench:
             running = getattr(watcher, "watching", True)
             self.measure("watch_no_change", self.no_change)
             self.measure("watch_changed_10", self.changed_10)
+            self.measure("watch_restore_exact", self.restore_exact)
+            self.measure("watch_restore_10pct", self.restore_10pct)
+            self.measure("watch_diff_10", self.diff_10)
             self.snap = None
             if not (running and getattr(watcher, "watching", True)):
                 for key in keys:  # the figures are then full walks: say so
