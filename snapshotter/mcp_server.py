@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from . import cliformat, config
 from .errors import InvalidInput, SnapshotError
 from .snapshotter import Snapshotter
+from .watch import watch_available
 
 _Tool = TypeVar("_Tool", bound=Callable[..., Any])
 
@@ -29,7 +30,9 @@ def build_server(workspace: str, flags: Mapping[str, Any]) -> Any:
         raise InvalidInput(
             'the MCP server needs the mcp extra: pip install "snapshotter[mcp]" (".[mcp]" from a checkout)'
         ) from None
-    snap = Snapshotter(workspace, **config.snapshotter_options(config.resolve(workspace, flags)))
+    # A server lives for a whole session: with watchdog installed, snapshots walk only what changed.
+    options = config.snapshotter_options(config.resolve(workspace, flags))
+    snap = Snapshotter(workspace, watch=watch_available(), **options)
     server = MCPServer(
         name="snapshotter",
         instructions=(

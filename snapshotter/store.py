@@ -16,6 +16,7 @@ import re
 import shutil
 import sys
 import tempfile
+import weakref
 import zlib
 from collections.abc import Iterator
 
@@ -102,6 +103,9 @@ class Store:
     def __init__(self, path: str, repo: Repo) -> None:
         self.path = path
         self.repo = repo
+        # Close at interpreter exit too: dulwich's __del__ on an open object store
+        # prints a traceback when it runs during shutdown (a Snapshotter never closed).
+        self._finalizer = weakref.finalize(self, repo.close)
         self.meta_dir = os.path.join(path, "snapshotter")
         self.writer = ObjectWriter(os.path.join(path, "objects"), self._has_packed)
         self._pack_dir = os.path.join(path, "objects", "pack")
@@ -141,7 +145,7 @@ class Store:
         return cls(path, repo)
 
     def close(self) -> None:
-        self.repo.close()
+        self._finalizer()
 
     # -- objects ---------------------------------------------------------------
 

@@ -260,3 +260,23 @@ def test_two_instances_snapshotting_at_once_lose_nothing(ws: Path, make) -> None
     listed = make().list(limit=None)
     assert sorted(s.message for s in listed) == sorted([f"a{i}" for i in range(6)] + [f"b{i}" for i in range(6)])
     assert len({s.sequence for s in listed}) == 12
+
+
+def test_an_unclosed_snapshotter_exits_without_dulwich_tracebacks(tmp_path: Path) -> None:
+    """dulwich's __del__ on an open object store printed a traceback during interpreter shutdown."""
+    import subprocess
+    import sys
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for i in range(80):  # enough new files for a pack, whose objects dulwich keeps open
+        (ws / f"f{i}.txt").write_text(f"{i}\n")
+    script = (
+        "import sys; from snapshotter import Snapshotter; "
+        "s = Snapshotter(sys.argv[1], home=sys.argv[2]); s.snapshot(); s.list(); print('ok')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(ws), str(tmp_path / "home")], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok"
+    assert done.stderr == ""
