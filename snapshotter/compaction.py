@@ -135,7 +135,7 @@ def collect(
     to_pack = (keep | {sha for sha in in_grace if sha in packed_age}) - stay_loose
     new_base = _write_pack(store, pack_dir, to_pack, _delta_bases(store, to_pack)) if to_pack else None
     old_bases = [p._basename for p in packs if p._basename != new_base]
-    store.repo.object_store.close()  # release the mapped packs before deleting them
+    store.release_packs()  # close the packs before deleting them
     for base in old_bases:
         for suffix in (".idx", ".pack", ".rev", ".bitmap", ".keep"):
             _remove(base + suffix)

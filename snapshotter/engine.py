@@ -302,12 +302,16 @@ class Engine:
         if not dry_run:
             safety = self.save_state(current, f"before restoring {target.id[:12]}", safety_label, save_cache=False)
         workspace = Workspace(self.workspace, self.host)
-        target_tree = StoredTree(self.store, bytes.fromhex(target.tree_id), check_names=names_checker(self.host))
-        plan = make_plan(target_tree, ScannedTree(current), workspace, current.tracked, within)
-        if safety is not None:
-            self._apply_or_put_back(plan, workspace, safety)
-            for leftover in current.leftovers:  # from a restore killed mid-write
-                workspace.delete(leftover)
+        try:
+            target_tree = StoredTree(self.store, bytes.fromhex(target.tree_id), check_names=names_checker(self.host))
+            plan = make_plan(target_tree, ScannedTree(current), workspace, current.tracked, within)
+            workspace.close()  # writing starts from fresh checks of every folder, never from the plan's
+            if safety is not None:
+                self._apply_or_put_back(plan, workspace, safety)
+                for leftover in current.leftovers:  # from a restore killed mid-write
+                    workspace.delete(leftover)
+        finally:
+            workspace.close()
         written = tuple(p for p, _ in plan.writes + plan.chmods)
         return RestoreResult(
             written=len(written),

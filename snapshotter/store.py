@@ -16,9 +16,11 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 import weakref
 import zlib
 from collections.abc import Iterator
+from typing import BinaryIO
 
 from dulwich.errors import NotGitRepository
 from dulwich.file import FileLocked
@@ -111,25 +113,67 @@ class Store:
         self._pack_dir = os.path.join(path, "objects", "pack")
         self._packs_seen = -1
         self._packs: list[Pack] = []
+        self._pack_files: dict[str, BinaryIO] = {}
+        self._pack_guard = threading.Lock()
+
+    def _current_packs(self, again: bool = False) -> list[Pack]:
+        """The packs, re-listed only when the pack folder changed (dulwich lists
+        the folder on every lookup) or ``again`` (one vanished: a gc elsewhere)."""
+        try:
+            stamp = os.stat(self._pack_dir).st_mtime_ns
+        except FileNotFoundError:
+            return []
+        if stamp != self._packs_seen or again:
+            if again:
+                self.release_packs()
+            self._close_pack_files()
+            self._packs = list(self.repo.object_store.packs)
+            self._packs_seen = stamp
+        return self._packs
 
     def _has_packed(self, sha: bytes) -> bool:
-        """Look the id up in the pack indexes, re-listing packs only when the
-        pack folder changed (dulwich lists the folder on every lookup), and
-        again if a pack vanished under us (a gc in another process)."""
         raw = RawObjectID(sha)
         for attempt in range(2):
             try:
-                stamp = os.stat(self._pack_dir).st_mtime_ns
-            except FileNotFoundError:
-                return False
-            if stamp != self._packs_seen or attempt:
-                self._packs = list(self.repo.object_store.packs)
-                self._packs_seen = stamp
-            try:
-                return any(raw in pack for pack in self._packs)
+                return any(raw in pack for pack in self._current_packs(again=attempt > 0))
             except (PackFileDisappeared, OSError):
-                self.repo.object_store.close()  # forget the vanished packs, then look again
+                continue  # look again with the packs listed afresh
         return False
+
+    def release_packs(self) -> None:
+        """Close every open pack (before gc deletes them: Windows cannot delete open files)."""
+        self._close_pack_files()
+        self.repo.object_store.close()
+        self._packs_seen = -1
+
+    def _close_pack_files(self) -> None:
+        with self._pack_guard:
+            files, self._pack_files = self._pack_files, {}
+        for handle in files.values():
+            handle.close()
+
+    def _read_packed(self, sha: bytes) -> tuple[int, bytes] | None:
+        """A packed object stored whole, read straight from its pack; None if it
+        is not in a pack, or is stored as a delta (dulwich resolves those).
+
+        dulwich's general lookup costs ~200 us per object here (measured), which
+        made restoring 10,000 files spend seconds just reading them.
+        """
+        raw = RawObjectID(sha)
+        packs = self._current_packs()
+        for index, pack in enumerate(packs):
+            try:
+                offset = pack.index.object_offset(raw)
+            except KeyError:
+                continue
+            if index:  # most lookups in a row hit the same pack: try it first next time
+                self._packs = [pack, *(p for p in packs if p is not pack)]
+            with self._pack_guard:
+                handle = self._pack_files.get(pack._basename)
+                if handle is None:
+                    handle = self._pack_files[pack._basename] = open(pack._basename + ".pack", "rb")  # noqa: SIM115
+                return _inflate_whole(handle, offset, sha)
+        return None
 
     @classmethod
     def open_or_create(cls, path: str, canonical: str) -> Store:
@@ -145,6 +189,7 @@ class Store:
         return cls(path, repo)
 
     def close(self) -> None:
+        self._close_pack_files()
         self._finalizer()
 
     # -- objects ---------------------------------------------------------------
@@ -159,6 +204,12 @@ class Store:
             with open(self.writer.loose_path(sha), "rb") as handle:
                 raw = zlib.decompress(handle.read())
         except FileNotFoundError:
+            try:
+                found = self._read_packed(sha)
+            except (PackFileDisappeared, OSError):
+                found = None  # let dulwich look again from scratch
+            if found is not None:
+                return found
             type_num, content = self.repo.object_store.get_raw(ObjectID(sha.hex().encode()))
             return type_num, content
         header, _, content = raw.partition(b"\0")
@@ -447,3 +498,33 @@ def _read_workspace_file(path: str) -> str | None:
             return os.fsdecode(handle.read().rstrip(b"\n"))
     except OSError:
         return None
+
+
+def _inflate_whole(handle: BinaryIO, offset: int, sha: bytes) -> tuple[int, bytes] | None:
+    """(type number, content) of the pack entry at ``offset``; None for a delta."""
+    handle.seek(offset)
+    head = handle.read(64)
+    if not head:
+        raise zlib.error(f"object {sha.hex()} is past the end of its pack")
+    byte = head[0]
+    kind, size, shift, used = (byte >> 4) & 7, byte & 15, 4, 1
+    while byte & 0x80:
+        if used >= len(head):
+            raise zlib.error(f"object {sha.hex()} has a damaged pack header")
+        byte = head[used]
+        size |= (byte & 0x7F) << shift
+        shift += 7
+        used += 1
+    if kind not in (1, 2, 3, 4):
+        return None  # OFS_DELTA / REF_DELTA
+    inflater = zlib.decompressobj()
+    pieces = [inflater.decompress(head[used:])]
+    while not inflater.eof:
+        chunk = handle.read(max(size, 4096))
+        if not chunk:
+            raise zlib.error(f"object {sha.hex()} is truncated in its pack")
+        pieces.append(inflater.decompress(chunk))
+    content = b"".join(pieces)
+    if len(content) != size:
+        raise zlib.error(f"object {sha.hex()} is damaged in its pack")
+    return kind, content
