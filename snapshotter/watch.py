@@ -19,6 +19,11 @@ everything" instead whenever it may have missed something:
 - the cookie could not be written (read-only workspace) or never arrived;
 - more paths changed than it is worth tracking one by one.
 
+A folder watchdog could not watch (past the inotify watch limit) would hide
+changes for good, so on Linux every folder is checked against the kernel's
+list of watches when watching starts, and each new folder when it appears;
+one missing turns watch mode off, with a warning.
+
 Epochs make the journal safe against scans that are never recorded (status,
 dry runs, failures): :meth:`ChangeJournal.take` returns every change since the
 last :meth:`ChangeJournal.ack`, and only a recorded scan acknowledges its epoch.
@@ -32,13 +37,17 @@ import importlib.util
 import logging
 import os
 import secrets
+import stat
+import sys
 import threading
 import warnings
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from .fsops import LEFTOVER_PREFIX, is_leftover
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 log = logging.getLogger("snapshotter")
 
@@ -83,6 +92,8 @@ class _Epoch:
     listed: set[str]
     deep: set[str]
     complete: bool = True
+    fresh: set[str] = field(default_factory=set)
+    """Folders created, moved in or made readable: their watches must be checked."""
 
 
 class ChangeJournal:
@@ -140,6 +151,9 @@ class ChangeJournal:
         with self._lock:
             self._observer = observer
             self._open.complete = False
+        if not self._watched_everywhere():
+            self._give_up("cannot watch every folder (raise fs.inotify.max_user_watches?)")
+            return False
         return True
 
     def stop(self) -> None:
@@ -152,14 +166,14 @@ class ChangeJournal:
     @property
     def running(self) -> bool:
         observer = self._observer
-        return observer is not None and observer.is_alive()
+        return observer is not None and observer.is_alive() and all(e.is_alive() for e in list(observer.emitters))
 
     # -- what the engine calls ---------------------------------------------------------
 
     def take(self) -> tuple[int, Changes | None]:
         """Close the current epoch; return its number and every change not yet
         acknowledged, or None if they may be incomplete (walk everything)."""
-        arrived = self._wait_for_cookie()
+        arrived = self._cookie_arrives()
         with self._lock:
             epoch = self._open
             if not arrived or not self.running:
@@ -168,11 +182,15 @@ class ChangeJournal:
             self._open = _Epoch(epoch.number + 1, set(), set())
             if self._stopped:
                 self._open.complete = False
-            if not all(e.complete for e in self._closed):
-                return epoch.number, None
+            fresh = sorted(set().union(*(e.fresh for e in self._closed)))
+            complete = all(e.complete for e in self._closed)
             listed = set().union(*(e.listed for e in self._closed))
             deep = set().union(*(e.deep for e in self._closed))
-        if len(listed) + len(deep) > MAX_TRACKED_PATHS:
+        # Checked even before a full walk: the next snapshots will rely on these watches.
+        if fresh and arrived and not self._watched_everywhere(fresh):
+            self._give_up("a new folder could not be watched (raise fs.inotify.max_user_watches?)")
+            return epoch.number, None
+        if not complete or len(listed) + len(deep) > MAX_TRACKED_PATHS:
             return epoch.number, None
         return epoch.number, Changes(frozenset(listed), frozenset(deep))
 
@@ -217,6 +235,8 @@ class ChangeJournal:
             else:  # created, deleted, moved, a folder's attributes (readability), anything new
                 epoch.listed.add(parent)
                 epoch.deep.add(rel)
+                if is_directory and event_type != "deleted":
+                    epoch.fresh.add(rel)
 
     def _relative(self, path: str) -> str | None:
         if path.rstrip(os.sep) == self.root.rstrip(os.sep):
@@ -234,8 +254,9 @@ class ChangeJournal:
                 self._seen_cookies.add(name)
                 self._cookie_seen.notify_all()
 
-    def _wait_for_cookie(self) -> bool:
-        """Write a cookie into the workspace and wait for the watcher to report it."""
+    def _cookie_arrives(self) -> bool:
+        """Write a cookie into the workspace and wait until the watcher reports it;
+        False if it cannot be written or is late."""
         if not self.running:
             return False
         name = LEFTOVER_PREFIX + secrets.token_hex(8)
@@ -244,7 +265,7 @@ class ChangeJournal:
             self._cookies.add(name)
         try:
             try:
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600))
             except OSError:
                 return False
             try:
@@ -263,6 +284,72 @@ class ChangeJournal:
             with self._lock:
                 self._cookies.discard(name)
                 self._seen_cookies.discard(name)
+
+    def _watched_everywhere(self, folders: list[str] | None = None) -> bool:
+        """True if every folder (all of them, or ``folders`` and their subfolders) has a watch.
+
+        watchdog adds an inotify watch per folder, also for folders created or
+        moved in later, but silently skips one it cannot watch (past the
+        ``fs.inotify.max_user_watches`` limit, or a folder it may not read):
+        changes there would go unseen. The kernel lists this process's watches
+        in ``/proc/self/fdinfo``. Elsewhere the watchers are recursive by nature.
+        """
+        if not sys.platform.startswith("linux"):
+            return True
+        watched = _inotify_watches()
+        if watched is None:
+            return True  # no /proc: nothing to check against
+        paths = [self.root] if folders is None else [os.path.join(self.root, *f.split("/")) for f in folders if f]
+        stack = list(paths)
+        while stack:
+            path = stack.pop()
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue  # gone again: nothing to watch
+            if not stat.S_ISDIR(st.st_mode):
+                continue
+            if (_kernel_dev(st.st_dev), st.st_ino) not in watched:
+                if not os.access(path, os.R_OK | os.X_OK):
+                    continue  # the walker cannot list it either; becoming readable is an event that rechecks it
+                return False
+            try:  # a folder moved in brings its subfolders, reported by no event of their own
+                with os.scandir(path) as listing:
+                    stack.extend(e.path for e in listing if e.is_dir(follow_symlinks=False))
+            except OSError:
+                continue
+        return True
+
+    def _give_up(self, why: str) -> None:
+        log.warning("snapshotter: %s; watch mode is off for %s and every call walks the whole folder", why, self.root)
+        self.invalidate()
+        self.stop()
+
+
+def _kernel_dev(st_dev: int) -> int:
+    """``st_dev`` as the kernel prints it in fdinfo (major << 20 | minor)."""
+    return (os.major(st_dev) << 20) | os.minor(st_dev)
+
+
+def _inotify_watches() -> set[tuple[int, int]] | None:
+    """(device, inode) of every inotify watch this process holds, or None without /proc."""
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return None
+    watched: set[tuple[int, int]] = set()
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") != "anon_inode:inotify":
+                continue
+            with open(f"/proc/self/fdinfo/{fd}", encoding="ascii") as info:
+                for line in info:
+                    if line.startswith("inotify wd:"):
+                        fields = dict(item.split(":", 1) for item in line.split()[1:4])
+                        watched.add((int(fields["sdev"], 16), int(fields["ino"], 16)))
+        except (OSError, ValueError, KeyError):
+            continue
+    return watched
 
 
 class _Handler:

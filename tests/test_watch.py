@@ -254,3 +254,81 @@ def test_without_watchdog_it_walks_everything(tmp_path: Path, monkeypatch: pytes
         snap.snapshot()
         snap.snapshot()
         assert not snap.last_scan.incremental
+
+
+def _user_watch_count() -> int:
+    """inotify watches held by every process of this user (the limit is per user)."""
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{pid}").st_uid != os.getuid():
+                continue
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                try:
+                    if os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:inotify":
+                        with open(f"/proc/{pid}/fdinfo/{fd}") as info:
+                            total += sum(1 for line in info if line.startswith("inotify wd:"))
+                except OSError:
+                    continue
+        except OSError:
+            continue
+    return total
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify watches are a Linux matter")
+def test_an_unwatched_folder_turns_watch_mode_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """watchdog silently skips a folder it cannot watch; the kernel's list of watches tells."""
+    from snapshotter import watch
+
+    ws = tmp_path / "ws"
+    (ws / "a" / "b").mkdir(parents=True)
+    (ws / "a" / "b" / "x.txt").write_text("x\n")
+    real = watch._inotify_watches
+    hidden: set[Path] = set()
+
+    def without_hidden() -> set[tuple[int, int]] | None:
+        found = real()
+        assert found is not None
+        for path in hidden:
+            st = os.stat(path)
+            found.discard((watch._kernel_dev(st.st_dev), st.st_ino))
+        return found
+
+    monkeypatch.setattr(watch, "_inotify_watches", without_hidden)
+    hidden.add(ws / "a" / "b")  # at start: one folder lacks its watch
+    with Snapshotter(ws, home=tmp_path / "h1", watch=True) as snap:
+        assert not snap.watching
+    hidden.clear()
+    with (
+        Snapshotter(ws, home=tmp_path / "h2", watch=True) as snap,
+        Snapshotter(ws, home=tmp_path / "full") as full,
+    ):
+        assert snap.watching
+        snap.snapshot()
+        (ws / "new" / "deep").mkdir(parents=True)
+        hidden.add(ws / "new" / "deep")  # a new folder whose watch was never added
+        (ws / "new" / "deep" / "y.txt").write_text("y\n")
+        assert snap.snapshot().tree_id == full.snapshot().tree_id
+        assert not snap.watching and not snap.last_scan.incremental
+        (ws / "new" / "deep" / "y.txt").write_text("changed, unseen by the watcher\n")
+        assert snap.snapshot().tree_id == full.snapshot().tree_id
+
+
+def test_the_real_watch_limit_is_noticed(tmp_path: Path) -> None:
+    limit = Path("/proc/sys/fs/inotify/max_user_watches")
+    if not sys.platform.startswith("linux") or not os.access(limit, os.W_OK):
+        pytest.skip("needs a writable /proc/sys/fs/inotify/max_user_watches (root on Linux)")
+    ws = tmp_path / "ws"
+    for name in ("a", "b", "c", "d"):
+        (ws / name).mkdir(parents=True)
+        (ws / name / "f.txt").write_text(name)
+    original = limit.read_text()
+    try:
+        limit.write_text(f"{_user_watch_count() + 2}\n")  # the root and one folder; watchdog skips the rest
+        with Snapshotter(ws, home=tmp_path / "h", watch=True) as snap:
+            assert not snap.watching
+            assert snap.snapshot().files_changed == 4
+    finally:
+        limit.write_text(original)
