@@ -151,7 +151,7 @@ class Engine:
         """Drop stat-cache records naming objects gc removed, so none is reused."""
         cache = statcache.load(self._cache_path)
         self._last = None  # it may name objects that are gone now: walk everything next time
-        files = {p: r for p, r in cache.files.items() if r[1] in kept}
+        files = {p: r for p, r in cache.files.items() if r[5] in kept}
         dirs = {p: r for p, r in cache.dirs.items() if r[1] in kept}
         if len(files) != len(cache.files) or len(dirs) != len(cache.dirs):
             self._save_cache(statcache.StatCache(files, dirs, cache.listings))

@@ -196,11 +196,11 @@ def apply_plan(
             st = workspace.write_symlink(path, b"".join(blob_chunks(sha)))
         else:
             st = workspace.write_file(path, blob_chunks(sha), mode == MODE_EXEC)
-        cache.files[path] = (_record_key(st, mode, workspace.host), sha)
+        cache.files[path] = (*_record_key(st, mode, workspace.host), sha)
         cache.forget_dirs_above(path)
     for path, (mode, sha) in plan.chmods:
         st = workspace.set_executable(path, mode == MODE_EXEC)
-        cache.files[path] = (_record_key(st, mode, workspace.host), sha)
+        cache.files[path] = (*_record_key(st, mode, workspace.host), sha)
         cache.forget_dirs_above(path)
 
 

@@ -38,7 +38,7 @@ from .objects import (
     object_id,
     serialize_tree,
 )
-from .statcache import USE_CTIME, StatCache, StatKey
+from .statcache import USE_CTIME, Record, StatCache, StatKey
 from .watch import Changes
 
 EMPTY_TREE = object_id(b"tree", b"")
@@ -70,8 +70,8 @@ class Scan:
 
     root: DirNode
     nodes: dict[str, DirNode]
-    tracked: dict[str, tuple[StatKey, bytes]]
-    """Every tracked path with its stat key and blob id: the next stat cache."""
+    tracked: dict[str, Record]
+    """Every tracked path with its record (stat key, blob id): the next stat cache."""
     skipped: list[SkippedPath]
     stats: ScanStats
     listings: dict[str, tuple[bytes, frozenset[str]]]
@@ -261,11 +261,11 @@ def scan(
             record = files_get(rel)
             recorded = None
             if carry_modes:
-                recorded = record[0][0] if record is not None else previous_mode(rel) if previous_mode else None
+                recorded = record[0] if record is not None else previous_mode(rel) if previous_mode else None
                 st_mode = host.effective_mode(st_mode, recorded)
                 key = (st_mode, *key[1:])
-            if record is not None and record[0] == key and st.st_mtime_ns < cutoff:
-                node_files[name] = (_git_mode(st_mode), record[1])
+            if record is not None and record[:5] == key and st.st_mtime_ns < cutoff:
+                node_files[name] = (_git_mode(st_mode), record[5])
                 tracked[rel] = record
                 continue
             node.clean = False
@@ -310,7 +310,7 @@ def scan(
 def _forget_gone_subdirs(
     before: DirNode,
     now: DirNode,
-    tracked: dict[str, tuple[StatKey, bytes]],
+    tracked: dict[str, Record],
     nodes: dict[str, DirNode],
     listings: dict[str, tuple[bytes, frozenset[str]]],
 ) -> None:
@@ -445,7 +445,7 @@ def _hash_pending(
     pending: list[_Pending],
     writer: ObjectWriter,
     write: bool,
-    tracked: dict[str, tuple[StatKey, bytes]],
+    tracked: dict[str, Record],
     skipped: list[SkippedPath],
     line_counts: dict[bytes, int | None],
     progress: Callable[[int, int], None] | None,
@@ -480,7 +480,7 @@ def _hash_pending(
                 key = (host.effective_mode(key[0], item.recorded), *key[1:])
             mode = MODE_LINK if item.is_link else git_mode(key[0])
             item.node.files[item.name] = (mode, result.sha)
-            tracked[item.rel] = (key, result.sha)
+            tracked[item.rel] = (*key, result.sha)
             line_counts[result.sha] = result.lines
             hashed += 1
             total += result.size

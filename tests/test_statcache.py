@@ -75,7 +75,7 @@ def test_same_size_rewrite_in_the_same_tick_is_detected(ws: Path, make) -> None:
     # inode and ctime could still give it away; pin the record to the new stat to be sure
     cache = statcache.load(os.path.join(snap.store_path, "snapshotter", "statcache"))
     key = statcache.stat_key(os.lstat(ws / "a.txt"))
-    cache.files["a.txt"] = (key, cache.files["a.txt"][1])
+    cache.files["a.txt"] = (*key, cache.files["a.txt"][5])
     statcache.save(os.path.join(snap.store_path, "snapshotter", "statcache"), cache)
     os.utime(os.path.join(snap.store_path, "snapshotter", "statcache"), ns=(cache_mtime, cache_mtime))
     fresh = make()
@@ -111,7 +111,7 @@ def test_corrupt_or_old_cache_means_full_rehash_not_wrong_snapshot(ws: Path, mak
 
 def test_cache_round_trip_keeps_every_record(tmp_path: Path) -> None:
     cache = StatCache(
-        files={f"dir/ü{i}": ((0o100644, i, i * 7, -i, i + 1), bytes([i % 256]) * 20) for i in range(1000)},
+        files={f"dir/ü{i}": (0o100644, i, i * 7, -i, i + 1, bytes([i % 256]) * 20) for i in range(1000)},
         dirs={"": (3, b"\1" * 20), "dir": (1000, b"\2" * 20)},
     )
     path = str(tmp_path / "cache")
