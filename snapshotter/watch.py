@@ -127,18 +127,19 @@ class ChangeJournal:
         warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"watchdog\.observers\.inotify")
         observer = Observer()
         try:
-            # Only changes: reads (opens, accesses, closes without writing) are
-            # never asked for, so the walker's own reading cannot flood the queue.
+            # Only what changes content, names or modes. Reads (opens, accesses,
+            # closes) are never asked for, so the walker's own reading cannot
+            # flood the queue; "closed after writing" repeats a modification
+            # already reported; a folder's "modified" repeats its entries' own
+            # events. Every event costs watchdog's thread time under the GIL.
             wanted = [
                 events.FileCreatedEvent,
                 events.DirCreatedEvent,
                 events.FileDeletedEvent,
                 events.DirDeletedEvent,
                 events.FileModifiedEvent,
-                events.DirModifiedEvent,
                 events.FileMovedEvent,
                 events.DirMovedEvent,
-                events.FileClosedEvent,
                 events.FileAttribEvent,
                 events.DirAttribEvent,
             ]
