@@ -252,8 +252,8 @@ class Engine:
 
     def read_stored(self, path: str, sha: bytes, mode: int) -> bytes | None:
         """A stored blob for diffing; None if too large to diff (never loaded whole)."""
-        if self.store.blob_size(sha) > STREAM_THRESHOLD:
-            return None
+        if self.store.is_loose(sha) and self.store.blob_size(sha) > STREAM_THRESHOLD:
+            return None  # big blobs stay loose; packed ones are small by construction
         return self.catalog.read_blob(sha)
 
     def _read_for_stats(self, path: str, sha: bytes, mode: int) -> bytes | None:

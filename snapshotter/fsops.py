@@ -5,8 +5,9 @@ path component is opened with ``O_NOFOLLOW | O_DIRECTORY`` relative to its
 parent's descriptor, so a symlink swapped in for a folder just before a restore
 cannot redirect a write outside the workspace. Where the platform lacks
 ``dir_fd`` support (Windows), each component is checked with ``lstat`` first.
-While a restore writes many files into one folder, that folder's descriptor is
-kept open between them (:meth:`Workspace.close` releases it).
+The descriptors of the folders used last stay open between writes, so a
+restore writing in path order opens each folder once (:meth:`Workspace.close`
+releases them; removing any folder does too).
 
 A file is replaced as git's checkout does: the old one is removed, then the new
 one created with ``O_CREAT | O_EXCL | O_NOFOLLOW`` and written. Writing to a
@@ -31,6 +32,8 @@ from .errors import FileInUse, RestoreConflict
 from .hostfs import POSIX, HostFS
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+_HELD = 64
+"""Folder descriptors a Workspace keeps open at most."""
 _TMP_PREFIX = LEFTOVER_PREFIX = ".snapshotter-tmp-"
 _LEFTOVER = re.compile(re.escape(_TMP_PREFIX) + "[0-9a-f]{16}")
 
@@ -73,17 +76,17 @@ class Workspace:
         self.root = root
         self.host = host
         self._io_root = host.native(root)
-        self._held: tuple[str, int] | None = None
-        """(folder, descriptor) of the folder written last, kept open for the next write."""
+        self._held: dict[str, int] = {}
+        """Folder -> descriptor of the folders used last, kept open for the next writes."""
 
     def abspath(self, rel: str) -> str:
         return os.path.join(self.root, *rel.split("/"))
 
     def close(self) -> None:
-        """Release the folder descriptor kept between writes."""
-        held, self._held = self._held, None
-        if held is not None:
-            os.close(held[1])
+        """Release the folder descriptors kept between writes."""
+        held, self._held = self._held, {}
+        for fd in held.values():
+            os.close(fd)
 
     @contextlib.contextmanager
     def _parent(self, rel: str, create: bool) -> Iterator[tuple[int | None, str, str]]:
@@ -97,40 +100,53 @@ class Workspace:
                 self._check_dir(parent, create)
             yield None, name, parent
             return
-        folder = "/".join(parts)
+        yield self._folder(parts, create), name, os.path.join(self.root, *parts)
+
+    def _forget_below(self, rel: str) -> None:
+        """Close the kept descriptors of ``rel`` and the folders in it (about to be removed)."""
+        for key in [k for k in self._held if k == rel or k.startswith(rel + "/")]:
+            os.close(self._held.pop(key))
+
+    def _folder(self, parts: list[str], create: bool) -> int:
+        """A descriptor of the folder ``parts`` below the root, opened component by
+        component with ``O_NOFOLLOW`` from the deepest folder already open. The last
+        folders used stay open (a restore writes in path order), at most ``_HELD``."""
         held = self._held
-        if held is not None and held[0] == folder:
-            yield held[1], name, os.path.join(self.root, *parts)
-            return
-        fd = os.open(self._io_root, _DIR_FLAGS)
-        try:
-            walked = self.root
-            for part in parts:
-                walked = os.path.join(walked, part)
-                try:
-                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
-                except FileNotFoundError:
-                    if not create:
-                        raise
-                    try:
-                        os.mkdir(part, 0o777, dir_fd=fd)
-                    except FileExistsError:
-                        pass
-                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
-                except OSError as exc:
-                    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-                        raise RestoreConflict(
-                            f"{walked} is a symlink or a file, not a folder; refusing to write through it"
-                        ) from None
+        key = "/".join(parts)
+        fd = held.get(key)
+        if fd is not None:
+            held[key] = held.pop(key)  # most recently used last
+            return fd
+        depth = len(parts)
+        while depth > 0 and "/".join(parts[:depth]) not in held:
+            depth -= 1
+        if depth == 0 and "" not in held:
+            held[""] = os.open(self._io_root, _DIR_FLAGS)
+        fd = held["/".join(parts[:depth])]
+        walked = os.path.join(self.root, *parts[:depth])
+        for index in range(depth, len(parts)):
+            part = parts[index]
+            walked = os.path.join(walked, part)
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
                     raise
-                os.close(fd)
-                fd = child
-        except BaseException:
-            os.close(fd)
-            raise
-        self.close()
-        self._held = (folder, fd)
-        yield fd, name, walked
+                try:
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                except FileExistsError:
+                    pass
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                    raise RestoreConflict(
+                        f"{walked} is a symlink or a file, not a folder; refusing to write through it"
+                    ) from None
+                raise
+            held["/".join(parts[: index + 1])] = fd = child
+        while len(held) > _HELD:
+            os.close(held.pop(next(iter(held))))  # least recently used first
+        return fd
 
     @staticmethod
     def _check_dir(path: str, create: bool) -> None:
@@ -188,10 +204,12 @@ class Workspace:
             else:
                 if not stat.S_ISDIR(st.st_mode):
                     self._retry_busy(lambda: os.unlink(path, dir_fd=fd), parent, name)
-                elif not self._remove_if_only_folders(fd, parent, name):
-                    raise RestoreConflict(
-                        f"{os.path.join(parent, name)} is a folder holding untracked files; move them and retry"
-                    )
+                else:
+                    self._forget_below(rel)
+                    if not self._remove_if_only_folders(fd, parent, name):
+                        raise RestoreConflict(
+                            f"{os.path.join(parent, name)} is a folder holding untracked files; move them and retry"
+                        )
             try:
                 create(fd, path)
             except FileExistsError:

@@ -50,3 +50,40 @@ def test_direct_reads_equal_dulwich_before_and_after_gc(tmp_path: Path) -> None:
         for info in snap.list():
             snap.restore(info.id)
             assert not snap.diff(info.id)  # the workspace now equals it
+
+
+def test_pack_index_offsets_equal_dulwich(tmp_path: Path) -> None:
+    from dulwich.objects import RawObjectID
+
+    from snapshotter.packindex import PackIndex
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for i in range(300):
+        (ws / f"f{i}.txt").write_text(f"{i}\n")
+    with Snapshotter(ws, home=tmp_path / "home") as snap:
+        snap.snapshot()
+        store = snap._engine.store  # type: ignore[union-attr]
+        packs = list(store.repo.object_store.packs)
+        assert packs
+        for pack in packs:
+            ours = PackIndex.read(pack._basename + ".idx")
+            for entry in pack.index.iterentries():
+                sha = bytes.fromhex(entry[0].decode()) if len(entry[0]) == 40 else bytes(entry[0])
+                assert ours.offset(sha) == pack.index.object_offset(RawObjectID(sha)) == entry[1]
+            assert ours.offset(b"\0" * 20) is None and ours.offset(b"\xff" * 20) is None
+
+
+def test_pack_index_reads_64_bit_offsets() -> None:
+    import struct
+
+    from snapshotter.packindex import PackIndex
+
+    ids = [bytes([1]) * 20, bytes([2]) * 20]
+    fanout = b"".join(struct.pack(">I", sum(1 for i in ids if i[0] <= b)) for b in range(256))
+    offsets = struct.pack(">II", 12, 0x80000000)  # the second one is entry 0 of the 64-bit table
+    data = b"\377tOc\0\0\0\2" + fanout + b"".join(ids) + b"\0" * 8 + offsets + struct.pack(">Q", 5 << 32) + b"\0" * 40
+    index = PackIndex(data)
+    assert index.offset(ids[0]) == 12
+    assert index.offset(ids[1]) == 5 << 32
+    assert index.offset(bytes([3]) * 20) is None
