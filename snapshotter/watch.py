@@ -108,6 +108,8 @@ class ChangeJournal:
         self._seen_cookies: set[str] = set()
         self._closed: list[_Epoch] = []
         self._open = _Epoch(1, set(), set(), complete=False)  # nothing is known before the first walk
+        self._unverified: set[str] = set()
+        """New folders whose watches are not checked yet (see :meth:`_watched_everywhere`)."""
         self._observer: Any = None
         self._stopped = False
 
@@ -183,15 +185,22 @@ class ChangeJournal:
             self._open = _Epoch(epoch.number + 1, set(), set())
             if self._stopped:
                 self._open.complete = False
-            fresh = sorted(set().union(*(e.fresh for e in self._closed)))
+            for closed in self._closed:  # kept apart: acknowledging an epoch must not drop them
+                self._unverified |= closed.fresh
+                closed.fresh = set()
+            unverified = sorted(self._unverified)
             complete = all(e.complete for e in self._closed)
             listed = set().union(*(e.listed for e in self._closed))
             deep = set().union(*(e.deep for e in self._closed))
         # Checked even before a full walk: the next snapshots will rely on these watches.
-        if fresh and arrived and not self._watched_everywhere(fresh):
-            self._give_up("a new folder could not be watched (raise fs.inotify.max_user_watches?)")
-            return epoch.number, None
-        if not complete or len(listed) + len(deep) > MAX_TRACKED_PATHS:
+        # Without the cookie, watchdog may not have added them yet: check next time.
+        if unverified and arrived:
+            if not self._watched_everywhere(unverified):
+                self._give_up("a new folder could not be watched (raise fs.inotify.max_user_watches?)")
+                return epoch.number, None
+            with self._lock:
+                self._unverified.difference_update(unverified)
+        if not complete or (unverified and not arrived) or len(listed) + len(deep) > MAX_TRACKED_PATHS:
             return epoch.number, None
         return epoch.number, Changes(frozenset(listed), frozenset(deep))
 

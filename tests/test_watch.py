@@ -332,3 +332,34 @@ def test_the_real_watch_limit_is_noticed(tmp_path: Path) -> None:
             assert snap.snapshot().files_changed == 4
     finally:
         limit.write_text(original)
+
+
+def test_a_big_restore_pauses_watching_then_watches_afresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from snapshotter import engine
+
+    monkeypatch.setattr(engine, "PAUSE_WATCH_AT", 5)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for i in range(10):
+        (ws / f"f{i}.txt").write_text(f"{i}\n")
+    with (
+        Snapshotter(ws, home=tmp_path / "h", watch=True) as snap,
+        Snapshotter(ws, home=tmp_path / "full") as full,
+    ):
+        before = snap.snapshot()
+        for i in range(10):
+            (ws / f"f{i}.txt").write_text(f"changed {i}\n")
+        snap.snapshot()
+        assert snap.last_scan.incremental
+        assert snap.restore(before.id).written == 10
+        assert snap.watching  # watching again, afresh
+        (ws / "f3.txt").write_text("after the restore\n")
+        assert snap.snapshot().tree_id == full.snapshot().tree_id
+        assert not snap.last_scan.incremental  # the pause may have hidden changes: one full walk
+        (ws / "f4.txt").write_text("and later\n")
+        assert snap.snapshot().tree_id == full.snapshot().tree_id
+        assert snap.last_scan.incremental
+        small = snap.list(limit=2)[1]
+        (ws / "f5.txt").write_text("x\n")
+        snap.restore(small.id, files=["f5.txt"])  # a small restore keeps watching throughout
+        assert snap.snapshot().tree_id == full.snapshot().tree_id and snap.last_scan.incremental
