@@ -33,9 +33,11 @@ watchdog is an optional dependency (``pip install "snapshotter[watch]"``).
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import logging
 import os
+import re
 import secrets
 import stat
 import sys
@@ -57,9 +59,22 @@ COOKIE_TIMEOUT = 2.0
 """Seconds to wait for the watcher to report a cookie before walking everything."""
 
 
+MIN_WATCHDOG = (7, 1)
+"""The first watchdog that reports lost events (in its log) and folder mode changes;
+it needs Python 3.11."""
+
+
 def watch_available() -> bool:
-    """Whether watch mode can run here (the optional ``watchdog`` package is installed)."""
-    return importlib.util.find_spec("watchdog") is not None
+    """Whether watch mode can run here: watchdog 7.1 or newer is installed
+    (``pip install "snapshotter[watch]"``, Python 3.11+)."""
+    if importlib.util.find_spec("watchdog") is None:
+        return False
+    try:
+        found = importlib.metadata.version("watchdog")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    parts = [int(p) for p in re.findall(r"\d+", found)[:2]]
+    return tuple(parts) >= MIN_WATCHDOG
 
 
 @dataclass(frozen=True)
@@ -117,11 +132,16 @@ class ChangeJournal:
 
     def start(self) -> bool:
         """Start watching; False (logged) if the watcher cannot run here."""
+        if not watch_available():
+            log.warning(
+                "snapshotter: watch=True needs watchdog 7.1 or newer (pip install 'snapshotter[watch]', Python 3.11+)"
+            )
+            return False
         try:
             from watchdog import events
             from watchdog.observers import Observer
         except ImportError:
-            log.warning("snapshotter: watch=True needs the watchdog package (pip install 'snapshotter[watch]')")
+            log.warning("snapshotter: watch=True needs watchdog 7.1 or newer (pip install 'snapshotter[watch]')")
             return False
         _OverflowSpotter.install(self)
         # watchdog warns when a folder is re-registered as it is created and moved

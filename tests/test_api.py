@@ -280,3 +280,26 @@ def test_an_unclosed_snapshotter_exits_without_dulwich_tracebacks(tmp_path: Path
     )
     assert done.returncode == 0 and done.stdout.strip() == "ok"
     assert done.stderr == ""
+
+
+def test_watch_mode_needs_a_recent_watchdog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Older watchdogs (the newest for Python 3.10 is 6.0) report no lost events: never trust them."""
+    import importlib.metadata
+    import importlib.util
+
+    from snapshotter import watch
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "watchdog" else None)
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "6.0.0")
+    assert not watch.watch_available()
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "7.1.0")
+    assert watch.watch_available()
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "6.0.0")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    with Snapshotter(ws, home=tmp_path / "h", watch=True) as snap:
+        assert not snap.watching
+        snap.snapshot()
+        snap.snapshot()
+        assert not snap.last_scan.incremental
