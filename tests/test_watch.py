@@ -32,6 +32,13 @@ pytestmark = [
 NAMES = ["a", "b", "c", "src", "lib", "x y", "ü", "keep.log", "run.log", "build", "Makefile"]
 
 
+def _one_file_workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    return ws
+
+
 def _rel_paths(root: Path) -> list[Path]:
     out = []
     for folder, dirs, files in os.walk(root):
@@ -148,9 +155,7 @@ def test_no_change_snapshot_walks_nothing(tmp_path: Path) -> None:
 
 def test_lost_events_mean_a_full_walk(tmp_path: Path) -> None:
     """watchdog only logs an inotify queue overflow; that record must distrust the journal."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.txt").write_text("a\n")
+    ws = _one_file_workspace(tmp_path)
     with Snapshotter(ws, home=tmp_path / "h", watch=True) as snap:
         snap.snapshot()
         snap.snapshot()
@@ -189,9 +194,7 @@ def test_real_inotify_overflow_is_noticed(tmp_path: Path, caplog: pytest.LogCapt
 
 
 def test_a_dead_watcher_means_full_walks(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.txt").write_text("a\n")
+    ws = _one_file_workspace(tmp_path)
     with Snapshotter(ws, home=tmp_path / "h", watch=True) as snap:
         snap.snapshot()
         journal = snap._engine.journal  # type: ignore[union-attr]
@@ -206,9 +209,7 @@ def test_a_dead_watcher_means_full_walks(tmp_path: Path) -> None:
 
 
 def test_changes_while_closed_are_found(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.txt").write_text("a\n")
+    ws = _one_file_workspace(tmp_path)
     with Snapshotter(ws, home=tmp_path / "h", watch=True) as snap:
         snap.snapshot()
     (ws / "a.txt").write_text("changed while nobody watched\n")
@@ -246,9 +247,7 @@ def test_without_watchdog_it_walks_everything(tmp_path: Path, monkeypatch: pytes
         return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(builtins, "__import__", no_watchdog)
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.txt").write_text("a\n")
+    ws = _one_file_workspace(tmp_path)
     with Snapshotter(ws, home=tmp_path / "h", watch=True) as snap:
         assert not snap.watching
         snap.snapshot()
