@@ -254,7 +254,8 @@ class Engine:
 
     def read_stored(self, path: str, sha: bytes, mode: int) -> bytes | None:
         """A stored blob for diffing; None if too large to diff (never loaded whole)."""
-        if self.store.is_loose(sha) and self.store.blob_size(sha) > STREAM_THRESHOLD:
+        size = self.store.loose_size(sha)
+        if size is not None and size > STREAM_THRESHOLD:
             return None  # big blobs stay loose; packed ones are small by construction
         return self.catalog.read_blob(sha)
 

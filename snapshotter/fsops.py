@@ -34,15 +34,16 @@ from .hostfs import POSIX, HostFS
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
 _HELD = 64
 """Folder descriptors a Workspace keeps open at most."""
-_TMP_PREFIX = LEFTOVER_PREFIX = ".snapshotter-tmp-"
-_LEFTOVER = re.compile(re.escape(_TMP_PREFIX) + "[0-9a-f]{16}")
+LEFTOVER_PREFIX = ".snapshotter-tmp-"
+_LEFTOVER = re.compile(re.escape(LEFTOVER_PREFIX) + "[0-9a-f]{16}")
 
 
 def is_leftover(name: str) -> bool:
-    """A temporary file of a restore that was killed before renaming it: never
-    snapshotted, and removed by the next restore (which holds the store lock,
-    so no live restore can own it)."""
-    return name.startswith(_TMP_PREFIX) and _LEFTOVER.fullmatch(name) is not None
+    """A file of ours, never snapshotted: a watch-mode cookie (see watch.py), or
+    the temporary file of a restore killed mid-write by a version that still
+    wrote through temporary files. The next restore removes any it finds (a
+    cookie that goes early costs its watcher nothing: any event for it counts)."""
+    return name.startswith(LEFTOVER_PREFIX) and _LEFTOVER.fullmatch(name) is not None
 
 
 _T = TypeVar("_T")

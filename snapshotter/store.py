@@ -32,7 +32,7 @@ from dulwich.repo import Repo
 from .durability import sync_folder
 from .errors import StoreError, WorkspaceError
 from .objects import ObjectWriter
-from .packindex import PackIndex
+from .packread import PackIndex, read_whole_entry
 from .packs import TYPE_NUMBERS
 
 SNAPSHOT_REF_PREFIX = b"refs/snapshots/"
@@ -128,16 +128,16 @@ class Store:
         if stamp != self._packs_seen or again:
             if again:
                 self.release_packs()
-            self._close_pack_files()
+            else:
+                self._close_pack_files()  # a pack may be gone: never read one through a stale handle
             self._packs = list(self.repo.object_store.packs)
             self._packs_seen = stamp
         return self._packs
 
     def _has_packed(self, sha: bytes) -> bool:
-        raw = RawObjectID(sha)
         for attempt in range(2):
             try:
-                return any(raw in pack for pack in self._current_packs(again=attempt > 0))
+                return any(self._offset_in(pack, sha) is not None for pack in self._current_packs(again=attempt > 0))
             except (PackFileDisappeared, OSError):
                 continue  # look again with the packs listed afresh
         return False
@@ -173,7 +173,7 @@ class Store:
                 handle = self._pack_files.get(pack._basename)
                 if handle is None:
                     handle = self._pack_files[pack._basename] = open(pack._basename + ".pack", "rb")  # noqa: SIM115
-                return _inflate_whole(handle, offset, sha)
+                return read_whole_entry(handle, offset, sha)
         return None
 
     def _offset_in(self, pack: Pack, sha: bytes) -> int | None:
@@ -273,17 +273,19 @@ class Store:
 
     def blob_size(self, sha: bytes) -> int:
         """An object's size from its header, without inflating a loose one whole."""
+        size = self.loose_size(sha)
+        return size if size is not None else len(self.read_raw(sha)[1])  # packed objects are small by construction
+
+    def loose_size(self, sha: bytes) -> int | None:
+        """A loose object's size from its header; None if the object is not loose."""
         try:
             with open(self.writer.loose_path(sha), "rb") as handle:
                 head = zlib.decompressobj().decompress(handle.read(512), 64)
             return int(head.partition(b"\0")[0].partition(b" ")[2] or 0)
         except FileNotFoundError:
-            return len(self.read_raw(sha)[1])  # packed objects are small by construction
+            return None
         except (OSError, ValueError, zlib.error):
             return 0
-
-    def is_loose(self, sha: bytes) -> bool:
-        return os.path.exists(self.writer.loose_path(sha))
 
     def has_object(self, sha: bytes) -> bool:
         return self.writer.exists(sha)
@@ -517,33 +519,3 @@ def _read_workspace_file(path: str) -> str | None:
             return os.fsdecode(handle.read().rstrip(b"\n"))
     except OSError:
         return None
-
-
-def _inflate_whole(handle: BinaryIO, offset: int, sha: bytes) -> tuple[int, bytes] | None:
-    """(type number, content) of the pack entry at ``offset``; None for a delta."""
-    handle.seek(offset)
-    head = handle.read(4096)  # the header and, for a small object, all of it
-    if not head:
-        raise zlib.error(f"object {sha.hex()} is past the end of its pack")
-    byte = head[0]
-    kind, size, shift, used = (byte >> 4) & 7, byte & 15, 4, 1
-    while byte & 0x80:
-        if used >= len(head):
-            raise zlib.error(f"object {sha.hex()} has a damaged pack header")
-        byte = head[used]
-        size |= (byte & 0x7F) << shift
-        shift += 7
-        used += 1
-    if kind not in (1, 2, 3, 4):
-        return None  # OFS_DELTA / REF_DELTA
-    inflater = zlib.decompressobj()
-    pieces = [inflater.decompress(head[used:])]
-    while not inflater.eof:
-        chunk = handle.read(max(size, 4096))
-        if not chunk:
-            raise zlib.error(f"object {sha.hex()} is truncated in its pack")
-        pieces.append(inflater.decompress(chunk))
-    content = b"".join(pieces)
-    if len(content) != size:
-        raise zlib.error(f"object {sha.hex()} is damaged in its pack")
-    return kind, content

@@ -55,7 +55,7 @@ def test_direct_reads_equal_dulwich_before_and_after_gc(tmp_path: Path) -> None:
 def test_pack_index_offsets_equal_dulwich(tmp_path: Path) -> None:
     from dulwich.objects import RawObjectID
 
-    from snapshotter.packindex import PackIndex
+    from snapshotter.packread import PackIndex
 
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -77,7 +77,7 @@ def test_pack_index_offsets_equal_dulwich(tmp_path: Path) -> None:
 def test_pack_index_reads_64_bit_offsets() -> None:
     import struct
 
-    from snapshotter.packindex import PackIndex
+    from snapshotter.packread import PackIndex
 
     ids = [bytes([1]) * 20, bytes([2]) * 20]
     fanout = b"".join(struct.pack(">I", sum(1 for i in ids if i[0] <= b)) for b in range(256))
