@@ -153,10 +153,14 @@ class Engine:
         """Drop stat-cache records naming objects gc removed, so none is reused."""
         cache = statcache.load(self._cache_path)
         self._last = None  # it may name objects that are gone now: walk everything next time
-        files = {p: r for p, r in cache.files.items() if r[5] in kept}
+        folders = {}
+        for rel, table in cache.folders.items():
+            kept_table = {name: record for name, record in table.items() if record[5] in kept}
+            if kept_table:
+                folders[rel] = kept_table
         dirs = {p: r for p, r in cache.dirs.items() if r[1] in kept}
-        if len(files) != len(cache.files) or len(dirs) != len(cache.dirs):
-            self._save_cache(statcache.StatCache(files, dirs, cache.listings))
+        if sum(map(len, folders.values())) != cache.count() or len(dirs) != len(cache.dirs):
+            self._save_cache(statcache.StatCache(folders, dirs, cache.listings))
         else:
             self._cache = None
 
@@ -218,8 +222,8 @@ class Engine:
     def _remember(self, current: Scan, *, save: bool = True) -> None:
         """``current`` was recorded: it becomes the stat cache (and watch mode's base)."""
         if current is not self._last and not current.same_as_cache:
-            # A copy: a restore updates the cache's records in place, and watch mode keeps ``current``.
-            cache = statcache.StatCache(dict(current.tracked), current.dir_cache(), current.listings)
+            # The folder tables are shared with ``current``: the cache never changes them in place.
+            cache = statcache.StatCache(current.folder_tables(), current.dir_cache(), current.listings)
             if save:
                 self._save_cache(cache)
             else:
@@ -307,7 +311,7 @@ class Engine:
         workspace = Workspace(self.workspace, self.host)
         try:
             target_tree = StoredTree(self.store, bytes.fromhex(target.tree_id), check_names=names_checker(self.host))
-            plan = make_plan(target_tree, ScannedTree(current), workspace, current.tracked, within)
+            plan = make_plan(target_tree, ScannedTree(current), workspace, current, within)
             workspace.close()  # writing starts from fresh checks of every folder, never from the plan's
             if safety is not None:
                 with self._watch_paused(len(plan.writes) + len(plan.chmods) + len(plan.deletes)):
@@ -358,7 +362,7 @@ class Engine:
             try:
                 back = self.scan(write=False)
                 undo = make_plan(
-                    StoredTree(self.store, bytes.fromhex(safety.tree_id)), ScannedTree(back), workspace, (), None
+                    StoredTree(self.store, bytes.fromhex(safety.tree_id)), ScannedTree(back), workspace, None, None
                 )
                 apply_plan(undo, workspace, self.store.blob_chunks, statcache.StatCache())
             except BaseException:

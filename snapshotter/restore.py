@@ -12,15 +12,16 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from .errors import InvalidInput, RestoreConflict, UnsafeTree
 from .fsops import Workspace
 from .hostfs import POSIX, HostFS, recorded_mode
 from .objects import MODE_EXEC, MODE_LINK, TRACKED_MODES
-from .statcache import StatCache, StatKey, stat_key
+from .statcache import Record, StatCache, StatKey, stat_key
 from .trees import Change, Entry, ScannedTree, StoredTree, changes
+from .walker import Scan
 
 _WINDOWS_RESERVED = re.compile(r"(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?", re.IGNORECASE)
 
@@ -111,11 +112,11 @@ def make_plan(
     target: StoredTree,
     current: ScannedTree,
     workspace: Workspace,
-    tracked: Collection[str],
+    tracked: Scan | None,
     within: Callable[[str, bool], bool] | None,
 ) -> Plan:
     """Compare, validate and check for conflicts; writes nothing. ``tracked``
-    are the paths the current scan tracks (to count what stays unchanged)."""
+    says what the current scan tracks (to count what stays unchanged)."""
     found = changes(current, target, within)
     writes: list[tuple[str, Entry]] = []
     chmods: list[tuple[str, Entry]] = []
@@ -131,7 +132,12 @@ def make_plan(
         else:
             writes.append((change.path, change.new))
     _check_conflicts(writes, deletes, workspace)
-    in_scope = len(tracked) if within is None else sum(1 for p in tracked if within(p, False))
+    if tracked is None:
+        in_scope = 0
+    elif within is None:
+        in_scope = tracked.tracked_count()
+    else:
+        in_scope = sum(1 for p in tracked.tracked_paths() if within(p, False))
     unchanged = in_scope - sum(1 for c in found if c.old is not None)
     return Plan(tuple(writes), tuple(chmods), tuple(deletes), unchanged)
 
@@ -185,23 +191,25 @@ def apply_plan(
 ) -> None:
     """Carry out a checked plan and record what it wrote in the stat cache."""
     total = len(plan.writes)
-    for path in plan.deletes:
-        workspace.delete(path)
-        cache.forget(path)
-    _remove_emptied_dirs(workspace, plan.deletes)
-    for done, (path, (mode, sha)) in enumerate(plan.writes, 1):
-        if progress is not None:
-            progress(done, total)
-        if mode == MODE_LINK:
-            st = workspace.write_symlink(path, b"".join(blob_chunks(sha)))
-        else:
-            st = workspace.write_file(path, blob_chunks(sha), mode == MODE_EXEC)
-        cache.files[path] = (*_record_key(st, mode, workspace.host), sha)
-        cache.forget_dirs_above(path)
-    for path, (mode, sha) in plan.chmods:
-        st = workspace.set_executable(path, mode == MODE_EXEC)
-        cache.files[path] = (*_record_key(st, mode, workspace.host), sha)
-        cache.forget_dirs_above(path)
+    records: dict[str, Record | None] = {}
+    try:
+        for path in plan.deletes:
+            workspace.delete(path)
+            records[path] = None
+        _remove_emptied_dirs(workspace, plan.deletes)
+        for done, (path, (mode, sha)) in enumerate(plan.writes, 1):
+            if progress is not None:
+                progress(done, total)
+            if mode == MODE_LINK:
+                st = workspace.write_symlink(path, b"".join(blob_chunks(sha)))
+            else:
+                st = workspace.write_file(path, blob_chunks(sha), mode == MODE_EXEC)
+            records[path] = (*_record_key(st, mode, workspace.host), sha)
+        for path, (mode, sha) in plan.chmods:
+            st = workspace.set_executable(path, mode == MODE_EXEC)
+            records[path] = (*_record_key(st, mode, workspace.host), sha)
+    finally:
+        cache.apply(records)  # what was written is recorded even if a later write failed
 
 
 def _record_key(st: os.stat_result, mode: int, host: HostFS) -> StatKey:

@@ -11,6 +11,11 @@ folder whose entries are all unchanged reuses its tree id without serialising;
 and the names the ignore rules excluded, under a digest of the rules and the
 folder's listing, so an unchanged folder is not matched against the rules again.
 
+Records are grouped by folder (folder -> name -> record): a walk looks a file
+up by its name in its folder's small table, and a folder whose files all match
+hands that very table to the scan, so an unchanged folder costs no new objects.
+Such tables are shared and never changed in place; ``set`` copies one first.
+
 Every blob and tree id in the cache names an object already in the store: the
 cache is saved only after the objects it names are written.
 
@@ -28,12 +33,13 @@ import os
 import struct
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 _MAGIC = b"snapshotter-statcache\n"
-_VERSION = 2
-_HEADER = struct.Struct("<IIIIQQ")  # version, files, dirs, listings, path block size, ignored block size
+_VERSION = 3
+_HEADER = struct.Struct("<IIIIIQQ")  # version, folders, files, dirs, listings, path block size, ignored block size
+_FOLDER = struct.Struct("<I")  # files recorded in the folder (its names and records follow in order)
 _FILE = struct.Struct("<IQqqQ20s")  # st_mode, size, mtime_ns, ctime_ns, inode, blob id
 _DIR = struct.Struct("<I20s")  # tracked entries, tree id
 _LISTING = struct.Struct("<20sI")  # digest of rules + listing, number of ignored names
@@ -61,15 +67,72 @@ def stat_key(st: os.stat_result) -> StatKey:
     )
 
 
+Folder = dict[str, Record]
+"""One folder's records by file name; shared between caches and scans, so never changed in place."""
+
+_NO_RECORDS: Folder = {}
+
+
 @dataclass
 class StatCache:
-    """Path -> record (stat key, blob id) and folder -> (entry count, tree id)."""
+    """Folder -> name -> record (stat key, blob id), folder -> (entry count, tree
+    id), and folder -> (digest of its rules and listing, the names they ignore)."""
 
-    files: dict[str, Record] = field(default_factory=dict)
+    folders: dict[str, Folder] = field(default_factory=dict)
     dirs: dict[str, tuple[int, bytes]] = field(default_factory=dict)
     listings: dict[str, tuple[bytes, frozenset[str]]] = field(default_factory=dict)
     written_ns: int = 0
     """The cache file's mtime when loaded; 0 means every record is racy."""
+
+    @classmethod
+    def from_paths(cls, records: dict[str, Record], dirs: dict[str, tuple[int, bytes]] | None = None) -> StatCache:
+        """A cache from path -> record (tests and small tools; scans build folders directly)."""
+        cache = cls(dirs=dict(dirs or {}))
+        for path, record in records.items():
+            cache.set(path, record)
+        return cache
+
+    def folder(self, rel: str) -> Folder:
+        """The records of folder ``rel`` (``""``: the root); do not change the result."""
+        return self.folders.get(rel, _NO_RECORDS)
+
+    def get(self, path: str) -> Record | None:
+        folder, _, name = path.rpartition("/")
+        return self.folders.get(folder, _NO_RECORDS).get(name)
+
+    def set(self, path: str, record: Record) -> None:
+        """Record ``path``."""
+        self.apply({path: record})
+
+    def apply(self, changes: Mapping[str, Record | None]) -> None:
+        """Record each path's new record (None: forget it), and forget the folder
+        records above every changed path. Each folder's table is copied once."""
+        tables: dict[str, Folder] = {}
+        for path, record in changes.items():
+            folder, _, name = path.rpartition("/")
+            table = tables.get(folder)
+            if table is None:
+                table = tables[folder] = dict(self.folders.get(folder, _NO_RECORDS))
+            if record is None:
+                table.pop(name, None)
+            else:
+                table[name] = record
+            self.forget_dirs_above(path)
+        for folder, table in tables.items():
+            if table:
+                self.folders[folder] = table
+            else:
+                self.folders.pop(folder, None)
+
+    def paths(self) -> Iterator[tuple[str, Record]]:
+        """Every (path, record)."""
+        for folder, table in self.folders.items():
+            prefix = folder + "/" if folder else ""
+            for name, record in table.items():
+                yield prefix + name, record
+
+    def count(self) -> int:
+        return sum(len(table) for table in self.folders.values())
 
     def racy_cutoff(self) -> int:
         """Records whose mtime is at or above this value must be re-hashed."""
@@ -80,8 +143,7 @@ class StatCache:
 
     def forget(self, path: str) -> None:
         """Drop a file record and the folder records above it."""
-        self.files.pop(path, None)
-        self.forget_dirs_above(path)
+        self.apply({path: None})
 
     def forget_dirs_above(self, path: str) -> None:
         parent = path
@@ -127,27 +189,38 @@ def _decode(data: bytes, written_ns: int) -> StatCache:
     version = struct.unpack_from("<I", body, offset)[0]
     if version != _VERSION:
         raise ValueError("old stat cache")
-    _, n_files, n_dirs, n_listings, paths_len, ignored_len = _HEADER.unpack_from(body, offset)
+    _, n_folders, n_files, n_dirs, n_listings, paths_len, ignored_len = _HEADER.unpack_from(body, offset)
     offset += _HEADER.size
     names = _split(body[offset : offset + paths_len])
     offset += paths_len
     ignored_names = _split(body[offset : offset + ignored_len])
     offset += ignored_len
-    if len(names) != n_files + n_dirs + n_listings:
+    if len(names) != n_folders + n_files + n_dirs + n_listings:
         raise ValueError("corrupt stat cache")
-    end = offset + n_files * _FILE.size
-    files: dict[str, Record] = dict(zip(names, _FILE.iter_unpack(body[offset:end])))
+    end = offset + n_folders * _FOLDER.size
+    counts = [count for (count,) in _FOLDER.iter_unpack(body[offset:end])]
+    offset, end = end, end + n_files * _FILE.size
+    records = list(_FILE.iter_unpack(body[offset:end]))
+    if sum(counts) != n_files:
+        raise ValueError("corrupt stat cache")
+    folders: dict[str, Folder] = {}
+    file_names = names[n_folders : n_folders + n_files]
+    position = 0
+    for folder, count in zip(names[:n_folders], counts):
+        folders[folder] = dict(zip(file_names[position : position + count], records[position : position + count]))
+        position += count
+    names = names[n_folders + n_files :]
     offset, end = end, end + n_dirs * _DIR.size
-    dirs = {name: (count, tree) for name, (count, tree) in zip(names[n_files:], _DIR.iter_unpack(body[offset:end]))}
+    dirs = {name: (count, tree) for name, (count, tree) in zip(names, _DIR.iter_unpack(body[offset:end]))}
     offset, end = end, end + n_listings * _LISTING.size
     listings = {}
     position = 0
-    for name, (digest, count) in zip(names[n_files + n_dirs :], _LISTING.iter_unpack(body[offset:end])):
+    for name, (digest, count) in zip(names[n_dirs:], _LISTING.iter_unpack(body[offset:end])):
         listings[name] = (digest, frozenset(ignored_names[position : position + count]))
         position += count
-    if len(files) != n_files or len(dirs) != n_dirs or len(listings) != n_listings or end != len(body):
+    if len(folders) != n_folders or len(dirs) != n_dirs or len(listings) != n_listings or end != len(body):
         raise ValueError("corrupt stat cache")
-    return StatCache(files, dirs, listings, written_ns)
+    return StatCache(folders, dirs, listings, written_ns)
 
 
 def _split(block: bytes) -> list[str]:
@@ -181,19 +254,29 @@ def save(path: str, cache: StatCache) -> None:
 
 
 def _encode(cache: StatCache) -> bytes:
-    path_block = _join(list(cache.files) + list(cache.dirs) + list(cache.listings))
+    folders = {folder: table for folder, table in cache.folders.items() if table}
+    file_names = [name for table in folders.values() for name in table]
+    path_block = _join(list(folders) + file_names + list(cache.dirs) + list(cache.listings))
     ignored = [name for _, names in cache.listings.values() for name in sorted(names)]
     ignored_block = _join(ignored)
     parts = [
         _MAGIC,
         _HEADER.pack(
-            _VERSION, len(cache.files), len(cache.dirs), len(cache.listings), len(path_block), len(ignored_block)
+            _VERSION,
+            len(folders),
+            len(file_names),
+            len(cache.dirs),
+            len(cache.listings),
+            len(path_block),
+            len(ignored_block),
         ),
         path_block,
         ignored_block,
     ]
+    pack_folder = _FOLDER.pack
+    parts.extend([pack_folder(len(table)) for table in folders.values()])
     pack_file = _FILE.pack
-    parts.extend([pack_file(*record) for record in cache.files.values()])
+    parts.extend([pack_file(*record) for table in folders.values() for record in table.values()])
     pack_dir = _DIR.pack
     parts.extend(pack_dir(count, tree) for count, tree in cache.dirs.values())
     pack_listing = _LISTING.pack

@@ -12,6 +12,7 @@ its metadata is not.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import errno
 import hashlib
@@ -28,7 +29,6 @@ from .hostfs import POSIX, HostFS
 from .ignore import IgnoreSource, IgnoreStack, read_ignore_file
 from .model import ScanStats, SkippedPath, SkipReason
 from .objects import (
-    MODE_LINK,
     MODE_TREE,
     FileChanged,
     Hashed,
@@ -38,7 +38,7 @@ from .objects import (
     object_id,
     serialize_tree,
 )
-from .statcache import USE_CTIME, Record, StatCache, StatKey
+from .statcache import USE_CTIME, Folder, StatCache, StatKey
 from .watch import Changes
 
 EMPTY_TREE = object_id(b"tree", b"")
@@ -53,7 +53,9 @@ class DirNode:
     """One folder of the scan: its tracked files and subfolders."""
 
     rel: str
-    files: dict[str, tuple[int, bytes]] = field(default_factory=dict)
+    records: Folder = field(default_factory=dict)
+    """Its tracked files by name (stat key, blob id); a folder that matched the
+    stat cache shares the cache's table, so it is never changed in place."""
     subdirs: list[DirNode] = field(default_factory=list)
     clean: bool = True
     """Every entry came from the stat cache; after tree building: same tree id as cached."""
@@ -63,6 +65,11 @@ class DirNode:
     """Fingerprint of the ignore rules this folder inherited: an incremental scan
     reuses the folder only under the same rules."""
 
+    @property
+    def files(self) -> dict[str, tuple[int, bytes]]:
+        """Its tracked files by name: (git mode, blob id)."""
+        return {name: (_git_mode(record[0]), record[5]) for name, record in self.records.items()}
+
 
 @dataclass
 class Scan:
@@ -70,8 +77,6 @@ class Scan:
 
     root: DirNode
     nodes: dict[str, DirNode]
-    tracked: dict[str, Record]
-    """Every tracked path with its record (stat key, blob id): the next stat cache."""
     skipped: list[SkippedPath]
     stats: ScanStats
     listings: dict[str, tuple[bytes, frozenset[str]]]
@@ -95,14 +100,29 @@ class Scan:
         """(git mode, blob id) of a tracked file or symlink, or None."""
         folder, _, name = path.rpartition("/")
         node = self.nodes.get(folder)
-        return node.files.get(name) if node is not None else None
+        record = node.records.get(name) if node is not None else None
+        return (_git_mode(record[0]), record[5]) if record is not None else None
+
+    def tracked_count(self) -> int:
+        """How many files and symlinks it tracks."""
+        return sum(len(node.records) for node in self.nodes.values())
+
+    def tracked_paths(self) -> Iterator[str]:
+        for rel, node in self.nodes.items():
+            prefix = rel + "/" if rel else ""
+            for name in node.records:
+                yield prefix + name
+
+    def folder_tables(self) -> dict[str, Folder]:
+        """Folder -> its files' records, for the next stat cache."""
+        return {rel: node.records for rel, node in self.nodes.items() if node.records}
 
     def dir_cache(self) -> dict[str, tuple[int, bytes]]:
         """Folder -> (tracked entries, tree id), for the next stat cache."""
         out = {}
         for rel, node in self.nodes.items():
             if node.tree_id is not None:
-                out[rel] = (len(node.files) + sum(1 for d in node.subdirs if d.tree_id), node.tree_id)
+                out[rel] = (len(node.records) + sum(1 for d in node.subdirs if d.tree_id), node.tree_id)
         return out
 
 
@@ -169,7 +189,6 @@ def scan(
     as it was, so the result equals a full walk's if the changes are complete.
     """
     started = time.perf_counter()
-    files_get = cache.files.get
     cutoff = cache.racy_cutoff()
     root = DirNode("", rules=ignores.fingerprint)
     order: list[DirNode] = []
@@ -180,14 +199,12 @@ def scan(
     if incremental is not None:
         before = incremental.previous
         previous_nodes = before.nodes
-        tracked = dict(before.tracked)
         nodes = dict(before.nodes)
         listings = dict(before.listings)
         deep = incremental.changes.deep
         on_the_way = incremental.changes.on_the_way()
     else:
         previous_nodes = {}
-        tracked = {}
         nodes = {}
         listings = {}
         deep = on_the_way = frozenset()
@@ -196,6 +213,7 @@ def scan(
     entries_seen = 0
     bytes_seen = 0
     listing_hits = [0]
+    shared_tables = 0
     check_caps = limits is not None and (limits.max_entries or limits.max_bytes) and incremental is None
     carry_modes = host.needs_recorded_modes
     workspace = host.native(workspace)
@@ -205,9 +223,6 @@ def scan(
         node, path, rules, may_reuse = stack.pop()
         order.append(node)
         before_node = previous_nodes.get(node.rel)
-        if before_node is not None:
-            for name in before_node.files:  # walked again: its files are re-added below
-                tracked.pop(_join(node.rel, name), None)
         try:
             entries, fd = _open_listing(path, node is root)
         except OSError as exc:
@@ -216,7 +231,7 @@ def scan(
             skipped.append(SkippedPath(node.rel, SkipReason.UNREADABLE))
             node.clean = False
             if before_node is not None:
-                _forget_gone_subdirs(before_node, node, tracked, nodes, listings)
+                _forget_gone_subdirs(before_node, node, nodes, listings)
             continue
         try:
             base = path if path.endswith(os.sep) else path + os.sep
@@ -237,38 +252,42 @@ def scan(
                 node.subdirs.append(child)
                 nodes[rel] = child
                 stack.append((child, base + name, rules, may_reuse and rel not in deep))
-            node_files = node.files
-            # The hot loop: one lstat per file, and a file that matches its record
-            # costs a few comparisons (no tuple, no call) before it is taken as is.
+            table = cache.folder(node.rel)
+            table_get = table.get
+            hits = 0
+            missed: list[str] = []
+            specials: list[str] = []
+            # The hot loop: one lstat per file; a file that matches its record
+            # costs a few comparisons and nothing else (no tuple, no call, no
+            # insertion): a folder whose files all match shares the cache's table.
             for entry in files:
                 name = entry.name
                 try:
                     st = entry.stat(follow_symlinks=False)
                 except OSError:
                     skipped.append(SkippedPath(prefix + name, SkipReason.VANISHED))
-                    node.clean = False
+                    missed.append(name)
                     continue
-                st_mode = st.st_mode
-                rel = prefix + name
-                record = files_get(rel)
+                record = table_get(name)
                 if (
                     record is not None
                     and not carry_modes
                     and record[2] == st.st_mtime_ns
                     and record[2] < cutoff
                     and record[1] == st.st_size
-                    and record[0] == st_mode
+                    and record[0] == st.st_mode
                     and record[4] == st.st_ino
                     and (record[3] == st.st_ctime_ns or not USE_CTIME)
                 ):  # the record's kind is a file or symlink: no need to test st_mode's
-                    files_seen += 1
+                    hits += 1
                     bytes_seen += record[1]
-                    node_files[name] = (_GIT_MODES.get(st_mode) or _git_mode(st_mode), record[5])
-                    tracked[rel] = record
                     continue
+                st_mode = st.st_mode
+                rel = prefix + name
                 kind = st_mode & _S_IFMT
                 if kind != _S_IFREG and kind != _S_IFLNK:
                     skipped.append(SkippedPath(rel, SkipReason.SPECIAL))
+                    specials.append(name)
                     continue
                 files_seen += 1
                 bytes_seen += st.st_size
@@ -279,31 +298,39 @@ def scan(
                     st_mode = host.effective_mode(st_mode, recorded)
                     key = (st_mode, *key[1:])
                     if record is not None and record[:5] == key and st.st_mtime_ns < cutoff:
-                        node_files[name] = (_git_mode(st_mode), record[5])
-                        tracked[rel] = record
+                        files_seen -= 1
+                        hits += 1
                         continue
-                node.clean = False
+                missed.append(name)
                 is_link = kind == _S_IFLNK  # a real symlink: read its target, never follow it
                 if record is None and not is_link and st.st_size > max_new_file_size:
                     skipped.append(SkippedPath(rel, SkipReason.TOO_LARGE))
                     continue
                 pending.append(_Pending(node, name, rel, base + name, is_link, key, recorded))
+            files_seen += hits
+            if not missed and hits == len(table):
+                node.records = table
+                shared_tables += bool(table)
+            else:
+                node.clean = False
+                gone = set(missed + specials)
+                node.records = {entry.name: table[entry.name] for entry in files if entry.name not in gone}
         finally:
             if fd >= 0:
                 os.close(fd)
         if check_caps and limits is not None:
             limits.check(workspace, entries_seen, bytes_seen)
         if before_node is not None:
-            _forget_gone_subdirs(before_node, node, tracked, nodes, listings)
+            _forget_gone_subdirs(before_node, node, nodes, listings)
 
     if incremental is not None:
         skipped.extend(_skips_below(incremental.previous.skipped, grafted))
         if limits is not None:
-            limits.check(workspace, len(tracked) + len(nodes), 0)
+            limits.check(workspace, sum(len(n.records) for n in nodes.values()) + len(nodes), 0)
     line_counts: dict[bytes, int | None] = {}
     batch = writer.batch() if write and len(pending) >= _PACK_THRESHOLD else contextlib.nullcontext()
     with batch:
-        hashed, bytes_hashed = _hash_pending(pending, writer, write, tracked, skipped, line_counts, progress, host)
+        hashed, bytes_hashed = _hash_pending(pending, writer, write, skipped, line_counts, progress, host)
         _build_trees(order, cache, writer, write)
     stats = ScanStats(
         files_seen=files_seen,
@@ -318,16 +345,15 @@ def scan(
         incremental is None
         and not pending
         and root.clean
-        and len(tracked) == len(cache.files)
+        and shared_tables == len(cache.folders)
         and listing_hits[0] == len(listings) == len(cache.listings)
     )
-    return Scan(root, nodes, tracked, skipped, stats, listings, line_counts, leftovers, write, same)
+    return Scan(root, nodes, skipped, stats, listings, line_counts, leftovers, write, same)
 
 
 def _forget_gone_subdirs(
     before: DirNode,
     now: DirNode,
-    tracked: dict[str, Record],
     nodes: dict[str, DirNode],
     listings: dict[str, tuple[bytes, frozenset[str]]],
 ) -> None:
@@ -340,8 +366,6 @@ def _forget_gone_subdirs(
         if nodes.get(gone.rel) is gone:
             del nodes[gone.rel]
         listings.pop(gone.rel, None)
-        for name in gone.files:
-            tracked.pop(gone.rel + "/" + name, None)
         stack.extend(gone.subdirs)
 
 
@@ -387,27 +411,27 @@ def _tracked_entries(
     rules and its listing (names and kinds): an unchanged folder under
     unchanged rules reuses its set of ignored names without matching.
     """
-    dirs: list[str] = []
-    files: list[os.DirEntry[str]] = []
-    names: list[str] = []
-    for entry in entries:
-        name = entry.name
-        if name in _GIT_DIR_NAMES:
-            continue
-        try:
-            is_dir = entry.is_dir(follow_symlinks=False)
-        except OSError:
-            continue
-        if is_dir:
-            dirs.append(name)
-            names.append(name + "/")
-        elif name.startswith(LEFTOVER_PREFIX) and is_leftover(name):  # cheap test first: hot path
-            if leftovers is not None:
-                leftovers.append(_join(prefix, name))
-        else:
-            files.append(entry)
-            names.append(name)
+    try:  # one C-speed pass per question: this runs for every entry of every folder
+        kinds: list[bool | None] = [entry.is_dir(follow_symlinks=False) for entry in entries]
+    except OSError:  # the kind needed an lstat, and the entry is gone: leave it out
+        kinds = [_is_dir(entry) for entry in entries]
+    dirs = [entry.name for entry, kind in zip(entries, kinds) if kind]
+    files = [entry for entry, kind in zip(entries, kinds) if kind is False]
+    file_names = [entry.name for entry in files]
+    if not (_GIT_DIR_NAMES.isdisjoint(dirs) and _GIT_DIR_NAMES.isdisjoint(file_names)):
+        dirs = [name for name in dirs if name not in _GIT_DIR_NAMES]
+        files = [entry for entry in files if entry.name not in _GIT_DIR_NAMES]
+        file_names = [entry.name for entry in files]
+    names = file_names + [name + "/" for name in dirs]
     names.sort()
+    at = bisect.bisect_left(names, LEFTOVER_PREFIX)
+    if at < len(names) and names[at].startswith(LEFTOVER_PREFIX):  # sorted: any such name is here
+        found = {name for name in file_names if is_leftover(name)}
+        if found:
+            if leftovers is not None:
+                leftovers.extend(_join(prefix, name) for name in sorted(found))
+            files = [entry for entry in files if entry.name not in found]
+            names = [name for name in names if name not in found]
     digest = hashlib.sha1(rules.fingerprint)
     digest.update("\0".join(names).encode("utf-8", "surrogateescape"))
     key = digest.digest()
@@ -426,6 +450,13 @@ def _tracked_entries(
         dirs = [name for name in dirs if name not in ignored]
         files = [entry for entry in files if entry.name not in ignored]
     return dirs, files
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool | None:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return None
 
 
 def measure(workspace: str, ignores: IgnoreStack, limits: WorkspaceLimits) -> tuple[int, int]:
@@ -506,7 +537,6 @@ def _hash_pending(
     pending: list[_Pending],
     writer: ObjectWriter,
     write: bool,
-    tracked: dict[str, Record],
     skipped: list[SkippedPath],
     line_counts: dict[bytes, int | None],
     progress: Callable[[int, int], None] | None,
@@ -539,9 +569,7 @@ def _hash_pending(
             key = result.key
             if host.needs_recorded_modes:
                 key = (host.effective_mode(key[0], item.recorded), *key[1:])
-            mode = MODE_LINK if item.is_link else git_mode(key[0])
-            item.node.files[item.name] = (mode, result.sha)
-            tracked[item.rel] = (*key, result.sha)
+            item.node.records[item.name] = (*key, result.sha)
             line_counts[result.sha] = result.lines
             hashed += 1
             total += result.size
@@ -557,7 +585,7 @@ def _build_trees(order: list[DirNode], cache: StatCache, writer: ObjectWriter, w
     """Give every folder its tree id, children before parents."""
     cached_dirs = cache.dirs
     for node in reversed(order):
-        count = len(node.files)
+        count = len(node.records)
         clean = node.clean
         for sub in node.subdirs:
             if sub.tree_id is not None:
@@ -573,7 +601,7 @@ def _build_trees(order: list[DirNode], cache: StatCache, writer: ObjectWriter, w
         if clean and record is not None:
             node.tree_id = record[1]
             continue
-        entries = [(os.fsencode(name), mode, sha) for name, (mode, sha) in node.files.items()]
+        entries = [(os.fsencode(name), _git_mode(record[0]), record[5]) for name, record in node.records.items()]
         entries.extend(
             (os.fsencode(sub.rel.rpartition("/")[2]), MODE_TREE, sub.tree_id)
             for sub in node.subdirs

@@ -6,6 +6,7 @@ import os
 import time
 from pathlib import Path
 
+import pytest
 from conftest import write
 
 from snapshotter import statcache
@@ -75,7 +76,9 @@ def test_same_size_rewrite_in_the_same_tick_is_detected(ws: Path, make) -> None:
     # inode and ctime could still give it away; pin the record to the new stat to be sure
     cache = statcache.load(os.path.join(snap.store_path, "snapshotter", "statcache"))
     key = statcache.stat_key(os.lstat(ws / "a.txt"))
-    cache.files["a.txt"] = (*key, cache.files["a.txt"][5])
+    record = cache.get("a.txt")
+    assert record is not None
+    cache.set("a.txt", (*key, record[5]))
     statcache.save(os.path.join(snap.store_path, "snapshotter", "statcache"), cache)
     os.utime(os.path.join(snap.store_path, "snapshotter", "statcache"), ns=(cache_mtime, cache_mtime))
     fresh = make()
@@ -106,18 +109,22 @@ def test_corrupt_or_old_cache_means_full_rehash_not_wrong_snapshot(ws: Path, mak
     assert again.last_scan.files_hashed == 10
     assert second.tree_id == first.tree_id
     Path(path).write_bytes(b"garbage")
-    assert statcache.load(path).files == {}
+    assert statcache.load(path).folders == {}
 
 
 def test_cache_round_trip_keeps_every_record(tmp_path: Path) -> None:
-    cache = StatCache(
-        files={f"dir/ü{i}": (0o100644, i, i * 7, -i, i + 1, bytes([i % 256]) * 20) for i in range(1000)},
-        dirs={"": (3, b"\1" * 20), "dir": (1000, b"\2" * 20)},
-    )
+    records = {
+        f"dir{i % 3 or ''}/ü{i}".lstrip("/"): (0o100644, i, i * 7, -i, i + 1, bytes([i % 256]) * 20)
+        for i in range(1000)
+    }
+    records.update({f"top{i}": (0o120777, i, 1, 2, 3, b"\3" * 20) for i in range(5)})
+    cache = StatCache.from_paths(records, {"": (3, b"\1" * 20), "dir": (1000, b"\2" * 20)})
     path = str(tmp_path / "cache")
     statcache.save(path, cache)
     loaded = statcache.load(path)
-    assert loaded.files == cache.files
+    assert dict(loaded.paths()) == records
+    assert loaded.folders == cache.folders
+    assert loaded.folders.keys() == {"", "dir", "dir1", "dir2"}
     assert loaded.dirs == cache.dirs
     assert loaded.written_ns == os.stat(path).st_mtime_ns
 
@@ -135,3 +142,32 @@ def test_status_does_not_poison_the_cache(ws: Path, make) -> None:  # type: igno
     assert (ws / "a.txt").read_text() == "one\n"
     snap.restore(info.id)
     assert (ws / "a.txt").read_text() == "two\n"
+
+
+def test_folder_tables_are_never_changed_in_place() -> None:
+    """A scan shares the tables of the folders that matched: editing the cache must copy."""
+    cache = StatCache.from_paths({"d/a": (0o100644, 1, 1, 1, 1, b"\1" * 20), "d/b": (0o100644, 2, 2, 2, 2, b"\2" * 20)})
+    shared = cache.folder("d")
+    before = dict(shared)
+    cache.set("d/c", (0o100644, 3, 3, 3, 3, b"\3" * 20))
+    cache.forget("d/a")
+    cache.apply({"d/b": None, "e/x": (0o100755, 4, 4, 4, 4, b"\4" * 20)})
+    assert shared == before
+    assert set(cache.folder("d")) == {"c"} and set(cache.folder("e")) == {"x"}
+    cache.forget("d/c")
+    assert "d" not in cache.folders and cache.count() == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_pipe_in_place_of_a_tracked_file_drops_it_and_nothing_else(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"d/f.txt": "f\n", "d/g.txt": "g\n", "h.txt": "h\n"})
+    _age(ws)
+    snap = make()
+    first = snap.snapshot()
+    (ws / "d" / "f.txt").unlink()
+    os.mkfifo(ws / "d" / "f.txt")
+    second = snap.snapshot()
+    assert [(d.path, d.status) for d in snap.diff(first.id, second.id)] == [("d/f.txt", "deleted")]
+    assert [(s.path, s.reason.value) for s in second.skipped] == [("d/f.txt", "not-a-regular-file")]
+    third = snap.snapshot()
+    assert third.tree_id == second.tree_id and snap.last_scan.files_hashed == 0
