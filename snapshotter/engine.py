@@ -223,7 +223,8 @@ class Engine:
         """``current`` was recorded: it becomes the stat cache (and watch mode's base)."""
         if current is not self._last and not current.same_as_cache:
             # The folder tables are shared with ``current``: the cache never changes them in place.
-            cache = statcache.StatCache(current.folder_tables(), current.dir_cache(), current.listings)
+            packed = self._cache.packed if self._cache is not None else {}
+            cache = statcache.StatCache(current.folder_tables(), current.dir_cache(), current.listings, 0, packed)
             if save:
                 self._save_cache(cache)
             else:

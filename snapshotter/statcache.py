@@ -37,9 +37,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 _MAGIC = b"snapshotter-statcache\n"
-_VERSION = 3
+_VERSION = 4
 _HEADER = struct.Struct("<IIIIIQQ")  # version, folders, files, dirs, listings, path block size, ignored block size
-_FOLDER = struct.Struct("<I")  # files recorded in the folder (its names and records follow in order)
+_FOLDER = struct.Struct("<II")  # files recorded in the folder, size of its block of names
 _FILE = struct.Struct("<IQqqQ20s")  # st_mode, size, mtime_ns, ctime_ns, inode, blob id
 _DIR = struct.Struct("<I20s")  # tracked entries, tree id
 _LISTING = struct.Struct("<20sI")  # digest of rules + listing, number of ignored names
@@ -67,6 +67,7 @@ def stat_key(st: os.stat_result) -> StatKey:
     )
 
 
+Buffer = bytes | memoryview
 Folder = dict[str, Record]
 """One folder's records by file name; shared between caches and scans, so never changed in place."""
 
@@ -83,6 +84,10 @@ class StatCache:
     listings: dict[str, tuple[bytes, frozenset[str]]] = field(default_factory=dict)
     written_ns: int = 0
     """The cache file's mtime when loaded; 0 means every record is racy."""
+    packed: dict[str, tuple[Folder, Buffer, Buffer]] = field(default_factory=dict, repr=False, compare=False)
+    """Folder -> (table, its names and records as saved): a table that is still
+    the same object is saved again from these bytes, not packed record by record.
+    Pass it on to the cache that succeeds this one."""
 
     @classmethod
     def from_paths(cls, records: dict[str, Record], dirs: dict[str, tuple[int, bytes]] | None = None) -> StatCache:
@@ -195,21 +200,31 @@ def _decode(data: bytes, written_ns: int) -> StatCache:
     offset += paths_len
     ignored_names = _split(body[offset : offset + ignored_len])
     offset += ignored_len
-    if len(names) != n_folders + n_files + n_dirs + n_listings:
+    if len(names) != n_folders + n_dirs + n_listings:
         raise ValueError("corrupt stat cache")
     end = offset + n_folders * _FOLDER.size
-    counts = [count for (count,) in _FOLDER.iter_unpack(body[offset:end])]
-    offset, end = end, end + n_files * _FILE.size
+    shapes = list(_FOLDER.iter_unpack(body[offset:end]))
+    name_offset = end
+    offset = end + sum(size for _, size in shapes)
+    end = offset + n_files * _FILE.size
     records = list(_FILE.iter_unpack(body[offset:end]))
-    if sum(counts) != n_files:
+    file_names = _split(body[name_offset:offset])  # every folder's block of names, in folder order
+    if len(file_names) != n_files or len(records) != n_files:
         raise ValueError("corrupt stat cache")
+    view = memoryview(body)
     folders: dict[str, Folder] = {}
-    file_names = names[n_folders : n_folders + n_files]
+    packed: dict[str, tuple[Folder, Buffer, Buffer]] = {}
     position = 0
-    for folder, count in zip(names[:n_folders], counts):
-        folders[folder] = dict(zip(file_names[position : position + count], records[position : position + count]))
-        position += count
-    names = names[n_folders + n_files :]
+    for folder, (count, size) in zip(names, shapes):
+        end_position = position + count
+        table = folders[folder] = dict(zip(file_names[position:end_position], records[position:end_position]))
+        start = offset + position * _FILE.size
+        packed[folder] = (table, view[name_offset : name_offset + size], view[start : start + count * _FILE.size])
+        name_offset += size
+        position = end_position
+    if position != n_files:
+        raise ValueError("corrupt stat cache")
+    names = names[n_folders:]
     offset, end = end, end + n_dirs * _DIR.size
     dirs = {name: (count, tree) for name, (count, tree) in zip(names, _DIR.iter_unpack(body[offset:end]))}
     offset, end = end, end + n_listings * _LISTING.size
@@ -220,7 +235,7 @@ def _decode(data: bytes, written_ns: int) -> StatCache:
         position += count
     if len(folders) != n_folders or len(dirs) != n_dirs or len(listings) != n_listings or end != len(body):
         raise ValueError("corrupt stat cache")
-    return StatCache(folders, dirs, listings, written_ns)
+    return StatCache(folders, dirs, listings, written_ns, packed)
 
 
 def _split(block: bytes) -> list[str]:
@@ -254,17 +269,26 @@ def save(path: str, cache: StatCache) -> None:
 
 
 def _encode(cache: StatCache) -> bytes:
-    folders = {folder: table for folder, table in cache.folders.items() if table}
-    file_names = [name for table in folders.values() for name in table]
-    path_block = _join(list(folders) + file_names + list(cache.dirs) + list(cache.listings))
+    previous = cache.packed
+    packed: dict[str, tuple[Folder, Buffer, Buffer]] = {}
+    pack_file = _FILE.pack
+    for folder, table in cache.folders.items():
+        if not table:
+            continue
+        known = previous.get(folder)
+        if known is None or known[0] is not table:  # tables never change in place: same object, same bytes
+            known = (table, _join(list(table)), b"".join([pack_file(*record) for record in table.values()]))
+        packed[folder] = known
+    cache.packed = packed
+    path_block = _join(list(packed) + list(cache.dirs) + list(cache.listings))
     ignored = [name for _, names in cache.listings.values() for name in sorted(names)]
     ignored_block = _join(ignored)
-    parts = [
+    parts: list[Buffer] = [
         _MAGIC,
         _HEADER.pack(
             _VERSION,
-            len(folders),
-            len(file_names),
+            len(packed),
+            sum(len(table) for table, _, _ in packed.values()),
             len(cache.dirs),
             len(cache.listings),
             len(path_block),
@@ -274,9 +298,9 @@ def _encode(cache: StatCache) -> bytes:
         ignored_block,
     ]
     pack_folder = _FOLDER.pack
-    parts.extend([pack_folder(len(table)) for table in folders.values()])
-    pack_file = _FILE.pack
-    parts.extend([pack_file(*record) for table in folders.values() for record in table.values()])
+    parts.extend([pack_folder(len(table), len(names)) for table, names, _ in packed.values()])
+    parts.extend([names for _, names, _ in packed.values()])
+    parts.extend([records for _, _, records in packed.values()])
     pack_dir = _DIR.pack
     parts.extend(pack_dir(count, tree) for count, tree in cache.dirs.values())
     pack_listing = _LISTING.pack

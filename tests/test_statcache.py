@@ -127,6 +127,15 @@ def test_cache_round_trip_keeps_every_record(tmp_path: Path) -> None:
     assert loaded.folders.keys() == {"", "dir", "dir1", "dir2"}
     assert loaded.dirs == cache.dirs
     assert loaded.written_ns == os.stat(path).st_mtime_ns
+    # Saved again, unchanged tables are copied from the bytes they were loaded from; changed ones are packed anew.
+    loaded.apply({"dir1/ü1": (0o100755, 9, 9, 9, 9, b"\x09" * 20), "dir2/ü2": None, "new/x": records["top1"]})
+    statcache.save(path, loaded)
+    again = statcache.load(path)
+    expected = {**records, "dir1/ü1": (0o100755, 9, 9, 9, 9, b"\x09" * 20), "new/x": records["top1"]}
+    del expected["dir2/ü2"]
+    assert dict(again.paths()) == expected
+    statcache.save(path, StatCache(again.folders, again.dirs, again.listings, 0, again.packed))
+    assert dict(statcache.load(path).paths()) == expected
 
 
 def test_status_does_not_poison_the_cache(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
