@@ -19,13 +19,12 @@ half-way is recovered from its ``pre-restore`` snapshot either way.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import re
 import stat
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from .errors import FileInUse, RestoreConflict
@@ -89,19 +88,25 @@ class Workspace:
         for fd in held.values():
             os.close(fd)
 
-    @contextlib.contextmanager
-    def _parent(self, rel: str, create: bool) -> Iterator[tuple[int | None, str, str]]:
-        """(dir fd or None, base name, absolute parent) of ``rel``'s folder."""
-        parts = rel.split("/")
-        name = parts.pop()
+    def _parent(self, rel: str, create: bool) -> tuple[int | None, str, str]:
+        """(dir fd or None, base name, parent) of ``rel``: with a descriptor the
+        parent is its path below the root (for messages, see :meth:`_shown`);
+        without one it is the absolute path every call goes through."""
+        parent, _, name = rel.rpartition("/")
+        parts = parent.split("/") if parent else []
         if not self.host.dir_fd:
-            parent = self._io_root
+            path = self._io_root
             for part in parts:
-                parent = os.path.join(parent, part)
-                self._check_dir(parent, create)
-            yield None, name, parent
-            return
-        yield self._folder(parts, create), name, os.path.join(self.root, *parts)
+                path = os.path.join(path, part)
+                self._check_dir(path, create)
+            return None, name, path
+        return self._folder(parts, create), name, parent
+
+    def _shown(self, fd: int | None, parent: str, name: str) -> str:
+        """The absolute path of ``name`` in ``parent`` (as :meth:`_parent` gave it), for messages."""
+        if fd is None:
+            return os.path.join(parent, name)
+        return self.abspath(parent + "/" + name if parent else name)
 
     def _forget_below(self, rel: str) -> None:
         """Close the kept descriptors of ``rel`` and the folders in it (about to be removed)."""
@@ -166,7 +171,7 @@ class Workspace:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
         mode = 0o777 if executable else 0o666  # less the umask, as git does
 
-        def create(fd: int | None, path: str) -> None:
+        def create(fd: int | None, path: str) -> os.stat_result:
             out = os.open(path, flags, mode, dir_fd=fd)
             try:
                 try:
@@ -174,6 +179,7 @@ class Workspace:
                         view = memoryview(piece)
                         while view:
                             view = view[os.write(out, view) :]
+                    return os.fstat(out)
                 finally:
                     os.close(out)
             except BaseException:
@@ -189,37 +195,54 @@ class Workspace:
             return self.write_file(rel, target, executable=False)
 
         def create(fd: int | None, path: str) -> None:
-            os.symlink(os.fsdecode(target), path, dir_fd=fd)
+            os.symlink(os.fsdecode(target), path, dir_fd=fd)  # its stat is taken afterwards
 
         return self._install(rel, create)
 
-    def _install(self, rel: str, create: Callable[[int | None, str], None]) -> os.stat_result:
+    def _install(self, rel: str, create: Callable[[int | None, str], os.stat_result | None]) -> os.stat_result:
         """Remove what stands at ``rel`` (a file, a symlink, or a folder of empty
-        folders), then make the new entry there with ``create``."""
-        with self._parent(rel, create=True) as (fd, name, parent):
-            path = name if fd is not None else os.path.join(parent, name)
+        folders), then make the new entry there with ``create`` (which may
+        return the new entry's stat, taken before closing it, as git does)."""
+        fd, name, parent = self._parent(rel, create=True)
+        path = name if fd is not None else os.path.join(parent, name)
+        if fd is not None and self._unlinked(fd, name):
+            pass  # the common case in one call: a file or symlink was there, or nothing
+        else:
             try:
                 st = self._lstat(fd, parent, name)
             except FileNotFoundError:
                 pass
             else:
                 if not stat.S_ISDIR(st.st_mode):
-                    self._retry_busy(lambda: os.unlink(path, dir_fd=fd), parent, name)
+                    self._retry_busy(lambda: os.unlink(path, dir_fd=fd), lambda: self._shown(fd, parent, name))
                 else:
                     self._forget_below(rel)
-                    if not self._remove_if_only_folders(fd, parent, name):
+                    if not self._remove_if_only_folders(fd, self._shown(fd, parent, ""), name):
                         raise RestoreConflict(
-                            f"{os.path.join(parent, name)} is a folder holding untracked files; move them and retry"
+                            f"{self._shown(fd, parent, name)} is a folder holding untracked files; move them and retry"
                         )
-            try:
-                create(fd, path)
-            except FileExistsError:
-                raise RestoreConflict(
-                    f"{os.path.join(parent, name)} appeared while it was being restored; retry"
-                ) from None
-            return self._lstat(fd, parent, name)
+        try:
+            made = create(fd, path)
+        except FileExistsError:
+            raise RestoreConflict(
+                f"{self._shown(fd, parent, name)} appeared while it was being restored; retry"
+            ) from None
+        return made if made is not None else self._lstat(fd, parent, name)
+
+    @staticmethod
+    def _unlinked(fd: int, name: str) -> bool:
+        """Remove the file or symlink ``name`` if there is one; False when what
+        stands there needs a closer look first (a folder, or a refusal)."""
+        try:
+            os.unlink(name, dir_fd=fd)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False  # EISDIR or EPERM for a folder; anything else: the slow path says what
+        return True
 
     def _remove_if_only_folders(self, fd: int | None, parent: str, name: str) -> bool:
+        """``parent`` is absolute (with ``fd`` only for messages)."""
         path = os.path.join(parent, name)
         # With dir_fd the folder is opened with O_NOFOLLOW: a symlink is never descended.
         child = os.open(name, _DIR_FLAGS, dir_fd=fd) if fd is not None else None
@@ -241,39 +264,40 @@ class Workspace:
     def set_executable(self, rel: str, executable: bool) -> os.stat_result:
         """chmod a regular file in place (keeps its content and mtime); where the
         filesystem has no exec bit, only the record of it changes (see hostfs)."""
-        with self._parent(rel, create=False) as (fd, name, parent):
-            if not self.host.exec_bit:
-                return self._lstat(fd, parent, name)
-            flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-            handle = os.open(name, flags, dir_fd=fd) if fd is not None else os.open(os.path.join(parent, name), flags)
-            try:
-                if hasattr(os, "fchmod"):
-                    os.fchmod(handle, file_mode(executable))
-                else:
-                    os.chmod(os.path.join(parent, name), file_mode(executable))
-                return os.fstat(handle)
-            finally:
-                os.close(handle)
+        fd, name, parent = self._parent(rel, create=False)
+        if not self.host.exec_bit:
+            return self._lstat(fd, parent, name)
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+        handle = os.open(name, flags, dir_fd=fd) if fd is not None else os.open(os.path.join(parent, name), flags)
+        try:
+            if hasattr(os, "fchmod"):
+                os.fchmod(handle, file_mode(executable))
+            else:
+                os.chmod(os.path.join(parent, name), file_mode(executable))
+            return os.fstat(handle)
+        finally:
+            os.close(handle)
 
     def delete(self, rel: str) -> None:
         """Remove a file or symlink; a missing one is fine."""
         try:
-            with self._parent(rel, create=False) as (fd, name, parent):
-                if fd is not None:
-                    self._retry_busy(lambda: os.unlink(name, dir_fd=fd), parent, name)
-                else:
-                    self._retry_busy(lambda: os.unlink(os.path.join(parent, name)), parent, name)
+            fd, name, parent = self._parent(rel, create=False)
+            shown = lambda: self._shown(fd, parent, name)  # noqa: E731
+            if fd is not None:
+                self._retry_busy(lambda: os.unlink(name, dir_fd=fd), shown)
+            else:
+                self._retry_busy(lambda: os.unlink(os.path.join(parent, name)), shown)
         except FileNotFoundError:
             pass
 
     def remove_dir_if_empty(self, rel: str) -> bool:
         self.close()  # never keep a descriptor of a folder that may go away
         try:
-            with self._parent(rel, create=False) as (fd, name, parent):
-                if fd is not None:
-                    os.rmdir(name, dir_fd=fd)
-                else:
-                    os.rmdir(os.path.join(parent, name))
+            fd, name, parent = self._parent(rel, create=False)
+            if fd is not None:
+                os.rmdir(name, dir_fd=fd)
+            else:
+                os.rmdir(os.path.join(parent, name))
             return True
         except OSError:
             return False
@@ -281,8 +305,8 @@ class Workspace:
     def lstat(self, rel: str) -> os.stat_result | None:
         """The entry at ``rel``, or None if it, or a real folder leading to it, is missing."""
         try:
-            with self._parent(rel, create=False) as (fd, name, parent):
-                return self._lstat(fd, parent, name)
+            fd, name, parent = self._parent(rel, create=False)
+            return self._lstat(fd, parent, name)
         except (FileNotFoundError, NotADirectoryError, RestoreConflict):
             return None
 
@@ -292,7 +316,7 @@ class Workspace:
             return os.stat(name, dir_fd=fd, follow_symlinks=False)
         return os.lstat(os.path.join(parent, name))
 
-    def _retry_busy(self, action: Callable[[], _T], parent: str, name: str) -> _T:
+    def _retry_busy(self, action: Callable[[], _T], shown: Callable[[], str]) -> _T:
         """Run ``action``; while the file is in use by another program (a
         Windows sharing violation: PermissionError), wait and try again."""
         delays = self.host.busy_retry_delays
@@ -306,7 +330,7 @@ class Workspace:
         except PermissionError:
             if not delays:
                 raise
-            raise FileInUse(f"{os.path.join(parent, name)} is in use by another program; close it and retry") from None
+            raise FileInUse(f"{shown()} is in use by another program; close it and retry") from None
 
 
 def _unlink_quietly(fd: int | None, path: str) -> None:
