@@ -21,7 +21,7 @@ from .hostfs import POSIX, HostFS, recorded_mode
 from .objects import MODE_EXEC, MODE_LINK, TRACKED_MODES
 from .statcache import Record, StatCache, StatKey, stat_key
 from .trees import Change, Entry, ScannedTree, StoredTree, changes
-from .walker import Scan
+from .walker import GIT_DIR_NAMES, Scan
 
 _WINDOWS_RESERVED = re.compile(r"(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?", re.IGNORECASE)
 
@@ -51,14 +51,20 @@ def validate_component(name: str, where: str, host: HostFS = POSIX) -> None:
         raise UnsafeTree(f"snapshot holds the unsafe name {name!r} (in {where}); restore refused, nothing was written")
 
 
+_UNSAFE_NAMES = frozenset(["", ".", ".."]) | GIT_DIR_NAMES
+
+
 def names_checker(host: HostFS) -> Callable[[Sequence[str], str], None]:
     """The check restore runs on each folder of a target tree it reads: every
     name valid, none listed twice, and (where case is ignored) no two names
     that differ only in case, since one would silently overwrite the other."""
 
     def check(names: Sequence[str], where: str) -> None:
-        for name in names:
-            validate_component(name, where, host)
+        joined = "".join(names)
+        suspect = not _UNSAFE_NAMES.isdisjoint(names) or "/" in joined or "\\" in joined or "\0" in joined
+        if suspect or host.windows_names:
+            for name in names:  # one by one, to name the culprit (and Windows' rules need it anyway)
+                validate_component(name, where, host)
         if len(set(names)) != len(names):
             raise UnsafeTree(f"tree {where} lists a name twice; restore refused, nothing was written")
         if host.case_insensitive and len({name.casefold() for name in names}) != len(names):
@@ -131,7 +137,7 @@ def make_plan(
             chmods.append((change.path, change.new))
         else:
             writes.append((change.path, change.new))
-    _check_conflicts(writes, deletes, workspace)
+    _check_conflicts(writes, deletes, workspace, tracked)
     if tracked is None:
         in_scope = 0
     elif within is None:
@@ -147,10 +153,16 @@ def _chmod_only(change: Change) -> bool:
     return old is not None and new is not None and old[1] == new[1] and old[0] != MODE_LINK and new[0] != MODE_LINK
 
 
-def _check_conflicts(writes: list[tuple[str, Entry]], deletes: list[str], workspace: Workspace) -> None:
-    """Refuse before writing if a target path is blocked by something untracked."""
+def _check_conflicts(
+    writes: list[tuple[str, Entry]], deletes: list[str], workspace: Workspace, scanned: Scan | None
+) -> None:
+    """Refuse before writing if a target path is blocked by something untracked.
+
+    What the current scan saw answers most questions without a system call:
+    a folder it walked is a real folder, and a file it tracks is no folder.
+    """
     deleted = set(deletes)
-    checked: set[str] = set()
+    checked: set[str] = set(scanned.nodes) if scanned is not None else set()
     for path, _ in writes:
         parts = path.split("/")
         for depth in range(1, len(parts)):
@@ -165,6 +177,8 @@ def _check_conflicts(writes: list[tuple[str, Entry]], deletes: list[str], worksp
                 f"{workspace.abspath(folder)} is an untracked file or symlink where the snapshot has a folder; "
                 "move it and retry"
             )
+        if scanned is not None and scanned.entry(path) is not None:
+            continue
         st = workspace.lstat(path)
         if st is not None and stat.S_ISDIR(st.st_mode) and not _only_deleted_below(workspace, path, deleted):
             raise RestoreConflict(

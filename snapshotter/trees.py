@@ -8,7 +8,7 @@ whole tree.
 
 from __future__ import annotations
 
-import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -17,8 +17,10 @@ from .errors import StoreError
 from .hostfs import recorded_mode
 from .objects import MODE_TREE, parse_tree
 from .store import Store
-from .walker import EMPTY_TREE, DirNode, Scan
+from .walker import EMPTY_TREE, DirNode, Scan, git_mode_of
 
+_FS_ENCODING = sys.getfilesystemencoding()
+_FS_ERRORS = sys.getfilesystemencodeerrors()
 Entry = tuple[int, bytes]
 """(git mode, raw object id)."""
 
@@ -72,9 +74,10 @@ class StoredTree:
             parsed = parse_tree(content)
         except ValueError:
             raise StoreError(f"tree {handle.hex()} is malformed; the store is damaged") from None
+        names = [name.decode(_FS_ENCODING, _FS_ERRORS) for name, _, _ in parsed]  # as os.fsdecode, without a call
         if self._check_names is not None:
-            self._check_names([os.fsdecode(name) for name, _, _ in parsed], handle.hex())
-        return {os.fsdecode(name): (mode, sha, sha if mode == MODE_TREE else None) for name, mode, sha in parsed}
+            self._check_names(names, handle.hex())
+        return {name: (mode, sha, sha if mode == MODE_TREE else None) for name, (_, mode, sha) in zip(names, parsed)}
 
 
 class ScannedTree:
@@ -93,7 +96,7 @@ class ScannedTree:
     def entries(self, handle: object) -> dict[str, tuple[int, bytes, object]]:
         assert isinstance(handle, DirNode)
         out: dict[str, tuple[int, bytes, object]] = {
-            name: (mode, sha, None) for name, (mode, sha) in handle.files.items()
+            name: (git_mode_of(record[0]), record[5], None) for name, record in handle.records.items()
         }
         for sub in handle.subdirs:
             if sub.tree_id is not None:
@@ -145,7 +148,9 @@ def changes(
             continue
         old_entries = old.entries(old_handle) if old_handle is not None else {}
         new_entries = new.entries(new_handle) if new_handle is not None else {}
-        for name in old_entries.keys() | new_entries.keys():
+        differ = [name for name, entry in new_entries.items() if old_entries.get(name) != entry]
+        differ.extend(name for name in old_entries if name not in new_entries)
+        for name in differ:  # equal entries (same mode and id, or the same subtree) are no change
             path = _join(prefix, name)
             a = old_entries.get(name)
             b = new_entries.get(name)

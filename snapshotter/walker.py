@@ -68,7 +68,7 @@ class DirNode:
     @property
     def files(self) -> dict[str, tuple[int, bytes]]:
         """Its tracked files by name: (git mode, blob id)."""
-        return {name: (_git_mode(record[0]), record[5]) for name, record in self.records.items()}
+        return {name: (git_mode_of(record[0]), record[5]) for name, record in self.records.items()}
 
 
 @dataclass
@@ -101,7 +101,7 @@ class Scan:
         folder, _, name = path.rpartition("/")
         node = self.nodes.get(folder)
         record = node.records.get(name) if node is not None else None
-        return (_git_mode(record[0]), record[5]) if record is not None else None
+        return (git_mode_of(record[0]), record[5]) if record is not None else None
 
     def tracked_count(self) -> int:
         """How many files and symlinks it tracks."""
@@ -156,7 +156,8 @@ _S_IFLNK = 0o120000
 _GIT_MODES: dict[int, int] = {}
 
 
-def _git_mode(st_mode: int) -> int:
+def git_mode_of(st_mode: int) -> int:
+    """objects.git_mode, remembered per st_mode (it runs for every tracked file)."""
     mode = _GIT_MODES.get(st_mode)
     if mode is None:
         mode = _GIT_MODES[st_mode] = git_mode(st_mode)
@@ -389,7 +390,7 @@ def _with_own_gitignore(entries: list[os.DirEntry[str]], rules: IgnoreStack, pre
     return rules
 
 
-_GIT_DIR_NAMES = frozenset(
+GIT_DIR_NAMES = frozenset(
     "".join(c.upper() if bit & (1 << i) else c for i, c in enumerate(".git")) for bit in range(16)
 )
 """Every spelling of ``.git`` that a case-insensitive filesystem takes for it."""
@@ -418,9 +419,9 @@ def _tracked_entries(
     dirs = [entry.name for entry, kind in zip(entries, kinds) if kind]
     files = [entry for entry, kind in zip(entries, kinds) if kind is False]
     file_names = [entry.name for entry in files]
-    if not (_GIT_DIR_NAMES.isdisjoint(dirs) and _GIT_DIR_NAMES.isdisjoint(file_names)):
-        dirs = [name for name in dirs if name not in _GIT_DIR_NAMES]
-        files = [entry for entry in files if entry.name not in _GIT_DIR_NAMES]
+    if not (GIT_DIR_NAMES.isdisjoint(dirs) and GIT_DIR_NAMES.isdisjoint(file_names)):
+        dirs = [name for name in dirs if name not in GIT_DIR_NAMES]
+        files = [entry for entry in files if entry.name not in GIT_DIR_NAMES]
         file_names = [entry.name for entry in files]
     names = file_names + [name + "/" for name in dirs]
     names.sort()
@@ -601,7 +602,7 @@ def _build_trees(order: list[DirNode], cache: StatCache, writer: ObjectWriter, w
         if clean and record is not None:
             node.tree_id = record[1]
             continue
-        entries = [(os.fsencode(name), _git_mode(record[0]), record[5]) for name, record in node.records.items()]
+        entries = [(os.fsencode(name), git_mode_of(record[0]), record[5]) for name, record in node.records.items()]
         entries.extend(
             (os.fsencode(sub.rel.rpartition("/")[2]), MODE_TREE, sub.tree_id)
             for sub in node.subdirs

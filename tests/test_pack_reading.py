@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from dulwich.objects import ObjectID
 
 from snapshotter import Snapshotter
@@ -87,3 +88,29 @@ def test_pack_index_reads_64_bit_offsets() -> None:
     assert index.offset(ids[0]) == 12
     assert index.offset(ids[1]) == 5 << 32
     assert index.offset(bytes([3]) * 20) is None
+
+
+def test_tree_parsing_agrees_with_dulwich_and_refuses_malformed_trees() -> None:
+    from dulwich.objects import Tree
+
+    from snapshotter.objects import parse_tree, serialize_tree
+
+    entries = [(b"a b.txt", 0o100644, b"\x01" * 20), (b"run", 0o100755, b"\x00" * 20), (b"sub", 0o40000, b" " * 20)]
+    entries.append((b"link", 0o120000, b"\0 \0 \0 \0 \0 \0 \0 \0 \0 \0 "))  # id bytes that look like separators
+    content = serialize_tree(entries)
+    tree = Tree.from_string(content)
+    assert [(name, mode, bytes.fromhex(sha.decode())) for name, mode, sha in tree.iteritems()] == parse_tree(content)
+    assert sorted(parse_tree(content)) == sorted(entries)
+    assert parse_tree(b"") == []
+    assert parse_tree(b"100644 \0" + b"\x02" * 20) == [
+        (b"", 0o100644, b"\x02" * 20)
+    ]  # an empty name: restore refuses it
+    for bad in (
+        content[:-1],
+        content + b"x",
+        b"garbage" + content,
+        content[:30] + b"\xff" + content[30:],
+        b"10064x a\0" + b"\1" * 20,
+    ):
+        with pytest.raises(ValueError):
+            parse_tree(bad)
