@@ -259,6 +259,9 @@ class Engine:
 
     def read_stored(self, path: str, sha: bytes, mode: int) -> bytes | None:
         """A stored blob for diffing; None if too large to diff (never loaded whole)."""
+        packed = self.store.packed_blob(sha)
+        if packed is not None:
+            return packed
         size = self.store.loose_size(sha)
         if size is not None and size > STREAM_THRESHOLD:
             return None  # big blobs stay loose; packed ones are small by construction

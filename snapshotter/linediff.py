@@ -135,7 +135,13 @@ def _backtrack(trace: list[dict[int, int]], n: int, m: int) -> list[Opcode]:
 
 
 def numstat(old: bytes, new: bytes) -> tuple[int, int]:
-    """(added lines, deleted lines) from ``old`` to ``new``; text only."""
+    """(added lines, deleted lines) from ``old`` to ``new``; text only.
+
+    The common head and tail lines are found on the bytes first (a few
+    C-speed comparisons, no list of lines), so the usual small edit (lines
+    appended, or one block changed) is counted without splitting the files.
+    """
+    old, new = _trimmed(old, new)
     if not old:
         return count_lines(new), 0
     if not new:
@@ -146,6 +152,38 @@ def numstat(old: bytes, new: bytes) -> tuple[int, int]:
             deleted += i2 - i1
             added += j2 - j1
     return added, deleted
+
+
+def _trimmed(old: bytes, new: bytes) -> tuple[bytes, bytes]:
+    """``old`` and ``new`` without the whole lines they share at the start and
+    then at the end: what :func:`opcodes` would trim, found on the bytes."""
+    shared = _common_length(old, new, from_end=False)
+    head = old.rfind(b"\n", 0, shared) + 1  # whole lines only: up to the last shared newline
+    limit = min(len(old), len(new)) - head
+    shared = _common_length(old, new, from_end=True, limit=limit)
+    start_old, start_new = len(old) - shared, len(new) - shared
+    at_line_starts = (start_old == 0 or old[start_old - 1] == 10) and (start_new == 0 or new[start_new - 1] == 10)
+    if shared and not at_line_starts:  # the shared tail starts mid-line: begin after its first newline
+        newline = old.find(b"\n", start_old)
+        shared = len(old) - newline - 1 if newline != -1 else 0
+    return old[head : len(old) - shared], new[head : len(new) - shared]
+
+
+def _common_length(a: bytes, b: bytes, *, from_end: bool, limit: int | None = None) -> int:
+    """How many bytes ``a`` and ``b`` share at the start (or the end), by halving."""
+    low, high = 0, min(len(a), len(b)) if limit is None else limit
+    end_a, end_b = len(a), len(b)
+    while low < high:  # a and b share ``low`` bytes; they share at most ``high``
+        mid = (low + high + 1) // 2
+        if from_end:
+            same = a[end_a - mid : end_a - low] == b[end_b - mid : end_b - low]
+        else:
+            same = a[low:mid] == b[low:mid]
+        if same:
+            low = mid
+        else:
+            high = mid - 1
+    return low
 
 
 def _range(start: int, stop: int) -> str:

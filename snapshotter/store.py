@@ -20,7 +20,6 @@ import threading
 import weakref
 import zlib
 from collections.abc import Iterator
-from typing import BinaryIO
 
 from dulwich.errors import NotGitRepository
 from dulwich.file import FileLocked
@@ -32,7 +31,7 @@ from dulwich.repo import Repo
 from .durability import sync_folder
 from .errors import StoreError, WorkspaceError
 from .objects import ObjectWriter
-from .packread import PackIndex, read_whole_entry
+from .packread import PackFile, PackIndex, read_whole_entry
 from .packs import TYPE_NUMBERS
 
 SNAPSHOT_REF_PREFIX = b"refs/snapshots/"
@@ -114,7 +113,7 @@ class Store:
         self._pack_dir = os.path.join(path, "objects", "pack")
         self._packs_seen = -1
         self._packs: list[Pack] = []
-        self._pack_files: dict[str, BinaryIO] = {}
+        self._pack_files: dict[str, PackFile] = {}
         self._indexes: dict[str, PackIndex] = {}
         self._pack_guard = threading.Lock()
 
@@ -173,11 +172,17 @@ class Store:
             if index:  # most lookups in a row hit the same pack: try it first next time
                 self._packs = [pack, *(p for p in packs if p is not pack)]
             with self._pack_guard:
-                handle = self._pack_files.get(pack._basename)
-                if handle is None:
-                    handle = self._pack_files[pack._basename] = open(pack._basename + ".pack", "rb")  # noqa: SIM115
-                return read_whole_entry(handle, offset, sha)
+                opened = self._pack_files.get(pack._basename)
+                if opened is None:
+                    opened = self._pack_files[pack._basename] = PackFile(pack._basename + ".pack")
+                return read_whole_entry(opened, offset, sha)  # under the guard: never through a closed pack
         return None
+
+    def packed_blob(self, sha: bytes) -> bytes | None:
+        """A blob's content if it is in a pack as listed last (small by
+        construction: big files stay loose), else None: look elsewhere."""
+        found = self._packed_now(sha)
+        return found[1] if found is not None and found[0] == 3 else None
 
     def _packed_now(self, sha: bytes) -> tuple[int, bytes] | None:
         """The object from the packs as listed last, or None (look elsewhere)."""

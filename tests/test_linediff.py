@@ -32,6 +32,21 @@ def test_numstat_is_minimal(a: list[bytes], b: list[bytes]) -> None:
     assert (added, deleted) == (len(b) - common, len(a) - common)
 
 
+fragments = st.lists(st.sampled_from([b"a", b"b", b"\n", b"ab\n", b"x"]), max_size=12)
+
+
+@settings(max_examples=500, deadline=None)
+@given(fragments, fragments, fragments, fragments)
+def test_numstat_is_minimal_with_partial_lines_and_shared_ends(
+    head: list[bytes], a: list[bytes], b: list[bytes], tail: list[bytes]
+) -> None:
+    """The head and tail are trimmed on bytes: lines cut anywhere, a last line without newline."""
+    old, new = b"".join(head + a + tail), b"".join(head + b + tail)
+    old_lines, new_lines = linediff.split_lines(old), linediff.split_lines(new)
+    common = lcs_length(old_lines, new_lines)
+    assert linediff.numstat(old, new) == (len(new_lines) - common, len(old_lines) - common)
+
+
 @settings(max_examples=300, deadline=None)
 @given(lines, lines)
 def test_opcodes_rebuild_the_new_side(a: list[bytes], b: list[bytes]) -> None:
