@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from .errors import InvalidInput, RestoreConflict, UnsafeTree
 from .fsops import Workspace
@@ -34,6 +34,10 @@ class Plan:
     chmods: tuple[tuple[str, Entry], ...]
     deletes: tuple[str, ...]
     unchanged: int
+    folders: Mapping[str, tuple[int, bytes]] = field(default_factory=dict)
+    """For a whole-workspace restore, the target's folders on the way to every
+    change: path -> (entries, tree id). Once the plan is applied, these are the
+    workspace's folders too, so the stat cache takes their tree ids as they are."""
 
 
 def validate_component(name: str, where: str, host: HostFS = POSIX) -> None:
@@ -123,7 +127,8 @@ def make_plan(
 ) -> Plan:
     """Compare, validate and check for conflicts; writes nothing. ``tracked``
     says what the current scan tracks (to count what stays unchanged)."""
-    found = changes(current, target, within)
+    folders: dict[str, tuple[int, bytes]] = {}
+    found = changes(current, target, within, folders if within is None else None)
     writes: list[tuple[str, Entry]] = []
     chmods: list[tuple[str, Entry]] = []
     deletes: list[str] = []
@@ -145,7 +150,7 @@ def make_plan(
     else:
         in_scope = sum(1 for p in tracked.tracked_paths() if within(p, False))
     unchanged = in_scope - sum(1 for c in found if c.old is not None)
-    return Plan(tuple(writes), tuple(chmods), tuple(deletes), unchanged)
+    return Plan(tuple(writes), tuple(chmods), tuple(deletes), unchanged, folders)
 
 
 def _chmod_only(change: Change) -> bool:
@@ -224,6 +229,7 @@ def apply_plan(
             records[path] = (*_record_key(st, mode, workspace.host), sha)
     finally:
         cache.apply(records)  # what was written is recorded even if a later write failed
+    cache.dirs.update(plan.folders)  # every write done: each folder now holds what the target's does
 
 
 def _record_key(st: os.stat_result, mode: int, host: HostFS) -> StatKey:

@@ -134,11 +134,14 @@ def changes(
     old: TreeSide,
     new: TreeSide,
     within: Callable[[str, bool], bool] | None = None,
+    new_folders: dict[str, tuple[int, bytes]] | None = None,
 ) -> list[Change]:
     """Every file-level difference from ``old`` to ``new``, sorted by path.
 
     ``within(path, is_dir)`` may limit the comparison to part of the tree; it
     is asked about folders too, and a folder it refuses is not entered.
+    ``new_folders``, if given, receives each folder of ``new`` that was read:
+    path -> (number of entries, tree id).
     """
     out: list[Change] = []
     stack: list[tuple[str, object | None, object | None]] = [("", old.root(), new.root())]
@@ -148,6 +151,8 @@ def changes(
             continue
         old_entries = old.entries(old_handle) if old_handle is not None else {}
         new_entries = new.entries(new_handle) if new_handle is not None else {}
+        if new_folders is not None and new_handle is not None:
+            new_folders[prefix] = (len(new_entries), new.tree_id(new_handle))
         differ = [name for name, entry in new_entries.items() if old_entries.get(name) != entry]
         differ.extend(name for name in old_entries if name not in new_entries)
         for name in differ:  # equal entries (same mode and id, or the same subtree) are no change

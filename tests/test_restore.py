@@ -324,3 +324,36 @@ def test_selective_restore_leaves_a_file_on_the_way_alone_when_nothing_is_writte
     assert (ws / "b.txt").read_text() == "b1"
     snap.restore(first.id, ["n/a"])  # something to write below n: the file n must make way
     assert (ws / "n/a").read_text() == "in folder n"
+
+
+def _cold_tree(ws: Path, tmp_path: Path, **options: object) -> str:
+    """The tree a brand-new store records for ``ws`` (no stat cache, nothing reused)."""
+    from snapshotter import Snapshotter
+
+    with Snapshotter(ws, home=tmp_path / f"cold-{time.monotonic_ns()}", **options) as fresh:  # type: ignore[arg-type]
+        return fresh.snapshot().tree_id
+
+
+def test_after_a_restore_the_next_snapshot_equals_a_cold_one(ws: Path, make, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A whole restore hands its target's folder tree ids to the stat cache; they must
+    never stand for a folder that differs (files ignored now, untracked files kept)."""
+    files = {f"d{i % 3}/e{i % 2}/f{i}.txt": f"{i}\n" for i in range(24)}
+    write(ws, {**files, "d0/e0/notes.log": "log\n", "top.txt": "t\n"})
+    snap = make()
+    first = snap.snapshot()
+    write(ws, {"d0/e0/f0.txt": "changed\n", "d1/e1/new.txt": "new\n", "d2/e0/f2.txt": "again\n"})
+    (ws / "d1/e1/f1.txt").unlink()
+    snap.restore(first.id)
+    time.sleep(0.01)
+    assert snap.snapshot().tree_id == first.tree_id == _cold_tree(ws, tmp_path)
+    write(ws, {"d0/e0/f0.txt": "edited once more\n"})
+    second = snap.snapshot()
+    snap.close()
+    # Now *.log is excluded: the target's d0/e0 holds notes.log, which the workspace no longer tracks.
+    excluding = make(exclude=("*.log",))
+    excluding.restore(first.id)
+    after = excluding.snapshot()
+    assert after.tree_id == _cold_tree(ws, tmp_path, exclude=("*.log",)) != first.tree_id
+    assert [d.path for d in excluding.diff(first.id, after.id)] == ["d0/e0/notes.log"]
+    excluding.restore(second.id)
+    assert excluding.snapshot().tree_id == _cold_tree(ws, tmp_path, exclude=("*.log",))
