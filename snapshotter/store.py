@@ -99,13 +99,6 @@ def store_path_for(canonical: str, home: str | os.PathLike[str] | None) -> str:
     return store
 
 
-def _pack_size(pack: Pack) -> int:
-    try:
-        return os.stat(pack._basename + ".pack").st_size
-    except OSError:
-        return 0
-
-
 class Store:
     """An opened store: refs, raw object access and object writing."""
 
@@ -136,9 +129,7 @@ class Store:
                 self.release_packs()
             else:
                 self._close_pack_files()  # a pack may be gone: never read one through a stale handle
-            # Biggest first: most objects are in the biggest pack (gc makes one), and a fixed
-            # order beats "last hit first", which thrashes when reads alternate between packs.
-            self._packs = sorted(self.repo.object_store.packs, key=_pack_size, reverse=True)
+            self._packs = list(self.repo.object_store.packs)
             self._packs_seen = stamp
         return self._packs
 
@@ -174,10 +165,12 @@ class Store:
         an object in them, and a miss is only a miss in those packs.
         """
         packs = self._current_packs() if relist else self._packs
-        for pack in packs:  # biggest first (see _current_packs)
+        for index, pack in enumerate(packs):
             offset = self._offset_in(pack, sha)
             if offset is None:
                 continue
+            if index:  # lookups in a row tend to hit the same (recent) packs: this one first next time
+                self._packs = [pack, *(p for p in packs if p is not pack)]
             with self._pack_guard:
                 opened = self._pack_files.get(pack._basename)
                 if opened is None:
