@@ -61,6 +61,7 @@ class Engine:
         lock_timeout: float,
         limits: WorkspaceLimits | None = None,
         watch: bool = False,
+        listings: dict[str, tuple[bytes, frozenset[str]]] | None = None,
     ) -> None:
         self.workspace = workspace
         self.store = store
@@ -80,7 +81,8 @@ class Engine:
         """Told (phase, done, total) while hashing and writing files."""
         """When a snapshot is taken; tests move it to make old snapshots."""
         self._cache_path = os.path.join(store.meta_dir, "statcache")
-        self._cache: statcache.StatCache | None = None
+        self._cache: statcache.StatCache | None = statcache.StatCache(listings=listings) if listings else None
+        """None until loaded; a new store starts from the ignore verdicts its size check found."""
         self.journal: ChangeJournal | None = None
         """Watch mode's record of what changed since ``_last``; None: every scan walks everything."""
         self.usage_base: tuple[tuple[int, int, int], tuple[int, int, int], float] | None = None
@@ -176,7 +178,7 @@ class Engine:
         tree_id = current.tree_id
         if current.root.tree_id is None:
             store.writer.write(b"tree", b"")
-        found = changes(StoredTree(store, self.catalog.latest_tree()), StoredTree(store, tree_id))
+        found = changes(StoredTree(store, self.catalog.latest_tree()), ScannedTree(current))  # no tree read back
         additions = deletions = 0
         for change in found:
             if change.old is None and change.new is not None and change.new[1] in current.line_counts:

@@ -24,7 +24,7 @@ from typing import BinaryIO
 from .durability import sync_folder
 from .errors import StoreError
 from .linediff import count_lines, is_binary
-from .packs import TYPE_NUMBERS, PackBuilder
+from .packs import TYPE_NUMBERS, PackBuilder, deflate
 from .statcache import StatKey, stat_key
 
 MODE_FILE = 0o100644
@@ -132,6 +132,10 @@ class ObjectWriter:
         self.objects_dir = objects_dir
         self._has_packed = has_packed
         self._made_dirs: set[str] = set()
+        self._loose_folders: set[str] | None = None
+        """In a batch: the loose-object folders that existed when it began. An id
+        whose folder was missing then is not loose (or, if another writer made it
+        since, is stored again in the pack: harmless), so no system call asks."""
         self._unsynced_dirs: set[str] = set()
         self._pack: PackBuilder | None = None
         self.written = (0, 0, 0)
@@ -145,6 +149,7 @@ class ObjectWriter:
             yield
             return
         self._pack = PackBuilder(os.path.join(self.objects_dir, "pack"))
+        self._loose_folders = _fanout_folders(self.objects_dir)
         try:
             yield
         except BaseException:
@@ -157,6 +162,7 @@ class ObjectWriter:
                 self.written = (size + _size_of(sealed + ".pack") + _size_of(sealed + ".idx"), loose, packs + 1)
         finally:
             self._pack = None
+            self._loose_folders = None
 
     def loose_path(self, sha: bytes) -> str:
         hexsha = sha.hex()
@@ -165,6 +171,9 @@ class ObjectWriter:
     def exists(self, sha: bytes) -> bool:
         """True if the store has the object. A loose one gets a fresh mtime, so
         that a gc honouring a grace period never drops it before it is referenced."""
+        folders = self._loose_folders
+        if folders is not None and sha.hex()[:2] not in folders:
+            return self._has_packed(sha)
         try:
             os.utime(self.loose_path(sha))
             return True
@@ -186,9 +195,7 @@ class ObjectWriter:
             if pack is not None:
                 pack.add(kind, sha, content)
             else:
-                squeezer = zlib.compressobj(ZLIB_LEVEL)
-                data = squeezer.compress(header) + squeezer.compress(content) + squeezer.flush()
-                self._install(sha, [data])
+                self._install(sha, [deflate(header + content, ZLIB_LEVEL)])
         return sha
 
     def make_durable(self) -> None:
@@ -208,6 +215,8 @@ class ObjectWriter:
             except OSError as exc:
                 raise StoreError(f"cannot create {folder} in the store: {exc.strerror}") from None
             self._made_dirs.add(folder)
+            if self._loose_folders is not None:
+                self._loose_folders.add(os.path.basename(folder))
 
     def _tmp_in(self, folder: str) -> tuple[int, str]:
         self._ensure_folder(folder)
@@ -350,13 +359,25 @@ def _store_write(out: BinaryIO, data: bytes) -> None:
         raise StoreError(f"cannot write to the store: {exc.strerror}; check disk space") from None
 
 
+def _fanout_folders(objects_dir: str) -> set[str]:
+    try:
+        return {name for name in os.listdir(objects_dir) if len(name) == 2}
+    except OSError:
+        return set()
+
+
 def _read_all(fd: int, size_hint: int) -> bytes:
+    """The file's content. When one read returns exactly the size its fstat gave,
+    no second read looks for the end: the fstat taken after reading catches a
+    file that changed meanwhile (one system call less per file)."""
+    chunk = os.read(fd, max(size_hint + 1, 65536))
+    if len(chunk) == size_hint:
+        return chunk
     chunks: list[bytes] = []
-    while True:
-        chunk = os.read(fd, max(size_hint + 1, 65536))
-        if not chunk:
-            return b"".join(chunks)
+    while chunk:
         chunks.append(chunk)
+        chunk = os.read(fd, max(size_hint + 1, 65536))
+    return b"".join(chunks)
 
 
 def _size_of(path: str) -> int:

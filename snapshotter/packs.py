@@ -23,6 +23,25 @@ from dulwich.pack import write_pack_index_v2
 from .durability import sync_folder
 from .errors import StoreError
 
+_SMALL = 4096
+
+
+def deflate(data: bytes, level: int) -> bytes:
+    """``data`` as a zlib stream, as git stores objects.
+
+    zlib's default state (a 32 KiB window and a 64 Ki-entry hash table, set up
+    afresh for every call) costs four times the compression itself for a
+    2 KB source file (measured: ~100 us against ~23 us per file). Up to 4 KiB
+    a 4 KiB window loses nothing (no match can reach farther back) and a small
+    hash table almost nothing (1-2% larger output); every zlib reader accepts
+    the smaller window, which the stream's header declares.
+    """
+    if len(data) <= _SMALL:
+        squeezer = zlib.compressobj(level, zlib.DEFLATED, 12, 4)
+        return squeezer.compress(data) + squeezer.flush()
+    return zlib.compress(data, level)
+
+
 TYPE_NUMBERS = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 """git's object type numbers, as packs and dulwich's raw reads use them."""
 OFS_DELTA = 6
@@ -91,7 +110,7 @@ class PackBuilder:
     def _append(self, sha: bytes, header: bytes, payload: bytes, base: bytes | None) -> None:
         if sha in self._entries:
             return
-        data = zlib.compress(payload, self._level)
+        data = deflate(payload, self._level)
         with self._lock:
             if sha in self._entries:
                 return

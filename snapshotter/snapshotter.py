@@ -148,8 +148,9 @@ class Snapshotter:
         canonical = canonical_workspace(workspace)
         check_root(canonical, self._allow_unsafe_root)
         path = store_path_for(canonical, self._home)
+        listings: dict[str, tuple[bytes, frozenset[str]]] = {}
         if not os.path.isdir(path):  # a new store: refuse a huge folder before creating anything
-            measure(canonical, root_stack(canonical, self._exclude, self._use_default_excludes), self._limits)
+            measure(canonical, root_stack(canonical, self._exclude, self._use_default_excludes), self._limits, listings)
         store = Store.open_or_create(path, canonical)
         engine = Engine(
             canonical,
@@ -160,6 +161,7 @@ class Snapshotter:
             lock_timeout=self._lock_timeout,
             limits=self._limits,
             watch=self._watch,
+            listings=listings,
         )
         engine.progress = self._progress
         return engine

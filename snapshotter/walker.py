@@ -460,11 +460,16 @@ def _is_dir(entry: os.DirEntry[str]) -> bool | None:
         return None
 
 
-def measure(workspace: str, ignores: IgnoreStack, limits: WorkspaceLimits) -> tuple[int, int]:
-    """Count tracked entries and bytes, raising WorkspaceTooLarge as soon as a cap is passed."""
+def measure(
+    workspace: str, ignores: IgnoreStack, limits: WorkspaceLimits, listings: dict[str, tuple[bytes, frozenset[str]]]
+) -> tuple[int, int]:
+    """Count tracked entries and bytes, raising WorkspaceTooLarge as soon as a cap is passed.
+
+    ``listings`` receives every folder's ignore verdicts, as the stat cache keeps
+    them: handed to the first scan, they spare it judging every name again.
+    """
     entries = size = 0
     stack = [("", workspace, ignores)]
-    listings: dict[str, tuple[bytes, frozenset[str]]] = {}
     while stack:
         prefix, path, rules = stack.pop()
         try:
