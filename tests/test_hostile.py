@@ -125,3 +125,24 @@ def test_the_store_is_readable_by_its_owner_only(ws: Path, make) -> None:  # typ
         for name in dirnames + filenames:
             mode = stat.S_IMODE(os.lstat(os.path.join(dirpath, name)).st_mode)
             assert mode & 0o077 == 0, f"{os.path.join(dirpath, name)} has mode {mode:o}"
+
+
+@pytest.mark.skipif(not hasattr(os, "O_NOFOLLOW"), reason="POSIX descriptors")
+def test_the_walker_never_lists_a_folder_through_a_symlink(tmp_path: Path) -> None:
+    """A folder swapped for a symlink after its parent was listed is refused, not
+    followed: what lies outside the workspace is never read into a snapshot."""
+    from snapshotter import walker
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("not yours\n")
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "sub").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(OSError):
+        walker._open_listing(str(tmp_path / "ws" / "sub"), is_root=False)
+    entries, fd = walker._open_listing(str(tmp_path / "ws"), is_root=True)
+    try:
+        assert [e.name for e in entries] == ["sub"] and entries[0].is_symlink()
+    finally:
+        if fd >= 0:
+            os.close(fd)
