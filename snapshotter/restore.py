@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from .errors import InvalidInput, RestoreConflict, UnsafeTree
 from .fsops import Workspace
 from .hostfs import POSIX, HostFS, recorded_mode
+from .listing import GIT_DIR_NAMES
 from .objects import MODE_EXEC, MODE_LINK, TRACKED_MODES
 from .statcache import Record, StatCache, StatKey, stat_key
 from .trees import Change, Entry, ScannedTree, StoredTree, changes
-from .walker import GIT_DIR_NAMES, Scan
+from .walker import Scan
 
 _WINDOWS_RESERVED = re.compile(r"(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?", re.IGNORECASE)
 

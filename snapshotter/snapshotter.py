@@ -19,6 +19,7 @@ from .errors import InvalidInput, SnapshotError, StoreError
 from .gates import DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES, WorkspaceLimits, check_root
 from .ignore import root_stack
 from .integrity import VerifyResult
+from .listing import measure
 from .model import (
     FileChange,
     FileDiff,
@@ -31,7 +32,6 @@ from .model import (
 )
 from .retention import Retention
 from .store import Store, canonical_workspace, store_path_for
-from .walker import measure
 
 if TYPE_CHECKING:
     from .safety import Guard

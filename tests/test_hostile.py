@@ -131,7 +131,7 @@ def test_the_store_is_readable_by_its_owner_only(ws: Path, make) -> None:  # typ
 def test_the_walker_never_lists_a_folder_through_a_symlink(tmp_path: Path) -> None:
     """A folder swapped for a symlink after its parent was listed is refused, not
     followed: what lies outside the workspace is never read into a snapshot."""
-    from snapshotter import walker
+    from snapshotter import listing
 
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -139,8 +139,8 @@ def test_the_walker_never_lists_a_folder_through_a_symlink(tmp_path: Path) -> No
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "sub").symlink_to(outside, target_is_directory=True)
     with pytest.raises(OSError):
-        walker._open_listing(str(tmp_path / "ws" / "sub"), is_root=False)
-    entries, fd = walker._open_listing(str(tmp_path / "ws"), is_root=True)
+        listing.open_listing(str(tmp_path / "ws" / "sub"), is_root=False)
+    entries, fd = listing.open_listing(str(tmp_path / "ws"), is_root=True)
     try:
         assert [e.name for e in entries] == ["sub"] and entries[0].is_symlink()
     finally:
