@@ -205,9 +205,9 @@ class Workspace:
         return the new entry's stat, taken before closing it, as git does)."""
         fd, name, parent = self._parent(rel, create=True)
         path = name if fd is not None else os.path.join(parent, name)
-        if fd is not None and self._unlinked(fd, name):
-            pass  # the common case in one call: a file or symlink was there, or nothing
-        else:
+        # The common case takes one call: a file or symlink was there, or nothing.
+        # A folder, a refusal, or a platform without dir_fd: look first.
+        if fd is None or not self._unlinked(fd, name):
             try:
                 st = self._lstat(fd, parent, name)
             except FileNotFoundError:

@@ -92,22 +92,14 @@ class StatCache:
     @classmethod
     def from_paths(cls, records: dict[str, Record], dirs: dict[str, tuple[int, bytes]] | None = None) -> StatCache:
         """A cache from path -> record (tests and small tools; scans build folders directly)."""
-        cache = cls(dirs=dict(dirs or {}))
-        for path, record in records.items():
-            cache.set(path, record)
+        cache = cls()
+        cache.apply(records)
+        cache.dirs.update(dirs or {})
         return cache
 
     def folder(self, rel: str) -> Folder:
         """The records of folder ``rel`` (``""``: the root); do not change the result."""
         return self.folders.get(rel, _NO_RECORDS)
-
-    def get(self, path: str) -> Record | None:
-        folder, _, name = path.rpartition("/")
-        return self.folders.get(folder, _NO_RECORDS).get(name)
-
-    def set(self, path: str, record: Record) -> None:
-        """Record ``path``."""
-        self.apply({path: record})
 
     def apply(self, changes: Mapping[str, Record | None]) -> None:
         """Record each path's new record (None: forget it), and forget the folder
@@ -122,7 +114,7 @@ class StatCache:
                 table.pop(name, None)
             else:
                 table[name] = record
-            self.forget_dirs_above(path)
+            self._forget_dirs_above(path)
         for folder, table in tables.items():
             if table:
                 self.folders[folder] = table
@@ -146,11 +138,7 @@ class StatCache:
         granularity = _COARSE_GRANULARITY_NS if self.written_ns % 1_000_000_000 == 0 else 0
         return self.written_ns - granularity
 
-    def forget(self, path: str) -> None:
-        """Drop a file record and the folder records above it."""
-        self.apply({path: None})
-
-    def forget_dirs_above(self, path: str) -> None:
+    def _forget_dirs_above(self, path: str) -> None:
         parent = path
         while parent:
             parent = parent.rpartition("/")[0]

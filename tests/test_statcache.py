@@ -76,9 +76,7 @@ def test_same_size_rewrite_in_the_same_tick_is_detected(ws: Path, make) -> None:
     # inode and ctime could still give it away; pin the record to the new stat to be sure
     cache = statcache.load(os.path.join(snap.store_path, "snapshotter", "statcache"))
     key = statcache.stat_key(os.lstat(ws / "a.txt"))
-    record = cache.get("a.txt")
-    assert record is not None
-    cache.set("a.txt", (*key, record[5]))
+    cache.apply({"a.txt": (*key, cache.folder("")["a.txt"][5])})
     statcache.save(os.path.join(snap.store_path, "snapshotter", "statcache"), cache)
     os.utime(os.path.join(snap.store_path, "snapshotter", "statcache"), ns=(cache_mtime, cache_mtime))
     fresh = make()
@@ -158,12 +156,12 @@ def test_folder_tables_are_never_changed_in_place() -> None:
     cache = StatCache.from_paths({"d/a": (0o100644, 1, 1, 1, 1, b"\1" * 20), "d/b": (0o100644, 2, 2, 2, 2, b"\2" * 20)})
     shared = cache.folder("d")
     before = dict(shared)
-    cache.set("d/c", (0o100644, 3, 3, 3, 3, b"\3" * 20))
-    cache.forget("d/a")
+    cache.apply({"d/c": (0o100644, 3, 3, 3, 3, b"\3" * 20)})
+    cache.apply({"d/a": None})
     cache.apply({"d/b": None, "e/x": (0o100755, 4, 4, 4, 4, b"\4" * 20)})
     assert shared == before
     assert set(cache.folder("d")) == {"c"} and set(cache.folder("e")) == {"x"}
-    cache.forget("d/c")
+    cache.apply({"d/c": None})
     assert "d" not in cache.folders and cache.count() == 1
 
 
