@@ -161,10 +161,7 @@ class Workspace:
         except FileNotFoundError:
             if not create:
                 raise
-            try:
-                os.mkdir(path)
-            except FileExistsError:
-                pass  # made meanwhile (a restore writes on several threads): checked below like any
+            os.mkdir(path)
             st = os.lstat(path)
         if not stat.S_ISDIR(st.st_mode):
             raise RestoreConflict(f"{path} is a symlink or a file, not a folder; refusing to write through it")

@@ -12,8 +12,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .errors import InvalidInput, RestoreConflict, UnsafeTree
@@ -218,70 +217,20 @@ def apply_plan(
             workspace.delete(path)
             records[path] = None
         _remove_emptied_dirs(workspace, plan.deletes)
-        done = 0
-        if progress is not None and total:
-            progress(0, total)
-        for written in _write_all(plan.writes, workspace, blob_chunks):
-            records.update(written)
-            done += len(written)
+        for done, (path, (mode, sha)) in enumerate(plan.writes, 1):
             if progress is not None:
                 progress(done, total)
+            if mode == MODE_LINK:
+                st = workspace.write_symlink(path, b"".join(blob_chunks(sha)))
+            else:
+                st = workspace.write_file(path, blob_chunks(sha), mode == MODE_EXEC)
+            records[path] = (*_record_key(st, mode, workspace.host), sha)
         for path, (mode, sha) in plan.chmods:
             st = workspace.set_executable(path, mode == MODE_EXEC)
             records[path] = (*_record_key(st, mode, workspace.host), sha)
     finally:
         cache.apply(records)  # what was written is recorded even if a later write failed
     cache.dirs.update(plan.folders)  # every write done: each folder now holds what the target's does
-
-
-PARALLEL_WRITES_AT = 200
-"""From this many files to write, a restore writes on several threads: creating
-files is system calls, which release the GIL (measured: 4,000 files in ~0.66 s
-on two threads against ~1.3 s on one)."""
-_WRITERS = max(1, min(4, os.cpu_count() or 1))
-
-
-def _write_all(
-    writes: Sequence[tuple[str, Entry]], workspace: Workspace, blob_chunks: Callable[[bytes], Iterable[bytes]]
-) -> Iterator[list[tuple[str, Record]]]:
-    """Write every file of ``writes``, yielding the records of those written, in
-    batches. Many files are written folder by folder on worker threads, each
-    with a Workspace of its own (its folder descriptors are its own); the first
-    failure stops the rest and is raised."""
-    if len(writes) < PARALLEL_WRITES_AT or _WRITERS < 2:
-        for path, entry in writes:
-            yield [_write_one(workspace, path, entry, blob_chunks)]
-        return
-    folders: dict[str, list[tuple[str, Entry]]] = {}
-    for path, entry in writes:
-        folders.setdefault(path.rpartition("/")[0], []).append((path, entry))
-
-    def write_folder(group: list[tuple[str, Entry]]) -> list[tuple[str, Record]]:
-        own = Workspace(workspace.root, workspace.host)
-        try:
-            return [_write_one(own, path, entry, blob_chunks) for path, entry in group]
-        finally:
-            own.close()
-
-    with ThreadPoolExecutor(max_workers=_WRITERS, thread_name_prefix="snapshotter-write") as pool:
-        futures = [pool.submit(write_folder, group) for group in folders.values()]
-        try:
-            for future in futures:
-                yield future.result()
-        finally:
-            for future in futures:
-                future.cancel()  # after a failure: the folders not begun are not written
-
-
-def _write_one(
-    workspace: Workspace, path: str, entry: Entry, blob_chunks: Callable[[bytes], Iterable[bytes]]
-) -> tuple[str, Record]:
-    mode, sha = entry
-    if mode == MODE_LINK:
-        st = workspace.write_symlink(path, b"".join(blob_chunks(sha)))
-    else:
-        st = workspace.write_file(path, blob_chunks(sha), mode == MODE_EXEC)
-    return path, (*_record_key(st, mode, workspace.host), sha)
 
 
 def _record_key(st: os.stat_result, mode: int, host: HostFS) -> StatKey:

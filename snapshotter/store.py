@@ -116,7 +116,6 @@ class Store:
         self._pack_files: dict[str, PackFile] = {}
         self._indexes: dict[str, PackIndex] = {}
         self._pack_guard = threading.Lock()
-        self._slow_lock = threading.Lock()
 
     def _current_packs(self, again: bool = False) -> list[Pack]:
         """The packs, re-listed only when the pack folder changed (dulwich lists
@@ -241,15 +240,14 @@ class Store:
             with open(self.writer.loose_path(sha), "rb") as handle:
                 raw = zlib.decompress(handle.read())
         except FileNotFoundError:
-            with self._slow_lock:  # dulwich's pack reads seek a shared file: one thread at a time
-                try:
-                    found = self._read_packed(sha)
-                except (PackFileDisappeared, OSError):
-                    found = None  # let dulwich look again from scratch
-                if found is not None:
-                    return found
-                type_num, content = self.repo.object_store.get_raw(ObjectID(sha.hex().encode()))
-                return type_num, content
+            try:
+                found = self._read_packed(sha)
+            except (PackFileDisappeared, OSError):
+                found = None  # let dulwich look again from scratch
+            if found is not None:
+                return found
+            type_num, content = self.repo.object_store.get_raw(ObjectID(sha.hex().encode()))
+            return type_num, content
         header, _, content = raw.partition(b"\0")
         kind, _, size = header.partition(b" ")
         if kind not in TYPE_NUMBERS or not size.isdigit() or int(size) != len(content):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import forge_snapshot, read_tree, write
 
-from snapshotter import InvalidRef, RestoreConflict, SnapshotNotFound, StoreError, UnsafeTree, hostfs, restore
+from snapshotter import InvalidRef, RestoreConflict, SnapshotNotFound, StoreError, UnsafeTree, hostfs
 from snapshotter.objects import MODE_FILE, MODE_TREE
 
 
@@ -27,13 +27,9 @@ def host(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> hos
     return chosen
 
 
-@pytest.mark.parametrize("threads", [False, True], ids=["one-thread", "writer-threads"])
 def test_a_symlink_swapped_in_for_a_folder_mid_restore_gets_nothing_written_through_it(
-    ws: Path, tmp_path: Path, make, host: hostfs.HostFS, threads: bool, monkeypatch: pytest.MonkeyPatch
+    ws: Path, tmp_path: Path, make, host: hostfs.HostFS
 ) -> None:  # type: ignore[no-untyped-def]
-    if threads:
-        monkeypatch.setattr(restore, "PARALLEL_WRITES_AT", 1)
-        monkeypatch.setattr(restore, "_WRITERS", 2)
     outside = tmp_path / "outside"
     outside.mkdir()
     write(ws, {"a.txt": "a1", "sub/b.txt": "b1", "sub/deeper/c.txt": "c1"})

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import forge_snapshot, read_tree, write
 
-from snapshotter import RestoreConflict, UnsafeTree, objects, statcache
+from snapshotter import RestoreConflict, UnsafeTree, objects
 from snapshotter.objects import MODE_FILE, serialize_tree
 
 
@@ -357,39 +357,3 @@ def test_after_a_restore_the_next_snapshot_equals_a_cold_one(ws: Path, make, tmp
     assert [d.path for d in excluding.diff(first.id, after.id)] == ["d0/e0/notes.log"]
     excluding.restore(second.id)
     assert excluding.snapshot().tree_id == _cold_tree(ws, tmp_path, exclude=("*.log",))
-
-
-def test_a_restore_written_on_several_threads_is_exact_and_recorded(
-    ws: Path, make, monkeypatch: pytest.MonkeyPatch
-) -> None:  # type: ignore[no-untyped-def]
-    """Many files go to writer threads, folder by folder: the result must be exact,
-    new folders made once whoever gets there first, and every record kept."""
-    from snapshotter import restore
-
-    monkeypatch.setattr(restore, "PARALLEL_WRITES_AT", 10)
-    monkeypatch.setattr(restore, "_WRITERS", 3)
-    files = {f"d{i % 7}/s{i % 3}/f{i}.txt": f"{i}\n" * (i % 5 + 1) for i in range(300)}
-    write(ws, files)
-    os.symlink("d0/s0/f0.txt", ws / "link")
-    snap = make()
-    first = snap.snapshot()
-    expected = read_tree(ws)
-    for i in range(0, 300, 2):
-        (ws / f"d{i % 7}/s{i % 3}/f{i}.txt").write_text("changed\n")
-    for folder in ("d1", "d4"):  # whole folders to recreate
-        for path in sorted((ws / folder).rglob("*"), reverse=True):
-            path.rmdir() if path.is_dir() else path.unlink()
-        (ws / folder).rmdir()
-    (ws / "link").unlink()
-    phases: list[tuple[int, int]] = []
-    snap.progress = lambda phase, done, total: phases.append((done, total)) if phase == "writing" else None
-    result = snap.restore(first.id)
-    assert read_tree(ws) == expected
-    assert phases[0] == (0, result.written) and phases[-1] == (result.written, result.written)
-    assert [done for done, _ in phases] == sorted(done for done, _ in phases)
-    cache = snap._engine._cache  # type: ignore[union-attr]
-    assert cache is not None
-    recorded = dict(cache.paths())
-    for path in list(files) + ["link"]:
-        assert recorded[path][:5] == statcache.stat_key(os.lstat(ws / path)), path
-    assert snap.snapshot().tree_id == first.tree_id
