@@ -209,7 +209,14 @@ def apply_plan(
     cache: StatCache,
     progress: Callable[[int, int], None] | None = None,
 ) -> None:
-    """Carry out a checked plan and record what it wrote in the stat cache."""
+    """Carry out a checked plan and record what it wrote in the stat cache.
+
+    Files are written on this one thread. Writer threads (each with its own
+    Workspace) were tried: they halved the time of bare file creation, but with
+    each file's blob read and record made in Python, two threads made a
+    10,000-file restore slower here (2.1-2.5 s against 1.2-1.8 s), as each
+    thread back from a system call waits for the other to let go of the GIL.
+    """
     total = len(plan.writes)
     records: dict[str, Record | None] = {}
     try:
