@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import forge_snapshot, read_tree, write
 
-from snapshotter import RestoreConflict, UnsafeTree, objects
+from snapshotter import RestoreConflict, UnsafeTree, objects, statcache
 from snapshotter.objects import MODE_FILE, serialize_tree
 
 
@@ -357,3 +357,28 @@ def test_after_a_restore_the_next_snapshot_equals_a_cold_one(ws: Path, make, tmp
     assert [d.path for d in excluding.diff(first.id, after.id)] == ["d0/e0/notes.log"]
     excluding.restore(second.id)
     assert excluding.snapshot().tree_id == _cold_tree(ws, tmp_path, exclude=("*.log",))
+
+
+def test_a_restore_records_every_file_it_writes_as_it_stands(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """The stat cache takes a restored file's record from fstat before close (as git
+    does): it must equal what lstat sees after, or the next walk re-reads it."""
+    files = {f"d{i % 7}/s{i % 3}/f{i}.txt": f"{i}\n" * (i % 5 + 1) for i in range(120)}
+    write(ws, files)
+    os.symlink("d0/s0/f0.txt", ws / "link")
+    snap = make()
+    first = snap.snapshot()
+    expected = read_tree(ws)
+    for i in range(0, 120, 2):
+        (ws / f"d{i % 7}/s{i % 3}/f{i}.txt").write_text("changed\n")
+    for path in sorted((ws / "d1").rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() else path.unlink()
+    (ws / "d1").rmdir()
+    (ws / "link").unlink()
+    snap.restore(first.id)
+    assert read_tree(ws) == expected
+    cache = snap._engine._cache  # type: ignore[union-attr]
+    assert cache is not None
+    recorded = dict(cache.paths())
+    for path in [*files, "link"]:
+        assert recorded[path][:5] == statcache.stat_key(os.lstat(ws / path)), path
+    assert snap.snapshot().tree_id == first.tree_id
