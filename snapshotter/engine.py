@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 
 from dulwich import errors as dulwich_errors
@@ -35,6 +35,10 @@ from .watch import ChangeJournal
 PRE_RESTORE_LABEL = "pre-restore"
 PAUSE_WATCH_AT = 1000
 """A restore changing this many files or more pauses watch mode while it writes."""
+KEEP_BLOBS_BYTES = 64 << 20
+"""A restore keeps the blobs its safety snapshot read for line counts, up to this
+many bytes, for its writes: most often the state it replaces was last compared
+with the very snapshot it restores, so each blob would be read twice."""
 _STORE_FAILURES: tuple[type[Exception], ...] = (
     dulwich_errors.ApplyDeltaError,
     dulwich_errors.ChecksumMismatch,
@@ -88,6 +92,9 @@ class Engine:
         self.usage_base: tuple[tuple[int, int, int], tuple[int, int, int], float] | None = None
         """The store's last measured (bytes, loose objects, packs), the writer's counts then, and when."""
         self._last: Scan | None = None
+        self._kept: dict[bytes, bytes] | None = None
+        """During a restore: blobs read for line counts, by id (see KEEP_BLOBS_BYTES)."""
+        self._kept_bytes = 0
         """The newest recorded scan, kept in watch mode as the base of incremental scans."""
         if watch:
             journal = ChangeJournal(workspace)
@@ -273,9 +280,18 @@ class Engine:
         """A stored blob for a new snapshot's line counts; a damaged older
         snapshot must not stop new ones, so an unreadable blob counts as binary."""
         try:
-            return self.read_stored(path, sha, mode)
+            content = self.read_stored(path, sha, mode)
         except (KeyError, StoreError) + _STORE_FAILURES:
             return None
+        if content is not None and self._kept is not None and self._kept_bytes + len(content) <= KEEP_BLOBS_BYTES:
+            self._kept[sha] = content
+            self._kept_bytes += len(content)
+        return content
+
+    def _blob_chunks(self, sha: bytes) -> Iterable[bytes]:
+        """A blob for a restore's writes: kept from its line counts, or from the store."""
+        kept = self._kept.get(sha) if self._kept is not None else None
+        return (kept,) if kept is not None else self.store.blob_chunks(sha)
 
     def read_workspace(self, path: str, sha: bytes, mode: int) -> bytes | None:
         full = os.path.join(self.workspace, *path.split("/"))
@@ -312,10 +328,11 @@ class Engine:
         safety: SnapshotInfo | None = None
         if current is None:
             current = self.scan(write=not dry_run)
-        if not dry_run:
-            safety = self.save_state(current, f"before restoring {target.id[:12]}", safety_label, save_cache=False)
         workspace = Workspace(self.workspace, self.host)
         try:
+            if not dry_run:
+                self._kept, self._kept_bytes = {}, 0
+                safety = self.save_state(current, f"before restoring {target.id[:12]}", safety_label, save_cache=False)
             target_tree = StoredTree(self.store, bytes.fromhex(target.tree_id), check_names=names_checker(self.host))
             plan = make_plan(target_tree, ScannedTree(current), workspace, current, within)
             workspace.close()  # writing starts from fresh checks of every folder, never from the plan's
@@ -326,6 +343,7 @@ class Engine:
                     workspace.delete(leftover)
         finally:
             workspace.close()
+            self._kept, self._kept_bytes = None, 0
         written = tuple(p for p, _ in plan.writes + plan.chmods)
         return RestoreResult(
             written=len(written),
@@ -362,7 +380,7 @@ class Engine:
     def _apply_or_put_back(self, plan: Plan, workspace: Workspace, safety: SnapshotInfo) -> None:
         cache = self._cache if self._cache is not None else statcache.StatCache()
         try:
-            apply_plan(plan, workspace, self.store.blob_chunks, cache, self._phase("writing"))
+            apply_plan(plan, workspace, self._blob_chunks, cache, self._phase("writing"))
         except BaseException as failure:
             self._cache = None  # records may describe half-applied writes: reload from disk
             try:
