@@ -65,7 +65,7 @@ class Engine:
         lock_timeout: float,
         limits: WorkspaceLimits | None = None,
         watch: bool = False,
-        listings: dict[str, tuple[bytes, frozenset[str]]] | None = None,
+        listings: statcache.Listings | None = None,
     ) -> None:
         self.workspace = workspace
         self.store = store
@@ -233,7 +233,7 @@ class Engine:
         if current is not self._last and not current.same_as_cache:
             # The folder tables are shared with ``current``: the cache never changes them in place.
             packed = self._cache.packed if self._cache is not None else {}
-            cache = statcache.StatCache(current.folder_tables(), current.dir_cache(), current.listings, 0, packed)
+            cache = statcache.StatCache(current.folder_tables(), current.dir_cache(), current.listings, packed=packed)
             if save:
                 self._save_cache(cache)
             else:

@@ -16,12 +16,11 @@ import os
 from .fsops import LEFTOVER_PREFIX, is_leftover
 from .gates import WorkspaceLimits
 from .ignore import IgnoreSource, IgnoreStack, read_ignore_file
-
-Listings = dict[str, tuple[bytes, frozenset[str]]]
-"""Folder -> (digest of its rules and listing, the names they ignore)."""
+from .statcache import Listings
 
 
-def _join(prefix: str, name: str) -> str:
+def join_path(prefix: str, name: str) -> str:
+    """``name`` in folder ``prefix`` (``""``: the root), as a workspace path."""
     return prefix + "/" + name if prefix else name
 
 
@@ -73,7 +72,7 @@ def tracked_entries(
         found = {name for name in file_names if is_leftover(name)}
         if found:
             if leftovers is not None:
-                leftovers.extend(_join(prefix, name) for name in sorted(found))
+                leftovers.extend(join_path(prefix, name) for name in sorted(found))
             files = [entry for entry in files if entry.name not in found]
             names = [name for name in names if name not in found]
     digest = hashlib.sha1(rules.fingerprint)
@@ -86,8 +85,8 @@ def tracked_entries(
             hits[0] += 1
     else:
         ignored = frozenset(
-            [name for name in dirs if rules.is_ignored(_join(prefix, name), True)]
-            + [entry.name for entry in files if rules.is_ignored(_join(prefix, entry.name), False)]
+            [name for name in dirs if rules.is_ignored(join_path(prefix, name), True)]
+            + [entry.name for entry in files if rules.is_ignored(join_path(prefix, entry.name), False)]
         )
     fresh[prefix] = (key, ignored)
     if ignored:
@@ -123,7 +122,7 @@ def measure(workspace: str, ignores: IgnoreStack, limits: WorkspaceLimits, listi
             dirs, files = tracked_entries(found, prefix, rules, {}, listings)
             for name in dirs:
                 entries += 1
-                stack.append((_join(prefix, name), base + name, rules))
+                stack.append((join_path(prefix, name), base + name, rules))
                 limits.check(workspace, entries, size)
             for entry in files:
                 entries += 1

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
-from . import history, integrity, lifecycle, records
+from . import history, integrity, lifecycle, records, statcache
 from .background import Background, SnapshotHandle, finished
 from .compaction import GcResult
 from .engine import Engine
@@ -148,7 +148,7 @@ class Snapshotter:
         canonical = canonical_workspace(workspace)
         check_root(canonical, self._allow_unsafe_root)
         path = store_path_for(canonical, self._home)
-        listings: dict[str, tuple[bytes, frozenset[str]]] = {}
+        listings: statcache.Listings = {}
         if not os.path.isdir(path):  # a new store: refuse a huge folder before creating anything
             measure(canonical, root_stack(canonical, self._exclude, self._use_default_excludes), self._limits, listings)
         store = Store.open_or_create(path, canonical)

@@ -68,6 +68,8 @@ def stat_key(st: os.stat_result) -> StatKey:
 
 
 Buffer = bytes | memoryview
+Listings = dict[str, tuple[bytes, frozenset[str]]]
+"""Folder -> (digest of its rules and listing, the names they ignore)."""
 Folder = dict[str, Record]
 """One folder's records by file name; shared between caches and scans, so never changed in place."""
 
@@ -81,7 +83,7 @@ class StatCache:
 
     folders: dict[str, Folder] = field(default_factory=dict)
     dirs: dict[str, tuple[int, bytes]] = field(default_factory=dict)
-    listings: dict[str, tuple[bytes, frozenset[str]]] = field(default_factory=dict)
+    listings: Listings = field(default_factory=dict)
     written_ns: int = 0
     """The cache file's mtime when loaded; 0 means every record is racy."""
     packed: dict[str, tuple[Folder, Buffer, Buffer]] = field(default_factory=dict, repr=False, compare=False)

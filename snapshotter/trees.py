@@ -15,6 +15,7 @@ from typing import Protocol
 
 from .errors import StoreError
 from .hostfs import recorded_mode
+from .listing import join_path
 from .objects import MODE_TREE, parse_tree
 from .store import Store
 from .walker import EMPTY_TREE, DirNode, Scan, git_mode_of
@@ -113,17 +114,13 @@ class Change:
     new: Entry | None
 
 
-def _join(prefix: str, name: str) -> str:
-    return prefix + "/" + name if prefix else name
-
-
 def walk_files(side: TreeSide, handle: object, prefix: str) -> Iterator[tuple[str, Entry]]:
     """Every file and symlink below ``handle``, with its path."""
     stack = [(prefix, handle)]
     while stack:
         folder, current = stack.pop()
         for name, (mode, sha, sub) in side.entries(current).items():
-            path = _join(folder, name)
+            path = join_path(folder, name)
             if mode == MODE_TREE:
                 stack.append((path, sub))
             else:
@@ -156,7 +153,7 @@ def changes(
         differ = [name for name, entry in new_entries.items() if old_entries.get(name) != entry]
         differ.extend(name for name in old_entries if name not in new_entries)
         for name in differ:  # equal entries (same mode and id, or the same subtree) are no change
-            path = _join(prefix, name)
+            path = join_path(prefix, name)
             a = old_entries.get(name)
             b = new_entries.get(name)
             a_dir = a is not None and a[0] == MODE_TREE

@@ -37,7 +37,7 @@ from .objects import (
     object_id,
     serialize_tree,
 )
-from .statcache import USE_CTIME, Folder, StatCache, StatKey
+from .statcache import USE_CTIME, Folder, Listings, StatCache, StatKey
 from .watch import Changes
 
 EMPTY_TREE = object_id(b"tree", b"")
@@ -73,7 +73,7 @@ class Scan:
     nodes: dict[str, DirNode]
     skipped: list[SkippedPath]
     stats: ScanStats
-    listings: dict[str, tuple[bytes, frozenset[str]]]
+    listings: Listings
     """Folder -> (digest of rules and listing, ignored names): the next cache's."""
     line_counts: dict[bytes, int | None] = field(default_factory=dict)
     """Blob id -> text lines (None: binary) for the files hashed by this scan."""
@@ -138,10 +138,6 @@ class _Pending:
     lstat_key: StatKey
     recorded: int | None
     """The st_mode recorded for this path before, on hosts that need it (see hostfs)."""
-
-
-def _join(prefix: str, name: str) -> str:
-    return prefix + "/" + name if prefix else name
 
 
 _S_IFMT = 0o170000
@@ -350,7 +346,7 @@ def _forget_gone_subdirs(
     before: DirNode,
     now: DirNode,
     nodes: dict[str, DirNode],
-    listings: dict[str, tuple[bytes, frozenset[str]]],
+    listings: Listings,
 ) -> None:
     """Drop what an incremental scan copied from subfolders that are no longer there
     (deleted, ignored now, or turned into a file)."""
