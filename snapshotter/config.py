@@ -48,6 +48,9 @@ SETTINGS: dict[str, Setting] = {
     "allow_unsafe_root": Setting(bool, False, "allow home, Desktop, Documents, Downloads or a filesystem root"),
     "max_workspace_bytes": Setting(int, DEFAULT_MAX_BYTES, "refuse bigger workspaces (0: no cap)"),
     "max_workspace_entries": Setting(int, DEFAULT_MAX_ENTRIES, "refuse workspaces with more entries (0: no cap)"),
+    "trust_folder_mtimes": Setting(
+        bool, True, "skip re-listing folders whose mtime is unchanged (off: for filesystems that do not update it)"
+    ),
 }
 
 
@@ -128,4 +131,5 @@ def snapshotter_options(settings: Mapping[str, tuple[Any, str]]) -> dict[str, An
         "allow_unsafe_root": value["allow_unsafe_root"],
         "max_workspace_bytes": value["max_workspace_bytes"],
         "max_workspace_entries": value["max_workspace_entries"],
+        "trust_folder_mtimes": value["trust_folder_mtimes"],
     }

@@ -66,6 +66,7 @@ class Engine:
         limits: WorkspaceLimits | None = None,
         watch: bool = False,
         listings: statcache.Listings | None = None,
+        trust_folder_mtimes: bool = True,
     ) -> None:
         self.workspace = workspace
         self.store = store
@@ -79,6 +80,7 @@ class Engine:
         self._exclude = exclude
         self._use_default_excludes = use_default_excludes
         self._max_new_file_size = max_new_file_size
+        self._trust_folder_mtimes = trust_folder_mtimes
         self.limits = limits
         self.clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
         self.progress: Callable[[str, int, int], None] | None = None
@@ -153,6 +155,7 @@ class Engine:
             host=self.host,
             previous_mode=previous,
             incremental=incremental,
+            trust_folders=self._trust_folder_mtimes,
         )
         result.epoch = epoch
         self.last_scan = result.stats
@@ -163,13 +166,16 @@ class Engine:
         cache = statcache.load(self._cache_path)
         self._last = None  # it may name objects that are gone now: walk everything next time
         folders = {}
+        shapes = dict(cache.shapes)
         for rel, table in cache.folders.items():
             kept_table = {name: record for name, record in table.items() if record[5] in kept}
             if kept_table:
                 folders[rel] = kept_table
+            if len(kept_table) != len(table):
+                shapes.pop(rel, None)  # its table no longer names every file listed
         dirs = {p: r for p, r in cache.dirs.items() if r[1] in kept}
         if sum(map(len, folders.values())) != cache.count() or len(dirs) != len(cache.dirs):
-            self._save_cache(statcache.StatCache(folders, dirs, cache.listings))
+            self._save_cache(statcache.StatCache(folders, dirs, cache.listings, shapes))
         else:
             self._cache = None
 
@@ -233,7 +239,9 @@ class Engine:
         if current is not self._last and not current.same_as_cache:
             # The folder tables are shared with ``current``: the cache never changes them in place.
             packed = self._cache.packed if self._cache is not None else {}
-            cache = statcache.StatCache(current.folder_tables(), current.dir_cache(), current.listings, packed=packed)
+            cache = statcache.StatCache(
+                current.folder_tables(), current.dir_cache(), current.listings, current.shapes, packed=packed
+            )
             if save:
                 self._save_cache(cache)
             else:

@@ -16,7 +16,7 @@ import os
 from .fsops import LEFTOVER_PREFIX, is_leftover
 from .gates import WorkspaceLimits
 from .ignore import IgnoreSource, IgnoreStack, read_ignore_file
-from .statcache import Listings
+from .statcache import Listings, Shape
 
 
 def join_path(prefix: str, name: str) -> str:
@@ -26,9 +26,46 @@ def join_path(prefix: str, name: str) -> str:
 
 def with_own_gitignore(entries: list[os.DirEntry[str]], rules: IgnoreStack, prefix: str, base: str) -> IgnoreStack:
     """The rules inside a folder: its parent's, plus its own ``.gitignore`` if any."""
-    for entry in entries:
-        if entry.name == ".gitignore":
-            return rules.push(IgnoreSource.from_lines(read_ignore_file(base + ".gitignore"), prefix))
+    return own_rules(rules, has_gitignore(entries), prefix, base)
+
+
+def has_gitignore(entries: list[os.DirEntry[str]]) -> bool:
+    return any(entry.name == ".gitignore" for entry in entries)
+
+
+def unchanged_folder(
+    own: os.stat_result, shape: Shape | None, cutoff: int, rules: IgnoreStack, prefix: str, base: str
+) -> IgnoreStack | None:
+    """The rules inside folder ``prefix`` if it still holds the entries its ``shape``
+    recorded, else None.
+
+    Creating, removing or renaming an entry changes a folder's mtime and ctime.
+    A shape whose ctime is at or above ``cutoff`` is racy: the folder may have
+    changed again within the same clock tick (the ctime, unlike the mtime,
+    cannot be set back). A shape recorded under other rules may have other verdicts.
+    """
+    if (
+        shape is None
+        or shape[1] != own.st_ctime_ns
+        or shape[1] >= cutoff
+        or shape[0] != own.st_mtime_ns
+        or shape[2] != own.st_ino
+    ):
+        return None
+    inner = own_rules(rules, shape[4], prefix, base)
+    return inner if inner.fingerprint == shape[3] else None
+
+
+def shape_of(own: os.stat_result, rules: IgnoreStack, gitignore: bool, dirs: list[str]) -> Shape:
+    """The shape of a folder just listed: its stat taken before the listing, so a
+    change made while listing makes the shape stale, never wrong."""
+    return (own.st_mtime_ns, own.st_ctime_ns, own.st_ino, rules.fingerprint, gitignore, tuple(dirs))
+
+
+def own_rules(rules: IgnoreStack, gitignore: bool, prefix: str, base: str) -> IgnoreStack:
+    """The rules inside folder ``prefix`` (path ``base``): its parent's, plus its ``.gitignore`` if it has one."""
+    if gitignore:
+        return rules.push(IgnoreSource.from_lines(read_ignore_file(base + ".gitignore"), prefix))
     return rules
 
 
@@ -137,7 +174,8 @@ def measure(workspace: str, ignores: IgnoreStack, limits: WorkspaceLimits, listi
     return entries, size
 
 
-_LIST_BY_FD = os.scandir in os.supports_fd and hasattr(os, "O_DIRECTORY")
+LIST_BY_FD = os.scandir in os.supports_fd and hasattr(os, "O_DIRECTORY")
+"""Folders are listed through descriptors, and their files ``lstat``ed relative to them."""
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
@@ -151,13 +189,24 @@ def open_listing(path: str, is_root: bool) -> tuple[list[os.DirEntry[str]], int]
     in the walk's system calls (measured at 100,000 files). A subfolder swapped
     for a symlink since its parent was listed is refused, never followed.
     """
-    if not _LIST_BY_FD:
-        with os.scandir(path) as listing:
-            return list(listing), -1
-    fd = os.open(path, _DIR_FLAGS if is_root else _DIR_FLAGS | _NO_FOLLOW)
+    fd = open_folder(path, is_root)
     try:
-        with os.scandir(fd) as listing:
-            return list(listing), fd
+        return list_folder(path, fd), fd
     except BaseException:
-        os.close(fd)
+        if fd >= 0:
+            os.close(fd)
         raise
+
+
+def open_folder(path: str, is_root: bool) -> int:
+    """A descriptor for the folder at ``path`` (-1 where folders are not listed
+    through descriptors); below the root, a symlink is refused, never followed."""
+    if not LIST_BY_FD:
+        return -1
+    return os.open(path, _DIR_FLAGS if is_root else _DIR_FLAGS | _NO_FOLLOW)
+
+
+def list_folder(path: str, fd: int) -> list[os.DirEntry[str]]:
+    """The entries of the folder at ``path``, through ``fd`` if it is one."""
+    with os.scandir(fd if fd >= 0 else path) as listing:
+        return list(listing)

@@ -114,6 +114,8 @@ class ScanStats:
     files_hashed: int = 0
     bytes_hashed: int = 0
     dirs_seen: int = 0
+    dirs_listed: int = 0
+    """Folders read again; the others had the same stat as when last listed (see ``trust_folder_mtimes``)."""
     seconds: float = 0.0
     incremental: bool = False
     """Watch mode walked only what changed (``files_seen`` then counts only those files)."""

@@ -108,6 +108,7 @@ class Snapshotter:
         max_workspace_bytes: int = DEFAULT_MAX_BYTES,
         max_workspace_entries: int = DEFAULT_MAX_ENTRIES,
         watch: bool = False,
+        trust_folder_mtimes: bool = True,
     ) -> None:
         if on_error not in ("raise", "warn"):
             raise InvalidInput('on_error must be "raise" or "warn"')
@@ -130,6 +131,7 @@ class Snapshotter:
         self._use_default_excludes = use_default_excludes
         self._max_new_file_size = max_new_file_size
         self._watch = bool(watch)
+        self._trust_folder_mtimes = bool(trust_folder_mtimes)
         self._lock_timeout = float(lock_timeout)
         self._lock = threading.RLock()
         self._background = Background()
@@ -162,6 +164,7 @@ class Snapshotter:
             limits=self._limits,
             watch=self._watch,
             listings=listings,
+            trust_folder_mtimes=self._trust_folder_mtimes,
         )
         engine.progress = self._progress
         return engine

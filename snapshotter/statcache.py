@@ -11,6 +11,13 @@ folder whose entries are all unchanged reuses its tree id without serialising;
 and the names the ignore rules excluded, under a digest of the rules and the
 folder's listing, so an unchanged folder is not matched against the rules again.
 
+And per folder its shape: the folder's own (mtime, ctime, inode), the rules
+inside it and its tracked subfolders. A folder whose stat still equals its
+shape's (and is not racy, as for files) has the same entries as then, since
+creating, removing or renaming an entry changes its folder's mtime: its
+tracked files are the names in its table, and the walk ``lstat``s those
+without listing the folder again (git's "untracked cache" does the same).
+
 Records are grouped by folder (folder -> name -> record): a walk looks a file
 up by its name in its folder's small table, and a folder whose files all match
 hands that very table to the scan, so an unchanged folder costs no new objects.
@@ -37,12 +44,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 _MAGIC = b"snapshotter-statcache\n"
-_VERSION = 4
-_HEADER = struct.Struct("<IIIIIQQ")  # version, folders, files, dirs, listings, path block size, ignored block size
+_VERSION = 5
+_HEADER = struct.Struct("<IIIIIIQQQ")  # version; folders, files, dirs, listings, shapes; sizes of 3 blocks of names
 _FOLDER = struct.Struct("<II")  # files recorded in the folder, size of its block of names
 _FILE = struct.Struct("<IQqqQ20s")  # st_mode, size, mtime_ns, ctime_ns, inode, blob id
 _DIR = struct.Struct("<I20s")  # tracked entries, tree id
 _LISTING = struct.Struct("<20sI")  # digest of rules + listing, number of ignored names
+_SHAPE = struct.Struct("<qqQ20s?I")  # folder's mtime_ns, ctime_ns, inode; rules fingerprint, has .gitignore, subfolders
 _TRAILER = 20
 
 # Timestamps of coarse filesystems (FAT: 2 s) look like whole seconds.
@@ -70,6 +78,10 @@ def stat_key(st: os.stat_result) -> StatKey:
 Buffer = bytes | memoryview
 Listings = dict[str, tuple[bytes, frozenset[str]]]
 """Folder -> (digest of its rules and listing, the names they ignore)."""
+Shape = tuple[int, int, int, bytes, bool, tuple[str, ...]]
+"""A folder as last listed: its own (mtime_ns, ctime_ns, inode), the fingerprint
+of the rules inside it, whether it has a ``.gitignore``, and its tracked subfolders.
+Its tracked files are the names in its table of records."""
 Folder = dict[str, Record]
 """One folder's records by file name; shared between caches and scans, so never changed in place."""
 
@@ -79,11 +91,13 @@ _NO_RECORDS: Folder = {}
 @dataclass
 class StatCache:
     """Folder -> name -> record (stat key, blob id), folder -> (entry count, tree
-    id), and folder -> (digest of its rules and listing, the names they ignore)."""
+    id), folder -> (digest of its rules and listing, the names they ignore), and
+    folder -> shape (see ``Shape``)."""
 
     folders: dict[str, Folder] = field(default_factory=dict)
     dirs: dict[str, tuple[int, bytes]] = field(default_factory=dict)
     listings: Listings = field(default_factory=dict)
+    shapes: dict[str, Shape] = field(default_factory=dict)
     written_ns: int = 0
     """The cache file's mtime when loaded; 0 means every record is racy."""
     packed: dict[str, tuple[Folder, Buffer, Buffer]] = field(default_factory=dict, repr=False, compare=False)
@@ -105,13 +119,15 @@ class StatCache:
 
     def apply(self, changes: Mapping[str, Record | None]) -> None:
         """Record each path's new record (None: forget it), and forget the folder
-        records above every changed path. Each folder's table is copied once."""
+        records above every changed path and the shape of its folder (its table no
+        longer holds exactly the names listed). Each folder's table is copied once."""
         tables: dict[str, Folder] = {}
         for path, record in changes.items():
             folder, _, name = path.rpartition("/")
             table = tables.get(folder)
             if table is None:
                 table = tables[folder] = dict(self.folders.get(folder, _NO_RECORDS))
+                self.shapes.pop(folder, None)
             if record is None:
                 table.pop(name, None)
             else:
@@ -184,18 +200,22 @@ def _decode(data: bytes, written_ns: int) -> StatCache:
     version = struct.unpack_from("<I", body, offset)[0]
     if version != _VERSION:
         raise ValueError("old stat cache")
-    _, n_folders, n_files, n_dirs, n_listings, paths_len, ignored_len = _HEADER.unpack_from(body, offset)
+    _, n_folders, n_files, n_dirs, n_listings, n_shapes, paths_len, ignored_len, subdirs_len = _HEADER.unpack_from(
+        body, offset
+    )
     offset += _HEADER.size
     names = _split(body[offset : offset + paths_len])
     offset += paths_len
     ignored_names = _split(body[offset : offset + ignored_len])
     offset += ignored_len
-    if len(names) != n_folders + n_dirs + n_listings:
+    subdir_names = _split(body[offset : offset + subdirs_len])
+    offset += subdirs_len
+    if len(names) != n_folders + n_dirs + n_listings + n_shapes:
         raise ValueError("corrupt stat cache")
     end = offset + n_folders * _FOLDER.size
-    shapes = list(_FOLDER.iter_unpack(body[offset:end]))
+    sizes = list(_FOLDER.iter_unpack(body[offset:end]))
     name_offset = end
-    offset = end + sum(size for _, size in shapes)
+    offset = end + sum(size for _, size in sizes)
     end = offset + n_files * _FILE.size
     records = list(_FILE.iter_unpack(body[offset:end]))
     file_names = _split(body[name_offset:offset])  # every folder's block of names, in folder order
@@ -205,7 +225,7 @@ def _decode(data: bytes, written_ns: int) -> StatCache:
     folders: dict[str, Folder] = {}
     packed: dict[str, tuple[Folder, Buffer, Buffer]] = {}
     position = 0
-    for folder, (count, size) in zip(names, shapes):
+    for folder, (count, size) in zip(names, sizes):
         end_position = position + count
         table = folders[folder] = dict(zip(file_names[position:end_position], records[position:end_position]))
         start = offset + position * _FILE.size
@@ -223,9 +243,20 @@ def _decode(data: bytes, written_ns: int) -> StatCache:
     for name, (digest, count) in zip(names[n_dirs:], _LISTING.iter_unpack(body[offset:end])):
         listings[name] = (digest, frozenset(ignored_names[position : position + count]))
         position += count
-    if len(folders) != n_folders or len(dirs) != n_dirs or len(listings) != n_listings or end != len(body):
+    offset, end = end, end + n_shapes * _SHAPE.size
+    shapes: dict[str, Shape] = {}
+    position = 0
+    for name, (mtime, ctime, inode, rules, has_gitignore, count) in zip(
+        names[n_dirs + n_listings :], _SHAPE.iter_unpack(body[offset:end])
+    ):
+        shapes[name] = (mtime, ctime, inode, rules, has_gitignore, tuple(subdir_names[position : position + count]))
+        position += count
+    if position != len(subdir_names):
         raise ValueError("corrupt stat cache")
-    return StatCache(folders, dirs, listings, written_ns, packed)
+    counts = (len(folders), len(dirs), len(listings), len(shapes), end)
+    if counts != (n_folders, n_dirs, n_listings, n_shapes, len(body)):
+        raise ValueError("corrupt stat cache")
+    return StatCache(folders, dirs, listings, shapes, written_ns, packed)
 
 
 def _split(block: bytes) -> list[str]:
@@ -270,9 +301,10 @@ def _encode(cache: StatCache) -> bytes:
             known = (table, _join(list(table)), b"".join([pack_file(*record) for record in table.values()]))
         packed[folder] = known
     cache.packed = packed
-    path_block = _join(list(packed) + list(cache.dirs) + list(cache.listings))
+    path_block = _join(list(packed) + list(cache.dirs) + list(cache.listings) + list(cache.shapes))
     ignored = [name for _, names in cache.listings.values() for name in sorted(names)]
     ignored_block = _join(ignored)
+    subdirs_block = _join([name for shape in cache.shapes.values() for name in shape[5]])
     parts: list[Buffer] = [
         _MAGIC,
         _HEADER.pack(
@@ -281,11 +313,14 @@ def _encode(cache: StatCache) -> bytes:
             sum(len(table) for table, _, _ in packed.values()),
             len(cache.dirs),
             len(cache.listings),
+            len(cache.shapes),
             len(path_block),
             len(ignored_block),
+            len(subdirs_block),
         ),
         path_block,
         ignored_block,
+        subdirs_block,
     ]
     pack_folder = _FOLDER.pack
     parts.extend([pack_folder(len(table), len(names)) for table, names, _ in packed.values()])
@@ -295,4 +330,6 @@ def _encode(cache: StatCache) -> bytes:
     parts.extend(pack_dir(count, tree) for count, tree in cache.dirs.values())
     pack_listing = _LISTING.pack
     parts.extend(pack_listing(digest, len(names)) for digest, names in cache.listings.values())
+    pack_shape = _SHAPE.pack
+    parts.extend(pack_shape(*shape[:5], len(shape[5])) for shape in cache.shapes.values())
     return b"".join(parts)

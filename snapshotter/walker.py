@@ -25,7 +25,15 @@ from .errors import WorkspaceError
 from .gates import WorkspaceLimits
 from .hostfs import POSIX, HostFS
 from .ignore import IgnoreStack
-from .listing import open_listing, tracked_entries, with_own_gitignore
+from .listing import (
+    has_gitignore,
+    list_folder,
+    open_folder,
+    own_rules,
+    shape_of,
+    tracked_entries,
+    unchanged_folder,
+)
 from .model import ScanStats, SkippedPath, SkipReason
 from .objects import (
     MODE_TREE,
@@ -37,7 +45,7 @@ from .objects import (
     object_id,
     serialize_tree,
 )
-from .statcache import USE_CTIME, Folder, Listings, StatCache, StatKey
+from .statcache import USE_CTIME, Folder, Listings, Shape, StatCache, StatKey
 from .watch import Changes
 
 EMPTY_TREE = object_id(b"tree", b"")
@@ -63,6 +71,10 @@ class DirNode:
     rules: bytes = b""
     """Fingerprint of the ignore rules this folder inherited: an incremental scan
     reuses the folder only under the same rules."""
+    shape: Shape | None = None
+    """The folder as listed (or as trusted unchanged), see ``statcache.Shape``."""
+    listed: int = -1
+    """How many tracked files it listed: its shape holds only if each has a record."""
 
 
 @dataclass
@@ -75,6 +87,8 @@ class Scan:
     stats: ScanStats
     listings: Listings
     """Folder -> (digest of rules and listing, ignored names): the next cache's."""
+    shapes: dict[str, Shape] = field(default_factory=dict)
+    """Folder -> its shape, for the next stat cache (see ``statcache.Shape``)."""
     line_counts: dict[bytes, int | None] = field(default_factory=dict)
     """Blob id -> text lines (None: binary) for the files hashed by this scan."""
     leftovers: list[str] = field(default_factory=list)
@@ -167,6 +181,7 @@ def scan(
     host: HostFS = POSIX,
     previous_mode: Callable[[str], int | None] | None = None,
     incremental: Incremental | None = None,
+    trust_folders: bool = True,
 ) -> Scan:
     """Walk ``workspace`` and return its tracked state.
 
@@ -178,6 +193,8 @@ def scan(
     With ``incremental`` (watch mode) only the changed folders and the folders
     above them are listed; every other folder is taken from the previous scan
     as it was, so the result equals a full walk's if the changes are complete.
+    With ``trust_folders`` a folder whose own stat equals its shape in the cache is
+    not listed again (see ``statcache``); turn it off where folder mtimes lie.
     """
     started = time.perf_counter()
     cutoff = cache.racy_cutoff()
@@ -209,13 +226,16 @@ def scan(
     carry_modes = host.needs_recorded_modes
     workspace = host.native(workspace)
 
+    shapes_known = cache.shapes if trust_folders else {}
+    shape_hits = 0
+    dirs_listed = 0
     stack: list[tuple[DirNode, str, IgnoreStack, bool]] = [(root, workspace, ignores, incremental is not None)]
     while stack:
         node, path, rules, may_reuse = stack.pop()
         order.append(node)
         before_node = previous_nodes.get(node.rel)
         try:
-            entries, fd = open_listing(path, node is root)
+            fd = open_folder(path, node is root)
         except OSError as exc:
             if node is root:
                 raise WorkspaceError(f"cannot list workspace {workspace}: {exc.strerror}") from None
@@ -227,10 +247,44 @@ def scan(
         try:
             base = path if path.endswith(os.sep) else path + os.sep
             prefix = node.rel + "/" if node.rel else ""
-            rules = with_own_gitignore(entries, rules, node.rel, base)
+            table = cache.folder(node.rel)
+            own = os.fstat(fd) if fd >= 0 and trust_folders else None
+            names: list[str] | None = None
+            if own is not None and node.rel in cache.listings:
+                shape = shapes_known.get(node.rel)
+                inner = unchanged_folder(own, shape, cutoff, rules, node.rel, base)
+                if inner is not None and shape is not None:  # the table's names are its files: no listing
+                    rules = inner
+                    dirs: list[str] = list(shape[5])
+                    names = list(table)
+                    listings[node.rel] = cache.listings[node.rel]
+                    listing_hits[0] += 1
+                    shape_hits += 1
+                    node.shape = shape
+                    lstat = _lstat_in(fd, [])
+            if names is None:
+                dirs_listed += 1
+                try:
+                    entries = list_folder(path, fd)
+                except OSError:
+                    skipped.append(SkippedPath(node.rel, SkipReason.UNREADABLE))
+                    node.clean = False
+                    if before_node is not None:
+                        _forget_gone_subdirs(before_node, node, nodes, listings)
+                    continue
+                gitignore = has_gitignore(entries)
+                rules = own_rules(rules, gitignore, node.rel, base)
+                leftovers_before = len(leftovers)
+                dirs, files = tracked_entries(
+                    entries, node.rel, rules, cache.listings, listings, leftovers, listing_hits
+                )
+                names = [entry.name for entry in files]
+                if own is not None and len(leftovers) == leftovers_before:  # a leftover is yet to be removed
+                    node.shape = shape_of(own, rules, gitignore, dirs)
+                lstat = _lstat_in(fd, files)
+            node.listed = len(names)
             fingerprint = rules.fingerprint
-            dirs, files = tracked_entries(entries, node.rel, rules, cache.listings, listings, leftovers, listing_hits)
-            entries_seen += len(dirs) + len(files)
+            entries_seen += len(dirs) + len(names)
             for name in dirs:
                 rel = prefix + name
                 if may_reuse and rel not in on_the_way and rel not in deep:
@@ -243,7 +297,6 @@ def scan(
                 node.subdirs.append(child)
                 nodes[rel] = child
                 stack.append((child, base + name, rules, may_reuse and rel not in deep))
-            table = cache.folder(node.rel)
             table_get = table.get
             hits = 0
             missed: list[str] = []
@@ -251,10 +304,9 @@ def scan(
             # The hot loop: one lstat per file; a file that matches its record
             # costs a few comparisons and nothing else (no tuple, no call, no
             # insertion): a folder whose files all match shares the cache's table.
-            for entry in files:
-                name = entry.name
+            for name in names:
                 try:
-                    st = entry.stat(follow_symlinks=False)
+                    st = lstat(name, dir_fd=fd, follow_symlinks=False)
                 except OSError:
                     skipped.append(SkippedPath(prefix + name, SkipReason.VANISHED))
                     missed.append(name)
@@ -305,7 +357,7 @@ def scan(
             else:
                 node.clean = False
                 gone = set(missed + specials)
-                node.records = {entry.name: table[entry.name] for entry in files if entry.name not in gone}
+                node.records = {name: table[name] for name in names if name not in gone}
         finally:
             if fd >= 0:
                 os.close(fd)
@@ -328,18 +380,36 @@ def scan(
         files_hashed=hashed,
         bytes_hashed=bytes_hashed,
         dirs_seen=len(order),
+        dirs_listed=dirs_listed,
         seconds=time.perf_counter() - started,
         incremental=incremental is not None,
     )
     skipped.sort(key=lambda s: s.path)
+    # A shape holds only while its folder's table has a record for every file listed.
+    shapes = {rel: node.shape for rel, node in nodes.items() if node.shape and len(node.records) == node.listed}
     same = (
         incremental is None
         and not pending
         and root.clean
         and shared_tables == len(cache.folders)
         and listing_hits[0] == len(listings) == len(cache.listings)
+        and shape_hits == len(shapes) == len(shapes_known)
     )
-    return Scan(root, nodes, skipped, stats, listings, line_counts, leftovers, write, same)
+    return Scan(root, nodes, skipped, stats, listings, shapes, line_counts, leftovers, write, same)
+
+
+def _lstat_in(fd: int, entries: list[os.DirEntry[str]]) -> Callable[..., os.stat_result]:
+    """``os.stat``, for a folder open as ``fd`` (called with ``dir_fd``; a partial
+    costs 10% more per file), else a lookup in its listing's ``entries`` (on
+    Windows the listing carries every entry's stat for free)."""
+    if fd >= 0:
+        return os.stat
+    by_name = {entry.name: entry for entry in entries}
+
+    def from_listing(name: str, dir_fd: int, follow_symlinks: bool) -> os.stat_result:
+        return by_name[name].stat(follow_symlinks=follow_symlinks)
+
+    return from_listing
 
 
 def _forget_gone_subdirs(

@@ -132,7 +132,7 @@ def test_cache_round_trip_keeps_every_record(tmp_path: Path) -> None:
     expected = {**records, "dir1/ü1": (0o100755, 9, 9, 9, 9, b"\x09" * 20), "new/x": records["top1"]}
     del expected["dir2/ü2"]
     assert dict(again.paths()) == expected
-    statcache.save(path, StatCache(again.folders, again.dirs, again.listings, 0, again.packed))
+    statcache.save(path, StatCache(again.folders, again.dirs, again.listings, again.shapes, 0, again.packed))
     assert dict(statcache.load(path).paths()) == expected
 
 

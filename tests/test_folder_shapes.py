@@ -1,0 +1,239 @@
+"""Folders whose own stat is unchanged are not listed again, and that never hides a change.
+
+Each test changes the workspace in a way that does or does not touch a folder's
+mtime, and checks the next snapshot against a cold one taken in a fresh store
+(no stat cache, every folder listed): the tree ids must be equal.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from pathlib import Path
+
+from conftest import write
+from dulwich.object_store import iter_tree_contents
+from dulwich.repo import Repo
+
+from snapshotter import SnapshotInfo, Snapshotter, statcache
+from snapshotter.statcache import StatCache
+
+
+def _files(snap: Snapshotter, info: SnapshotInfo) -> list[str]:
+    with Repo(snap.store_path) as repo:
+        entries = iter_tree_contents(repo.object_store, bytes.fromhex(info.tree_id))
+        return sorted(entry.path.decode() for entry in entries if entry.path is not None)
+
+
+def _settle() -> None:
+    """Let the filesystem clock move on, so folders changed so far are not racy
+    against a stat cache written from now on."""
+    time.sleep(0.03)
+
+
+def _cold_tree(ws: Path, home: Path, **options: object) -> str:
+    with Snapshotter(ws, home=home, **options) as cold:  # type: ignore[arg-type]
+        return cold.snapshot().tree_id
+
+
+def _tree(n_dirs: int = 6) -> dict[str, str]:
+    files = {f"d{i}/sub/f{j}.txt": f"{i} {j}\n" for i in range(n_dirs) for j in range(3)}
+    files.update({f"d{i}/top.txt": f"top {i}\n" for i in range(n_dirs)})
+    files["root.txt"] = "root\n"
+    return files
+
+
+def test_unchanged_folders_are_not_listed_again(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, _tree())
+    _settle()
+    snap = make()
+    first = snap.snapshot()
+    assert snap.last_scan.dirs_listed == snap.last_scan.dirs_seen == 13
+    second = snap.snapshot()
+    assert second.tree_id == first.tree_id
+    assert snap.last_scan.dirs_listed == 0
+    assert snap.last_scan.files_seen == 25
+
+
+def test_the_option_turns_it_off(ws: Path, make, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    write(ws, _tree())
+    _settle()
+    snap = make(trust_folder_mtimes=False)
+    snap.snapshot()
+    snap.snapshot()
+    assert snap.last_scan.dirs_listed == snap.last_scan.dirs_seen == 13
+
+
+def test_added_removed_and_renamed_entries_are_seen(ws: Path, make, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    write(ws, _tree())
+    _settle()
+    snap = make()
+    snap.snapshot()
+    _settle()
+    write(ws, {"d1/sub/new.txt": "new\n", "d5/newdir/x.txt": "x\n"})
+    os.unlink(ws / "d2/sub/f0.txt")
+    os.rename(ws / "d3/top.txt", ws / "d3/moved.txt")
+    info = snap.snapshot()
+    # d1/sub, d5, d5/newdir (new), d2/sub, d3: listed; the other 9 folders were not.
+    assert snap.last_scan.dirs_listed == 5
+    assert info.tree_id == _cold_tree(ws, tmp_path / "cold")
+
+
+def test_a_file_rewritten_in_place_is_seen_in_a_folder_not_listed(ws: Path, make, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    write(ws, _tree())
+    _settle()
+    snap = make()
+    snap.snapshot()
+    before = os.stat(ws / "d4/sub").st_mtime_ns
+    (ws / "d4/sub/f1.txt").write_text("rewritten in place\n")
+    assert os.stat(ws / "d4/sub").st_mtime_ns == before  # the folder itself did not change
+    info = snap.snapshot()
+    assert snap.last_scan.dirs_listed == 0
+    assert snap.last_scan.files_hashed == 1
+    assert info.tree_id == _cold_tree(ws, tmp_path / "cold")
+
+
+def test_a_folder_whose_mtime_was_put_back_is_listed(ws: Path, make, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    write(ws, _tree())
+    _settle()
+    snap = make()
+    snap.snapshot()
+    st = os.stat(ws / "d0")
+    (ws / "d0/sneaky.txt").write_text("added, then the mtime set back\n")
+    os.utime(ws / "d0", ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(ws / "d0").st_mtime_ns == st.st_mtime_ns
+    info = snap.snapshot()  # the ctime cannot be set back
+    assert "d0/sneaky.txt" in [c.path for c in snap.diff(snap.list()[1].id, info.id)]
+    assert info.tree_id == _cold_tree(ws, tmp_path / "cold")
+
+
+def test_a_gitignore_rewritten_in_place_is_read_again(ws: Path, make, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"d/.gitignore": "*.log\n", "d/a.log": "log\n", "d/a.txt": "a\n", "d/e/b.log": "b\n", "top.log": "t\n"})
+    _settle()
+    snap = make()
+    first = snap.snapshot()
+    assert "d/a.log" not in _files(snap, first)
+    before = os.stat(ws / "d").st_mtime_ns
+    (ws / "d/.gitignore").write_text("*.txt\n")  # same inode: d's own stat is unchanged
+    assert os.stat(ws / "d").st_mtime_ns == before
+    second = snap.snapshot()
+    files = _files(snap, second)
+    assert "d/a.log" in files and "d/e/b.log" in files and "d/a.txt" not in files
+    assert second.tree_id == _cold_tree(ws, tmp_path / "cold")
+
+
+def test_a_parent_rule_change_reaches_folders_not_listed(ws: Path, make, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {".gitignore": "*.tmp\n", "a/b/c/x.bak": "x\n", "a/b/c/y.tmp": "y\n", "a/z.txt": "z\n"})
+    _settle()
+    snap = make()
+    snap.snapshot()
+    (ws / ".gitignore").write_text("*.bak\n")
+    info = snap.snapshot()
+    assert _files(snap, info) == [".gitignore", "a/b/c/y.tmp", "a/z.txt"]
+    assert info.tree_id == _cold_tree(ws, tmp_path / "cold")
+    with Snapshotter(ws, home=tmp_path / "home", exclude=["*.txt"]) as other:  # new rules from the caller
+        assert _files(other, other.snapshot()) == [".gitignore", "a/b/c/y.tmp"]
+
+
+def test_a_skipped_file_is_looked_at_again(ws: Path, make, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"d/big.bin": "x" * 100, "d/small.txt": "s\n"})
+    _settle()
+    snap = make(max_new_file_size=50)
+    first = snap.snapshot()
+    assert _files(snap, first) == ["d/small.txt"]
+    with open(ws / "d/big.bin", "r+b") as handle:  # shrunk in place: d's own stat is unchanged
+        handle.truncate(10)
+    second = snap.snapshot()
+    assert _files(snap, second) == ["d/big.bin", "d/small.txt"]
+    assert second.tree_id == _cold_tree(ws, tmp_path / "cold", max_new_file_size=50)
+
+
+def test_a_restore_leaves_every_folder_right_for_the_next_walk(ws: Path, make, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    write(ws, _tree())
+    _settle()
+    snap = make()
+    first = snap.snapshot()
+    write(ws, {"d1/extra/e.txt": "e\n", "d2/sub/f1.txt": "changed\n"})
+    os.unlink(ws / "d3/top.txt")
+    snap.snapshot()
+    _settle()
+    snap.restore(first.id)
+    _settle()
+    write(ws, {"d1/later.txt": "later\n"})
+    info = snap.snapshot()
+    assert info.tree_id == _cold_tree(ws, tmp_path / "cold")
+    assert _files(snap, info) == sorted([*_tree(), "d1/later.txt"])
+
+
+def test_random_edits_match_a_cold_walk(ws: Path, make, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Random creates, deletes, renames, in-place rewrites, folder moves and
+    .gitignore edits, each snapshot compared with a cold walk of the same files."""
+    rng = random.Random(1234)
+    write(ws, _tree(4))
+    _settle()
+    snap = make()
+    snap.snapshot()
+    for step in range(40):
+        files = sorted(str(p.relative_to(ws)) for p in ws.rglob("*") if p.is_file())
+        dirs = sorted(str(p.relative_to(ws)) for p in ws.rglob("*") if p.is_dir())
+        action = rng.choice(["create", "delete", "rename", "rewrite", "move_dir", "ignore", "mkdir"])
+        if action == "create" or not files:
+            folder = rng.choice(["", *dirs])
+            write(ws, {os.path.join(folder, f"n{step}.txt"): f"{step}\n"})
+        elif action == "delete":
+            os.unlink(ws / rng.choice(files))
+        elif action == "rename":
+            source = rng.choice(files)
+            os.rename(ws / source, ws / rng.choice(["", *dirs]) / f"r{step}.txt")
+        elif action == "rewrite":
+            (ws / rng.choice(files)).write_text(f"rewritten {step}\n")
+        elif action == "move_dir" and dirs:
+            source = rng.choice(dirs)
+            if not os.path.exists(ws / f"m{step}"):
+                os.rename(ws / source, ws / f"m{step}")
+        elif action == "ignore":
+            folder = rng.choice(["", *dirs])
+            (ws / folder / ".gitignore").write_text(rng.choice(["*.txt\n", "n*\n", "sub/\n", ""]))
+        else:
+            (ws / f"empty{step}").mkdir()
+        if rng.random() < 0.5:
+            _settle()  # half the steps leave every folder old enough to be trusted
+        info = snap.snapshot()
+        assert info.tree_id == _cold_tree(ws, tmp_path / f"cold{step}"), (step, action)
+
+
+def test_shapes_round_trip_and_follow_their_tables(tmp_path: Path) -> None:
+    shape = (5, 6, 7, b"\1" * 20, True, ("sub", "ü"))
+    cache = StatCache.from_paths({"d/a": (0o100644, 1, 2, 3, 4, b"\2" * 20), "e/b": (0o100644, 1, 2, 3, 4, b"\3" * 20)})
+    cache.shapes.update(
+        {"d": shape, "e": (1, 2, 3, b"\4" * 20, False, ()), "": (0, 0, 1, b"\5" * 20, False, ("d", "e"))}
+    )
+    path = str(tmp_path / "cache")
+    statcache.save(path, cache)
+    loaded = statcache.load(path)
+    assert loaded.shapes == cache.shapes
+    loaded.apply({"d/new": (0o100644, 1, 2, 3, 4, b"\6" * 20)})  # the table no longer is d's listing
+    assert set(loaded.shapes) == {"", "e"}
+
+
+def test_a_folder_changed_in_the_tick_its_cache_was_written_is_listed(ws: Path, make, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A change in the same clock tick as the listing leaves the folder's stat as
+    recorded; such a shape (ctime not older than the cache) is never trusted."""
+    write(ws, _tree())
+    _settle()
+    snap = make()
+    snap.snapshot()
+    snap.close()
+    (ws / "d0/late.txt").write_text("created in the listing's tick\n")
+    st = os.stat(ws / "d0")
+    path = os.path.join(snap.store_path, "snapshotter", "statcache")
+    cache = statcache.load(path)
+    _, _, _, rules, gitignore, subdirs = cache.shapes["d0"]
+    cache.shapes["d0"] = (st.st_mtime_ns, st.st_ctime_ns, st.st_ino, rules, gitignore, subdirs)  # "listed" now
+    statcache.save(path, cache)
+    os.utime(path, ns=(st.st_ctime_ns, st.st_ctime_ns))  # and the cache written in that same tick
+    fresh = make()
+    info = fresh.snapshot()
+    assert "d0/late.txt" in _files(fresh, info)
+    assert fresh.last_scan.dirs_listed == 1
