@@ -17,7 +17,7 @@ import contextlib
 import errno
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -45,7 +45,7 @@ from .objects import (
     object_id,
     serialize_tree,
 )
-from .statcache import USE_CTIME, Folder, Listings, Shape, StatCache, StatKey
+from .statcache import USE_CTIME, Folder, Listings, Record, Shape, StatCache, StatKey
 from .watch import Changes
 
 EMPTY_TREE = object_id(b"tree", b"")
@@ -249,20 +249,20 @@ def scan(
             prefix = node.rel + "/" if node.rel else ""
             table = cache.folder(node.rel)
             own = os.fstat(fd) if fd >= 0 and trust_folders else None
-            names: list[str] | None = None
+            pairs: Collection[tuple[str, Record | None]] | None = None  # each tracked file, and its record if any
             if own is not None and node.rel in cache.listings:
                 shape = shapes_known.get(node.rel)
                 inner = unchanged_folder(own, shape, cutoff, rules, node.rel, base)
                 if inner is not None and shape is not None:  # the table's names are its files: no listing
                     rules = inner
                     dirs: list[str] = list(shape[5])
-                    names = list(table)
+                    pairs = table.items()
                     listings[node.rel] = cache.listings[node.rel]
                     listing_hits[0] += 1
                     shape_hits += 1
                     node.shape = shape
                     lstat = _lstat_in(fd, [])
-            if names is None:
+            if pairs is None:
                 dirs_listed += 1
                 try:
                     entries = list_folder(path, fd)
@@ -278,13 +278,14 @@ def scan(
                 dirs, files = tracked_entries(
                     entries, node.rel, rules, cache.listings, listings, leftovers, listing_hits
                 )
-                names = [entry.name for entry in files]
+                table_get = table.get
+                pairs = [(entry.name, table_get(entry.name)) for entry in files]
                 if own is not None and len(leftovers) == leftovers_before:  # a leftover is yet to be removed
                     node.shape = shape_of(own, rules, gitignore, dirs)
                 lstat = _lstat_in(fd, files)
-            node.listed = len(names)
+            node.listed = len(pairs)
             fingerprint = rules.fingerprint
-            entries_seen += len(dirs) + len(names)
+            entries_seen += len(dirs) + len(pairs)
             for name in dirs:
                 rel = prefix + name
                 if may_reuse and rel not in on_the_way and rel not in deep:
@@ -297,21 +298,19 @@ def scan(
                 node.subdirs.append(child)
                 nodes[rel] = child
                 stack.append((child, base + name, rules, may_reuse and rel not in deep))
-            table_get = table.get
             hits = 0
             missed: list[str] = []
             specials: list[str] = []
             # The hot loop: one lstat per file; a file that matches its record
             # costs a few comparisons and nothing else (no tuple, no call, no
             # insertion): a folder whose files all match shares the cache's table.
-            for name in names:
+            for name, record in pairs:
                 try:
                     st = lstat(name, dir_fd=fd, follow_symlinks=False)
                 except OSError:
                     skipped.append(SkippedPath(prefix + name, SkipReason.VANISHED))
                     missed.append(name)
                     continue
-                record = table_get(name)
                 if (
                     record is not None
                     and not carry_modes
@@ -357,7 +356,7 @@ def scan(
             else:
                 node.clean = False
                 gone = set(missed + specials)
-                node.records = {name: table[name] for name in names if name not in gone}
+                node.records = {name: record for name, record in pairs if record is not None and name not in gone}
         finally:
             if fd >= 0:
                 os.close(fd)
