@@ -83,9 +83,9 @@ class Engine:
         self._trust_folder_mtimes = trust_folder_mtimes
         self.limits = limits
         self.clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
+        """When a snapshot is taken; tests move it to make old snapshots."""
         self.progress: Callable[[str, int, int], None] | None = None
         """Told (phase, done, total) while hashing and writing files."""
-        """When a snapshot is taken; tests move it to make old snapshots."""
         self._cache_path = os.path.join(store.meta_dir, "statcache")
         self._cache: statcache.StatCache | None = statcache.StatCache(listings=listings) if listings else None
         """None until loaded; a new store starts from the ignore verdicts its size check found."""
@@ -94,10 +94,10 @@ class Engine:
         self.usage_base: tuple[tuple[int, int, int], tuple[int, int, int], float] | None = None
         """The store's last measured (bytes, loose objects, packs), the writer's counts then, and when."""
         self._last: Scan | None = None
+        """The newest recorded scan, kept in watch mode as the base of incremental scans."""
         self._kept: dict[bytes, bytes] | None = None
         """During a restore: blobs read for line counts, by id (see KEEP_BLOBS_BYTES)."""
         self._kept_bytes = 0
-        """The newest recorded scan, kept in watch mode as the base of incremental scans."""
         if watch:
             journal = ChangeJournal(workspace)
             self.journal = journal if journal.start() else None
