@@ -56,10 +56,26 @@ def unchanged_folder(
     return inner if inner.fingerprint == shape[3] else None
 
 
-def shape_of(own: os.stat_result, rules: IgnoreStack, gitignore: bool, dirs: list[str]) -> Shape:
-    """The shape of a folder just listed: its stat taken before the listing, so a
-    change made while listing makes the shape stale, never wrong."""
-    return (own.st_mtime_ns, own.st_ctime_ns, own.st_ino, rules.fingerprint, gitignore, tuple(dirs))
+RECENT_NS = 100_000_000
+"""A folder changed less than this long before a walk began is listed again next
+time: timestamps advance by clock ticks (a few ms on Linux), and a change made
+right after the listing, within the tick of the change before it, would leave
+the folder's stat as recorded."""
+RECENT_COARSE_NS = 2_000_000_000
+"""The same for timestamps in whole seconds (FAT keeps 2-second ones)."""
+
+
+def shape_of(
+    own: os.stat_result, rules: IgnoreStack, gitignore: bool, dirs: list[str], walk_began_ns: int
+) -> Shape | None:
+    """The shape of a folder just listed, from its stat taken before the listing
+    (a change made while listing makes the shape stale, never wrong); None if
+    the folder changed too recently to be trusted by its stat (see ``RECENT_NS``)."""
+    ctime = own.st_ctime_ns
+    recent = RECENT_COARSE_NS if ctime % 1_000_000_000 == 0 else RECENT_NS
+    if ctime >= walk_began_ns - recent:
+        return None
+    return (own.st_mtime_ns, ctime, own.st_ino, rules.fingerprint, gitignore, tuple(dirs))
 
 
 def own_rules(rules: IgnoreStack, gitignore: bool, prefix: str, base: str) -> IgnoreStack:

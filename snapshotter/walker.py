@@ -197,6 +197,7 @@ def scan(
     not listed again (see ``statcache``); turn it off where folder mtimes lie.
     """
     started = time.perf_counter()
+    walk_began_ns = time.time_ns()  # the filesystem's clock, for local filesystems
     cutoff = cache.racy_cutoff()
     root = DirNode("", rules=ignores.fingerprint)
     order: list[DirNode] = []
@@ -281,7 +282,7 @@ def scan(
                 table_get = table.get
                 pairs = [(entry.name, table_get(entry.name)) for entry in files]
                 if own is not None and len(leftovers) == leftovers_before:  # a leftover is yet to be removed
-                    node.shape = shape_of(own, rules, gitignore, dirs)
+                    node.shape = shape_of(own, rules, gitignore, dirs, walk_began_ns)
                 lstat = _lstat_in(fd, files)
             node.listed = len(pairs)
             fingerprint = rules.fingerprint

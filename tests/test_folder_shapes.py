@@ -16,7 +16,7 @@ from conftest import write
 from dulwich.object_store import iter_tree_contents
 from dulwich.repo import Repo
 
-from snapshotter import SnapshotInfo, Snapshotter, statcache
+from snapshotter import SnapshotInfo, Snapshotter, listing, statcache
 from snapshotter.statcache import StatCache
 
 
@@ -27,9 +27,9 @@ def _files(snap: Snapshotter, info: SnapshotInfo) -> list[str]:
 
 
 def _settle() -> None:
-    """Let the filesystem clock move on, so folders changed so far are not racy
-    against a stat cache written from now on."""
-    time.sleep(0.03)
+    """Let time pass, so folders changed so far are old enough to be trusted
+    by the next walk (see ``listing.RECENT_NS``)."""
+    time.sleep(listing.RECENT_NS / 1e9 + 0.03)
 
 
 def _cold_tree(ws: Path, home: Path, **options: object) -> str:
@@ -237,3 +237,24 @@ def test_a_folder_changed_in_the_tick_its_cache_was_written_is_listed(ws: Path, 
     info = fresh.snapshot()
     assert "d0/late.txt" in _files(fresh, info)
     assert fresh.last_scan.dirs_listed == 1
+
+
+def test_a_folder_changed_just_before_the_walk_is_listed_again(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """A change right after the listing, in the clock tick of the change before it,
+    would leave the folder's stat as recorded: a folder that changed that
+    recently gets no shape, and the next walk lists it again."""
+    write(ws, _tree())
+    _settle()
+    snap = make()
+    snap.snapshot()
+    write(ws, {"d2/fresh.txt": "just now\n"})
+    snap.snapshot()
+    path = os.path.join(snap.store_path, "snapshotter", "statcache")
+    assert "d2" not in statcache.load(path).shapes and "d1" in statcache.load(path).shapes
+    snap.snapshot()
+    assert snap.last_scan.dirs_listed == 1
+    _settle()
+    snap.snapshot()
+    assert "d2" in statcache.load(path).shapes
+    snap.snapshot()
+    assert snap.last_scan.dirs_listed == 0
