@@ -326,6 +326,7 @@ class WorkspaceModel(RuleBasedStateMachine):
             assert observe(self.ws) == (before_files, before_folders), "a refused restore changed the workspace"
             self._record_refused(tracked(before_files))
             self._note("selective refused")
+            self._sync_retention()
             return
         after_files, after_folders = observe(self.ws)
         for path in set(target) | set(before_files) | set(after_files):
@@ -407,7 +408,7 @@ class WorkspaceModel(RuleBasedStateMachine):
             if at_top:
                 self.undo_stack.pop()
             self.redo_stack.append((saved, current))
-            self._sync_retention()
+        self._sync_retention()  # a refused undo may have saved a state too
 
     @rule()
     def redo(self) -> None:
@@ -418,7 +419,7 @@ class WorkspaceModel(RuleBasedStateMachine):
         if self._undo_or_redo("redo", target_id, target) is not None:
             self.redo_stack.pop()
             self.undo_stack.append((target_id, target))
-            self._sync_retention()
+        self._sync_retention()  # a refused redo may have saved a state too
 
     @rule(collect=st.booleans())
     def prune_or_gc(self, collect: bool) -> None:
