@@ -401,6 +401,7 @@ class WorkspaceModel(RuleBasedStateMachine):
         at_top = bool(self.undo_stack) and self.undo_stack[-1][1] == current
         if not self.undo_stack or (at_top and len(self.undo_stack) < 2):
             assert not self.snap.undo()  # honest "nothing to undo", never a fake success
+            self._sync_retention()  # the call still ran retention, which a refused restore before it had not
             return
         target_id, target = self.undo_stack[-2] if at_top else self.undo_stack[-1]
         saved = self._undo_or_redo("undo", target_id, target)
@@ -414,6 +415,7 @@ class WorkspaceModel(RuleBasedStateMachine):
     def redo(self) -> None:
         if not self.redo_stack:
             assert not self.snap.redo()
+            self._sync_retention()  # the call still ran retention, which a refused restore before it had not
             return
         target_id, target = self.redo_stack[-1]
         if self._undo_or_redo("redo", target_id, target) is not None:
