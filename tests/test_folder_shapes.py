@@ -16,7 +16,7 @@ from conftest import write
 from dulwich.object_store import iter_tree_contents
 from dulwich.repo import Repo
 
-from snapshotter import SnapshotInfo, Snapshotter, listing, statcache
+from snapshotter import SnapshotInfo, Snapshotter, config, listing, statcache
 from snapshotter.statcache import StatCache
 
 
@@ -63,6 +63,18 @@ def test_the_option_turns_it_off(ws: Path, make, tmp_path: Path) -> None:  # typ
     snap.snapshot()
     snap.snapshot()
     assert snap.last_scan.dirs_listed == snap.last_scan.dirs_seen == 13
+
+
+def test_the_setting_reaches_the_library(ws: Path, home: Path) -> None:
+    write(ws, _tree())
+    _settle()
+    settings = config.resolve(str(ws), {"home": str(home)}, {"SNAPSHOTTER_TRUST_FOLDER_MTIMES": "off"})
+    options = config.snapshotter_options(settings)
+    assert options["trust_folder_mtimes"] is False
+    with Snapshotter(ws, **options) as snap:
+        snap.snapshot()
+        snap.snapshot()
+        assert snap.last_scan.dirs_listed == 13
 
 
 def test_added_removed_and_renamed_entries_are_seen(ws: Path, make, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
