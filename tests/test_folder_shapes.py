@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from conftest import write
@@ -42,6 +43,15 @@ def _tree(n_dirs: int = 6) -> dict[str, str]:
     files.update({f"d{i}/top.txt": f"top {i}\n" for i in range(n_dirs)})
     files["root.txt"] = "root\n"
     return files
+
+
+def _first_snapshot(ws: Path, make: Callable[..., Snapshotter]) -> Snapshotter:
+    """The standard tree, old enough for its folders to be trusted, snapshotted once."""
+    write(ws, _tree())
+    _settle()
+    snap = make()
+    snap.snapshot()
+    return snap
 
 
 def test_unchanged_folders_are_not_listed_again(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
@@ -78,10 +88,7 @@ def test_the_setting_reaches_the_library(ws: Path, home: Path) -> None:
 
 
 def test_added_removed_and_renamed_entries_are_seen(ws: Path, make, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    write(ws, _tree())
-    _settle()
-    snap = make()
-    snap.snapshot()
+    snap = _first_snapshot(ws, make)
     _settle()
     write(ws, {"d1/sub/new.txt": "new\n", "d5/newdir/x.txt": "x\n"})
     os.unlink(ws / "d2/sub/f0.txt")
@@ -93,10 +100,7 @@ def test_added_removed_and_renamed_entries_are_seen(ws: Path, make, tmp_path: Pa
 
 
 def test_a_file_rewritten_in_place_is_seen_in_a_folder_not_listed(ws: Path, make, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    write(ws, _tree())
-    _settle()
-    snap = make()
-    snap.snapshot()
+    snap = _first_snapshot(ws, make)
     before = os.stat(ws / "d4/sub").st_mtime_ns
     (ws / "d4/sub/f1.txt").write_text("rewritten in place\n")
     assert os.stat(ws / "d4/sub").st_mtime_ns == before  # the folder itself did not change
@@ -107,10 +111,7 @@ def test_a_file_rewritten_in_place_is_seen_in_a_folder_not_listed(ws: Path, make
 
 
 def test_a_folder_whose_mtime_was_put_back_is_listed(ws: Path, make, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    write(ws, _tree())
-    _settle()
-    snap = make()
-    snap.snapshot()
+    snap = _first_snapshot(ws, make)
     st = os.stat(ws / "d0")
     (ws / "d0/sneaky.txt").write_text("added, then the mtime set back\n")
     os.utime(ws / "d0", ns=(st.st_atime_ns, st.st_mtime_ns))
@@ -232,10 +233,7 @@ def test_shapes_round_trip_and_follow_their_tables(tmp_path: Path) -> None:
 def test_a_folder_changed_in_the_tick_its_cache_was_written_is_listed(ws: Path, make, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """A change in the same clock tick as the listing leaves the folder's stat as
     recorded; such a shape (ctime not older than the cache) is never trusted."""
-    write(ws, _tree())
-    _settle()
-    snap = make()
-    snap.snapshot()
+    snap = _first_snapshot(ws, make)
     snap.close()
     (ws / "d0/late.txt").write_text("created in the listing's tick\n")
     st = os.stat(ws / "d0")
@@ -255,10 +253,7 @@ def test_a_folder_changed_just_before_the_walk_is_listed_again(ws: Path, make) -
     """A change right after the listing, in the clock tick of the change before it,
     would leave the folder's stat as recorded: a folder that changed that
     recently gets no shape, and the next walk lists it again."""
-    write(ws, _tree())
-    _settle()
-    snap = make()
-    snap.snapshot()
+    snap = _first_snapshot(ws, make)
     write(ws, {"d2/fresh.txt": "just now\n"})
     snap.snapshot()
     path = os.path.join(snap.store_path, "snapshotter", "statcache")
