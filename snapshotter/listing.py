@@ -24,11 +24,6 @@ def join_path(prefix: str, name: str) -> str:
     return prefix + "/" + name if prefix else name
 
 
-def with_own_gitignore(entries: list[os.DirEntry[str]], rules: IgnoreStack, prefix: str, base: str) -> IgnoreStack:
-    """The rules inside a folder: its parent's, plus its own ``.gitignore`` if any."""
-    return own_rules(rules, has_gitignore(entries), prefix, base)
-
-
 def has_gitignore(entries: list[os.DirEntry[str]]) -> bool:
     return any(entry.name == ".gitignore" for entry in entries)
 
@@ -171,7 +166,7 @@ def measure(workspace: str, ignores: IgnoreStack, limits: WorkspaceLimits, listi
             continue
         try:
             base = path if path.endswith(os.sep) else path + os.sep
-            rules = with_own_gitignore(found, rules, prefix, base)
+            rules = own_rules(rules, has_gitignore(found), prefix, base)
             dirs, files = tracked_entries(found, prefix, rules, {}, listings)
             for name in dirs:
                 entries += 1
@@ -190,7 +185,7 @@ def measure(workspace: str, ignores: IgnoreStack, limits: WorkspaceLimits, listi
     return entries, size
 
 
-LIST_BY_FD = os.scandir in os.supports_fd and hasattr(os, "O_DIRECTORY")
+_LIST_BY_FD = os.scandir in os.supports_fd and hasattr(os, "O_DIRECTORY")
 """Folders are listed through descriptors, and their files ``lstat``ed relative to them."""
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -217,7 +212,7 @@ def open_listing(path: str, is_root: bool) -> tuple[list[os.DirEntry[str]], int]
 def open_folder(path: str, is_root: bool) -> int:
     """A descriptor for the folder at ``path`` (-1 where folders are not listed
     through descriptors); below the root, a symlink is refused, never followed."""
-    if not LIST_BY_FD:
+    if not _LIST_BY_FD:
         return -1
     return os.open(path, _DIR_FLAGS if is_root else _DIR_FLAGS | _NO_FOLLOW)
 
