@@ -607,6 +607,7 @@ def environment(runs: int) -> dict[str, Any]:
             "git": git_version(),
             "snapshotter": getattr(snapshotter, "__version__", "?"),
             "dulwich": ".".join(str(p) for p in dulwich.__version__),
+            "compressor": snapshotter.deflate.backend(),
         },
         "targets_at": TARGETS_AT,
         "targets": TARGETS,
@@ -749,7 +750,8 @@ def main() -> None:
     print(
         f"{report['date']}; {report['machine']['cores']} cores, {report['machine']['platform']}; "
         f"Python {report['versions']['python']}, git {report['versions']['git']}, "
-        f"snapshotter {report['versions']['snapshotter']}, dulwich {report['versions']['dulwich']}",
+        f"snapshotter {report['versions']['snapshotter']}, dulwich {report['versions']['dulwich']}, "
+        f"compressor {report['versions']['compressor']}",
         flush=True,
     )
     for name in sizes:

@@ -2,8 +2,9 @@
 
 Blobs are hashed and compressed in one pass and, for big files, in chunks, so a
 file is never held in memory whole (dulwich's ``blob_from_path_and_stat`` reads
-it whole and ``add_object`` needs about twice its size). Loose objects use zlib
-level 1, git's own default for loose objects (level 6 is about 4x slower).
+it whole and ``add_object`` needs about twice its size). Objects are compressed
+at level 1, git's own default for loose objects (level 6 is about 4x slower);
+see ``deflate.py``.
 
 Ids are kept as 20 raw bytes inside the engine; hex only at the edges.
 """
@@ -16,15 +17,15 @@ import os
 import re
 import stat
 import tempfile
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from .deflate import compressor, deflate
 from .durability import sync_folder
 from .errors import StoreError
 from .linediff import count_lines, is_binary
-from .packs import TYPE_NUMBERS, PackBuilder, deflate
+from .packs import TYPE_NUMBERS, PackBuilder
 from .statcache import StatKey, stat_key
 
 MODE_FILE = 0o100644
@@ -50,7 +51,6 @@ _MODE_PREFIX = {
     MODE_TREE: b"40000 ",
 }
 
-ZLIB_LEVEL = 1
 CHUNK = 1 << 20
 STREAM_THRESHOLD = 8 << 20
 """Files above this size are hashed and compressed chunk by chunk."""
@@ -128,9 +128,14 @@ def parse_tree(content: bytes) -> list[tuple[bytes, int, bytes]]:
 class ObjectWriter:
     """Writes loose objects into ``objects_dir``; knows which ids already exist."""
 
-    def __init__(self, objects_dir: str, has_packed: Callable[[bytes], bool]) -> None:
+    def __init__(self, objects_dir: str, has_packed: Callable[[bytes, bool], bool]) -> None:
         self.objects_dir = objects_dir
         self._has_packed = has_packed
+        """``has_packed(sha, relist)``: is the object in a pack; with ``relist``
+        false, in the packs as listed last (no system call)."""
+        self._packs_listed = False
+        """In a batch: the packs were listed once. One added since by another
+        writer only means an object stored twice, as for loose folders."""
         self._made_dirs: set[str] = set()
         self._loose_folders: set[str] | None = None
         """In a batch: the loose-object folders that existed when it began. An id
@@ -150,6 +155,7 @@ class ObjectWriter:
             return
         self._pack = PackBuilder(os.path.join(self.objects_dir, "pack"))
         self._loose_folders = _fanout_folders(self.objects_dir)
+        self._packs_listed = False
         try:
             yield
         except BaseException:
@@ -173,14 +179,19 @@ class ObjectWriter:
         that a gc honouring a grace period never drops it before it is referenced."""
         folders = self._loose_folders
         if folders is not None and sha.hex()[:2] not in folders:
-            return self._has_packed(sha)
+            return self._in_pack(sha)
         try:
             os.utime(self.loose_path(sha))
             return True
         except FileNotFoundError:
-            return self._has_packed(sha)
+            return self._in_pack(sha)
         except OSError:
             return os.path.exists(self.loose_path(sha))
+
+    def _in_pack(self, sha: bytes) -> bool:
+        relist = self._pack is None or not self._packs_listed
+        self._packs_listed = self._pack is not None
+        return self._has_packed(sha, relist)
 
     def write(self, kind: bytes, content: bytes) -> bytes:
         """Store ``content`` as an object of ``kind`` unless present; return its id."""
@@ -195,7 +206,7 @@ class ObjectWriter:
             if pack is not None:
                 pack.add(kind, sha, content)
             else:
-                self._install(sha, [deflate(header + content, ZLIB_LEVEL)])
+                self._install(sha, [deflate(header + content)])
         return sha
 
     def make_durable(self) -> None:
@@ -298,7 +309,7 @@ class ObjectWriter:
         header = b"blob %d\0" % size
         digest = hashlib.sha1(header)
         counter = _LineCounter()
-        squeezer = zlib.compressobj(ZLIB_LEVEL) if write else None
+        squeezer = compressor() if write else None
         tmp_fd, tmp = self._tmp_in(self.objects_dir) if write else (-1, "")
         out = os.fdopen(tmp_fd, "wb") if write else None
         try:

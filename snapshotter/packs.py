@@ -3,7 +3,7 @@
 A cold snapshot of 100,000 files would otherwise create 100,000 files in the
 store; creating files dominates the cost, and git itself pays it. A batch
 appends each object (whole, zlib level 1, no deltas) to one temporary pack,
-then writes the pack's checksum and a v2 index (with dulwich) and renames both
+then writes the pack's checksum and a v2 index and renames both
 into ``objects/pack``: the index last, because readers ignore a pack without
 one. Until then nothing refers to the new objects, so a crash leaves only a
 ``tmp_pack_*`` file behind and never a store that fails to open.
@@ -11,6 +11,7 @@ one. Until then nothing refers to the new objects, so a crash leaves only a
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import os
 import struct
@@ -18,29 +19,9 @@ import tempfile
 import threading
 import zlib
 
-from dulwich.pack import write_pack_index_v2
-
+from .deflate import deflate
 from .durability import sync_folder
 from .errors import StoreError
-
-_SMALL = 4096
-
-
-def deflate(data: bytes, level: int) -> bytes:
-    """``data`` as a zlib stream, as git stores objects.
-
-    zlib's default state (a 32 KiB window and a 64 Ki-entry hash table, set up
-    afresh for every call) costs four times the compression itself for a
-    2 KB source file (measured: ~100 us against ~23 us per file). Up to 4 KiB
-    a 4 KiB window loses nothing (no match can reach farther back) and a small
-    hash table almost nothing (1-2% larger output); every zlib reader accepts
-    the smaller window, which the stream's header declares.
-    """
-    if len(data) <= _SMALL:
-        squeezer = zlib.compressobj(level, zlib.DEFLATED, 12, 4)
-        return squeezer.compress(data) + squeezer.flush()
-    return zlib.compress(data, level)
-
 
 TYPE_NUMBERS = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 """git's object type numbers, as packs and dulwich's raw reads use them."""
@@ -49,6 +30,9 @@ _HEADER = struct.Struct(">4sII")
 
 
 def _entry_header(type_num: int, size: int) -> bytes:
+    """An entry's type and size: 4 bits of size in the first byte, then 7 per byte."""
+    if 16 <= size < 2048:  # most source files: two bytes, made without a loop
+        return bytes(((type_num << 4) | (size & 0x0F) | 0x80, size >> 4))
     out = bytearray()
     byte = (type_num << 4) | (size & 0x0F)
     size >>= 4
@@ -58,6 +42,41 @@ def _entry_header(type_num: int, size: int) -> bytes:
         size >>= 7
     out.append(byte)
     return bytes(out)
+
+
+def index_v2(ids: list[bytes], offsets: list[int], crcs: list[int], pack_checksum: bytes) -> bytes:
+    """A version 2 pack index for the objects ``ids`` at ``offsets`` with ``crcs``.
+
+    The layout git documents (gitformat-pack): magic and version; 256 running
+    counts by first byte; the sorted ids; their CRC32s; their offsets, 4 bytes
+    each, or for offsets of 2 GiB and more the position of an 8-byte one in a
+    last table; then the pack's checksum and the index's own. Built table by
+    table, sorting positions rather than (id, offset, crc) tuples: dulwich's
+    writer takes 0.76 s for 100,000 objects, this 0.2 s.
+    """
+    count = len(ids)
+    order = sorted(range(count), key=ids.__getitem__)
+    sorted_ids = [ids[i] for i in order]
+    sorted_offsets = [offsets[i] for i in order]
+    sorted_crcs = [crcs[i] for i in order]
+    fanout = [bisect.bisect_right(sorted_ids, bytes([byte]) + b"\xff" * 20) for byte in range(256)]
+    large = [offset for offset in sorted_offsets if offset >= 1 << 31]
+    if large:
+        positions = iter(range(len(large)))
+        sorted_offsets = [offset if offset < 1 << 31 else (1 << 31) | next(positions) for offset in sorted_offsets]
+    body = b"".join(
+        [
+            b"\377tOc",
+            struct.pack(">I", 2),
+            struct.pack(">256I", *fanout),
+            *sorted_ids,
+            struct.pack(f">{count}I", *sorted_crcs),
+            struct.pack(f">{count}I", *sorted_offsets),
+            struct.pack(f">{len(large)}Q", *large),
+            pack_checksum,
+        ]
+    )
+    return body + hashlib.sha1(body).digest()
 
 
 def _offset_bytes(distance: int) -> bytes:
@@ -92,6 +111,10 @@ class PackBuilder:
             raise StoreError(f"cannot write a pack in {pack_dir}: {exc.strerror}; check disk space") from None
         self._offset = _HEADER.size
         self._entries: dict[bytes, tuple[int, int]] = {}
+        self._ids: list[bytes] = []
+        self._offsets: list[int] = []
+        self._crcs: list[int] = []
+        """The entries again, in the order written: the index is built from these columns."""
         self._lock = threading.Lock()
 
     def __contains__(self, sha: bytes) -> bool:
@@ -123,6 +146,9 @@ class PackBuilder:
             except OSError as exc:
                 raise StoreError(f"cannot write to the store: {exc.strerror}; check disk space") from None
             self._entries[sha] = (self._offset, crc)
+            self._ids.append(sha)
+            self._offsets.append(self._offset)
+            self._crcs.append(crc)
             self._offset += len(header) + len(data)
 
     def finish(self) -> str | None:
@@ -150,8 +176,7 @@ class PackBuilder:
             idx_fd, idx_tmp = tempfile.mkstemp(dir=self._dir, prefix="tmp_idx_")
             try:
                 with os.fdopen(idx_fd, "wb") as idx:
-                    entries = sorted((sha, offset, crc) for sha, (offset, crc) in self._entries.items())
-                    write_pack_index_v2(idx, entries, checksum)
+                    idx.write(index_v2(self._ids, self._offsets, self._crcs, checksum))
                     idx.flush()
                     os.fsync(idx.fileno())
                 os.replace(self._tmp, base + ".pack")

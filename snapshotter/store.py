@@ -133,10 +133,12 @@ class Store:
             self._packs_seen = stamp
         return self._packs
 
-    def _has_packed(self, sha: bytes) -> bool:
+    def _has_packed(self, sha: bytes, relist: bool = True) -> bool:
+        """Is ``sha`` in a pack; without ``relist``, in the packs as listed last."""
         for attempt in range(2):
             try:
-                return any(self._offset_in(pack, sha) is not None for pack in self._current_packs(again=attempt > 0))
+                packs = self._current_packs(again=attempt > 0) if relist or attempt else self._packs
+                return any(self._offset_in(pack, sha) is not None for pack in packs)
             except (PackFileDisappeared, OSError):
                 continue  # look again with the packs listed afresh
         return False

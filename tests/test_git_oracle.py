@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import git, git_env, git_shadow_tree, needs_git, write
 
-from snapshotter import DEFAULT_EXCLUDES
+from snapshotter import DEFAULT_EXCLUDES, deflate
 from snapshotter.ignore import IgnoreSource, IgnoreStack, read_ignore_file, root_stack
 
 pytestmark = needs_git
@@ -388,9 +388,17 @@ def test_single_pattern_matrix_matches_git(patterns: list[str], tmp_path: Path) 
     assert ours == {p: p in out for p in ours}
 
 
-def test_cold_snapshot_writes_one_pack_that_git_reads(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("compressor", ["isal", "zlib"])
+def test_cold_snapshot_writes_one_pack_that_git_reads(  # type: ignore[no-untyped-def]
+    compressor: str, ws: Path, tmp_path: Path, make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if compressor == "zlib":
+        monkeypatch.setattr(deflate, "_isal", None)
+    elif deflate.backend() != "isal":
+        pytest.skip("the isal package (the fast extra) is not installed")
     write(ws, {f"d{i % 7}/f{i}.txt": f"file {i}\n" * (i % 5) for i in range(300)})
     write(ws, {"dup1.txt": "same\n", "dup2.txt": "same\n"})
+    (ws / "big.bin").write_bytes(random.Random(3).randbytes(1 << 20) * 9)  # streamed: over 8 MiB
     snap = make(ws)
     info = snap.snapshot()
     packs = list((Path(snap.store_path) / "objects" / "pack").glob("pack-*.pack"))
@@ -407,6 +415,11 @@ def test_cold_snapshot_writes_one_pack_that_git_reads(ws: Path, tmp_path: Path, 
     assert result.written == len(removed) > 40 and (ws / "d3").is_dir()
     counted = git("--git-dir", snap.store_path, "count-objects", "-v", env=env)
     assert "in-pack: " in counted
+    write(ws, {"d1/f1.txt": "edited\n", "new.txt": "x" * 5000})  # a few new objects: written loose
+    loose_before = len(list((Path(snap.store_path) / "objects").glob("??/*")))
+    snap.snapshot()
+    assert len(list((Path(snap.store_path) / "objects").glob("??/*"))) > loose_before
+    git("--git-dir", snap.store_path, "fsck", "--strict", "--no-dangling", env=env)
 
 
 def _mutate(root: Path, rng: random.Random) -> None:
