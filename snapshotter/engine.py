@@ -28,8 +28,8 @@ from .model import FileChange, FileDiff, RestoreResult, ScanStats, SnapshotInfo
 from .objects import MODE_LINK, STREAM_THRESHOLD
 from .restore import Plan, apply_plan, make_plan, names_checker, normalize_selection, selection_filter
 from .store import Store
-from .trees import RecordedModes, ScannedTree, StoredTree, TreeSide, changes
-from .walker import Incremental, Scan, scan
+from .trees import Change, RecordedModes, ScannedTree, StoredTree, TreeSide, changes
+from .walker import EMPTY_TREE, Incremental, Scan, git_mode_of, scan
 from .watch import ChangeJournal
 
 PRE_RESTORE_LABEL = "pre-restore"
@@ -191,15 +191,7 @@ class Engine:
         tree_id = current.tree_id
         if current.root.tree_id is None:
             store.writer.write(b"tree", b"")
-        found = changes(StoredTree(store, self.catalog.latest_tree()), ScannedTree(current))  # no tree read back
-        additions = deletions = 0
-        for change in found:
-            if change.old is None and change.new is not None and change.new[1] in current.line_counts:
-                additions += current.line_counts[change.new[1]] or 0  # added: no need to read it back
-                continue
-            counted = file_diff(change, self._read_for_stats, self._read_for_stats)
-            additions += counted.additions
-            deletions += counted.deletions
+        stats = self._stats(current, self.catalog.latest_tree())
         when = self.clock()
         seq = max(store.snapshot_refs(), default=0) + 1
         while True:
@@ -209,7 +201,7 @@ class Engine:
                 seq=seq,
                 label=label,
                 metadata=metadata,
-                stats=(len(found), additions, deletions),
+                stats=stats,
                 skipped=current.skipped,
                 when=when,
             )
@@ -219,6 +211,31 @@ class Engine:
             seq += 1  # another writer took this number; take the next one
         self._remember(current, save=save_cache)
         return self.catalog.info(seq, sha)
+
+    def _stats(self, current: Scan, base: bytes) -> tuple[int, int, int]:
+        """(files changed, lines added, lines deleted) from the stored tree ``base`` to ``current``."""
+        line_counts = current.line_counts
+        additions = deletions = 0
+        to_count: list[Change] = []
+        if base == EMPTY_TREE:  # a first snapshot: every file is added, and no tree is compared
+            files = current.tracked_count()
+            for path, record in current.tracked_records():
+                lines = line_counts.get(record[5], -1)
+                if lines == -1:  # not hashed by this scan: read it back below
+                    to_count.append(Change(path, None, (git_mode_of(record[0]), record[5])))
+                else:
+                    additions += lines or 0
+        else:
+            to_count = changes(StoredTree(self.store, base), ScannedTree(current))  # no tree read back
+            files = len(to_count)
+        for change in to_count:
+            if change.old is None and change.new is not None and change.new[1] in line_counts:
+                additions += line_counts[change.new[1]] or 0  # added: no need to read it back
+                continue
+            counted = file_diff(change, self._read_for_stats, self._read_for_stats)
+            additions += counted.additions
+            deletions += counted.deletions
+        return files, additions, deletions
 
     def save_state(self, current: Scan, message: str, label: str, *, save_cache: bool = True) -> SnapshotInfo:
         """The newest snapshot if it already holds ``current``, else a new one."""

@@ -116,10 +116,15 @@ class Scan:
         return sum(len(node.records) for node in self.nodes.values())
 
     def tracked_paths(self) -> Iterator[str]:
+        for path, _ in self.tracked_records():
+            yield path
+
+    def tracked_records(self) -> Iterator[tuple[str, Record]]:
+        """Every tracked file's path and record, folder by folder (not sorted)."""
         for rel, node in self.nodes.items():
             prefix = rel + "/" if rel else ""
-            for name in node.records:
-                yield prefix + name
+            for name, record in node.records.items():
+                yield prefix + name, record
 
     def folder_tables(self) -> dict[str, Folder]:
         """Folder -> its files' records, for the next stat cache."""
