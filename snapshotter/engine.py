@@ -28,7 +28,7 @@ from .model import FileChange, FileDiff, RestoreResult, ScanStats, SnapshotInfo
 from .objects import MODE_LINK, STREAM_THRESHOLD
 from .restore import Plan, apply_plan, make_plan, names_checker, normalize_selection, selection_filter
 from .store import Store
-from .trees import Change, RecordedModes, ScannedTree, StoredTree, TreeSide, changes
+from .trees import Change, Comparison, RecordedModes, ScannedTree, StoredTree, TreeSide, changes
 from .walker import EMPTY_TREE, Incremental, Scan, git_mode_of, scan
 from .watch import ChangeJournal
 
@@ -98,6 +98,8 @@ class Engine:
         self._kept: dict[bytes, bytes] | None = None
         """During a restore: blobs read for line counts, by id (see KEEP_BLOBS_BYTES)."""
         self._kept_bytes = 0
+        self.compared: Comparison | None = None
+        """During a restore: its target compared with the scan its safety snapshot recorded."""
         if watch:
             journal = ChangeJournal(workspace)
             self.journal = journal if journal.start() else None
@@ -183,15 +185,26 @@ class Engine:
         return self.record(self.scan(write=True), message, label, metadata)
 
     def record(
-        self, current: Scan, message: str, label: str | None, metadata: dict[str, str], *, save_cache: bool = True
+        self,
+        current: Scan,
+        message: str,
+        label: str | None,
+        metadata: dict[str, str],
+        *,
+        save_cache: bool = True,
+        base_side: StoredTree | None = None,
     ) -> SnapshotInfo:
         """Commit a written scan as a new snapshot: object, then ref, then stat cache
-        (kept in memory only without ``save_cache``: a restore saves it once, after writing)."""
+        (kept in memory only without ``save_cache``: a restore saves it once, after writing).
+
+        ``base_side``: a restore's target, read with its names checked; if it is
+        the newest snapshot's tree, the stats compare through it and the
+        comparison is kept for the restore's plan (``self.compared``)."""
         store = self.store
         tree_id = current.tree_id
         if current.root.tree_id is None:
             store.writer.write(b"tree", b"")
-        stats = self._stats(current, self.catalog.latest_tree())
+        stats = self._stats(current, self.catalog.latest_tree(), base_side)
         when = self.clock()
         seq = max(store.snapshot_refs(), default=0) + 1
         while True:
@@ -212,7 +225,7 @@ class Engine:
         self._remember(current, save=save_cache)
         return self.catalog.info(seq, sha)
 
-    def _stats(self, current: Scan, base: bytes) -> tuple[int, int, int]:
+    def _stats(self, current: Scan, base: bytes, base_side: StoredTree | None = None) -> tuple[int, int, int]:
         """(files changed, lines added, lines deleted) from the stored tree ``base`` to ``current``."""
         line_counts = current.line_counts
         additions = deletions = 0
@@ -225,6 +238,11 @@ class Engine:
                     to_count.append(Change(path, None, (git_mode_of(record[0]), record[5])))
                 else:
                     additions += lines or 0
+        elif base_side is not None and base_side.tree_id(base_side.root()) == base:
+            folders: dict[str, tuple[int, bytes]] = {}
+            to_count = changes(base_side, ScannedTree(current), old_folders=folders)
+            self.compared = Comparison(base, current, to_count, folders)
+            files = len(to_count)
         else:
             to_count = changes(StoredTree(self.store, base), ScannedTree(current))  # no tree read back
             files = len(to_count)
@@ -237,13 +255,15 @@ class Engine:
             deletions += counted.deletions
         return files, additions, deletions
 
-    def save_state(self, current: Scan, message: str, label: str, *, save_cache: bool = True) -> SnapshotInfo:
-        """The newest snapshot if it already holds ``current``, else a new one."""
+    def save_state(
+        self, current: Scan, message: str, label: str, *, save_cache: bool = True, base_side: StoredTree | None = None
+    ) -> SnapshotInfo:
+        """The newest snapshot if it already holds ``current``, else a new one (see ``record``)."""
         latest = self.catalog.latest()
         if latest is not None and latest.tree_id == current.tree_id.hex():
             self._remember(current, save=save_cache)
             return latest
-        return self.record(current, message, label, {}, save_cache=save_cache)
+        return self.record(current, message, label, {}, save_cache=save_cache, base_side=base_side)
 
     def _phase(self, phase: str) -> Callable[[int, int], None] | None:
         report = self.progress
@@ -355,11 +375,17 @@ class Engine:
             current = self.scan(write=not dry_run)
         workspace = Workspace(self.workspace, self.host)
         try:
+            target_tree = StoredTree(self.store, bytes.fromhex(target.tree_id), check_names=names_checker(self.host))
+            self.compared = None
             if not dry_run:
                 self._kept, self._kept_bytes = {}, 0
-                safety = self.save_state(current, f"before restoring {target.id[:12]}", safety_label, save_cache=False)
-            target_tree = StoredTree(self.store, bytes.fromhex(target.tree_id), check_names=names_checker(self.host))
-            plan = make_plan(target_tree, ScannedTree(current), workspace, current, within)
+                safety = self.save_state(
+                    current, f"before restoring {target.id[:12]}", safety_label, save_cache=False, base_side=target_tree
+                )
+            compared, self.compared = self.compared, None
+            if compared is not None and compared.scan is not current:
+                compared = None
+            plan = make_plan(target_tree, ScannedTree(current), workspace, current, within, compared)
             workspace.close()  # writing starts from fresh checks of every folder, never from the plan's
             if safety is not None:
                 with self._watch_paused(len(plan.writes) + len(plan.chmods) + len(plan.deletes)):

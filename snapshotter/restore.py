@@ -21,7 +21,7 @@ from .hostfs import POSIX, HostFS, recorded_mode
 from .listing import GIT_DIR_NAMES
 from .objects import MODE_EXEC, MODE_LINK, TRACKED_MODES
 from .statcache import Record, StatCache, StatKey, stat_key
-from .trees import Change, Entry, ScannedTree, StoredTree, changes
+from .trees import Change, Comparison, Entry, ScannedTree, StoredTree, changes
 from .walker import Scan
 
 _WINDOWS_RESERVED = re.compile(r"(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?", re.IGNORECASE)
@@ -125,11 +125,21 @@ def make_plan(
     workspace: Workspace,
     tracked: Scan | None,
     within: Callable[[str, bool], bool] | None,
+    compared: Comparison | None = None,
 ) -> Plan:
     """Compare, validate and check for conflicts; writes nothing. ``tracked``
-    says what the current scan tracks (to count what stays unchanged)."""
+    says what the current scan tracks (to count what stays unchanged).
+
+    ``compared``, the comparison of ``target`` with this very scan that the
+    restore's safety snapshot just made (names checked), spares comparing
+    again: the plan's changes are its changes reversed.
+    """
     folders: dict[str, tuple[int, bytes]] = {}
-    found = changes(current, target, within, folders if within is None else None)
+    if compared is not None and within is None:
+        found = [Change(c.path, c.new, c.old) for c in compared.found]
+        folders = dict(compared.base_folders)
+    else:
+        found = changes(current, target, within, folders if within is None else None)
     writes: list[tuple[str, Entry]] = []
     chmods: list[tuple[str, Entry]] = []
     deletes: list[str] = []

@@ -9,7 +9,7 @@ whole tree.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -114,6 +114,17 @@ class Change:
     new: Entry | None
 
 
+@dataclass(frozen=True)
+class Comparison:
+    """The stored tree ``base`` compared with ``scan``: the changes from it,
+    and the folders of ``base`` that the comparison read."""
+
+    base: bytes
+    scan: Scan
+    found: list[Change]
+    base_folders: Mapping[str, tuple[int, bytes]]
+
+
 def walk_files(side: TreeSide, handle: object, prefix: str) -> Iterator[tuple[str, Entry]]:
     """Every file and symlink below ``handle``, with its path."""
     stack = [(prefix, handle)]
@@ -132,13 +143,14 @@ def changes(
     new: TreeSide,
     within: Callable[[str, bool], bool] | None = None,
     new_folders: dict[str, tuple[int, bytes]] | None = None,
+    old_folders: dict[str, tuple[int, bytes]] | None = None,
 ) -> list[Change]:
     """Every file-level difference from ``old`` to ``new``, sorted by path.
 
     ``within(path, is_dir)`` may limit the comparison to part of the tree; it
     is asked about folders too, and a folder it refuses is not entered.
-    ``new_folders``, if given, receives each folder of ``new`` that was read:
-    path -> (number of entries, tree id).
+    ``new_folders`` and ``old_folders``, if given, receive each folder of that
+    side that was read: path -> (number of entries, tree id).
     """
     out: list[Change] = []
     stack: list[tuple[str, object | None, object | None]] = [("", old.root(), new.root())]
@@ -150,6 +162,8 @@ def changes(
         new_entries = new.entries(new_handle) if new_handle is not None else {}
         if new_folders is not None and new_handle is not None:
             new_folders[prefix] = (len(new_entries), new.tree_id(new_handle))
+        if old_folders is not None and old_handle is not None:
+            old_folders[prefix] = (len(old_entries), old.tree_id(old_handle))
         differ = [name for name, entry in new_entries.items() if old_entries.get(name) != entry]
         differ.extend(name for name in old_entries if name not in new_entries)
         for name in differ:  # equal entries (same mode and id, or the same subtree) are no change

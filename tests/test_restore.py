@@ -382,3 +382,45 @@ def test_a_restore_records_every_file_it_writes_as_it_stands(ws: Path, make) -> 
     for path in [*files, "link"]:
         assert recorded[path][:5] == statcache.stat_key(os.lstat(ws / path)), path
     assert snap.snapshot().tree_id == first.tree_id
+
+
+def test_restoring_the_newest_snapshot_plans_from_its_safety_comparison(
+    ws: Path,
+    make,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Restoring the snapshot the safety snapshot was compared with reuses that
+    comparison, reversed, instead of comparing again: the result must be exact."""
+    from snapshotter import restore as restore_module
+
+    write(ws, {"a.txt": "a\n", "gone/b.txt": "b\n", "bin/run": "#!/bin/sh\n", "f": "file\n", "d/x.txt": "x\n"})
+    (ws / "bin/run").chmod(0o755)
+    os.symlink("a.txt", ws / "link")
+    snap = make()
+    target = snap.snapshot()
+    expected = read_tree(ws)
+    (ws / "a.txt").write_text("changed\n")
+    (ws / "gone/b.txt").unlink()
+    (ws / "gone").rmdir()
+    (ws / "bin/run").chmod(0o644)
+    (ws / "link").unlink()
+    os.symlink("elsewhere", ws / "link")
+    (ws / "f").unlink()
+    write(ws, {"f/inside.txt": "a folder where a file was\n", "new/n.txt": "n\n"})
+    (ws / "d/x.txt").unlink()
+    (ws / "d").rmdir()
+    (ws / "d").write_text("a file where a folder was\n")
+    compared_again = []
+    original = restore_module.changes
+    monkeypatch.setattr(restore_module, "changes", lambda *a, **k: compared_again.append(1) or original(*a, **k))
+    result = snap.restore(target.id)
+    assert compared_again == []  # the plan came from the safety snapshot's comparison
+    assert read_tree(ws) == expected
+    assert result.safety_snapshot_id is not None
+    assert snap.get(result.safety_snapshot_id).files_changed == 9
+    assert set(result.written_paths) == {"a.txt", "bin/run", "d/x.txt", "f", "gone/b.txt", "link"}
+    assert set(result.deleted_paths) == {"d", "f/inside.txt", "new/n.txt"}
+    assert not snap.diff(target.id)  # the workspace holds the target exactly
+    write(ws, {"a.txt": "again\n"})
+    snap.restore(target.id, files=["a.txt"])  # a selective restore compares on its own
+    assert compared_again == [1] and read_tree(ws) == expected
