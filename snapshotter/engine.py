@@ -23,6 +23,7 @@ from .errors import SnapshotError, StoreError, StoreLocked, WorkspaceError
 from .fsops import Workspace
 from .gates import WorkspaceLimits
 from .ignore import root_stack
+from .listing import Prelisting
 from .locking import StoreLock
 from .model import FileChange, FileDiff, RestoreResult, ScanStats, SnapshotInfo
 from .objects import MODE_LINK, STREAM_THRESHOLD
@@ -67,6 +68,7 @@ class Engine:
         watch: bool = False,
         listings: statcache.Listings | None = None,
         trust_folder_mtimes: bool = True,
+        prelisting: Prelisting | None = None,
     ) -> None:
         self.workspace = workspace
         self.store = store
@@ -89,6 +91,8 @@ class Engine:
         self._cache_path = os.path.join(store.meta_dir, "statcache")
         self._cache: statcache.StatCache | None = statcache.StatCache(listings=listings) if listings else None
         """None until loaded; a new store starts from the ignore verdicts its size check found."""
+        self._prelisting = prelisting
+        """A new store's size check listing, for the first scan only (see ``listing.Prelisting``)."""
         self.journal: ChangeJournal | None = None
         """Watch mode's record of what changed since ``_last``; None: every scan walks everything."""
         self.usage_base: tuple[tuple[int, int, int], tuple[int, int, int], float] | None = None
@@ -142,6 +146,7 @@ class Engine:
                 self.last_scan = ScanStats(incremental=True)
                 return base  # nothing happened since it was recorded
             incremental = Incremental(base, changed)
+        prelisting, self._prelisting = self._prelisting, None
         previous = None
         if self.host.needs_recorded_modes:
             previous = RecordedModes(self.store, self.catalog.latest_tree())
@@ -158,6 +163,7 @@ class Engine:
             previous_mode=previous,
             incremental=incremental,
             trust_folders=self._trust_folder_mtimes,
+            prelisting=prelisting,
         )
         result.epoch = epoch
         self.last_scan = result.stats

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import os
+from dataclasses import dataclass, field
 
 from .fsops import LEFTOVER_PREFIX, is_leftover
 from .gates import WorkspaceLimits
@@ -60,17 +61,62 @@ RECENT_COARSE_NS = 2_000_000_000
 """The same for timestamps in whole seconds (FAT keeps 2-second ones)."""
 
 
+def settled(own: os.stat_result, walk_began_ns: int) -> bool:
+    """Whether a folder last changed long enough before a walk began for its
+    stat to vouch for its listing (see ``RECENT_NS``)."""
+    ctime = own.st_ctime_ns
+    recent = RECENT_COARSE_NS if ctime % 1_000_000_000 == 0 else RECENT_NS
+    return ctime < walk_began_ns - recent
+
+
 def shape_of(
     own: os.stat_result, rules: IgnoreStack, gitignore: bool, dirs: list[str], walk_began_ns: int
 ) -> Shape | None:
     """The shape of a folder just listed, from its stat taken before the listing
     (a change made while listing makes the shape stale, never wrong); None if
-    the folder changed too recently to be trusted by its stat (see ``RECENT_NS``)."""
-    ctime = own.st_ctime_ns
-    recent = RECENT_COARSE_NS if ctime % 1_000_000_000 == 0 else RECENT_NS
-    if ctime >= walk_began_ns - recent:
+    the folder changed too recently to be trusted by its stat."""
+    if not settled(own, walk_began_ns):
         return None
-    return (own.st_mtime_ns, ctime, own.st_ino, rules.fingerprint, gitignore, tuple(dirs))
+    return (own.st_mtime_ns, own.st_ctime_ns, own.st_ino, rules.fingerprint, gitignore, tuple(dirs))
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One folder as the size check listed it: its own stat, taken before the
+    listing, its entries, and the ``lstat`` of each file it counted."""
+
+    own: os.stat_result
+    entries: list[os.DirEntry[str]]
+    stats: dict[str, os.stat_result]
+    listed_ns: int
+    """When the size check began: a shape from this listing must have settled by then."""
+
+
+@dataclass
+class Prelisting:
+    """What the size check of a new store listed, for the store's first scan.
+
+    A folder whose stat still equals the one taken before its listing (and
+    had settled then, as for shapes) holds the same entries: the scan takes
+    them instead of listing and ``lstat``ing the folder again. Only which
+    entries exist is trusted this way; every file is read afresh when hashed.
+    """
+
+    began_ns: int
+    folders: dict[str, Listed] = field(default_factory=dict)
+
+    def take(self, rel: str, own: os.stat_result) -> Listed | None:
+        """Folder ``rel``'s listing, if its stat ``own`` shows it unchanged (each is taken once)."""
+        listed = self.folders.pop(rel, None)
+        if (
+            listed is None
+            or listed.own.st_mtime_ns != own.st_mtime_ns
+            or listed.own.st_ctime_ns != own.st_ctime_ns
+            or listed.own.st_ino != own.st_ino
+            or not settled(own, self.began_ns)
+        ):
+            return None
+        return listed
 
 
 def own_rules(rules: IgnoreStack, gitignore: bool, prefix: str, base: str) -> IgnoreStack:
@@ -150,24 +196,37 @@ def _is_dir(entry: os.DirEntry[str]) -> bool | None:
         return None
 
 
-def measure(workspace: str, ignores: IgnoreStack, limits: WorkspaceLimits, listings: Listings) -> tuple[int, int]:
+def measure(
+    workspace: str,
+    ignores: IgnoreStack,
+    limits: WorkspaceLimits,
+    listings: Listings,
+    prelisting: Prelisting | None = None,
+) -> tuple[int, int]:
     """Count tracked entries and bytes, raising WorkspaceTooLarge as soon as a cap is passed.
 
     ``listings`` receives every folder's ignore verdicts, as the stat cache keeps
     them: handed to the first scan, they spare it judging every name again.
+    ``prelisting`` (where folders are listed through descriptors) receives each
+    folder's listing and its files' stats, for the first scan to reuse.
     """
     entries = size = 0
     stack = [("", workspace, ignores)]
     while stack:
         prefix, path, rules = stack.pop()
         try:
-            found, fd = open_listing(path, not prefix)
+            fd = open_folder(path, not prefix)
         except OSError:
             continue
         try:
+            own = os.fstat(fd) if fd >= 0 and prelisting is not None else None
+            found = list_folder(path, fd)
             base = path if path.endswith(os.sep) else path + os.sep
             rules = own_rules(rules, has_gitignore(found), prefix, base)
             dirs, files = tracked_entries(found, prefix, rules, {}, listings)
+            stats: dict[str, os.stat_result] = {}
+            if prelisting is not None and own is not None:
+                prelisting.folders[prefix] = Listed(own, found, stats, prelisting.began_ns)
             for name in dirs:
                 entries += 1
                 stack.append((join_path(prefix, name), base + name, rules))
@@ -175,10 +234,13 @@ def measure(workspace: str, ignores: IgnoreStack, limits: WorkspaceLimits, listi
             for entry in files:
                 entries += 1
                 try:
-                    size += entry.stat(follow_symlinks=False).st_size
+                    st = stats[entry.name] = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
+                size += st.st_size
                 limits.check(workspace, entries, size)
+        except OSError:
+            continue
         finally:
             if fd >= 0:
                 os.close(fd)
@@ -191,27 +253,16 @@ _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXE
 _NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
-def open_listing(path: str, is_root: bool) -> tuple[list[os.DirEntry[str]], int]:
-    """A folder's entries, and the descriptor they were listed through (-1: none).
-
-    Where the OS allows, a folder is listed through a descriptor that the caller
-    keeps open while it ``lstat``s the entries: each call then resolves one name
-    relative to it (``fstatat``) instead of the whole path again, ~10% less time
-    in the walk's system calls (measured at 100,000 files). A subfolder swapped
-    for a symlink since its parent was listed is refused, never followed.
-    """
-    fd = open_folder(path, is_root)
-    try:
-        return list_folder(path, fd), fd
-    except BaseException:
-        if fd >= 0:
-            os.close(fd)
-        raise
-
-
 def open_folder(path: str, is_root: bool) -> int:
     """A descriptor for the folder at ``path`` (-1 where folders are not listed
-    through descriptors); below the root, a symlink is refused, never followed."""
+    through descriptors); below the root, a symlink is refused, never followed.
+
+    Listed through a descriptor that stays open while its files are ``lstat``ed,
+    each call resolves one name relative to it (``fstatat``) instead of the
+    whole path again: ~10% less time in the walk's system calls (measured at
+    100,000 files). A subfolder swapped for a symlink since its parent was
+    listed is refused, never followed.
+    """
     if not _LIST_BY_FD:
         return -1
     return os.open(path, _DIR_FLAGS if is_root else _DIR_FLAGS | _NO_FOLLOW)

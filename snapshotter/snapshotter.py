@@ -7,6 +7,7 @@ import functools
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
@@ -19,7 +20,7 @@ from .errors import InvalidInput, SnapshotError, StoreError
 from .gates import DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES, WorkspaceLimits, check_root
 from .ignore import root_stack
 from .integrity import VerifyResult
-from .listing import measure
+from .listing import Prelisting, measure
 from .model import (
     FileChange,
     FileDiff,
@@ -151,8 +152,11 @@ class Snapshotter:
         check_root(canonical, self._allow_unsafe_root)
         path = store_path_for(canonical, self._home)
         listings: statcache.Listings = {}
+        prelisting = None
         if not os.path.isdir(path):  # a new store: refuse a huge folder before creating anything
-            measure(canonical, root_stack(canonical, self._exclude, self._use_default_excludes), self._limits, listings)
+            prelisting = Prelisting(time.time_ns())
+            rules = root_stack(canonical, self._exclude, self._use_default_excludes)
+            measure(canonical, rules, self._limits, listings, prelisting)
         store = Store.open_or_create(path, canonical)
         engine = Engine(
             canonical,
@@ -165,6 +169,7 @@ class Snapshotter:
             watch=self._watch,
             listings=listings,
             trust_folder_mtimes=self._trust_folder_mtimes,
+            prelisting=prelisting,
         )
         engine.progress = self._progress
         return engine

@@ -26,6 +26,7 @@ from .gates import WorkspaceLimits
 from .hostfs import POSIX, HostFS
 from .ignore import IgnoreStack
 from .listing import (
+    Prelisting,
     has_gitignore,
     list_folder,
     open_folder,
@@ -157,6 +158,8 @@ class _Pending:
     lstat_key: StatKey
     recorded: int | None
     """The st_mode recorded for this path before, on hosts that need it (see hostfs)."""
+    new: bool
+    """Not in the stat cache: over ``max_new_file_size`` it is skipped, not tracked."""
 
 
 _S_IFMT = 0o170000
@@ -187,6 +190,7 @@ def scan(
     previous_mode: Callable[[str], int | None] | None = None,
     incremental: Incremental | None = None,
     trust_folders: bool = True,
+    prelisting: Prelisting | None = None,
 ) -> Scan:
     """Walk ``workspace`` and return its tracked state.
 
@@ -200,6 +204,8 @@ def scan(
     as it was, so the result equals a full walk's if the changes are complete.
     With ``trust_folders`` a folder whose own stat equals its shape in the cache is
     not listed again (see ``statcache``); turn it off where folder mtimes lie.
+    Under the same trust, a new store's first scan takes the folders that its
+    size check listed and that have not changed since (``prelisting``).
     """
     started = time.perf_counter()
     walk_began_ns = time.time_ns()  # the filesystem's clock, for local filesystems
@@ -270,8 +276,13 @@ def scan(
                     lstat = _lstat_in(fd, [])
             if pairs is None:
                 dirs_listed += 1
+                listed_at = walk_began_ns
+                known = prelisting.take(node.rel, own) if prelisting is not None and own is not None else None
                 try:
-                    entries = list_folder(path, fd)
+                    if known is not None:
+                        entries, listed_at = known.entries, known.listed_ns
+                    else:
+                        entries = list_folder(path, fd)
                 except OSError:
                     skipped.append(SkippedPath(node.rel, SkipReason.UNREADABLE))
                     node.clean = False
@@ -287,8 +298,8 @@ def scan(
                 table_get = table.get
                 pairs = [(entry.name, table_get(entry.name)) for entry in files]
                 if own is not None and len(leftovers) == leftovers_before:  # a leftover is yet to be removed
-                    node.shape = shape_of(own, rules, gitignore, dirs, walk_began_ns)
-                lstat = _lstat_in(fd, files)
+                    node.shape = shape_of(own, rules, gitignore, dirs, listed_at)
+                lstat = _lstat_in(fd, files) if known is None else _lstat_known(known.stats)
             node.listed = len(pairs)
             fingerprint = rules.fingerprint
             entries_seen += len(dirs) + len(pairs)
@@ -354,7 +365,7 @@ def scan(
                 if record is None and not is_link and st.st_size > max_new_file_size:
                     skipped.append(SkippedPath(rel, SkipReason.TOO_LARGE))
                     continue
-                pending.append(_Pending(node, name, rel, base + name, is_link, key, recorded))
+                pending.append(_Pending(node, name, rel, base + name, is_link, key, recorded, record is None))
             files_seen += hits
             if not missed and hits == len(table):
                 node.records = table
@@ -378,7 +389,9 @@ def scan(
     line_counts: dict[bytes, int | None] = {}
     batch = writer.batch() if write and len(pending) >= _PACK_THRESHOLD else contextlib.nullcontext()
     with batch:
-        hashed, bytes_hashed = _hash_pending(pending, writer, write, skipped, line_counts, progress, host)
+        hashed, bytes_hashed = _hash_pending(
+            pending, writer, write, skipped, line_counts, progress, host, max_new_file_size
+        )
         _build_trees(order, cache, writer, write)
     stats = ScanStats(
         files_seen=files_seen,
@@ -401,6 +414,18 @@ def scan(
         and shape_hits == len(shapes) == len(shapes_known)
     )
     return Scan(root, nodes, skipped, stats, listings, shapes, line_counts, leftovers, write, same)
+
+
+def _lstat_known(stats: dict[str, os.stat_result]) -> Callable[..., os.stat_result]:
+    """``os.stat`` answered from the size check's stats where it took one. Those
+    only say which files are there and their kind: each file is read afresh
+    when hashed, its record taken then, and its size checked again."""
+
+    def known(name: str, dir_fd: int, follow_symlinks: bool) -> os.stat_result:
+        found = stats.get(name)
+        return found if found is not None else os.stat(name, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
+
+    return known
 
 
 def _lstat_in(fd: int, entries: list[os.DirEntry[str]]) -> Callable[..., os.stat_result]:
@@ -471,6 +496,7 @@ def _hash_pending(
     line_counts: dict[bytes, int | None],
     progress: Callable[[int, int], None] | None,
     host: HostFS,
+    max_new_file_size: int,
 ) -> tuple[int, int]:
     def run(item: _Pending) -> Hashed | BaseException:
         try:
@@ -495,6 +521,9 @@ def _hash_pending(
         for item, result in zip(pending, results):
             if isinstance(result, BaseException):
                 skipped.append(SkippedPath(item.rel, _skip_reason(result)))
+                continue
+            if item.new and not item.is_link and result.size > max_new_file_size:  # it grew since its lstat
+                skipped.append(SkippedPath(item.rel, SkipReason.TOO_LARGE))
                 continue
             key = result.key
             if host.needs_recorded_modes:

@@ -265,3 +265,56 @@ def test_a_folder_changed_just_before_the_walk_is_listed_again(ws: Path, make) -
     assert "d2" in statcache.load(path).shapes
     snap.snapshot()
     assert snap.last_scan.dirs_listed == 0
+
+
+def test_a_new_stores_first_scan_reuses_the_size_checks_listing_and_sees_later_changes(  # type: ignore[no-untyped-def]
+    ws: Path, make, tmp_path: Path, monkeypatch
+) -> None:
+    """A new store's size check lists every folder; the first scan takes the
+    folders unchanged since instead of listing them again, and lists those
+    changed in between. What it snapshots equals a cold snapshot of the end state."""
+    from snapshotter import SkipReason, walker
+
+    write(ws, _tree())
+    os.symlink("root.txt", ws / "d1" / "link")
+    _settle()
+    listed: list[str] = []
+    real_list = walker.list_folder
+    monkeypatch.setattr(walker, "list_folder", lambda path, fd: listed.append(path) or real_list(path, fd))
+    snap = make(max_new_file_size=1000)
+    (ws / "d0" / "new.txt").write_text("created after the size check\n")  # d0 changes
+    (ws / "d2" / "sub" / "f1.txt").unlink()  # d2/sub changes
+    (ws / "d3" / "top.txt").write_text("rewritten in place, d3 unchanged\n")
+    (ws / "d4" / "top.txt").write_text("x" * 5000)  # grown past the cap in place: d4 unchanged
+    (ws / "d1" / "link").unlink()
+    os.symlink("d0/top.txt", ws / "d1" / "link")  # replaced: d1 changes
+    first = snap.snapshot()
+    assert sorted(os.path.relpath(p, ws) for p in listed) == ["d0", "d1", "d2/sub"]
+    assert [(s.path, s.reason) for s in first.skipped] == [("d4/top.txt", SkipReason.TOO_LARGE)]
+    monkeypatch.setattr(walker, "list_folder", real_list)
+    assert first.tree_id == _cold_tree(ws, tmp_path / "cold", max_new_file_size=1000)
+    assert snap.snapshot().tree_id == first.tree_id
+    assert snap.last_scan.dirs_listed == 4  # no shape yet: the three changed ones, and d4 (a skipped file)
+
+
+def test_the_first_scan_lists_again_folders_too_recent_or_untrusted(  # type: ignore[no-untyped-def]
+    ws: Path, make, tmp_path: Path, monkeypatch
+) -> None:
+    """A folder changed just before the size check may change again within
+    the same clock tick unseen: its listing is not reused. Nor is any without
+    trust_folder_mtimes."""
+    from snapshotter import walker
+
+    listed: list[str] = []
+    real_list = walker.list_folder
+    monkeypatch.setattr(walker, "list_folder", lambda path, fd: listed.append(path) or real_list(path, fd))
+    write(ws, _tree())
+    make(home=tmp_path / "recent").snapshot()  # no settling: every folder is too recent
+    assert len(listed) == 13
+    _settle()
+    listed.clear()
+    make(home=tmp_path / "untrusted", trust_folder_mtimes=False).snapshot()
+    assert len(listed) == 13
+    listed.clear()
+    make(home=tmp_path / "trusted").snapshot()
+    assert listed == []

@@ -139,9 +139,10 @@ def test_the_walker_never_lists_a_folder_through_a_symlink(tmp_path: Path) -> No
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "sub").symlink_to(outside, target_is_directory=True)
     with pytest.raises(OSError):
-        listing.open_listing(str(tmp_path / "ws" / "sub"), is_root=False)
-    entries, fd = listing.open_listing(str(tmp_path / "ws"), is_root=True)
+        listing.open_folder(str(tmp_path / "ws" / "sub"), is_root=False)
+    fd = listing.open_folder(str(tmp_path / "ws"), is_root=True)
     try:
+        entries = listing.list_folder(str(tmp_path / "ws"), fd)
         assert [e.name for e in entries] == ["sub"] and entries[0].is_symlink()
     finally:
         if fd >= 0:
