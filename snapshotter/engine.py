@@ -401,6 +401,7 @@ class Engine:
         finally:
             workspace.close()
             self._kept, self._kept_bytes = None, 0
+            self.compared = None  # it holds a whole scan
         written = tuple(p for p, _ in plan.writes + plan.chmods)
         return RestoreResult(
             written=len(written),

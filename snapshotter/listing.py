@@ -29,6 +29,11 @@ def has_gitignore(entries: list[os.DirEntry[str]]) -> bool:
     return any(entry.name == ".gitignore" for entry in entries)
 
 
+def same_stat(own: os.stat_result, mtime_ns: int, ctime_ns: int, inode: int) -> bool:
+    """Whether a folder's stat still shows the (mtime, ctime, inode) seen before."""
+    return own.st_ctime_ns == ctime_ns and own.st_mtime_ns == mtime_ns and own.st_ino == inode
+
+
 def unchanged_folder(
     own: os.stat_result, shape: Shape | None, cutoff: int, rules: IgnoreStack, prefix: str, base: str
 ) -> IgnoreStack | None:
@@ -40,13 +45,7 @@ def unchanged_folder(
     changed again within the same clock tick (the ctime, unlike the mtime,
     cannot be set back). A shape recorded under other rules may have other verdicts.
     """
-    if (
-        shape is None
-        or shape[1] != own.st_ctime_ns
-        or shape[1] >= cutoff
-        or shape[0] != own.st_mtime_ns
-        or shape[2] != own.st_ino
-    ):
+    if shape is None or shape[1] >= cutoff or not same_stat(own, shape[0], shape[1], shape[2]):
         return None
     inner = own_rules(rules, shape[4], prefix, base)
     return inner if inner.fingerprint == shape[3] else None
@@ -108,15 +107,10 @@ class Prelisting:
     def take(self, rel: str, own: os.stat_result) -> Listed | None:
         """Folder ``rel``'s listing, if its stat ``own`` shows it unchanged (each is taken once)."""
         listed = self.folders.pop(rel, None)
-        if (
-            listed is None
-            or listed.own.st_mtime_ns != own.st_mtime_ns
-            or listed.own.st_ctime_ns != own.st_ctime_ns
-            or listed.own.st_ino != own.st_ino
-            or not settled(own, self.began_ns)
-        ):
+        if listed is None or not settled(own, self.began_ns):
             return None
-        return listed
+        before = listed.own
+        return listed if same_stat(own, before.st_mtime_ns, before.st_ctime_ns, before.st_ino) else None
 
 
 def own_rules(rules: IgnoreStack, gitignore: bool, prefix: str, base: str) -> IgnoreStack:
