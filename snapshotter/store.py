@@ -17,6 +17,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
 import weakref
 import zlib
 from collections.abc import Iterator
@@ -30,9 +31,11 @@ from dulwich.repo import Repo
 
 from .durability import sync_folder
 from .errors import StoreError, WorkspaceError
+from .listing import settled
 from .objects import ObjectWriter
 from .packread import PackFile, PackIndex, read_whole_entry
 from .packs import TYPE_NUMBERS
+from .statcache import USE_CTIME
 
 SNAPSHOT_REF_PREFIX = b"refs/snapshots/"
 _HEX40 = re.compile(rb"[0-9a-f]{40}")
@@ -116,6 +119,8 @@ class Store:
         self._pack_files: dict[str, PackFile] = {}
         self._indexes: dict[str, PackIndex] = {}
         self._pack_guard = threading.Lock()
+        self._refs_read: dict[bytes, tuple[tuple[int, ...], dict[int, bytes], list[str]]] = {}
+        """Ref folder -> (its stamp, the numbered refs and the other names read then)."""
 
     def _current_packs(self, again: bool = False) -> list[Pack]:
         """The packs, re-listed only when the pack folder changed (dulwich lists
@@ -336,8 +341,45 @@ class Store:
         and the names of the others (garbage, symbolic refs, foreign names).
 
         Each ref's raw content is read, never resolved: a symbolic ref planted
-        in the store must not make one snapshot pose as another.
+        in the store must not make one snapshot pose as another. What was read
+        is kept while the ref folder and ``packed-refs`` keep their stats (see
+        ``_refs_stamp``): one snapshot asks for its refs five times.
         """
+        stamp = self._refs_stamp(base)
+        known = self._refs_read.get(base)
+        if stamp is not None and known is not None and known[0] == stamp:
+            return dict(known[1]), list(known[2])
+        good, bad = self._read_numbered(base)
+        if stamp is not None and stamp[-1]:
+            self._refs_read[base] = (stamp, dict(good), list(bad))
+        return good, bad
+
+    def _refs_stamp(self, base: bytes) -> tuple[int, ...] | None:
+        """The stats of ``base``'s folder and of ``packed-refs``, taken before
+        reading them, and last whether both had settled (see ``listing.settled``):
+        any ref created, removed or rewritten (by rename) changes one of them.
+        None where that cannot be told (no ctime on Windows, no folder yet)."""
+        if not USE_CTIME:
+            return None
+        now = time.time_ns()
+        try:
+            folder = os.stat(self._ref_path(base))
+        except OSError:
+            return None
+        try:
+            packed = os.stat(os.path.join(self.path, "packed-refs"))
+        except FileNotFoundError:
+            packed = None
+        except OSError:
+            return None
+        stamp: tuple[int, ...] = (folder.st_mtime_ns, folder.st_ctime_ns, folder.st_ino)
+        both_settled = settled(folder, now)
+        if packed is not None:
+            stamp += (packed.st_mtime_ns, packed.st_ctime_ns, packed.st_ino, packed.st_size)
+            both_settled = both_settled and settled(packed, now)
+        return (*stamp, int(both_settled))
+
+    def _read_numbered(self, base: bytes) -> tuple[dict[int, bytes], list[str]]:
         refs = self.repo.refs
         packed: dict[Ref, ObjectID] | None = None
         good: dict[int, bytes] = {}
@@ -357,9 +399,9 @@ class Store:
 
     def damaged_refs(self) -> list[str]:
         """Names of refs in snapshotter's namespaces that hold no usable commit id."""
-        bad = self._numbered(SNAPSHOT_REF_PREFIX.rstrip(b"/"))[1]
+        bad = self._read_numbered(SNAPSHOT_REF_PREFIX.rstrip(b"/"))[1]  # never from memory: nested names too
         for stack in ("undo", "redo", "turns"):
-            bad += self._numbered(_STACK_PREFIX + stack.encode())[1]
+            bad += self._read_numbered(_STACK_PREFIX + stack.encode())[1]
         return sorted(bad)
 
     def add_snapshot_ref(self, seq: int, sha: bytes) -> bool:
