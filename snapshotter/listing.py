@@ -87,8 +87,6 @@ class Listed:
     own: os.stat_result
     entries: list[os.DirEntry[str]]
     stats: dict[str, os.stat_result]
-    listed_ns: int
-    """When the size check began: a shape from this listing must have settled by then."""
 
 
 @dataclass
@@ -220,7 +218,7 @@ def measure(
             dirs, files = tracked_entries(found, prefix, rules, {}, listings)
             stats: dict[str, os.stat_result] = {}
             if prelisting is not None and own is not None:
-                prelisting.folders[prefix] = Listed(own, found, stats, prelisting.began_ns)
+                prelisting.folders[prefix] = Listed(own, found, stats)
             for name in dirs:
                 entries += 1
                 stack.append((join_path(prefix, name), base + name, rules))

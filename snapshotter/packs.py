@@ -52,7 +52,7 @@ def index_v2(ids: list[bytes], offsets: list[int], crcs: list[int], pack_checksu
     each, or for offsets of 2 GiB and more the position of an 8-byte one in a
     last table; then the pack's checksum and the index's own. Built table by
     table, sorting positions rather than (id, offset, crc) tuples: dulwich's
-    writer takes 0.76 s for 100,000 objects, this 0.2 s.
+    writer takes 0.73 s for 100,000 objects, this 0.33 s.
     """
     count = len(ids)
     order = sorted(range(count), key=ids.__getitem__)
@@ -111,10 +111,6 @@ class PackBuilder:
             raise StoreError(f"cannot write a pack in {pack_dir}: {exc.strerror}; check disk space") from None
         self._offset = _HEADER.size
         self._entries: dict[bytes, tuple[int, int]] = {}
-        self._ids: list[bytes] = []
-        self._offsets: list[int] = []
-        self._crcs: list[int] = []
-        """The entries again, in the order written: the index is built from these columns."""
         self._lock = threading.Lock()
 
     def __contains__(self, sha: bytes) -> bool:
@@ -146,9 +142,6 @@ class PackBuilder:
             except OSError as exc:
                 raise StoreError(f"cannot write to the store: {exc.strerror}; check disk space") from None
             self._entries[sha] = (self._offset, crc)
-            self._ids.append(sha)
-            self._offsets.append(self._offset)
-            self._crcs.append(crc)
             self._offset += len(header) + len(data)
 
     def finish(self) -> str | None:
@@ -176,7 +169,9 @@ class PackBuilder:
             idx_fd, idx_tmp = tempfile.mkstemp(dir=self._dir, prefix="tmp_idx_")
             try:
                 with os.fdopen(idx_fd, "wb") as idx:
-                    idx.write(index_v2(self._ids, self._offsets, self._crcs, checksum))
+                    places = list(self._entries.values())  # in the order written: no lookup per id
+                    offsets, crcs = [p[0] for p in places], [p[1] for p in places]
+                    idx.write(index_v2(list(self._entries), offsets, crcs, checksum))
                     idx.flush()
                     os.fsync(idx.fileno())
                 os.replace(self._tmp, base + ".pack")

@@ -345,39 +345,38 @@ class Store:
         is kept while the ref folder and ``packed-refs`` keep their stats (see
         ``_refs_stamp``): one snapshot asks for its refs five times.
         """
-        stamp = self._refs_stamp(base)
+        stamp, settled_then = self._refs_stamp(base)
         known = self._refs_read.get(base)
         if stamp is not None and known is not None and known[0] == stamp:
             return dict(known[1]), list(known[2])
         good, bad = self._read_numbered(base)
-        if stamp is not None and stamp[-1]:
+        if stamp is not None and settled_then:
             self._refs_read[base] = (stamp, dict(good), list(bad))
         return good, bad
 
-    def _refs_stamp(self, base: bytes) -> tuple[int, ...] | None:
+    def _refs_stamp(self, base: bytes) -> tuple[tuple[int, ...] | None, bool]:
         """The stats of ``base``'s folder and of ``packed-refs``, taken before
-        reading them, and last whether both had settled (see ``listing.settled``):
+        reading them, and whether both had settled (see ``listing.settled``):
         any ref created, removed or rewritten (by rename) changes one of them.
-        None where that cannot be told (no ctime on Windows, no folder yet)."""
+        No stamp where that cannot be told (no ctime on Windows, no folder yet)."""
         if not USE_CTIME:
-            return None
+            return None, False
         now = time.time_ns()
         try:
             folder = os.stat(self._ref_path(base))
         except OSError:
-            return None
+            return None, False
         try:
-            packed = os.stat(os.path.join(self.path, "packed-refs"))
+            packed: os.stat_result | None = os.stat(os.path.join(self.path, "packed-refs"))
         except FileNotFoundError:
             packed = None
         except OSError:
-            return None
+            return None, False
         stamp: tuple[int, ...] = (folder.st_mtime_ns, folder.st_ctime_ns, folder.st_ino)
-        both_settled = settled(folder, now)
-        if packed is not None:
-            stamp += (packed.st_mtime_ns, packed.st_ctime_ns, packed.st_ino, packed.st_size)
-            both_settled = both_settled and settled(packed, now)
-        return (*stamp, int(both_settled))
+        if packed is None:
+            return stamp, settled(folder, now)
+        stamp += (packed.st_mtime_ns, packed.st_ctime_ns, packed.st_ino, packed.st_size)
+        return stamp, settled(folder, now) and settled(packed, now)
 
     def _read_numbered(self, base: bytes) -> tuple[dict[int, bytes], list[str]]:
         refs = self.repo.refs

@@ -276,13 +276,14 @@ def scan(
                     lstat = _lstat_in(fd, [])
             if pairs is None:
                 dirs_listed += 1
-                listed_at = walk_began_ns
-                known = prelisting.take(node.rel, own) if prelisting is not None and own is not None else None
-                try:
+                listed_at = walk_began_ns  # a shape from a listing must have settled by the listing's walk
+                known = None
+                if prelisting is not None and own is not None:
+                    known = prelisting.take(node.rel, own)
                     if known is not None:
-                        entries, listed_at = known.entries, known.listed_ns
-                    else:
-                        entries = list_folder(path, fd)
+                        listed_at = prelisting.began_ns
+                try:
+                    entries = known.entries if known is not None else list_folder(path, fd)
                 except OSError:
                     skipped.append(SkippedPath(node.rel, SkipReason.UNREADABLE))
                     node.clean = False
