@@ -1,11 +1,17 @@
-"""Reading a pack directly: its version-2 index, and whole (non-delta) entries.
+"""Reading a pack directly: its version-2 index, and its entries.
 
 dulwich searches an index with a Python binary search on every lookup (about
 17 us here) and reads an entry through several layers (~200 us per object in
 all); a restore of 10,000 files looks up tens of thousands of objects, often in
 two or three packs. Reading the sorted ids once into a list lets ``bisect`` do
-the search (about 1 us), for ~50 bytes of memory per object. Deltas are left
-to dulwich.
+the search (about 1 us), for ~50 bytes of memory per object.
+
+After a gc most older versions are deltas against newer ones (``OFS_DELTA``,
+within the same pack), so they are resolved here too: the chain is followed
+down to a whole object, then the deltas are applied with dulwich's compiled
+``apply_delta``, and the objects met on the way are kept in a small cache,
+since neighbouring versions share their bases. Only ``REF_DELTA`` entries
+(which gc never writes) are left to dulwich.
 """
 
 from __future__ import annotations
@@ -15,9 +21,18 @@ import struct
 import threading
 import zlib
 from bisect import bisect_left
+from collections import OrderedDict
 from collections.abc import Callable
 
+from dulwich.pack import apply_delta
+
 _MAGIC = b"\377tOc\0\0\0\2"
+_OFS_DELTA = 6
+_REF_DELTA = 7
+MAX_CHAIN = 64
+"""Longer delta chains are refused as damage (gc writes at most 16)."""
+CACHE_BYTES = 16 << 20
+"""Bytes of resolved objects each pack keeps for the deltas that follow."""
 _FANOUT = 8
 _NAMES = _FANOUT + 256 * 4
 
@@ -70,6 +85,24 @@ class PackFile:
     def __init__(self, path: str) -> None:
         self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
         self._lock = threading.Lock()
+        self._cache: OrderedDict[int, tuple[int, bytes]] = OrderedDict()
+        """Offset -> (type number, content) of objects resolved for deltas, least recently used first."""
+        self._cached_bytes = 0
+
+    def cached(self, offset: int) -> tuple[int, bytes] | None:
+        found = self._cache.get(offset)
+        if found is not None:
+            self._cache.move_to_end(offset)
+        return found
+
+    def remember(self, offset: int, entry: tuple[int, bytes]) -> None:
+        if offset in self._cache or len(entry[1]) > CACHE_BYTES // 4:
+            return
+        self._cache[offset] = entry
+        self._cached_bytes += len(entry[1])
+        while self._cached_bytes > CACHE_BYTES:
+            _, (_, dropped) = self._cache.popitem(last=False)
+            self._cached_bytes -= len(dropped)
 
     def read_at(self, size: int, offset: int) -> bytes:
         if _PREAD is not None:
@@ -85,8 +118,40 @@ class PackFile:
 _PREAD: Callable[[int, int, int], bytes] | None = getattr(os, "pread", None)
 
 
-def read_whole_entry(pack: PackFile, offset: int, sha: bytes) -> tuple[int, bytes] | None:
-    """(type number, content) of the pack entry at ``offset``; None for a delta."""
+def read_entry(pack: PackFile, offset: int, sha: bytes) -> tuple[int, bytes] | None:
+    """(type number, content) of the object at ``offset``, its ``OFS_DELTA``
+    chain resolved; None for a ``REF_DELTA`` (base named by id: dulwich's job).
+    Callers serialise reads of one ``pack`` (its cache is not locked)."""
+    deltas: list[tuple[int, bytes]] = []
+    at = offset
+    while True:
+        found = pack.cached(at)
+        if found is not None:
+            kind, content = found
+            break
+        kind, content, distance = _inflate_at(pack, at, sha)
+        if kind == _REF_DELTA:
+            return None
+        if distance is None:
+            if deltas:
+                pack.remember(at, (kind, content))
+            break
+        deltas.append((at, content))
+        if distance <= 0 or distance > at or len(deltas) > MAX_CHAIN:
+            raise zlib.error(f"object {sha.hex()} has a damaged delta chain in its pack")
+        at -= distance
+    for at, delta in reversed(deltas):
+        content = b"".join(apply_delta(content, delta))
+        if at != offset:
+            pack.remember(at, (kind, content))
+    return kind, content
+
+
+def _inflate_at(pack: PackFile, offset: int, sha: bytes) -> tuple[int, bytes, int | None]:
+    """(type number, inflated data, base distance) of the entry at ``offset``:
+    for an ``OFS_DELTA`` the data is the delta and the distance is how far back
+    its base starts; otherwise the distance is None (a ``REF_DELTA``'s data is
+    not inflated)."""
     head = pack.read_at(4096, offset)  # the header and, for a small object, all of it
     if not head:
         raise zlib.error(f"object {sha.hex()} is past the end of its pack")
@@ -99,8 +164,20 @@ def read_whole_entry(pack: PackFile, offset: int, sha: bytes) -> tuple[int, byte
         size |= (byte & 0x7F) << shift
         shift += 7
         used += 1
-    if kind not in (1, 2, 3, 4):
-        return None  # OFS_DELTA / REF_DELTA
+    distance = None
+    if kind == _OFS_DELTA:
+        byte = 0x80
+        distance = -1
+        while byte & 0x80:
+            if used >= len(head):
+                raise zlib.error(f"object {sha.hex()} has a damaged pack header")
+            byte = head[used]
+            distance = (distance + 1) << 7 | (byte & 0x7F)
+            used += 1
+    elif kind == _REF_DELTA:
+        return kind, b"", None
+    elif kind not in (1, 2, 3, 4):
+        raise zlib.error(f"object {sha.hex()} has an unknown type in its pack")
     inflater = zlib.decompressobj()
     pieces = [inflater.decompress(head[used:])]
     offset += len(head)
@@ -113,4 +190,4 @@ def read_whole_entry(pack: PackFile, offset: int, sha: bytes) -> tuple[int, byte
     content = b"".join(pieces)
     if len(content) != size:
         raise zlib.error(f"object {sha.hex()} is damaged in its pack")
-    return kind, content
+    return kind, content, distance

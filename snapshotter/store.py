@@ -33,7 +33,7 @@ from .durability import sync_folder
 from .errors import StoreError, WorkspaceError
 from .listing import settled
 from .objects import ObjectWriter
-from .packread import PackFile, PackIndex, read_whole_entry
+from .packread import PackFile, PackIndex, read_entry
 from .packs import TYPE_NUMBERS
 from .statcache import USE_CTIME
 
@@ -163,8 +163,8 @@ class Store:
             handle.close()
 
     def _read_packed(self, sha: bytes, relist: bool = True) -> tuple[int, bytes] | None:
-        """A packed object stored whole, read straight from its pack; None if it
-        is not in a pack, or is stored as a delta (dulwich resolves those).
+        """A packed object read straight from its pack (deltas resolved); None if
+        it is not in a pack, or is a ``REF_DELTA`` (dulwich resolves those).
 
         dulwich's general lookup costs ~200 us per object here (measured), which
         made restoring 10,000 files spend seconds just reading them. Without
@@ -182,7 +182,7 @@ class Store:
                 opened = self._pack_files.get(pack._basename)
                 if opened is None:
                     opened = self._pack_files[pack._basename] = PackFile(pack._basename + ".pack")
-                return read_whole_entry(opened, offset, sha)  # under the guard: never through a closed pack
+                return read_entry(opened, offset, sha)  # under the guard: never through a closed pack
         return None
 
     def packed_blob(self, sha: bytes) -> bytes | None:

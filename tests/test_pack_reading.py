@@ -20,6 +20,22 @@ def _all_packed(snap: Snapshotter) -> list[bytes]:
     return out
 
 
+def _kind_at(store: object, sha: bytes) -> int:
+    """The pack entry type of ``sha`` (6 for an offset delta)."""
+    from snapshotter.packread import PackFile, PackIndex, _inflate_at
+
+    for pack in store.repo.object_store.packs:  # type: ignore[attr-defined]
+        offset = PackIndex.read(pack._basename + ".idx").offset(sha)
+        if offset is not None:
+            handle = PackFile(pack._basename + ".pack")
+            try:
+                kind, _, distance = _inflate_at(handle, offset, sha)
+            finally:
+                handle.close()
+            return 6 if distance is not None else kind
+    raise KeyError(sha)
+
+
 def test_direct_reads_equal_dulwich_before_and_after_gc(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -27,30 +43,62 @@ def test_direct_reads_equal_dulwich_before_and_after_gc(tmp_path: Path) -> None:
         (ws / f"f{i}.txt").write_text("".join(f"line {j} of file {i}\n" for j in range(50)))
     with Snapshotter(ws, home=tmp_path / "home") as snap:
         snap.snapshot("first")
-        for i in range(0, 120, 2):  # second versions: gc stores the older ones as deltas
-            (ws / f"f{i}.txt").write_text("".join(f"line {j} of file {i}\n" for j in range(51)))
-        snap.snapshot("second")
+        for version in range(1, 6):  # newer versions: gc stores the older ones as chains of deltas
+            for i in range(0, 120, 2):
+                (ws / f"f{i}.txt").write_text("".join(f"line {j} of file {i}\n" for j in range(50 + version)))
+            snap.snapshot(f"version {version}")
         store = snap._engine.store  # type: ignore[union-attr]
         for phase in ("packed", "after gc"):
             ids = _all_packed(snap)
             assert ids
-            whole = deltas = 0
+            kinds = {sha: _kind_at(store, sha) for sha in ids}
+            store.release_packs()  # no delta cached from an earlier phase
             for sha in ids:
-                found = store._read_packed(sha)
                 expected = store.repo.object_store.get_raw(ObjectID(sha.hex().encode()))
-                if found is None:
-                    deltas += 1
-                else:
-                    whole += 1
-                    assert found == expected, (phase, sha.hex())
+                assert store._read_packed(sha) == expected, (phase, sha.hex())
                 assert store.read_raw(sha) == expected
-            assert whole > 0
+            deltas = sum(1 for kind in kinds.values() if kind == 6)
             if phase == "after gc":
-                assert deltas > 0, "gc wrote no deltas: the fallback path went untested"
+                assert deltas > 100, "gc wrote few deltas: the delta path went untested"
+                store.release_packs()  # again, newest versions last: each chain resolved from its base
+                for sha in sorted(ids, key=lambda s: kinds[s], reverse=True):
+                    assert store.read_raw(sha) == store.repo.object_store.get_raw(ObjectID(sha.hex().encode()))
+            else:
+                assert deltas == 0  # snapshots write whole objects
             snap.gc()
         for info in snap.list():
             snap.restore(info.id)
             assert not snap.diff(info.id)  # the workspace now equals it
+
+
+def test_damaged_delta_is_a_store_error(tmp_path: Path) -> None:
+    from snapshotter import StoreError
+    from snapshotter.packread import PackIndex
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    body = "".join(f"line {j}\n" for j in range(400))
+    (ws / "a.txt").write_text(body)
+    with Snapshotter(ws, home=tmp_path / "home") as snap:
+        old = snap.snapshot("old")
+        (ws / "a.txt").write_text(body + "one more\n")
+        snap.snapshot("new")
+        snap.gc()
+        store = snap._engine.store  # type: ignore[union-attr]
+        blob = next(c.old_id for c in snap.diff(old.id) if c.path == "a.txt")
+        assert blob is not None and _kind_at(store, bytes.fromhex(blob)) == 6
+        (pack,) = store.repo.object_store.packs
+        offset = PackIndex.read(pack._basename + ".idx").offset(bytes.fromhex(blob))
+        store.release_packs()
+        with open(pack._basename + ".pack", "r+b") as handle:  # the delta's zlib stream, past its headers
+            handle.seek(offset + 6)
+            byte = handle.read(1)
+            handle.seek(offset + 6)
+            handle.write(bytes([byte[0] ^ 0xFF]))
+        (ws / "a.txt").write_text("changed\n")
+        with pytest.raises(StoreError):
+            snap.restore(old.id)
+        assert (ws / "a.txt").read_text() == "changed\n"  # nothing was written
 
 
 def test_pack_index_offsets_equal_dulwich(tmp_path: Path) -> None:
