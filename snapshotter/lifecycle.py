@@ -1,8 +1,9 @@
 """Keeping a store small: retention after each change, pruning, compaction, stats.
 
 Called by the facade with the store lock held and only between operations,
-never in the middle of a snapshot or restore. Automatic compaction starts when
-loose objects or packs pile up, or when the store passes its size limit.
+never in the middle of a snapshot or restore. Full compaction starts when the
+store passes its size limit; when loose objects or packs pile up, the cheap
+consolidation runs instead (see ``consolidation``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import os
 import time
 from datetime import datetime, timezone
 
-from . import compaction
+from . import compaction, consolidation
 from .engine import Engine
 from .history import REDO, TURNS, UNDO
 from .model import PruneResult, SnapshotInfo, StoreStats
@@ -114,8 +115,10 @@ def _over_size(size: int, retention: Retention) -> bool:
 
 
 def maintain(engine: Engine, retention: Retention) -> None:
-    """The cheap pass after each change: count and age limits, then compaction
-    only if loose objects or packs piled up or the store is over its size."""
+    """The cheap pass after each change: count and age limits; then a full
+    compaction if the store is over its size, or a consolidation if loose
+    objects or packs piled up (dropped snapshots' objects wait for the next
+    full compaction)."""
     snapshots = list(engine.catalog.newest_first())
     drop = by_count_and_age(snapshots, protected_ids(engine), retention, datetime.now(timezone.utc))
     dead = [_drop(engine, info) for info in drop]
@@ -123,7 +126,8 @@ def maintain(engine: Engine, retention: Retention) -> None:
     if _over_size(size, retention):
         prune(engine, retention, dropped_before=dead)
     elif loose > AUTO_GC_LOOSE or packs > AUTO_GC_PACKS:
-        gc(engine, dead)
+        engine.usage_base = None
+        consolidation.consolidate(engine.store)  # seconds at most; a full gc takes tens at 100,000 files
 
 
 def stats(engine: Engine) -> StoreStats:

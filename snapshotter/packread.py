@@ -58,6 +58,10 @@ class PackIndex:
         self._offsets_at = end + 4 * count  # past the ids and their CRC-32s
         self._large_at = self._offsets_at + 4 * count
 
+    def ids(self) -> list[bytes]:
+        """Every object id in the pack, sorted."""
+        return list(self._names)
+
     @classmethod
     def read(cls, path: str) -> PackIndex:
         with open(path, "rb") as handle:

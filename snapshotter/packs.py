@@ -116,6 +116,9 @@ class PackBuilder:
     def __contains__(self, sha: bytes) -> bool:
         return sha in self._entries
 
+    def __len__(self) -> int:
+        return len(self._entries)
+
     def add(self, kind: bytes, sha: bytes, content: bytes) -> None:
         """Append one object (compressed outside the lock) unless already added."""
         if sha in self._entries:

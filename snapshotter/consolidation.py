@@ -1,0 +1,127 @@
+"""Consolidation: the cheap upkeep that runs when loose objects or packs pile up.
+
+A full gc (``compaction``) walks every snapshot and rewrites every object with
+deltas: at 100,000 files it takes tens of seconds, far too long to hide in an
+agent's turn. Piles of loose objects and small packs need much less: this
+packs the loose objects and merges the small packs into one new pack, and
+deletes the copies it replaced. It keeps every object, reachable or not (so
+it needs no reachability walk and no grace period, and cannot lose an object
+a concurrent writer is about to reference); reclaiming dropped snapshots'
+objects stays the full gc's job (past the size limit, or ``gc()``).
+
+Which packs merge follows git's geometric repacking: sorted by size, every
+pack smaller than twice the packs below it is merged with them, so each
+object is rewritten about log2(store size) times over its life, and the pack
+count stays logarithmic. The largest pack (after a gc, the one holding deltas
+at zlib 6) is never merged. Big blobs stay loose, as everywhere.
+
+Order of writes: the new pack is complete and synced before any copy it
+replaces is deleted, so every object is in at least one place at every moment.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from .compaction import GcResult, disk_usage, loose_objects
+from .objects import STREAM_THRESHOLD, TYPE_NAMES
+from .packread import PackIndex
+from .packs import PackBuilder
+from .store import Store
+
+FACTOR = 2
+"""A pack stays unmerged only if it is at least this many times the size of all smaller ones together."""
+
+
+def packs_to_merge(sizes: dict[str, int], loose_bytes: int) -> list[str]:
+    """The packs (of ``sizes``: base path -> bytes) to merge with ``loose_bytes``
+    of loose objects: the smallest ones, up to the first pack at least
+    ``FACTOR`` times everything below it that needs no merge; never the largest."""
+    ordered = sorted(sizes, key=lambda base: (sizes[base], base))
+    candidates = ordered[:-1]  # the largest stays
+    split = 0
+    for i in range(len(candidates) - 1, 0, -1):  # the packs above ``split`` already grow geometrically
+        if sizes[candidates[i]] < FACTOR * sizes[candidates[i - 1]]:
+            split = i
+            break
+    total = loose_bytes + sum(sizes[base] for base in candidates[:split])
+    while split < len(candidates) and sizes[candidates[split]] < FACTOR * total:
+        total += sizes[candidates[split]]
+        split += 1
+    return candidates[:split]
+
+
+def consolidate(store: Store) -> GcResult:
+    """Pack the loose objects and merge the small packs; no object is dropped."""
+    started = time.perf_counter()
+    before = disk_usage(store)
+    objects_dir = os.path.join(store.path, "objects")
+    pack_dir = os.path.join(objects_dir, "pack")
+    loose = [(sha, path, st.st_size) for sha, path, st in loose_objects(objects_dir)]
+    loose = [item for item in loose if (store.loose_size(item[0]) or 0) <= STREAM_THRESHOLD]
+    sizes = _pack_sizes(pack_dir)
+    merged: dict[str, list[bytes]] = {}
+    for base in packs_to_merge(sizes, sum(size for _, _, size in loose)):
+        try:
+            merged[base] = PackIndex.read(base + ".idx").ids()
+        except (OSError, ValueError):
+            continue  # gone meanwhile, or not an index we read: left as it is
+    written = None
+    count = 0
+    if loose or merged:
+        builder = PackBuilder(pack_dir)
+        try:
+            for sha in [sha for sha, _, _ in loose] + [sha for ids in merged.values() for sha in ids]:
+                if sha not in builder:
+                    kind, content = store.read_raw(sha)
+                    builder.add(TYPE_NAMES[kind], sha, content)
+            count = len(builder)
+        except BaseException:
+            builder.abort()
+            raise
+        written = builder.finish()  # synced and visible before any copy goes
+    store.release_packs()  # Windows cannot delete open files
+    removed_packs = 0
+    for base in merged:
+        if base != written and _remove_quietly(base + ".idx"):  # the index first: a pack without one is ignored
+            removed_packs += 1
+            _remove_quietly(base + ".pack")
+    for _, path, _ in loose:
+        _remove_quietly(path)
+    return GcResult(
+        objects_kept=count,
+        objects_removed=0,
+        packs_removed=removed_packs,
+        temp_files_removed=0,
+        bytes_before=before,
+        bytes_after=disk_usage(store),
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _pack_sizes(pack_dir: str) -> dict[str, int]:
+    """Base path -> size of each pack with an index."""
+    sizes = {}
+    try:
+        names = os.listdir(pack_dir)
+    except FileNotFoundError:
+        return {}
+    for name in names:
+        if name.startswith("pack-") and name.endswith(".idx"):
+            base = os.path.join(pack_dir, name[: -len(".idx")])
+            try:
+                sizes[base] = os.path.getsize(base + ".pack")
+            except OSError:
+                continue
+    return sizes
+
+
+def _remove_quietly(path: str) -> bool:
+    """Delete ``path``; a file already gone or held open elsewhere (Windows) is
+    left to the next consolidation: its objects are in the new pack too."""
+    try:
+        os.unlink(path)
+        return True
+    except OSError:
+        return False

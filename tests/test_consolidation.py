@@ -1,0 +1,140 @@
+"""Consolidation: piles of loose objects and small packs merged cheaply, nothing dropped."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import GIT, git, write
+
+from snapshotter import Retention, Snapshotter, lifecycle
+from snapshotter.compaction import loose_objects
+from snapshotter.consolidation import consolidate, packs_to_merge
+from snapshotter.objects import STREAM_THRESHOLD
+
+UNLIMITED = Retention.unlimited()
+
+
+def test_merge_choice_is_geometric_and_never_takes_the_largest() -> None:
+    assert packs_to_merge({}, 10) == []
+    assert packs_to_merge({"big": 1000}, 10) == []
+    # Already a geometric progression, and the loose objects are too few to roll anything up.
+    assert packs_to_merge({"a": 10, "b": 40, "c": 200, "big": 1000}, 1) == []
+    # Loose objects as big as the smallest pack take it along, and then the next one.
+    assert packs_to_merge({"a": 10, "b": 40, "c": 200, "big": 1000}, 10) == ["a"]
+    assert packs_to_merge({"a": 10, "b": 25, "c": 200, "big": 1000}, 10) == ["a", "b"]
+    # Twenty snapshots' worth of similar small packs: all merge, the big one stays.
+    small = {f"p{i:02}": 30 + i for i in range(20)}
+    assert sorted(packs_to_merge({**small, "big": 10_000}, 0)) == sorted(small)
+    # Two packs of about the same size below the largest: they merge, and the small ones with them.
+    assert packs_to_merge({"a": 5, "b": 900, "c": 1000, "big": 5000}, 0) == ["a", "b", "c"]
+    assert packs_to_merge({"a": 5, "b": 900, "big": 1000}, 0) == []  # the largest is never merged
+
+
+def _contents(snap: Snapshotter) -> dict[bytes, tuple[int, bytes]]:
+    """Every object the store holds, read through the store."""
+    store = snap._engine_ok().store
+    ids = {sha for sha, _, _ in loose_objects(os.path.join(snap.store_path, "objects"))}
+    for pack in store.repo.object_store.packs:
+        ids.update(bytes.fromhex(e[0].decode()) if len(e[0]) == 40 else bytes(e[0]) for e in pack.index.iterentries())
+    return {sha: store.read_raw(sha) for sha in ids}
+
+
+def _packs(store_path: str) -> list[str]:
+    return sorted(n for n in os.listdir(os.path.join(store_path, "objects", "pack")) if n.endswith(".pack"))
+
+
+def test_consolidation_keeps_every_object_and_every_snapshot(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    snap = make(retention=UNLIMITED)
+    write(ws, {f"many/f{i}.txt": f"file {i}\n" * 20 for i in range(100)})  # enough new files for a pack
+    snap.snapshot("packed")
+    ids = []
+    for round_ in range(6):
+        write(ws, {f"many/f{round_}.txt": f"round {round_}\n", f"new{round_}/a.txt": f"{round_}\n"})
+        ids.append(snap.snapshot(f"loose {round_}").id)
+        write(ws, {f"more{round_}/g{i}.txt": f"{round_} {i}\n" for i in range(70)})
+        ids.append(snap.snapshot(f"packed {round_}").id)
+    write(ws, {"big.bin": os.urandom(STREAM_THRESHOLD + 1000)})
+    ids.append(snap.snapshot("big").id)
+    unreferenced = snap.snapshot("orphan-to-be")
+    snap._engine_ok().store.remove_snapshot_ref(unreferenced.sequence, bytes.fromhex(unreferenced.id))
+    write(ws, {"late.txt": "late\n"})
+    ids.append(snap.snapshot("late").id)
+    before = _contents(snap)
+    packs_before = _packs(snap.store_path)
+    assert any(True for _ in loose_objects(os.path.join(snap.store_path, "objects")))
+
+    result = consolidate(snap._engine_ok().store)
+
+    after = _contents(snap)
+    assert after == before  # nothing lost, nothing changed; the orphaned commit is kept too
+    assert bytes.fromhex(unreferenced.id) in after
+    left_loose = [sha for sha, _, _ in loose_objects(os.path.join(snap.store_path, "objects"))]
+    assert left_loose and all(snap._engine_ok().store.blob_size(sha) > STREAM_THRESHOLD for sha in left_loose)
+    assert result.objects_removed == 0 and result.packs_removed >= 1
+    assert len(_packs(snap.store_path)) < len(packs_before) + 1
+    if GIT is not None:
+        git("--git-dir", snap.store_path, "fsck", "--strict", "--no-dangling", "--no-progress")
+    again = consolidate(snap._engine_ok().store)  # nothing piled up since: nothing to do
+    assert (again.packs_removed, again.objects_kept) == (0, 0) and _contents(snap) == before
+    for sid in ids:
+        snap.restore(sid)
+        assert not snap.diff(sid)
+
+
+def test_automatic_upkeep_consolidates_instead_of_a_full_gc(ws: Path, make, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(lifecycle, "AUTO_GC_LOOSE", 30)
+    full_gcs: list[object] = []
+    real_collect = lifecycle.compaction.collect
+    monkeypatch.setattr(lifecycle.compaction, "collect", lambda *a, **k: full_gcs.append(a) or real_collect(*a, **k))
+    snap = make(retention=Retention(max_snapshots=4, max_age=None, max_store_bytes=None))
+    for i in range(12):
+        write(ws, {f"d{i}/f.txt": f"{i}\n", "shared.txt": f"version {i}\n"})
+        snap.snapshot(f"s{i}")
+    stats = snap.store_stats()
+    assert stats.loose_objects <= 30 + 8  # consolidated along the way (one snapshot adds ~6)
+    assert stats.packs >= 1 and stats.last_gc is None and not full_gcs
+    kept = snap.list(limit=None)
+    assert [s.message for s in kept] == [f"s{i}" for i in range(11, 7, -1)]
+    for info in kept:
+        snap.pin(info.id)  # restoring adds safety snapshots: keep these through the count limit
+    for info in kept:
+        snap.restore(info.id)
+        assert not snap.diff(info.id)
+
+
+WRITER = """
+import sys
+from snapshotter import Retention, Snapshotter
+ws, home, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with Snapshotter(ws, home=home, retention=Retention.unlimited(), lock_timeout=60) as snap:
+    for i in range(count):
+        with open(f"{ws}/w{i % 7}.txt", "w") as handle:
+            handle.write(f"writer {i}\\n" * 30)
+        snap.snapshot(f"w{i}")
+"""
+
+
+def test_consolidation_beside_a_snapshotting_process_loses_nothing(ws: Path, home: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {f"base{i}.txt": str(i) * 100 for i in range(80)})
+    snap = make(retention=UNLIMITED)
+    snap.snapshot("base")
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(ws), str(home), "20"], stderr=subprocess.PIPE)
+    try:
+        while writer.poll() is None:
+            engine = snap._engine_ok()
+            with engine.lock:  # as the upkeep runs: under the store lock
+                consolidate(engine.store)
+            time.sleep(0.02)
+    finally:
+        _, err = writer.communicate(timeout=300)
+    assert writer.returncode == 0, err.decode()
+    listed = snap.list(limit=None)
+    assert len(listed) == 21
+    for info in listed:
+        snap.restore(info.id)
+        assert not snap.diff(info.id)
