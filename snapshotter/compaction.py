@@ -29,12 +29,15 @@ from typing import cast
 from dulwich.pack import create_delta
 
 from .objects import MODE_LINK, MODE_TREE, STREAM_THRESHOLD, TYPE_NAMES, commit_tree, parse_tree
+from .packread import StoredEntries
 from .packs import PackBuilder
 from .store import Store
 
 GRACE_SECONDS = 3600.0
 MAX_DEPTH = 16
 PACK_LEVEL = 6
+_LEVEL_CLASS = 2
+"""zlib's header class for PACK_LEVEL: a stored stream of this class or more is copied as it is."""
 _LOOSE_NAME = re.compile(r"[0-9a-f]{38}")
 _STALE_TEMP = re.compile(r"^(tmp_obj_|tmp_pack_|tmp_idx_|\.statcache-)|\.lock$")
 
@@ -133,7 +136,11 @@ def collect(
     in_grace -= dead
     stay_loose = {sha for sha in keep | in_grace if sha in loose and store.blob_size(sha) > STREAM_THRESHOLD}
     to_pack = (keep | {sha for sha in in_grace if sha in packed_age}) - stay_loose
-    new_base = _write_pack(store, pack_dir, to_pack, _delta_bases(store, to_pack)) if to_pack else None
+    stored = StoredEntries([pack._basename for pack in packs])
+    try:
+        new_base = _write_pack(store, pack_dir, to_pack, _delta_bases(store, to_pack), stored) if to_pack else None
+    finally:
+        stored.close()
     old_bases = [p._basename for p in packs if p._basename != new_base]
     store.release_packs()  # close the packs before deleting them
     for base in old_bases:
@@ -180,6 +187,15 @@ def _delta_bases(store: Store, candidates: set[bytes]) -> dict[bytes, bytes]:
                 return
         bases[target] = base
 
+    parsed: dict[bytes, dict[bytes, tuple[int, bytes]]] = {}
+
+    def entries(tree: bytes) -> dict[bytes, tuple[int, bytes]]:
+        """A tree's entries by name; each tree is the newer side of one pair and the older of the next."""
+        found = parsed.get(tree)
+        if found is None:
+            found = parsed[tree] = {name: (mode, sha) for name, mode, sha in parse_tree(store.read_raw(tree)[1])}
+        return found
+
     for newer_root, older_root in zip(roots, roots[1:]):
         stack = [(newer_root, older_root)]
         while stack:
@@ -187,8 +203,8 @@ def _delta_bases(store: Store, candidates: set[bytes]) -> dict[bytes, bytes]:
             if newer == older:
                 continue
             note(older, newer)
-            newer_entries = {name: (mode, sha) for name, mode, sha in parse_tree(store.read_raw(newer)[1])}
-            for name, mode, sha in parse_tree(store.read_raw(older)[1]):
+            newer_entries = entries(newer)
+            for name, (mode, sha) in entries(older).items():
                 match_entry = newer_entries.get(name)
                 if match_entry is None or match_entry[0] != mode or mode == MODE_LINK:
                     continue
@@ -199,8 +215,15 @@ def _delta_bases(store: Store, candidates: set[bytes]) -> dict[bytes, bytes]:
     return bases
 
 
-def _write_pack(store: Store, pack_dir: str, objects: set[bytes], bases: dict[bytes, bytes]) -> str | None:
-    """Write ``objects`` into one pack, bases before their deltas; returns its path."""
+def _write_pack(
+    store: Store, pack_dir: str, objects: set[bytes], bases: dict[bytes, bytes], stored: StoredEntries
+) -> str | None:
+    """Write ``objects`` into one pack, bases before their deltas; returns its path.
+
+    An entry an earlier gc already wrote as this one would (whole at zlib 6 or
+    more, or a delta against the same base) is copied as stored, CRC-checked:
+    neither inflated, nor deflated, nor diffed again, as git's repack reuses them.
+    """
     depth: dict[bytes, int] = {}
 
     def depth_of(sha: bytes) -> int:
@@ -218,8 +241,12 @@ def _write_pack(store: Store, pack_dir: str, objects: set[bytes], bases: dict[by
     builder = PackBuilder(pack_dir, level=PACK_LEVEL)
     try:
         for sha in order:
-            kind, content = store.read_raw(sha)
             base = bases.get(sha) if depth.get(sha, 0) > 0 else None
+            entry = stored.get(sha)
+            if entry is not None and entry.base == base and (base is not None or entry.level >= _LEVEL_CLASS):
+                builder.add_stored(sha, entry.kind, entry.size, entry.data, base)
+                continue
+            kind, content = store.read_raw(sha)
             if base is not None and _worth_a_delta(base_content := store.read_raw(base)[1], content):
                 pieces: object = create_delta(base_content, content)
                 delta = pieces if isinstance(pieces, bytes) else b"".join(cast(Iterable[bytes], pieces))

@@ -23,6 +23,7 @@ import zlib
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from dulwich.pack import apply_delta
 
@@ -75,6 +76,15 @@ class PackIndex:
         i = bisect_left(names, sha, self._fanout[first], high)
         if i == high or names[i] != sha:
             return None
+        return self._offset_at(i)
+
+    def entries(self) -> list[tuple[bytes, int, int]]:
+        """(id, offset, CRC-32 of the entry as stored) of every object, sorted by id."""
+        count = len(self._names)
+        crcs = struct.unpack_from(f">{count}I", self._data, self._offsets_at - 4 * count)
+        return [(sha, self._offset_at(i), crcs[i]) for i, sha in enumerate(self._names)]
+
+    def _offset_at(self, i: int) -> int:
         (offset,) = struct.unpack_from(">I", self._data, self._offsets_at + 4 * i)
         if offset & 0x80000000:  # past 2 GiB: an entry of the 64-bit table
             (offset,) = struct.unpack_from(">Q", self._data, self._large_at + 8 * (offset & 0x7FFFFFFF))
@@ -157,6 +167,27 @@ def _inflate_at(pack: PackFile, offset: int, sha: bytes) -> tuple[int, bytes, in
     its base starts; otherwise the distance is None (a ``REF_DELTA``'s data is
     not inflated)."""
     head = pack.read_at(4096, offset)  # the header and, for a small object, all of it
+    kind, size, used, distance = _entry_header(head, sha)
+    if kind == _REF_DELTA:
+        return kind, b"", None
+    inflater = zlib.decompressobj()
+    pieces = [inflater.decompress(head[used:])]
+    offset += len(head)
+    while not inflater.eof:
+        chunk = pack.read_at(max(size, 4096), offset)
+        if not chunk:
+            raise zlib.error(f"object {sha.hex()} is truncated in its pack")
+        offset += len(chunk)
+        pieces.append(inflater.decompress(chunk))
+    content = b"".join(pieces)
+    if len(content) != size:
+        raise zlib.error(f"object {sha.hex()} is damaged in its pack")
+    return kind, content, distance
+
+
+def _entry_header(head: bytes, sha: bytes) -> tuple[int, int, int, int | None]:
+    """(type number, inflated size, header length, base distance or None) of
+    the entry starting ``head``."""
     if not head:
         raise zlib.error(f"object {sha.hex()} is past the end of its pack")
     byte = head[0]
@@ -178,20 +209,74 @@ def _inflate_at(pack: PackFile, offset: int, sha: bytes) -> tuple[int, bytes, in
             byte = head[used]
             distance = (distance + 1) << 7 | (byte & 0x7F)
             used += 1
-    elif kind == _REF_DELTA:
-        return kind, b"", None
-    elif kind not in (1, 2, 3, 4):
+    elif kind not in (1, 2, 3, 4, _REF_DELTA):
         raise zlib.error(f"object {sha.hex()} has an unknown type in its pack")
-    inflater = zlib.decompressobj()
-    pieces = [inflater.decompress(head[used:])]
-    offset += len(head)
-    while not inflater.eof:
-        chunk = pack.read_at(max(size, 4096), offset)
-        if not chunk:
-            raise zlib.error(f"object {sha.hex()} is truncated in its pack")
-        offset += len(chunk)
-        pieces.append(inflater.decompress(chunk))
-    content = b"".join(pieces)
-    if len(content) != size:
-        raise zlib.error(f"object {sha.hex()} is damaged in its pack")
-    return kind, content, distance
+    return kind, size, used, distance
+
+
+@dataclass(frozen=True)
+class StoredEntry:
+    """One pack entry as stored, CRC-checked: what gc copies instead of recompressing."""
+
+    kind: int
+    """The type number, or 6 for an offset delta."""
+    size: int
+    """Its inflated size (a delta's own size for a delta)."""
+    data: bytes
+    """The zlib stream, as stored."""
+    base: bytes | None
+    """A delta's base object."""
+
+    @property
+    def level(self) -> int:
+        """zlib's level class from the stream header: 0 fastest, 1 fast, 2 default (6), 3 best."""
+        return self.data[1] >> 6 if len(self.data) > 1 else 0
+
+
+class StoredEntries:
+    """Where every object of some packs is stored, to read entries as they are."""
+
+    def __init__(self, bases: list[str]) -> None:
+        self._packs: list[PackFile] = []
+        self._where: dict[bytes, tuple[int, int, int, int]] = {}
+        """id -> (pack number, offset, end, CRC-32)."""
+        self._at: dict[tuple[int, int], bytes] = {}
+        """(pack number, offset) -> id, for offset deltas' bases."""
+        for base in bases:
+            try:
+                index = PackIndex.read(base + ".idx")
+                end = os.path.getsize(base + ".pack") - 20  # the pack's checksum follows the last entry
+                pack = PackFile(base + ".pack")
+            except (OSError, ValueError):
+                continue  # gc reads such a pack's objects the slow way
+            number = len(self._packs)
+            self._packs.append(pack)
+            for sha, offset, crc in sorted(index.entries(), key=lambda entry: -entry[1]):
+                self._where.setdefault(sha, (number, offset, end, crc))
+                self._at[(number, offset)] = sha
+                end = offset
+
+    def get(self, sha: bytes) -> StoredEntry | None:
+        """The entry of ``sha`` as stored, or None (not in these packs, a
+        ``REF_DELTA``, or not matching its index's CRC: read it the usual way)."""
+        found = self._where.get(sha)
+        if found is None:
+            return None
+        number, offset, end, crc = found
+        raw = self._packs[number].read_at(end - offset, offset)
+        if len(raw) != end - offset or zlib.crc32(raw) != crc:
+            return None
+        kind, size, used, distance = _entry_header(raw, sha)
+        base = None
+        if distance is not None:
+            base = self._at.get((number, offset - distance))
+            if base is None:
+                return None
+        elif kind == _REF_DELTA:
+            return None
+        return StoredEntry(kind, size, raw[used:], base)
+
+    def close(self) -> None:
+        for pack in self._packs:
+            pack.close()
+        self._packs = []

@@ -129,10 +129,17 @@ class PackBuilder:
         """Append ``sha`` as a delta against ``base``, which must already be in this pack."""
         self._append(sha, _entry_header(OFS_DELTA, len(delta)), delta, base)
 
+    def add_stored(self, sha: bytes, kind: int, size: int, data: bytes, base: bytes | None = None) -> None:
+        """Append an entry already compressed (``kind`` 6 with ``base``: an offset
+        delta, whose base must already be in this pack), as gc copies them."""
+        self._write(sha, _entry_header(kind, size), data, base)
+
     def _append(self, sha: bytes, header: bytes, payload: bytes, base: bytes | None) -> None:
         if sha in self._entries:
             return
-        data = deflate(payload, self._level)
+        self._write(sha, header, deflate(payload, self._level), base)
+
+    def _write(self, sha: bytes, header: bytes, data: bytes, base: bytes | None) -> None:
         with self._lock:
             if sha in self._entries:
                 return
@@ -169,6 +176,9 @@ class PackBuilder:
             os.fsync(handle.fileno())
             handle.close()
             base = os.path.join(self._dir, "pack-" + checksum.hex())
+            if os.path.exists(base + ".pack") and os.path.exists(base + ".idx"):
+                _unlink_quietly(self._tmp)  # named by its checksum: the same bytes are there already
+                return base
             idx_fd, idx_tmp = tempfile.mkstemp(dir=self._dir, prefix="tmp_idx_")
             try:
                 with os.fdopen(idx_fd, "wb") as idx:

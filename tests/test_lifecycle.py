@@ -282,6 +282,65 @@ def test_gc_deltas_keep_every_snapshot_exact(ws: Path, tmp_path: Path, make) -> 
         assert "chain length = 1" in verify  # deltas were written
 
 
+def test_a_later_gc_copies_what_an_earlier_gc_wrote(
+    ws: Path, tmp_path: Path, make, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    from snapshotter.packread import PackIndex, StoredEntries
+    from snapshotter.packs import PackBuilder
+
+    files = {f"src/m{i}.py": "".join(f"line {j} of module {i}\n" for j in range(120)) for i in range(70)}
+    snap = make(retention=UNLIMITED)
+    store = snap._engine_ok().store
+    expected = {}
+    for round_ in range(6):  # the first snapshot is a pack at zlib 1, the others loose objects
+        for i in range(0, 30, 3):
+            files[f"src/m{i}.py"] += f"round {round_}\n"
+        write(ws, files)
+        info = snap.snapshot(f"r{round_}")
+        expected[info.id] = read_tree(ws)
+    snap.gc()
+    pack_dir = Path(snap.store_path, "objects", "pack")
+    (first,) = pack_dir.glob("*.pack")
+    first_bytes = first.read_bytes()
+    base = str(first)[: -len(".pack")]
+    stored = StoredEntries([base])
+    entries = [stored.get(sha) for sha in PackIndex.read(base + ".idx").ids()]
+    stored.close()
+    whole = [e for e in entries if e is not None and e.base is None]
+    assert len(whole) > 70 and all(e.level >= 2 for e in whole)  # recompressed at zlib 6, not copied at 1
+    compressed: list[bytes] = []
+    real_append = PackBuilder._append
+
+    def counting(self: PackBuilder, sha: bytes, *args: object) -> None:
+        compressed.append(sha)
+        real_append(self, sha, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(PackBuilder, "_append", counting)
+    snap.gc()  # nothing changed: every entry is copied, and the pack comes out the same
+    # Only the root trees (one entry, 30 bytes) were compressed again: a delta was tried
+    # for them and refused (too big for so small an object) last time, and is tried again.
+    assert compressed and all(len(store.read_raw(sha)[1]) < 64 for sha in compressed)
+    assert [p.read_bytes() for p in pack_dir.glob("*.pack")] == [first_bytes]
+    compressed.clear()
+    files["src/m0.py"] += "one more\n"
+    write(ws, files)
+    info = snap.snapshot("last")
+    expected[info.id] = read_tree(ws)
+    snap.gc()
+    big = [sha for sha in compressed if len(store.read_raw(sha)[1]) >= 64]
+    assert 0 < len(big) <= 10  # the new objects, and the versions they replaced as deltas of them (not 200)
+    # Without r2 and r3, r1's versions get new delta bases: their old deltas must not be copied.
+    for gone in [s for s in snap.list(limit=None) if s.message in ("r2", "r3")]:
+        store.remove_snapshot_ref(gone.sequence, bytes.fromhex(gone.id))
+        del expected[gone.id]
+    snap.gc()
+    for sid, tree in expected.items():
+        snap.restore(sid)
+        assert read_tree(ws) == tree, sid
+    if GIT is not None:
+        git("--git-dir", snap.store_path, "fsck", "--strict", "--no-dangling", env=git_env(tmp_path))
+
+
 def test_young_unreferenced_objects_survive_gc_until_the_grace_period_ends(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
     snap = make(retention=UNLIMITED)
     snap.snapshot()
