@@ -23,13 +23,17 @@ from __future__ import annotations
 
 import os
 import time
+import zlib
 
-from .compaction import GcResult, disk_usage, loose_objects
+from dulwich.errors import ApplyDeltaError
+
+from .compaction import GRACE_SECONDS, GcResult, disk_usage, loose_objects
 from .objects import STREAM_THRESHOLD, TYPE_NAMES
 from .packread import PackIndex
 from .packs import PackBuilder
 from .store import Store
 
+_UNREADABLE = (KeyError, ValueError, zlib.error, ApplyDeltaError)
 FACTOR = 2
 """A pack stays unmerged only if it is at least this many times the size of all smaller ones together."""
 
@@ -68,32 +72,38 @@ def consolidate(store: Store) -> GcResult:
         except (OSError, ValueError):
             continue  # gone meanwhile, or not an index we read: left as it is
     written = None
-    count = 0
+    packed: set[bytes] = set()
     if loose or merged:
         builder = PackBuilder(pack_dir)
         try:
             for sha in [sha for sha, _, _ in loose] + [sha for ids in merged.values() for sha in ids]:
-                if sha not in builder:
+                if sha in builder:
+                    continue
+                try:
                     kind, content = store.read_raw(sha)
-                    builder.add(TYPE_NAMES[kind], sha, content)
-            count = len(builder)
+                except _UNREADABLE:
+                    continue  # damaged: its copy stays where it is, for verify() to report
+                builder.add(TYPE_NAMES[kind], sha, content)
+            packed = set(builder.ids())
         except BaseException:
             builder.abort()
             raise
         written = builder.finish()  # synced and visible before any copy goes
     store.release_packs()  # Windows cannot delete open files
     removed_packs = 0
-    for base in merged:
-        if base != written and _remove_quietly(base + ".idx"):  # the index first: a pack without one is ignored
+    for base, ids in merged.items():
+        whole = base != written and packed.issuperset(ids)  # a damaged object keeps its pack
+        if whole and _remove_quietly(base + ".idx"):  # the index first: readers skip a pack without one
             removed_packs += 1
             _remove_quietly(base + ".pack")
-    for _, path, _ in loose:
-        _remove_quietly(path)
+    for sha, path, _ in loose:
+        if sha in packed:
+            _remove_quietly(path)
     return GcResult(
-        objects_kept=count,
+        objects_kept=len(packed),
         objects_removed=0,
         packs_removed=removed_packs,
-        temp_files_removed=0,
+        temp_files_removed=_remove_orphan_packs(pack_dir, time.time()),
         bytes_before=before,
         bytes_after=disk_usage(store),
         seconds=time.perf_counter() - started,
@@ -103,18 +113,37 @@ def consolidate(store: Store) -> GcResult:
 def _pack_sizes(pack_dir: str) -> dict[str, int]:
     """Base path -> size of each pack with an index."""
     sizes = {}
+    for base in _pack_files(pack_dir):
+        try:
+            if os.path.exists(base + ".idx"):
+                sizes[base] = os.path.getsize(base + ".pack")
+        except OSError:
+            continue
+    return sizes
+
+
+def _pack_files(pack_dir: str) -> list[str]:
+    """Base paths of the ``pack-*.pack`` files in ``pack_dir``."""
     try:
         names = os.listdir(pack_dir)
     except FileNotFoundError:
-        return {}
-    for name in names:
-        if name.startswith("pack-") and name.endswith(".idx"):
-            base = os.path.join(pack_dir, name[: -len(".idx")])
-            try:
-                sizes[base] = os.path.getsize(base + ".pack")
-            except OSError:
-                continue
-    return sizes
+        return []
+    packs = [name for name in names if name.startswith("pack-") and name.endswith(".pack")]
+    return [os.path.join(pack_dir, name[: -len(".pack")]) for name in packs]
+
+
+def _remove_orphan_packs(pack_dir: str, now: float) -> int:
+    """Packs left without their index (deleting one failed: another process had
+    it open) an hour ago or more: readers ignore them, nothing else would remove them."""
+    removed = 0
+    for base in _pack_files(pack_dir):
+        path = base + ".pack"
+        try:
+            if not os.path.exists(base + ".idx") and now - os.path.getmtime(path) >= GRACE_SECONDS:
+                removed += _remove_quietly(path)
+        except OSError:
+            continue
+    return removed
 
 
 def _remove_quietly(path: str) -> bool:

@@ -116,8 +116,9 @@ class PackBuilder:
     def __contains__(self, sha: bytes) -> bool:
         return sha in self._entries
 
-    def __len__(self) -> int:
-        return len(self._entries)
+    def ids(self) -> list[bytes]:
+        """The objects added so far."""
+        return list(self._entries)
 
     def add(self, kind: bytes, sha: bytes, content: bytes) -> None:
         """Append one object (compressed outside the lock) unless already added."""

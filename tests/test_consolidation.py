@@ -138,3 +138,41 @@ def test_consolidation_beside_a_snapshotting_process_loses_nothing(ws: Path, hom
     for info in listed:
         snap.restore(info.id)
         assert not snap.diff(info.id)
+
+
+def test_a_damaged_object_stays_where_it_is_and_the_rest_are_packed(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    snap = make(retention=UNLIMITED)
+    write(ws, {"a.txt": "a\n", "b.txt": "b\n"})
+    snap.snapshot()
+    store = snap._engine_ok().store
+    objects = os.path.join(snap.store_path, "objects")
+    damaged = store.writer.write(b"blob", b"soon damaged\n")
+    path = store.writer.loose_path(damaged)
+    os.chmod(path, 0o644)
+    Path(path).write_bytes(b"not zlib at all")
+    others = {sha for sha, _, _ in loose_objects(objects)} - {damaged}
+    assert others
+
+    result = consolidate(store)
+
+    assert [sha for sha, _, _ in loose_objects(objects)] == [damaged]  # neither packed nor deleted
+    assert result.objects_kept == len(others)
+    assert all(store.has_object(sha) for sha in others)
+    assert snap.verify(full=True).ok  # every snapshot is whole
+
+
+def test_a_pack_left_without_its_index_goes_after_an_hour(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    snap = make(retention=UNLIMITED)
+    write(ws, {"a.txt": "a\n"})
+    snap.snapshot()
+    pack_dir = Path(snap.store_path, "objects", "pack")
+    pack_dir.mkdir(exist_ok=True)
+    old, young = pack_dir / ("pack-" + "1" * 40 + ".pack"), pack_dir / ("pack-" + "2" * 40 + ".pack")
+    old.write_bytes(b"PACK left behind")
+    young.write_bytes(b"PACK whose index is about to be renamed into place")
+    hour_ago = time.time() - 3700
+    os.utime(old, (hour_ago, hour_ago))
+
+    result = consolidate(snap._engine_ok().store)
+
+    assert result.temp_files_removed == 1 and not old.exists() and young.exists()
