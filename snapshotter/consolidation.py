@@ -1,7 +1,7 @@
 """Consolidation: the cheap upkeep that runs when loose objects or packs pile up.
 
-A full gc (``compaction``) walks every snapshot and rewrites every object with
-deltas: at 100,000 files it takes tens of seconds, far too long to hide in an
+A full gc (``compaction``) walks every snapshot and writes every object into
+one pack with deltas: about 8 s at 100,000 files, too long to hide in an
 agent's turn. Piles of loose objects and small packs need much less: this
 packs the loose objects and merges the small packs into one new pack, and
 deletes the copies it replaced. It keeps every object, reachable or not (so
