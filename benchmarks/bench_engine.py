@@ -121,6 +121,15 @@ def generate(root: Path, files: int, seed: int = 1) -> list[Path]:
     return paths
 
 
+def generated_workspace(prefix: str, files: int) -> tuple[Path, Path, list[Path]]:
+    """A new scratch folder holding a generated workspace: (scratch, workspace, its files)."""
+    scratch = Path(tempfile.mkdtemp(prefix=prefix))
+    ws = scratch / "ws"
+    ws.mkdir()
+    print(f"generating {files:,} files ...", flush=True)
+    return scratch, ws, generate(ws, files)
+
+
 def generate_big(root: Path, files: int, mib: int, seed: int = 1) -> list[Path]:
     """``files`` files of ``mib`` MiB each: 16 KiB random blocks, each written twice
     in a row, so zlib halves them (partly compressible, like real binaries)."""

@@ -14,14 +14,13 @@ import argparse
 import random
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_engine import GitShadow, change, generate  # noqa: E402
+from bench_engine import GitShadow, change, generated_workspace  # noqa: E402
 
 from snapshotter import Retention, Snapshotter  # noqa: E402
 
@@ -36,11 +35,7 @@ def main() -> None:
     parser.add_argument("--snapshots", type=int, default=50)
     parser.add_argument("--changed", type=float, default=0.01, help="fraction of files changed between snapshots")
     args = parser.parse_args()
-    scratch = Path(tempfile.mkdtemp(prefix="snapstore-"))
-    ws = scratch / "ws"
-    ws.mkdir()
-    print(f"generating {args.files:,} files ...", flush=True)
-    paths = generate(ws, args.files)
+    scratch, ws, paths = generated_workspace("snapstore-", args.files)
     rng = random.Random(3)
     snap = Snapshotter(ws, home=scratch / "home", retention=Retention.unlimited())
     git = GitShadow(ws, scratch)

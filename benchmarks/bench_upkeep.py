@@ -20,14 +20,13 @@ import random
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_engine import GitShadow, change, generate  # noqa: E402
+from bench_engine import GitShadow, change, generated_workspace  # noqa: E402
 
 from snapshotter import Snapshotter  # noqa: E402
 
@@ -38,11 +37,7 @@ def main() -> None:
     parser.add_argument("--snapshots", type=int, default=120)
     parser.add_argument("--changed", type=int, default=10, help="files changed between snapshots")
     args = parser.parse_args()
-    scratch = Path(tempfile.mkdtemp(prefix="snapupkeep-"))
-    ws = scratch / "ws"
-    ws.mkdir()
-    print(f"generating {args.files:,} files ...", flush=True)
-    paths = generate(ws, args.files)
+    scratch, ws, paths = generated_workspace("snapupkeep-", args.files)
     rng = random.Random(5)
     snap = Snapshotter(ws, home=scratch / "home")  # the default retention, and so the default upkeep
     git = GitShadow(ws, scratch)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -56,6 +58,33 @@ def make(ws: Path, home: Path) -> Iterator[Callable[..., Snapshotter]]:
     yield factory
     for snap in made:
         snap.close()
+
+
+SNAPSHOTTING_WRITER = """
+import sys
+from snapshotter import Snapshotter, Retention
+ws, home, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+snap = Snapshotter(ws, home=home, retention=Retention.unlimited(), lock_timeout=120)
+for i in range(count):
+    with open(f"{ws}/w{i % 7}.txt", "w") as handle:
+        handle.write(f"writer {i}\\n" * 50)
+    snap.snapshot(f"w{i}")
+"""
+"""A second process taking ``count`` snapshots (argv: workspace, home, count), beside a test's own calls."""
+
+
+def beside_a_writer(ws: Path, home: Path, count: int, action: Callable[[], object], pause: float = 0.05) -> None:
+    """Call ``action`` over and over while another process takes ``count`` snapshots of ``ws``."""
+    writer = subprocess.Popen(
+        [sys.executable, "-c", SNAPSHOTTING_WRITER, str(ws), str(home), str(count)], stderr=subprocess.PIPE
+    )
+    try:
+        while writer.poll() is None:
+            action()
+            time.sleep(pause)  # the lock is not fair: leave the writer a gap
+    finally:
+        _, err = writer.communicate(timeout=300)
+    assert writer.returncode == 0, err.decode()
 
 
 def write(root: Path, files: dict[str, str | bytes]) -> None:

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import GIT, git, write
+from conftest import GIT, beside_a_writer, git, write
 
 from snapshotter import Retention, Snapshotter, lifecycle
 from snapshotter.compaction import loose_objects
@@ -107,32 +105,17 @@ def test_automatic_upkeep_consolidates_instead_of_a_full_gc(ws: Path, make, monk
         assert not snap.diff(info.id)
 
 
-WRITER = """
-import sys
-from snapshotter import Retention, Snapshotter
-ws, home, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
-with Snapshotter(ws, home=home, retention=Retention.unlimited(), lock_timeout=60) as snap:
-    for i in range(count):
-        with open(f"{ws}/w{i % 7}.txt", "w") as handle:
-            handle.write(f"writer {i}\\n" * 30)
-        snap.snapshot(f"w{i}")
-"""
-
-
 def test_consolidation_beside_a_snapshotting_process_loses_nothing(ws: Path, home: Path, make) -> None:  # type: ignore[no-untyped-def]
     write(ws, {f"base{i}.txt": str(i) * 100 for i in range(80)})
     snap = make(retention=UNLIMITED)
     snap.snapshot("base")
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(ws), str(home), "20"], stderr=subprocess.PIPE)
-    try:
-        while writer.poll() is None:
-            engine = snap._engine_ok()
-            with engine.lock:  # as the upkeep runs: under the store lock
-                consolidate(engine.store)
-            time.sleep(0.02)
-    finally:
-        _, err = writer.communicate(timeout=300)
-    assert writer.returncode == 0, err.decode()
+    engine = snap._engine_ok()
+
+    def upkeep() -> None:
+        with engine.lock:  # as the upkeep runs: under the store lock
+            consolidate(engine.store)
+
+    beside_a_writer(ws, home, 20, upkeep, pause=0.02)
     listed = snap.list(limit=None)
     assert len(listed) == 21
     for info in listed:

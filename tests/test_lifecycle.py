@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from conftest import GIT, git, git_env, read_tree, write
+from conftest import GIT, beside_a_writer, git, git_env, read_tree, write
 
 from snapshotter import (
     InvalidInput,
@@ -160,30 +158,11 @@ def test_gc_forgets_cache_records_of_collected_objects(ws: Path, tmp_path: Path,
         git("--git-dir", pruner.store_path, "fsck", "--strict", "--no-dangling", env=git_env(tmp_path))
 
 
-GC_WRITER = """
-import sys
-from snapshotter import Snapshotter, Retention
-ws, home, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
-snap = Snapshotter(ws, home=home, retention=Retention.unlimited(), lock_timeout=120)
-for i in range(count):
-    with open(f"{ws}/w{i % 7}.txt", "w") as handle:
-        handle.write(f"writer {i}\\n" * 50)
-    snap.snapshot(f"w{i}")
-"""
-
-
 def test_gc_beside_a_snapshotting_process_loses_nothing(ws: Path, home: Path, make) -> None:  # type: ignore[no-untyped-def]
     write(ws, {f"base{i}.txt": str(i) * 100 for i in range(80)})
     snap = make(retention=UNLIMITED)
     snap.snapshot("base")
-    writer = subprocess.Popen([sys.executable, "-c", GC_WRITER, str(ws), str(home), "25"], stderr=subprocess.PIPE)
-    try:
-        while writer.poll() is None:
-            snap.gc()
-            time.sleep(0.05)  # the lock is not fair: leave the writer a gap
-    finally:
-        _, err = writer.communicate(timeout=300)
-    assert writer.returncode == 0, err.decode()
+    beside_a_writer(ws, home, 25, snap.gc)
     snap.gc()
     listed = snap.list(limit=None)
     assert len(listed) == 26
