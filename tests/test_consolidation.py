@@ -82,6 +82,10 @@ def test_consolidation_keeps_every_object_and_every_snapshot(ws: Path, make) -> 
     for sid in ids:
         snap.restore(sid)
         assert not snap.diff(sid)
+    snap.gc()  # a full gc after a consolidation sees the packs as they are now
+    assert _packs(snap.store_path) and len(_packs(snap.store_path)) == 1
+    snap.restore(ids[0])
+    assert not snap.diff(ids[0])
 
 
 def test_automatic_upkeep_consolidates_instead_of_a_full_gc(ws: Path, make, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
