@@ -1,11 +1,11 @@
 """The process the crash tests kill: edits a workspace and snapshots, restores,
-undoes, prunes and collects garbage in a loop, forever, journaling each step.
+undoes, prunes, collects garbage and consolidates in a loop, forever, journaling each step.
 
     python tests/crash_worker.py WORKSPACE HOME JOURNAL SEED
 
 Journal lines (flushed before and after each step, so the parent knows what
 completed): ``ready``, ``snap <seq> <id> <tree>``, ``restore-begin <id>``,
-``restore-done <id>``, ``prune-done``, ``gc-done``, ``undo-done``.
+``restore-done <id>``, ``prune-done``, ``gc-done``, ``consolidate-done``, ``undo-done``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from snapshotter import Retention, Snapshotter
+from snapshotter.consolidation import consolidate
 
 KEEP = 6
 """Retention's count limit in the worker: the parent checks it is honoured."""
@@ -74,9 +75,14 @@ def main() -> None:
         elif roll < 0.9:
             snap.prune()
             note("prune-done")
-        else:
+        elif roll < 0.95:
             snap.gc()
             note("gc-done")
+        else:  # the upkeep that runs when loose objects or packs pile up
+            engine = snap._engine_ok()
+            with engine.lock:
+                consolidate(engine.store)
+            note("consolidate-done")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Crash safety: a worker doing snapshot, restore, undo, prune and gc is killed
+"""Crash safety: a worker doing snapshot, restore, undo, prune, gc and consolidation is killed
 with SIGKILL at random moments; after each kill the store must open, keep every
 snapshot retention should keep, pass verify (and ``git fsck --strict``), and
 restore every snapshot exactly. An interrupted restore is completed by running
