@@ -52,7 +52,7 @@ from .watch import Changes
 EMPTY_TREE = object_id(b"tree", b"")
 _THREAD_MIN_SIZE = 1 << 20
 _PACK_THRESHOLD = 64
-"""From this many files to hash on, new objects go to one pack, not loose files."""
+"""From this many files to hash, or folders changed, on, new objects go to one pack, not loose files."""
 _WORKERS = 4
 
 
@@ -388,7 +388,9 @@ def scan(
         if limits is not None:
             limits.check(workspace, sum(len(n.records) for n in nodes.values()) + len(nodes), 0)
     line_counts: dict[bytes, int | None] = {}
-    batch = writer.batch() if write and len(pending) >= _PACK_THRESHOLD else contextlib.nullcontext()
+    changed_folders = sum(1 for node in order if not node.clean)  # each needs a new tree, and so do its parents
+    many = len(pending) >= _PACK_THRESHOLD or changed_folders >= _PACK_THRESHOLD
+    batch = writer.batch() if write and many else contextlib.nullcontext()
     with batch:
         hashed, bytes_hashed = _hash_pending(
             pending, writer, write, skipped, line_counts, progress, host, max_new_file_size

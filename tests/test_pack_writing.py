@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import random
 import zlib
+from pathlib import Path
 
 import pytest
 from dulwich.pack import write_pack_index_v2
@@ -43,3 +44,30 @@ def test_both_compressors_write_streams_zlib_reads(backend: str, monkeypatch: py
         squeezer = deflate.compressor()
         stream = b"".join(squeezer.compress(data[i : i + 7000]) for i in range(0, len(data), 7000)) + squeezer.flush()
         assert zlib.decompress(stream) == data
+
+
+def test_many_changed_folders_go_to_one_pack_even_with_nothing_to_hash(tmp_path: Path) -> None:
+    """Deleting a file in each of 100 folders hashes nothing but makes 100+ new
+    trees: one pack (one fsync), not a loose object (and an fsync) each."""
+    from snapshotter import Snapshotter
+    from snapshotter.compaction import loose_objects
+
+    ws = tmp_path / "ws"
+    for i in range(100):
+        (ws / f"d{i}").mkdir(parents=True)
+        (ws / f"d{i}" / "keep.txt").write_text(f"{i}\n")
+        (ws / f"d{i}" / "drop.txt").write_text(f"drop {i}\n")
+    with Snapshotter(ws, home=tmp_path / "home") as snap:
+        snap.snapshot("all")
+        objects = Path(snap.store_path, "objects")
+        packs_before = set((objects / "pack").glob("*.pack"))
+        loose_before = {sha for sha, _, _ in loose_objects(str(objects))}
+        for i in range(100):
+            (ws / f"d{i}" / "drop.txt").unlink()
+        info = snap.snapshot("dropped")
+        assert snap.last_scan.files_hashed == 0
+        new_loose = {sha for sha, _, _ in loose_objects(str(objects))} - loose_before
+        assert new_loose == {bytes.fromhex(info.id)}  # only the commit is loose; the 101 trees are packed
+        assert len(set((objects / "pack").glob("*.pack")) - packs_before) == 1
+        snap.restore(snap.list()[1].id)
+        assert all((ws / f"d{i}" / "drop.txt").exists() for i in range(100))
