@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterator, Mapping
 
 from . import records
-from .errors import InvalidRef, SnapshotNotFound, StoreError
+from .errors import LIST_SNAPSHOTS, VERIFY, InvalidRef, SnapshotNotFound, StoreError
 from .model import SnapshotInfo
 from .objects import TYPE_NAMES
 from .store import Store
@@ -17,6 +17,9 @@ from .walker import EMPTY_TREE
 
 _FULL_ID = re.compile(r"[0-9a-fA-F]{40}")
 _ID_PREFIX = re.compile(r"[0-9a-fA-F]{7,39}")
+_RELATIVE = re.compile(r"@(?:~([0-9]*))?")
+"""``@`` is the base (the snapshot the workspace was last made equal to);
+``@~N`` the snapshot N places older than it in sequence order (``@~`` = ``@~1``)."""
 
 Ref = str | SnapshotInfo
 
@@ -39,6 +42,22 @@ class Catalog:
         latest = self.latest()
         return bytes.fromhex(latest.tree_id) if latest is not None else EMPTY_TREE
 
+    def base(self) -> SnapshotInfo | None:
+        """The snapshot the workspace was last made equal to (by a snapshot, a
+        restore, undo or redo); the newest one if none is recorded or it is gone."""
+        found = self._base_position(list(self.store.iter_snapshot_ids()))
+        return self.info(*found) if found is not None else None
+
+    def base_tree(self) -> bytes:
+        base = self.base()
+        return bytes.fromhex(base.tree_id) if base is not None else EMPTY_TREE
+
+    def _base_position(self, newest_first: list[tuple[int, bytes]]) -> tuple[int, bytes] | None:
+        if not newest_first:
+            return None
+        sha = self.store.base()
+        return next((pair for pair in newest_first if pair[1] == sha), newest_first[0])
+
     def select(
         self, limit: int | None, label: str | None = None, metadata: Mapping[str, str] | None = None
     ) -> list[SnapshotInfo]:
@@ -60,9 +79,9 @@ class Catalog:
             try:
                 commit = self.store.read_commit(sha)
             except KeyError:
-                raise StoreError(f"snapshot {seq} points at missing commit {sha.hex()}; run verify()") from None
+                raise StoreError(f"snapshot {seq} points at missing commit {sha.hex()}", VERIFY) from None
             except TypeError:
-                raise StoreError(f"snapshot {seq} does not point at a commit; run verify()") from None
+                raise StoreError(f"snapshot {seq} does not point at a commit", VERIFY) from None
             info = records.parse_commit(commit, seq)
             self._infos[sha] = info
         return info
@@ -79,6 +98,9 @@ class Catalog:
         text = ref.strip()
         if not text or len(text) > 256 or any(ch < " " for ch in text):
             raise InvalidRef(f"malformed snapshot ref {ref!r}; pass an id, an id prefix or a label")
+        relative = _RELATIVE.fullmatch(text)
+        if relative is not None:
+            return self._relative(text, int(relative.group(1) or 1) if relative.group(1) is not None else 0)
         by_id = {sha: seq for seq, sha in self.store.iter_snapshot_ids()}
         if _FULL_ID.fullmatch(text):
             sha = bytes.fromhex(text)
@@ -87,7 +109,7 @@ class Catalog:
             try:
                 type_num, _ = self.store.read_raw(sha)
             except KeyError:
-                raise SnapshotNotFound(f"no snapshot {text}; run `snapshotter log` to list them") from None
+                raise SnapshotNotFound(f"no snapshot {text}", LIST_SNAPSHOTS) from None
             kind = TYPE_NAMES.get(type_num, b"object").decode()
             raise InvalidRef(f"{text} is a {kind}, not a snapshot; pass a snapshot id or label")
         if _ID_PREFIX.fullmatch(text):
@@ -97,17 +119,32 @@ class Catalog:
                 raise InvalidRef(f"id prefix {text} is ambiguous; give more digits")
             if hits:
                 return by_id[hits[0]], hits[0]
-            raise SnapshotNotFound(f"no snapshot id starts with {text}; run `snapshotter log` to list them")
-        for sha, seq in by_id.items():  # newest first
-            if self.info(seq, sha).label == text:
-                return seq, sha
-        raise SnapshotNotFound(f"no snapshot labelled {text!r}; run `snapshotter log` to list them")
+            raise SnapshotNotFound(f"no snapshot id starts with {text}", LIST_SNAPSHOTS)
+        found = self.labelled(text)
+        if found is not None:
+            return found.sequence, bytes.fromhex(found.id)
+        raise SnapshotNotFound(f"no snapshot labelled {text!r}", LIST_SNAPSHOTS)
+
+    def labelled(self, label: str) -> SnapshotInfo | None:
+        """The newest snapshot carrying ``label``, or None."""
+        return next((info for info in self.newest_first() if info.label == label), None)
+
+    def _relative(self, text: str, back: int) -> tuple[int, bytes]:
+        newest_first = list(self.store.iter_snapshot_ids())
+        base = self._base_position(newest_first)
+        if base is None:
+            raise SnapshotNotFound(f"{text} names no snapshot: there are none yet")
+        place = newest_first.index(base) + back
+        if place >= len(newest_first):
+            older = len(newest_first) - 1 - newest_first.index(base)
+            raise SnapshotNotFound(f"{text} goes back past the oldest snapshot ({older} older than the base)")
+        return newest_first[place]
 
     def read_blob(self, sha: bytes) -> bytes:
         try:
             type_num, content = self.store.read_raw(sha)
         except KeyError:
-            raise StoreError(f"blob {sha.hex()} is missing from the store; run verify()") from None
+            raise StoreError(f"blob {sha.hex()} is missing from the store", VERIFY) from None
         if type_num != 3:
             raise StoreError(f"object {sha.hex()} should be a blob; the store is damaged")
         return content

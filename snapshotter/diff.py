@@ -54,6 +54,21 @@ def file_diff(change: Change, load_old: ContentLoader, load_new: ContentLoader) 
     )
 
 
+def unreadable_diff(path: str, recorded: tuple[int, bytes] | None) -> FileDiff:
+    """A workspace path that exists but cannot be read: no line counts, no patch;
+    ``recorded`` is what the other side holds at that path, if anything."""
+    return FileDiff(
+        path=path,
+        status=ChangeStatus.UNREADABLE,
+        additions=0,
+        deletions=0,
+        binary=False,
+        old_mode=recorded[0] if recorded else None,
+        new_mode=None,
+        old_id=recorded[1].hex() if recorded else None,
+    )
+
+
 def render_patch(change: Change, old: bytes, new: bytes, binary: bool) -> str:
     """A ``git diff``-style patch for one path."""
     path = change.path

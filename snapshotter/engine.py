@@ -18,18 +18,18 @@ from dulwich.file import FileLocked
 
 from . import hostfs, records, statcache
 from .catalog import Catalog
-from .diff import file_diff, status_of
-from .errors import SnapshotError, StoreError, StoreLocked, WorkspaceError
+from .diff import file_diff, status_of, unreadable_diff
+from .errors import VERIFY, PathNotFound, SnapshotError, StoreError, StoreLocked, WorkspaceError, what_to_check
 from .fsops import Workspace
 from .gates import WorkspaceLimits
 from .ignore import root_stack
 from .listing import Prelisting
 from .locking import StoreLock
-from .model import FileChange, FileDiff, RestoreResult, ScanStats, SnapshotInfo
+from .model import ChangeStatus, FileChange, FileDiff, RestoreResult, ScanStats, SnapshotInfo
 from .objects import MODE_LINK, STREAM_THRESHOLD
 from .restore import Plan, apply_plan, make_plan, names_checker, normalize_selection, selection_filter
 from .store import Store
-from .trees import Change, Comparison, RecordedModes, ScannedTree, StoredTree, TreeSide, changes
+from .trees import Change, Comparison, RecordedModes, ScannedTree, StoredTree, TreeSide, changes, entry_at, path_in_tree
 from .walker import EMPTY_TREE, Incremental, Scan, git_mode_of, scan
 from .watch import ChangeJournal
 
@@ -120,15 +120,15 @@ class Engine:
         except SnapshotError:
             raise
         except _STORE_FAILURES as exc:
-            raise StoreError(f"the store {self.store_path} is damaged ({exc}); run verify()") from None
+            raise StoreError(f"the store {self.store_path} is damaged ({exc})", VERIFY) from None
         except FileLocked as exc:  # a ref's lock file: stale ones are cleared when the store lock is next taken
             raise StoreLocked(f"{os.fsdecode(exc.lockfilename)} is held by another writer; retry") from None
         except OSError as exc:
             where = exc.filename if isinstance(exc.filename, str) else ""
             detail = f"{exc.strerror or exc}" + (f": {where}" if where else "")
             if where.startswith(self.store_path):
-                raise StoreError(f"store error ({detail}); check disk space and permissions") from None
-            raise WorkspaceError(f"workspace error ({detail}); check permissions and retry") from None
+                raise StoreError(f"store error ({detail}); {what_to_check(exc)}") from None
+            raise WorkspaceError(f"workspace error ({detail}); {what_to_check(exc)}") from None
 
     # -- scanning and recording -------------------------------------------------------
 
@@ -228,6 +228,7 @@ class Engine:
             if store.add_snapshot_ref(seq, sha):
                 break
             seq += 1  # another writer took this number; take the next one
+        store.set_base(sha)
         self._remember(current, save=save_cache)
         return self.catalog.info(seq, sha)
 
@@ -267,6 +268,7 @@ class Engine:
         """The newest snapshot if it already holds ``current``, else a new one (see ``record``)."""
         latest = self.catalog.latest()
         if latest is not None and latest.tree_id == current.tree_id.hex():
+            self.store.set_base(bytes.fromhex(latest.id))
             self._remember(current, save=save_cache)
             return latest
         return self.record(current, message, label, {}, save_cache=save_cache, base_side=base_side)
@@ -300,22 +302,52 @@ class Engine:
 
     # -- reading ------------------------------------------------------------------------
 
-    def status(self) -> list[FileChange]:
+    def status(self, files: Sequence[str | os.PathLike[str]] | None = None) -> list[FileChange]:
+        """What differs between the base and the workspace (or ``files`` in it)."""
+        within = self._within(files)
         current = self.scan(write=False)
-        base = StoredTree(self.store, self.catalog.latest_tree())
-        return [
+        base = StoredTree(self.store, self.catalog.base_tree())
+        found = [
             FileChange(c.path, status_of(c), c.old[0] if c.old else None, c.new[0] if c.new else None)
-            for c in changes(base, ScannedTree(current))
+            for c in changes(base, ScannedTree(current), within)
         ]
+        unreadable = [p for p in current.unreadable() if within is None or within(p, False)]
+        if not unreadable:
+            return found
+        kept = [c for c in found if not _below_any(c.path, unreadable)]
+        for path in unreadable:  # kept as last recorded: what the base says it was
+            old = entry_at(base, path)
+            kept.append(FileChange(path, ChangeStatus.UNREADABLE, old[0] if old else None, None))
+        return sorted(kept, key=lambda c: c.path)
 
-    def diff(self, old_info: SnapshotInfo, new_info: SnapshotInfo | None) -> list[FileDiff]:
+    def diff(
+        self,
+        old_info: SnapshotInfo,
+        new_info: SnapshotInfo | None,
+        files: Sequence[str | os.PathLike[str]] | None = None,
+    ) -> list[FileDiff]:
+        """Per-file differences from ``old_info`` to ``new_info`` (None: the workspace now)."""
+        within = self._within(files)
         old = StoredTree(self.store, bytes.fromhex(old_info.tree_id))
         new: TreeSide
+        unreadable: list[str] = []
         if new_info is None:
-            new, load_new = ScannedTree(self.scan(write=False)), self.read_workspace
+            current = self.scan(write=False)
+            new, load_new = ScannedTree(current), self.read_workspace
+            unreadable = [p for p in current.unreadable() if within is None or within(p, False)]
         else:
             new, load_new = StoredTree(self.store, bytes.fromhex(new_info.tree_id)), self.read_stored
-        return [file_diff(c, self.read_stored, load_new) for c in changes(old, new)]
+        found = [file_diff(c, self.read_stored, load_new) for c in changes(old, new, within)]
+        if not unreadable:
+            return found
+        kept = [d for d in found if not _below_any(d.path, unreadable)]
+        for path in unreadable:
+            entry = entry_at(old, path)
+            kept.append(unreadable_diff(path, entry))
+        return sorted(kept, key=lambda d: d.path)
+
+    def _within(self, files: Sequence[str | os.PathLike[str]] | None) -> Callable[[str, bool], bool] | None:
+        return selection_filter(normalize_selection(self.workspace, files)) if files is not None else None
 
     def read_stored(self, path: str, sha: bytes, mode: int) -> bytes | None:
         """A stored blob for diffing; None if too large to diff (never loaded whole)."""
@@ -377,11 +409,13 @@ class Engine:
         selection = normalize_selection(self.workspace, files) if files is not None else None
         within = selection_filter(selection) if selection is not None else None
         safety: SnapshotInfo | None = None
+        target_tree = StoredTree(self.store, bytes.fromhex(target.tree_id), check_names=names_checker(self.host))
+        if selection is not None:
+            self._check_selection(selection, target_tree, target)
         if current is None:
             current = self.scan(write=not dry_run)
         workspace = Workspace(self.workspace, self.host)
         try:
-            target_tree = StoredTree(self.store, bytes.fromhex(target.tree_id), check_names=names_checker(self.host))
             self.compared = None
             if not dry_run:
                 self._kept, self._kept_bytes = {}, 0
@@ -398,6 +432,8 @@ class Engine:
                     self._apply_or_put_back(plan, workspace, safety)
                 for leftover in current.leftovers:  # from a restore killed mid-write
                     workspace.delete(leftover)
+                if selection is None:
+                    self.store.set_base(bytes.fromhex(target.id))
         finally:
             workspace.close()
             self._kept, self._kept_bytes = None, 0
@@ -412,7 +448,17 @@ class Engine:
             dry_run=dry_run,
             target_id=target.id,
             safety_snapshot_id=safety.id if safety is not None else None,
+            kept=plan.kept,
         )
+
+    def _check_selection(self, selection: list[str], target_tree: StoredTree, target: SnapshotInfo) -> None:
+        """Refuse, before anything is written, a path that is neither in the
+        snapshot (as a file, symlink or folder) nor in the workspace."""
+        for path in selection:
+            if os.path.lexists(os.path.join(self.workspace, *path.split("/"))):
+                continue
+            if not path_in_tree(target_tree, path):
+                raise PathNotFound(f"{path} is neither in snapshot {target.id[:12]} nor in the workspace")
 
     @contextlib.contextmanager
     def _watch_paused(self, changes: int) -> Iterator[None]:
@@ -461,3 +507,8 @@ class Engine:
             self.journal = None
         self._last = None
         self.store.close()
+
+
+def _below_any(path: str, folders_or_files: list[str]) -> bool:
+    """``path`` is one of them, or lies below one."""
+    return any(path == top or path.startswith(top + "/") for top in folders_or_files)

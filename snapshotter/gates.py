@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .errors import UnsafeWorkspace, WorkspaceTooLarge
+from .errors import MAX_BYTES, MAX_ENTRIES, UNSAFE_ROOT, UnsafeWorkspace, WorkspaceTooLarge
 
 DEFAULT_MAX_BYTES = 2 * 2**30
 DEFAULT_MAX_ENTRIES = 200_000
@@ -30,13 +30,12 @@ class WorkspaceLimits:
         """Raise WorkspaceTooLarge if a cap is passed (called while counting)."""
         if self.max_entries and entries > self.max_entries:
             raise WorkspaceTooLarge(
-                f"{workspace} holds more than {self.max_entries:,} files and folders (counted {entries:,}); "
-                "snapshot a smaller folder, exclude= some of it, or raise max_workspace_entries (0 disables)"
+                f"{workspace} holds more than {self.max_entries:,} files and folders (counted {entries:,})",
+                MAX_ENTRIES,
             )
         if self.max_bytes and size > self.max_bytes:
             raise WorkspaceTooLarge(
-                f"{workspace} holds more than {self.max_bytes:,} bytes (counted {size:,}); "
-                "snapshot a smaller folder, exclude= some of it, or raise max_workspace_bytes (0 disables)"
+                f"{workspace} holds more than {self.max_bytes:,} bytes (counted {size:,})", MAX_BYTES
             )
 
 
@@ -55,6 +54,6 @@ def check_root(canonical: str, allow_unsafe_root: bool) -> None:
     is_fs_root = os.path.dirname(canonical) == canonical
     if is_fs_root or canonical in unsafe_roots():
         raise UnsafeWorkspace(
-            f"refusing to snapshot {canonical}: a filesystem root, home, Desktop, Documents or Downloads folder; "
-            "pick a project folder, or pass allow_unsafe_root=True"
+            f"refusing to snapshot {canonical}: a filesystem root, home, Desktop, Documents or Downloads folder",
+            UNSAFE_ROOT,
         )

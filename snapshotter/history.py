@@ -16,7 +16,7 @@ so ``revert_turn(n)`` finds the state before the n-th last turn.
 from __future__ import annotations
 
 from .engine import Engine
-from .errors import InvalidInput, SnapshotNotFound
+from .errors import BEGIN_TURN, InvalidInput, SnapshotNotFound
 from .model import RestoreResult, SnapshotInfo, UndoResult
 
 UNDO, REDO, TURNS = "undo", "redo", "turns"
@@ -90,7 +90,7 @@ def begin_turn(engine: Engine, message: str, metadata: dict[str, str]) -> Snapsh
 def end_turn(engine: Engine, message: str, metadata: dict[str, str]) -> SnapshotInfo:
     number = len(engine.store.stack(TURNS))
     if number == 0:
-        raise InvalidInput("no turn has begun; call begin_turn() first")
+        raise InvalidInput("no turn has begun", BEGIN_TURN)
     return engine.snapshot(message or f"after turn {number}", f"post-turn:{number}", {"turn": str(number), **metadata})
 
 

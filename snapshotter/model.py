@@ -55,6 +55,9 @@ class ChangeStatus(str, Enum):
     MODIFIED = "modified"
     DELETED = "deleted"
     TYPE_CHANGED = "type_changed"
+    UNREADABLE = "unreadable"
+    """It exists in the workspace but cannot be read: kept as last recorded (never
+    deleted or overwritten by a restore)."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,9 @@ class RestoreResult:
     dry_run: bool = False
     target_id: str = ""
     safety_snapshot_id: str | None = None
+    kept: tuple[SkippedPath, ...] = ()
+    """Paths the snapshot would change but the workspace holds untracked
+    (unreadable, too large, not a regular file...): left as they are, with why."""
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from typing import BinaryIO
 
 from .deflate import compressor, deflate
 from .durability import sync_folder
-from .errors import StoreError
+from .errors import StoreError, what_to_check
 from .linediff import count_lines, is_binary
 from .packs import TYPE_NUMBERS, PackBuilder
 from .statcache import StatKey, stat_key
@@ -234,7 +234,7 @@ class ObjectWriter:
         try:
             return tempfile.mkstemp(dir=folder, prefix="tmp_obj_")
         except OSError as exc:
-            raise StoreError(f"cannot write to the store in {folder}: {exc.strerror}; check disk space") from None
+            raise StoreError(f"cannot write to the store in {folder}: {exc.strerror}; {what_to_check(exc)}") from None
 
     def _install(self, sha: bytes, chunks: Iterable[bytes]) -> None:
         path = self.loose_path(sha)
@@ -248,7 +248,7 @@ class ObjectWriter:
                     handle.flush()
                     os.fsync(handle.fileno())  # a ref written later must never name lost content
             except OSError as exc:
-                raise StoreError(f"cannot write to the store: {exc.strerror}; check disk space") from None
+                raise StoreError(f"cannot write to the store: {exc.strerror}; {what_to_check(exc)}") from None
             self._move_into_place(tmp, path)
             self._unsynced_dirs.add(os.path.dirname(path))
             size, loose, packs = self.written
@@ -264,7 +264,7 @@ class ObjectWriter:
             # Another writer installed the same object first (Windows refuses to
             # replace a file that is open): its content is identical by definition.
             if not os.path.exists(path):
-                raise StoreError(f"cannot write {path}: {exc.strerror}; check disk space") from None
+                raise StoreError(f"cannot write {path}: {exc.strerror}; {what_to_check(exc)}") from None
             _unlink_quietly(tmp)
 
     def hash_file(self, path: str, write: bool) -> Hashed:
@@ -367,7 +367,7 @@ def _store_write(out: BinaryIO, data: bytes) -> None:
     try:
         out.write(data)
     except OSError as exc:
-        raise StoreError(f"cannot write to the store: {exc.strerror}; check disk space") from None
+        raise StoreError(f"cannot write to the store: {exc.strerror}; {what_to_check(exc)}") from None
 
 
 def _fanout_folders(objects_dir: str) -> set[str]:

@@ -21,7 +21,7 @@ import zlib
 
 from .deflate import deflate
 from .durability import sync_folder
-from .errors import StoreError
+from .errors import StoreError, what_to_check
 
 TYPE_NUMBERS = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 """git's object type numbers, as packs and dulwich's raw reads use them."""
@@ -108,7 +108,7 @@ class PackBuilder:
         except OSError as exc:
             if self._tmp:
                 _unlink_quietly(self._tmp)
-            raise StoreError(f"cannot write a pack in {pack_dir}: {exc.strerror}; check disk space") from None
+            raise StoreError(f"cannot write a pack in {pack_dir}: {exc.strerror}; {what_to_check(exc)}") from None
         self._offset = _HEADER.size
         self._entries: dict[bytes, tuple[int, int]] = {}
         self._lock = threading.Lock()
@@ -151,7 +151,7 @@ class PackBuilder:
                 self._file.write(header)
                 self._file.write(data)
             except OSError as exc:
-                raise StoreError(f"cannot write to the store: {exc.strerror}; check disk space") from None
+                raise StoreError(f"cannot write to the store: {exc.strerror}; {what_to_check(exc)}") from None
             self._entries[sha] = (self._offset, crc)
             self._offset += len(header) + len(data)
 
@@ -198,7 +198,7 @@ class PackBuilder:
             return base
         except OSError as exc:
             self.abort()
-            raise StoreError(f"cannot finish a pack in {self._dir}: {exc.strerror}; check disk space") from None
+            raise StoreError(f"cannot finish a pack in {self._dir}: {exc.strerror}; {what_to_check(exc)}") from None
 
     def abort(self) -> None:
         if not self._file.closed:

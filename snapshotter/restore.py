@@ -12,13 +12,14 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .errors import InvalidInput, RestoreConflict, UnsafeTree
 from .fsops import Workspace
 from .hostfs import POSIX, HostFS, recorded_mode
 from .listing import GIT_DIR_NAMES
+from .model import SkippedPath, SkipReason
 from .objects import MODE_EXEC, MODE_LINK, TRACKED_MODES
 from .statcache import Record, StatCache, StatKey, stat_key
 from .trees import Change, Comparison, Entry, ScannedTree, StoredTree, changes
@@ -36,6 +37,9 @@ class Plan:
     deletes: tuple[str, ...]
     unchanged: int
     folders: Mapping[str, tuple[int, bytes]] = field(default_factory=dict)
+    kept: tuple[SkippedPath, ...] = ()
+    """Paths the target would change but the current scan does not track
+    (unreadable, too large, not a regular file...): never written or deleted."""
     """For a whole-workspace restore, the target's folders on the way to every
     change: path -> (entries, tree id). Once the plan is applied, these are the
     workspace's folders too, so the stat cache takes their tree ids as they are."""
@@ -143,6 +147,8 @@ def make_plan(
     writes: list[tuple[str, Entry]] = []
     chmods: list[tuple[str, Entry]] = []
     deletes: list[str] = []
+    tracked_touched = sum(1 for c in found if c.old is not None)  # kept ones are not "unchanged" either
+    found, kept = _without_kept(found, tracked)
     for change in found:
         if change.new is None:
             deletes.append(change.path)
@@ -160,8 +166,36 @@ def make_plan(
         in_scope = tracked.tracked_count()
     else:
         in_scope = sum(1 for p in tracked.tracked_paths() if within(p, False))
-    unchanged = in_scope - sum(1 for c in found if c.old is not None)
-    return Plan(tuple(writes), tuple(chmods), tuple(deletes), unchanged, folders)
+    unchanged = in_scope - tracked_touched
+    return Plan(tuple(writes), tuple(chmods), tuple(deletes), unchanged, folders, tuple(kept))
+
+
+_NOT_KEPT = frozenset([SkipReason.VANISHED])
+
+
+def _without_kept(found: list[Change], scanned: Scan | None) -> tuple[list[Change], list[SkippedPath]]:
+    """Split off the changes at paths the scan saw but did not (or could not)
+    read: a restore never writes or deletes those."""
+    if scanned is None:
+        return found, []
+    keep = {item.path: item for item in scanned.skipped if item.reason not in _NOT_KEPT}
+    if not keep:
+        return found, []
+    out: list[Change] = []
+    kept: list[SkippedPath] = []
+    for change in found:
+        held = keep.get(change.path) or next((keep[p] for p in _parents(change.path) if p in keep), None)
+        if held is None:
+            out.append(change)
+        else:
+            kept.append(SkippedPath(change.path, held.reason))
+    return out, kept
+
+
+def _parents(path: str) -> Iterator[str]:
+    while "/" in path:
+        path = path.rpartition("/")[0]
+        yield path
 
 
 def _chmod_only(change: Change) -> bool:

@@ -16,7 +16,7 @@ from . import history, integrity, lifecycle, records, statcache
 from .background import Background, SnapshotHandle, finished
 from .compaction import GcResult
 from .engine import Engine
-from .errors import InvalidInput, SnapshotError, StoreError
+from .errors import FIRST_SNAPSHOT, InvalidInput, SnapshotError, SnapshotNotFound, StoreError
 from .gates import DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES, WorkspaceLimits, check_root
 from .ignore import root_stack
 from .integrity import VerifyResult
@@ -239,8 +239,14 @@ class Snapshotter:
     def snapshot(
         self, message: str = "", *, label: str | None = None, metadata: Mapping[str, str] | None = None
     ) -> SnapshotInfo:
-        """Record the workspace as it is now and return the new snapshot."""
-        return self._engine_ok().snapshot(*_checked(message, label, metadata))
+        """Record the workspace as it is now and return the new snapshot.
+
+        A ``label`` already in use moves to the new snapshot (a warning is
+        logged); the older snapshot keeps its id and stays listed."""
+        engine = self._engine_ok()
+        checked = _checked(message, label, metadata)
+        with _moving_label(engine, label):
+            return engine.snapshot(*checked)
 
     track = snapshot
 
@@ -281,16 +287,33 @@ class Snapshotter:
         return self._engine_ok().catalog.get(ref)
 
     @_public()
-    def status(self) -> builtins.list[FileChange]:
-        """What differs between the workspace and the newest snapshot."""
-        return self._engine_ok().status()
+    def base(self) -> SnapshotInfo | None:
+        """The snapshot the workspace was last made equal to (by a snapshot, a
+        restore, undo or redo): what ``status()`` and ``diff()`` compare with by
+        default, and what the ref ``@`` names. None before the first snapshot."""
+        return self._engine_ok().catalog.base()
 
     @_public()
-    def diff(self, from_ref: str | SnapshotInfo, to_ref: str | SnapshotInfo | None = None) -> builtins.list[FileDiff]:
-        """Per-file differences from one snapshot to another, or to the workspace now."""
+    def status(self, files: Sequence[str | os.PathLike[str]] | None = None) -> builtins.list[FileChange]:
+        """What differs between the base (see ``base()``) and the workspace now,
+        or only ``files`` (paths or folders) in it."""
+        return self._engine_ok().status(_paths(files))
+
+    @_public()
+    def diff(
+        self,
+        from_ref: str | SnapshotInfo | None = None,
+        to_ref: str | SnapshotInfo | None = None,
+        *,
+        files: Sequence[str | os.PathLike[str]] | None = None,
+    ) -> builtins.list[FileDiff]:
+        """Per-file differences from one snapshot (default: the base) to another,
+        or to the workspace now; only ``files`` (paths or folders) if given."""
         engine = self._engine_ok()
-        old = engine.catalog.get(from_ref)
-        return engine.diff(old, engine.catalog.get(to_ref) if to_ref is not None else None)
+        old = engine.catalog.get(from_ref) if from_ref is not None else engine.catalog.base()
+        if old is None:
+            raise SnapshotNotFound("no snapshots yet", FIRST_SNAPSHOT)
+        return engine.diff(old, engine.catalog.get(to_ref) if to_ref is not None else None, _paths(files))
 
     @_public(mutates=True)
     def restore(
@@ -307,10 +330,8 @@ class Snapshotter:
         be undone; a restore that fails part-way puts the workspace back.
         Untracked files (ignored, too large, unreadable) are never touched.
         """
-        if isinstance(files, (str, os.PathLike)):
-            raise InvalidInput("files= takes a list of paths, not a single path")
         engine = self._engine_ok()
-        return engine.restore(engine.catalog.get(ref), files, dry_run=dry_run)
+        return engine.restore(engine.catalog.get(ref), _paths(files), dry_run=dry_run)
 
     # -- lifecycle: retention, pins, compaction ---------------------------------------------
 
@@ -365,7 +386,10 @@ class Snapshotter:
         self, message: str = "", *, label: str | None = None, metadata: Mapping[str, str] | None = None
     ) -> SnapshotInfo:
         """Snapshot the workspace as an undo point; clears what could be redone."""
-        return history.checkpoint(self._engine_ok(), *_checked(message, label, metadata))
+        engine = self._engine_ok()
+        checked = _checked(message, label, metadata)
+        with _moving_label(engine, label):
+            return history.checkpoint(engine, *checked)
 
     @_public(failure=False, mutates=True, maintain=False)
     def can_undo(self) -> bool:
@@ -438,6 +462,23 @@ class Snapshotter:
         from .safety import Guard
 
         return Guard(self, verify)
+
+
+@contextmanager
+def _moving_label(engine: Engine, label: str | None) -> Iterator[None]:
+    """Warn, once the new snapshot exists, that ``label`` now names it and no longer an older one."""
+    previous = engine.catalog.labelled(label) if label is not None else None
+    yield
+    if previous is not None:
+        log.warning(
+            "label %r now names the new snapshot; it named %s before (still listed, by id)", label, previous.id[:12]
+        )
+
+
+def _paths(files: Sequence[str | os.PathLike[str]] | None) -> Sequence[str | os.PathLike[str]] | None:
+    if isinstance(files, (str, os.PathLike)):
+        raise InvalidInput("files= takes a list of paths, not a single path")
+    return files
 
 
 def _checked(

@@ -30,7 +30,7 @@ from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from .durability import sync_folder
-from .errors import StoreError, WorkspaceError
+from .errors import HOME_OUTSIDE, StoreError, WorkspaceError
 from .listing import settled
 from .objects import ObjectWriter
 from .packread import PackFile, PackIndex, read_entry
@@ -40,6 +40,7 @@ from .statcache import USE_CTIME
 SNAPSHOT_REF_PREFIX = b"refs/snapshots/"
 _HEX40 = re.compile(rb"[0-9a-f]{40}")
 _STACK_PREFIX = b"refs/snapshotter/"
+_BASE_REF = Ref(b"refs/snapshotter/base")
 _SEQ_WIDTH = 10
 _CHUNK = 1 << 20
 _CASE_INSENSITIVE = sys.platform in ("win32", "darwin")
@@ -91,10 +92,7 @@ def store_path_for(canonical: str, home: str | os.PathLike[str] | None) -> str:
     home_path = os.path.realpath(os.path.abspath(os.fspath(home) if home is not None else default_home()))
     store = os.path.join(home_path, "snapshots", store_key(canonical))
     if _is_within(home_path, canonical):
-        raise WorkspaceError(
-            f"the snapshot home {home_path} is inside the workspace {canonical}; "
-            "set home= or SNAPSHOTTER_HOME to a folder outside it"
-        )
+        raise WorkspaceError(f"the snapshot home {home_path} is inside the workspace {canonical}", HOME_OUTSIDE)
     if _is_within(canonical, home_path):
         raise WorkspaceError(
             f"the workspace {canonical} is inside the snapshot home {home_path}; snapshot a folder outside it"
@@ -477,6 +475,22 @@ class Store:
         for key, current in self.repo.refs.as_dict(Ref(_STACK_PREFIX + name.encode())).items():
             if current == value:
                 del self.repo.refs[Ref(_STACK_PREFIX + name.encode() + b"/" + key)]
+
+    # -- the base: the snapshot the workspace was last made equal to -------------------
+
+    def base(self) -> bytes | None:
+        """The commit id ``refs/snapshotter/base`` holds (read raw, never resolved), or None."""
+        raw = self.repo.refs.read_loose_ref(_BASE_REF)
+        if raw is None:
+            raw = self.repo.refs.get_packed_refs().get(_BASE_REF)
+        value = (raw or b"").strip()
+        return bytes.fromhex(value.decode("ascii")) if _HEX40.fullmatch(value) else None
+
+    def set_base(self, sha: bytes) -> None:
+        """Point the base at ``sha`` (a snapshot, a restore, undo or redo made the
+        workspace equal to it). Hold the store lock."""
+        self.repo.refs[_BASE_REF] = ObjectID(sha.hex().encode())
+        self._seal(_BASE_REF)
 
     # -- pins and removal --------------------------------------------------------------
 

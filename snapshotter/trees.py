@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from .errors import StoreError
+from .errors import VERIFY, StoreError
 from .hostfs import recorded_mode
 from .listing import join_path
 from .objects import MODE_TREE, parse_tree
@@ -66,9 +66,7 @@ class StoredTree:
         try:
             type_num, content = self._store.read_raw(handle)
         except KeyError:
-            raise StoreError(
-                f"tree {handle.hex()} is missing from the store; run verify() to find damaged snapshots"
-            ) from None
+            raise StoreError(f"tree {handle.hex()} is missing from the store", VERIFY) from None
         if type_num != 2:
             raise StoreError(f"object {handle.hex()} should be a tree; the store is damaged")
         try:
@@ -136,6 +134,34 @@ def walk_files(side: TreeSide, handle: object, prefix: str) -> Iterator[tuple[st
                 stack.append((path, sub))
             else:
                 yield path, (mode, sha)
+
+
+def entry_at(side: TreeSide, path: str) -> Entry | None:
+    """(mode, id) of the file or symlink at ``path`` on one side, or None."""
+    handle: object = side.root()
+    parts = path.split("/")
+    for depth, name in enumerate(parts):
+        found = side.entries(handle).get(name)
+        if found is None:
+            return None
+        mode, sha, sub = found
+        if depth == len(parts) - 1:
+            return (mode, sha) if mode != MODE_TREE else None
+        if mode != MODE_TREE:
+            return None
+        handle = sub
+    return None
+
+
+def path_in_tree(side: TreeSide, path: str) -> bool:
+    """Is there a file, symlink or folder at ``path`` on this side?"""
+    handle: object = side.root()
+    for name in path.split("/"):
+        found = side.entries(handle).get(name) if handle is not None else None
+        if found is None:
+            return False
+        handle = found[2] if found[0] == MODE_TREE else None
+    return True
 
 
 def changes(

@@ -127,6 +127,11 @@ class Scan:
             for name, record in node.records.items():
                 yield prefix + name, record
 
+    def unreadable(self) -> list[str]:
+        """Files and folders that exist but could not be read: a file the store
+        knew is kept as last recorded, the others are not in the snapshot."""
+        return [item.path for item in self.skipped if item.reason is SkipReason.UNREADABLE]
+
     def folder_tables(self) -> dict[str, Folder]:
         """Folder -> its files' records, for the next stat cache."""
         return {rel: node.records for rel, node in self.nodes.items() if node.records}
@@ -158,8 +163,13 @@ class _Pending:
     lstat_key: StatKey
     recorded: int | None
     """The st_mode recorded for this path before, on hosts that need it (see hostfs)."""
-    new: bool
-    """Not in the stat cache: over ``max_new_file_size`` it is skipped, not tracked."""
+    record: Record | None
+    """Its stat-cache record: not in the cache (None), over ``max_new_file_size``
+    it is skipped, not tracked; unreadable now, it is kept as last recorded."""
+
+    @property
+    def new(self) -> bool:
+        return self.record is None
 
 
 _S_IFMT = 0o170000
@@ -366,7 +376,7 @@ def scan(
                 if record is None and not is_link and st.st_size > max_new_file_size:
                     skipped.append(SkippedPath(rel, SkipReason.TOO_LARGE))
                     continue
-                pending.append(_Pending(node, name, rel, base + name, is_link, key, recorded, record is None))
+                pending.append(_Pending(node, name, rel, base + name, is_link, key, recorded, record))
             files_seen += hits
             if not missed and hits == len(table):
                 node.records = table
@@ -523,7 +533,10 @@ def _hash_pending(
     try:
         for item, result in zip(pending, results):
             if isinstance(result, BaseException):
-                skipped.append(SkippedPath(item.rel, _skip_reason(result)))
+                reason = _skip_reason(result)
+                skipped.append(SkippedPath(item.rel, reason))
+                if reason is SkipReason.UNREADABLE and item.record is not None:
+                    item.node.records[item.name] = item.record  # kept as last recorded, never dropped
                 continue
             if item.new and not item.is_link and result.size > max_new_file_size:  # it grew since its lstat
                 skipped.append(SkippedPath(item.rel, SkipReason.TOO_LARGE))

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from snapshotter import RestoreConflict, Retention, Snapshotter
+from snapshotter import PathNotFound, RestoreConflict, Retention, Snapshotter
 
 Entry = tuple[str, bytes, bool]
 """(kind "file" or "link", content or link target, executable)."""
@@ -320,6 +320,17 @@ class WorkspaceModel(RuleBasedStateMachine):
         def within(path: str) -> bool:
             return any(path == c or path.startswith(c + "/") for c in chosen)
 
+        in_neither = [
+            c
+            for c in chosen
+            if not os.path.lexists(self.ws / c) and not any(t == c or t.startswith(c + "/") for t in target)
+        ]
+        if in_neither:
+            with pytest.raises(PathNotFound):
+                self.snap.restore(sha, chosen)
+            assert observe(self.ws) == (before_files, before_folders), "a refused restore changed the workspace"
+            self._note("selective: a path in neither")
+            return
         try:
             result = self.snap.restore(sha, chosen)
         except RestoreConflict:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import forge_snapshot, read_tree, write
 
-from snapshotter import RestoreConflict, UnsafeTree, objects, statcache
+from snapshotter import PathNotFound, RestoreConflict, UnsafeTree, objects, statcache
 from snapshotter.objects import MODE_FILE, serialize_tree
 
 
@@ -319,7 +319,11 @@ def test_selective_restore_leaves_a_file_on_the_way_alone_when_nothing_is_writte
     (ws / "n/a").unlink()
     (ws / "n").rmdir()
     write(ws, {"n": "now a file", "b.txt": "b2"})
-    snap.restore(first.id, ["b.txt", "n/missing.txt"])
+    with pytest.raises(PathNotFound, match="n/missing.txt is neither in snapshot"):  # checked before anything
+        snap.restore(first.id, ["b.txt", "n/missing.txt"])
+    assert (ws / "n").read_text() == "now a file"
+    assert (ws / "b.txt").read_text() == "b2" and len(snap.list()) == 1  # not even a safety snapshot
+    snap.restore(first.id, ["b.txt"])
     assert (ws / "n").read_text() == "now a file"
     assert (ws / "b.txt").read_text() == "b1"
     snap.restore(first.id, ["n/a"])  # something to write below n: the file n must make way

@@ -142,9 +142,9 @@ class FileSnapshot:
     def track(self, message: str | None = None) -> SnapshotInfo:
         """Track the current state of the project."""
         snap = self._open()
-        latest = snap.list(limit=1)
-        if latest and not snap.status():
-            return SnapshotInfo(commit_hash=latest[0].id, session_id=self.session_id, message="No changes")
+        base = snap.base()  # what the project was last made equal to; status() compares with it
+        if base is not None and not snap.status():
+            return SnapshotInfo(commit_hash=base.id, session_id=self.session_id, message="No changes")
         metadata = {"user_name": self.user_name, "user_email": self.user_email}
         if self.session_id:
             metadata["session_id"] = self.session_id
