@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import fields
+from dataclasses import fields, is_dataclass
 from datetime import datetime
 from enum import Enum
 from typing import Any, TextIO
@@ -22,7 +22,8 @@ from .integrity import VerifyResult
 from .model import FileChange, FileDiff, PruneResult, RestoreResult, SnapshotInfo, StoreStats, UndoResult
 
 SCHEMA = 1
-STATUS_LETTER = {"added": "A", "modified": "M", "deleted": "D", "type_changed": "T"}
+STATUS_LETTER = {"added": "A", "modified": "M", "deleted": "D", "type_changed": "T", "unreadable": "X"}
+"""git's letters; X (git's "unknown") marks a file that exists but cannot be read (kept as last recorded)."""
 
 
 def _mode(mode: int | None) -> str | None:
@@ -38,6 +39,8 @@ def _value(value: Any) -> Any:
         return round(value, 3)
     if isinstance(value, (tuple, list)):
         return [_value(v) for v in value]
+    if is_dataclass(value) and not isinstance(value, type):
+        return plain_json(value)
     return value
 
 
@@ -117,12 +120,35 @@ def verify_json(result: VerifyResult) -> dict[str, Any]:
     return plain_json(result)
 
 
-def snapshot_line(info: SnapshotInfo) -> str:
+def snapshot_line(info: SnapshotInfo, is_base: bool = False) -> str:
+    """One line: id, time, counts against the snapshot before it, label, first line of the message;
+    ``@`` after the id marks the base."""
     label = f" [{info.label}]" if info.label else ""
     when = info.created_at.strftime("%Y-%m-%d %H:%M:%S")
     first = info.message.splitlines()[0] if info.message else ""
     stats = f"{info.files_changed} files +{info.additions} -{info.deletions}"
-    return f"{info.id[:12]}  {when}  {stats}{label}  {first}".rstrip()
+    marker = " @" if is_base else "  "
+    return f"{info.id[:12]}{marker} {when}  {stats}{label}  {first}".rstrip()
+
+
+def show_lines(info: SnapshotInfo) -> list[str]:
+    """``show REF`` for a person: every fact of one snapshot, a line each."""
+    lines = [
+        f"snapshot  {info.id}",
+        f"sequence  {info.sequence}",
+        f"created   {info.created_at.strftime('%Y-%m-%d %H:%M:%S %Z')}",
+        f"label     {info.label if info.label else '-'}",
+        f"changes   {info.files_changed} files, +{info.additions} -{info.deletions} lines "
+        "(against the snapshot before it)",
+        f"tree      {info.tree_id}",
+    ]
+    for key, value in sorted(info.metadata.items()):
+        lines.append(f"meta      {key}={value}")
+    for skipped in info.skipped:
+        lines.append(f"skipped   {skipped.path} ({skipped.reason.value})")
+    lines.append("")
+    lines.extend(f"    {line}" for line in (info.message.splitlines() or ["(no message)"]))
+    return lines
 
 
 def wants_color(stream: TextIO) -> bool:

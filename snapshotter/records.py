@@ -35,6 +35,8 @@ def validate_label(label: str | None) -> str | None:
         raise InvalidInput(f"label must be a non-empty string of at most {_MAX_LABEL} characters")
     if any(ch < " " or ch == "\x7f" for ch in label) or label != label.strip():
         raise InvalidInput("label must be one line without control characters or outer spaces")
+    if label.startswith("@"):
+        raise InvalidInput(f"label {label!r} starts with '@', which names relative refs (@, @~2); choose another")
     if _HEXLIKE.fullmatch(label):
         raise InvalidInput(f"label {label!r} looks like a snapshot id; choose a label with a non-hex character")
     return label

@@ -29,8 +29,9 @@ needs_git = pytest.mark.skipif(GIT is None, reason="git binary not on PATH (orac
 
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test may touch the real user data folder."""
+    """No test may touch the real user data folder, or read the real user config."""
     monkeypatch.setenv("SNAPSHOTTER_HOME", str(tmp_path / "default-home"))
+    monkeypatch.setenv("SNAPSHOTTER_CONFIG", str(tmp_path / "no-user-config.toml"))
 
 
 @pytest.fixture

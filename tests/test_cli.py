@@ -35,7 +35,9 @@ def test_snapshot_log_status_diff_restore(ws: Path, home: Path, capsys: pytest.C
     code, out, _ = run(capsys, "restore", *base, "start", "--dry-run")
     assert code == 0 and "would write 1, would delete 1" in out
     assert (ws / "a.txt").read_text() == "two\n"
-    code, out, _ = run(capsys, "restore", *base, snap_id)
+    code, out, err = run(capsys, "restore", *base, snap_id)  # nobody to ask (not a terminal): refused
+    assert code == 2 and "Pass --yes" in err and (ws / "a.txt").read_text() == "two\n"
+    code, out, _ = run(capsys, "restore", *base, snap_id, "--yes")
     assert code == 0 and "wrote 1, deleted 1" in out and "undo with" in out
     assert (ws / "a.txt").read_text() == "one\n" and not (ws / "b.txt").exists()
     code, out, _ = run(capsys, "log", *base)

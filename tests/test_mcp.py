@@ -62,8 +62,8 @@ def test_mcp_server_over_stdio(ws: Path, home: Path) -> None:
             assert _is_error(bad) and "no snapshot labelled" in _error_text(bad)
             outside = await session.call_tool("restore", {"ref": "start", "files": ["../escape"], "dry_run": False})
             assert _is_error(outside)
-            nothing = _payload(await session.call_tool("undo", {}))
-            assert nothing["ok"] is False
+            nothing = await session.call_tool("undo", {})  # did nothing: an error result with the reason
+            assert _is_error(nothing) and "nothing to undo" in _error_text(nothing)
             assert (ws / ".env").read_text() == "SECRET=1\n"
 
     anyio.run(session_run)
