@@ -22,7 +22,7 @@ from .listing import GIT_DIR_NAMES
 from .model import SkippedPath, SkipReason
 from .objects import MODE_EXEC, MODE_LINK, TRACKED_MODES
 from .statcache import Record, StatCache, StatKey, stat_key
-from .trees import Change, Comparison, Entry, ScannedTree, StoredTree, changes
+from .trees import Change, Comparison, Entry, ScannedTree, StoredTree, changes, entry_at
 from .walker import Scan
 
 _WINDOWS_RESERVED = re.compile(r"(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?", re.IGNORECASE)
@@ -149,6 +149,7 @@ def make_plan(
     deletes: list[str] = []
     tracked_touched = sum(1 for c in found if c.old is not None)  # kept ones are not "unchanged" either
     found, kept = _without_kept(found, tracked)
+    kept.extend(_unreadable_in(target, tracked, within, {k.path for k in kept}))
     for change in found:
         if change.new is None:
             deletes.append(change.path)
@@ -190,6 +191,16 @@ def _without_kept(found: list[Change], scanned: Scan | None) -> tuple[list[Chang
         else:
             kept.append(SkippedPath(change.path, held.reason))
     return out, kept
+
+
+def _unreadable_in(
+    target: StoredTree, scanned: Scan | None, within: Callable[[str, bool], bool] | None, reported: set[str]
+) -> Iterator[SkippedPath]:
+    """Unreadable files the target holds, even where it holds what was last
+    recorded of them: the restore cannot tell, so it says it left them alone."""
+    for path in scanned.unreadable() if scanned is not None else ():
+        if path not in reported and (within is None or within(path, False)) and entry_at(target, path) is not None:
+            yield SkippedPath(path, SkipReason.UNREADABLE)
 
 
 def _parents(path: str) -> Iterator[str]:

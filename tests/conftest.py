@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,6 +87,30 @@ def beside_a_writer(ws: Path, home: Path, count: int, action: Callable[[], objec
     finally:
         _, err = writer.communicate(timeout=300)
     assert writer.returncode == 0, err.decode()
+
+
+CONSOLE_SCRIPT = str(Path(sys.executable).parent / "snapshotter")
+COMMAND = [CONSOLE_SCRIPT] if os.path.exists(CONSOLE_SCRIPT) else [sys.executable, "-m", "snapshotter"]
+"""The real ``snapshotter`` command as installed (the module where no console script is)."""
+
+
+def run_command(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, **options: Any
+) -> subprocess.CompletedProcess[str]:
+    """``snapshotter ARGS...`` in a subprocess, with stdin closed (nobody to ask) and no NO_COLOR."""
+    full_env = dict(os.environ, **(env or {}))
+    full_env.pop("NO_COLOR", None)
+    return subprocess.run(
+        [*COMMAND, *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd,
+        check=False,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        **options,
+    )
 
 
 def write(root: Path, files: dict[str, str | bytes]) -> None:

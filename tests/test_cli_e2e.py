@@ -12,24 +12,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conftest import write
-
-EXE = str(Path(sys.executable).parent / "snapshotter")
+from conftest import COMMAND, run_command, write
 
 
 def cli(ws: Path, home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full_env = dict(os.environ, SNAPSHOTTER_HOME=str(home), **(env or {}))
-    full_env.pop("NO_COLOR", None)
-    command = [EXE] if os.path.exists(EXE) else [sys.executable, "-m", "snapshotter"]
-    return subprocess.run(
-        [*command, *args, "-C", str(ws)],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        check=False,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_command(*args, "-C", str(ws), env={"SNAPSHOTTER_HOME": str(home), **(env or {})})
 
 
 def as_json(result: subprocess.CompletedProcess[str]) -> Any:
@@ -135,8 +122,7 @@ def test_store_locked_exit_code(ws: Path, home: Path) -> None:
 
 def _run_in_terminal(args: list[str], env: dict[str, str], answer: bytes | None) -> tuple[int, str]:
     master, slave = pty.openpty()
-    command = [EXE] if os.path.exists(EXE) else [sys.executable, "-m", "snapshotter"]
-    proc = subprocess.Popen([*command, *args], stdin=slave, stdout=slave, stderr=slave, env=env)
+    proc = subprocess.Popen([*COMMAND, *args], stdin=slave, stdout=slave, stderr=slave, env=env)
     os.close(slave)
     output = b""
     deadline = time.monotonic() + 60

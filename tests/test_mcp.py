@@ -67,3 +67,47 @@ def test_mcp_server_over_stdio(ws: Path, home: Path) -> None:
             assert (ws / ".env").read_text() == "SECRET=1\n"
 
     anyio.run(session_run)
+
+
+def test_mcp_tools_for_turns_checkpoints_status_and_show(ws: Path, home: Path) -> None:
+    write(ws, {"app.py": "v1\n"})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "snapshotter", "-C", str(ws), "mcp"],  # a global option before the command, too
+        env=dict(os.environ, SNAPSHOTTER_HOME=str(home)),
+    )
+
+    async def session_run() -> None:
+        async with stdio_client(params) as (read, send), ClientSession(read, send) as session:
+            started = await session.initialize()
+            from snapshotter import __version__
+
+            assert started.server_info.name == "snapshotter" and started.server_info.version == __version__
+            names = {tool.name for tool in (await session.list_tools()).tools}
+            assert {"checkpoint", "begin_turn", "end_turn", "tool_snapshot", "status", "show"} <= names
+            nothing = await session.call_tool("redo", {})
+            assert _is_error(nothing) and "nothing to redo" in _error_text(nothing)
+            early = await session.call_tool("end_turn", {})
+            assert _is_error(early) and "call begin_turn first" in _error_text(early)
+            begun = _payload(await session.call_tool("begin_turn", {}))
+            assert begun["label"] == "pre-turn:1"
+            assert _payload(await session.call_tool("tool_snapshot", {"call_id": "c1"}))["label"] == "tool:c1"
+            (ws / "app.py").write_text("v2\n")
+            changed = _payload(await session.call_tool("status", {}))
+            assert [(c["path"], c["status"]) for c in changed["changes"]] == [("app.py", "modified")]
+            ended = _payload(await session.call_tool("end_turn", {}))
+            assert ended["label"] == "post-turn:1"
+            assert _payload(await session.call_tool("status", {}))["changes"] == []
+            assert _payload(await session.call_tool("show", {}))["id"] == ended["id"]  # @, the base
+            assert _payload(await session.call_tool("show", {"ref": "@~2"}))["id"] == begun["id"]
+            point = _payload(await session.call_tool("checkpoint", {"label": "mine"}))
+            again = _payload(await session.call_tool("checkpoint", {"label": "mine"}))
+            assert "warnings" not in point and "now names the new snapshot" in again["warnings"][0]
+            missing = await session.call_tool("show", {"ref": "nope"})
+            assert _is_error(missing) and "call list_snapshots to see them" in _error_text(missing)
+            reverted = _payload(await session.call_tool("revert_turn", {}))
+            assert reverted["written_paths"] == ["app.py"] and (ws / "app.py").read_text() == "v1\n"
+            undone = _payload(await session.call_tool("undo", {}))
+            assert undone["ok"] is True
+
+    anyio.run(session_run)

@@ -1,0 +1,83 @@
+"""The distribution as installers see it: its name, metadata, and an sdist whose tests run."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import re
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+import snapshotter
+
+ROOT = Path(__file__).resolve().parent.parent
+DISTRIBUTION = "workspace-snapshotter"
+
+
+def test_the_distribution_has_its_own_name_one_version_and_a_licence() -> None:
+    try:
+        meta = importlib.metadata.metadata(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("the project is not installed (run from an installed checkout)")
+    assert meta["Version"] == snapshotter.__version__
+    assert meta.get("License-Expression") == "MIT"
+    assert meta.get_all("Project-URL")
+    assert any(c.startswith("Programming Language :: Python :: 3.10") for c in meta.get_all("Classifier") or [])
+    scripts = {e.name: e.value for e in importlib.metadata.entry_points(group="console_scripts")}
+    assert scripts.get("snapshotter") == "snapshotter.cli:main"
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+
+
+def test_no_install_hint_names_the_unrelated_snapshotter_distribution() -> None:
+    """``snapshotter`` on the package index is an unrelated rsync tool: every hint names ours."""
+    wrong = re.compile(r"""pip install[^\n`&;|]*?(?<![\w-])["']?snapshotter(\[|["'\s`]|$)""", re.M)
+    texts = [*ROOT.glob("*.md"), *ROOT.glob("docs/*.md"), *(ROOT / "snapshotter").rglob("*.py")]
+    offenders = [f"{path.relative_to(ROOT)}: {m.group(0)}" for path in texts for m in wrong.finditer(path.read_text())]
+    assert not offenders
+
+
+def test_the_sdist_carries_what_its_tests_need(tmp_path: Path) -> None:
+    if importlib.util.find_spec("build") is None:
+        pytest.skip("the build package is not installed")
+    isolation = ["--no-isolation"] if _has_modern_setuptools() else []  # else the index provides setuptools
+    made = subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--outdir", str(tmp_path / "dist"), *isolation, str(ROOT)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert made.returncode == 0, made.stderr[-2000:]
+    (sdist,) = (tmp_path / "dist").glob("*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+        if hasattr(tarfile, "data_filter"):
+            archive.extractall(tmp_path / "unpacked", filter="data")
+        else:  # pragma: no cover - Pythons before the extraction filters
+            archive.extractall(tmp_path / "unpacked")  # noqa: S202 - our own archive, just built
+    needed = {"LICENSE", "README.md", "SECURITY.md", "pyproject.toml", "snapshotter/py.typed"}
+    needed |= {str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("*.py")}
+    assert needed <= names, sorted(needed - names)
+    (unpacked,) = (tmp_path / "unpacked").iterdir()
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=unpacked,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-2000:]
+    assert "error" not in collected.stdout.lower().splitlines()[-1]
+
+
+def _has_modern_setuptools() -> bool:
+    try:
+        major = int(importlib.metadata.version("setuptools").split(".")[0])
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return major >= 77
