@@ -266,11 +266,11 @@ class Engine:
         self, current: Scan, message: str, label: str, *, save_cache: bool = True, base_side: StoredTree | None = None
     ) -> SnapshotInfo:
         """The newest snapshot if it already holds ``current``, else a new one (see ``record``)."""
-        latest = self.catalog.latest()
-        if latest is not None and latest.tree_id == current.tree_id.hex():
-            self.store.set_base(bytes.fromhex(latest.id))
-            self._remember(current, save=save_cache)
-            return latest
+        for held in (self.catalog.base(), self.catalog.latest()):  # the base first: it does not move then
+            if held is not None and held.tree_id == current.tree_id.hex():
+                self.store.set_base(bytes.fromhex(held.id))
+                self._remember(current, save=save_cache)
+                return held
         return self.record(current, message, label, {}, save_cache=save_cache, base_side=base_side)
 
     def _phase(self, phase: str) -> Callable[[int, int], None] | None:

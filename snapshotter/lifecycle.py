@@ -27,9 +27,13 @@ _REMEASURE_SECONDS = 60.0
 
 
 def protected_ids(engine: Engine) -> set[str]:
-    """Pinned snapshots and the undo/redo points in use (the newest is kept separately)."""
+    """Pinned snapshots, the base (what status compares with) and the undo/redo
+    points in use (the newest is kept separately)."""
     store = engine.store
     ids = {sha.hex() for sha in store.pinned()}
+    base = store.base()
+    if base is not None:
+        ids.add(base.hex())
     for name in (UNDO, REDO):
         ids.update(sha.hex() for sha in store.stack(name))
     return ids

@@ -1,7 +1,7 @@
 """Retention: which snapshots to drop so the store stays small, oldest first.
 
-The newest snapshot, pinned snapshots and the undo/redo points in use are
-never dropped. Dropping a snapshot removes only its ref; the ids of the
+The newest snapshot, the base, pinned snapshots and the undo/redo points in
+use are never dropped. Dropping a snapshot removes only its ref; the ids of the
 others never change (snapshots are parentless commits), and :mod:`compaction`
 later reclaims the objects nothing else refers to.
 """

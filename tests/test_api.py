@@ -303,3 +303,62 @@ def test_watch_mode_needs_a_recent_watchdog(tmp_path: Path, monkeypatch: pytest.
         snap.snapshot()
         snap.snapshot()
         assert not snap.last_scan.incremental
+
+
+def test_os_failures_get_the_advice_they_deserve() -> None:
+    import errno
+
+    from snapshotter.errors import what_to_check
+
+    assert "disk space" in what_to_check(OSError(errno.ENOSPC, "No space left on device"))
+    assert "disk space" in what_to_check(OSError(errno.EDQUOT, "Disk quota exceeded"))
+    for denied in (errno.EACCES, errno.EPERM, errno.EROFS):
+        advice = what_to_check(OSError(denied, "denied"))
+        assert "permissions" in advice and "disk space" not in advice
+    assert "disk space" not in what_to_check(OSError(errno.EIO, "Input/output error"))
+
+
+def test_errors_word_their_remedy_for_each_front_end(ws: Path, make, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("HOME", str(ws))
+    with pytest.raises(snapshotter.UnsafeWorkspace) as refused:
+        make()
+    assert str(refused.value).endswith("pass allow_unsafe_root=True")
+    assert refused.value.for_cli().endswith("pass --allow-unsafe-root")
+    assert refused.value.remedy is not None and "allow_unsafe_root" not in refused.value.for_cli()
+    monkeypatch.undo()
+    snap = make()
+    with pytest.raises(SnapshotNotFound) as missing:
+        snap.get("nope")
+    assert "call list() to see them" in str(missing.value)
+    assert "call list_snapshots to see them" in missing.value.for_mcp()
+    import pickle
+
+    again = pickle.loads(pickle.dumps(missing.value))
+    assert type(again) is SnapshotNotFound and str(again) == str(missing.value)
+
+
+def test_the_base_is_what_the_workspace_was_last_made_equal_to(ws: Path, home: Path, make) -> None:  # type: ignore[no-untyped-def]
+    snap = make()
+    assert snap.base() is None and snap.status() == []
+    with pytest.raises(SnapshotNotFound, match="no snapshots yet"):
+        snap.diff()
+    write(ws, {"a.txt": "1\n"})
+    first = snap.snapshot()
+    write(ws, {"a.txt": "2\n"})
+    second = snap.snapshot()
+    assert snap.base() == second and snap.get("@") == second and snap.get("@~1") == first
+    result = snap.restore(first.id)
+    assert result.safety_snapshot_id == second.id  # the workspace was at the newest snapshot: no new one
+    assert snap.base() == first and snap.status() == [] and snap.diff() == []
+    other = Snapshotter(ws, home=home)  # every process sees the same base: it is a ref in the store
+    try:
+        assert other.base() == first
+    finally:
+        other.close()
+    snap.restore(second.id, files=["a.txt"])  # a selective restore does not move the base
+    assert snap.base() == first and [c.path for c in snap.status()] == ["a.txt"]
+    write(ws, {"b.txt": "b\n"})
+    assert [d.path for d in snap.diff(files=["b.txt"])] == ["b.txt"]
+    assert [c.path for c in snap.status(files=["a.txt"])] == ["a.txt"]
+    with pytest.raises(InvalidInput, match="starts with '@'"):
+        snap.snapshot(label="@home")

@@ -147,6 +147,8 @@ def test_gc_forgets_cache_records_of_collected_objects(ws: Path, tmp_path: Path,
     write(ws, {"a.txt": "new content\n"})
     snap.snapshot("new")
     snap.restore(old.id)  # the stat cache now records old's blob for a.txt
+    # old is the base now, which retention keeps; as in a store made before there was a base, let it go:
+    (Path(snap.store_path) / "refs" / "snapshotter" / "base").unlink()
     pruner = make(retention=Retention(max_snapshots=1, max_age=None, max_store_bytes=None))
     pruner.prune()  # old goes; 'new' (which the restore saved) stays
     assert old.id not in {s.id for s in pruner.list(limit=None)}
@@ -378,3 +380,19 @@ def test_gc_tries_deltas_only_between_related_versions(
     for info in snap.list(limit=None):
         snap.restore(info.id)  # every version still exact
         assert snap.diff(info.id) == []
+
+
+def test_retention_never_drops_the_base(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    from snapshotter import Retention
+
+    snap = make(retention=Retention(max_snapshots=2, max_age=None, max_store_bytes=None))
+    infos = []
+    for i in range(3):
+        write(ws, {"a.txt": f"{i}\n"})
+        infos.append(snap.snapshot())
+    assert [s.id for s in snap.list(limit=None)] == [infos[2].id, infos[1].id]  # over the count: the oldest went
+    snap.restore(infos[1].id)  # the base is now the oldest snapshot kept
+    write(ws, {"a.txt": "edited\n"})
+    assert snap.prune().pruned == ()  # the newest and the base stay, whatever the count says
+    assert snap.base() is not None and snap.base().id == infos[1].id
+    assert [c.path for c in snap.status()] == ["a.txt"]
