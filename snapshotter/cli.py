@@ -152,6 +152,11 @@ def _parser() -> argparse.ArgumentParser:
     restore.add_argument("paths", nargs="*", help="restore only these paths")
     restore.add_argument("--dry-run", action="store_true", help="show the plan, change nothing")
     restore.add_argument("-y", "--yes", action="store_true", help="do not ask (required where nobody can be asked)")
+    restore.add_argument(
+        "--overwrite-untracked",
+        action="store_true",
+        help="also replace ignored or too-large files in the way (saved in the safety snapshot first)",
+    )
 
     command("undo", "go back to the last checkpoint")
     command("redo", "return to what the last undo replaced")
@@ -314,13 +319,15 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
         return [f.change_json(c) for c in changes], _printer(rows)
     if name == "restore":
         if not args.paths and not args.dry_run:
-            plan = snap.restore(args.ref, dry_run=True)
+            plan = snap.restore(args.ref, dry_run=True, overwrite_untracked=args.overwrite_untracked)
             _confirm(
                 f"restore {plan.target_id[:12]}: write {plan.written}, delete {plan.deleted} files?",
                 f"a full restore would write {plan.written} and delete {plan.deleted} files",
                 args,
             )
-        result = snap.restore(args.ref, args.paths or None, dry_run=args.dry_run)
+        result = snap.restore(
+            args.ref, args.paths or None, dry_run=args.dry_run, overwrite_untracked=args.overwrite_untracked
+        )
         return f.restore_json(result), lambda: _print_restore(result)
     if name in ("undo", "redo"):
         outcome = snap.undo() if name == "undo" else snap.redo()

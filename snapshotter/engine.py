@@ -19,15 +19,34 @@ from dulwich.file import FileLocked
 from . import hostfs, records, statcache
 from .catalog import Catalog
 from .diff import file_diff, status_of, unreadable_diff
-from .errors import VERIFY, PathNotFound, SnapshotError, StoreError, StoreLocked, WorkspaceError, what_to_check
+from .errors import (
+    OVERWRITE_UNTRACKED,
+    VERIFY,
+    PathNotFound,
+    RestoreConflict,
+    SnapshotError,
+    StoreError,
+    StoreLocked,
+    WorkspaceError,
+    what_to_check,
+)
 from .fsops import Workspace
 from .gates import WorkspaceLimits
 from .ignore import root_stack
 from .listing import Prelisting
 from .locking import StoreLock
-from .model import ChangeStatus, FileChange, FileDiff, RestoreResult, ScanStats, SnapshotInfo
+from .model import ChangeStatus, FileChange, FileDiff, RestoreResult, ScanStats, SkippedPath, SnapshotInfo
 from .objects import MODE_LINK, STREAM_THRESHOLD
-from .restore import Plan, apply_plan, make_plan, names_checker, normalize_selection, selection_filter
+from .restore import (
+    SAVEABLE,
+    Plan,
+    apply_plan,
+    make_plan,
+    names_checker,
+    normalize_selection,
+    selection_filter,
+    untracked_in_the_way,
+)
 from .store import Store
 from .trees import Change, Comparison, RecordedModes, ScannedTree, StoredTree, TreeSide, changes, entry_at, path_in_tree
 from .walker import EMPTY_TREE, Incremental, Scan, git_mode_of, scan
@@ -132,11 +151,12 @@ class Engine:
 
     # -- scanning and recording -------------------------------------------------------
 
-    def scan(self, *, write: bool) -> Scan:
-        """Walk the workspace; with ``write`` its new objects are stored."""
+    def scan(self, *, write: bool, forced: Sequence[str] = ()) -> Scan:
+        """Walk the workspace; with ``write`` its new objects are stored. ``forced``
+        paths are tracked whatever the ignore rules and size cap say."""
         if self._cache is None:
             self._cache = statcache.load(self._cache_path)
-        ignores = root_stack(self.workspace, self._exclude, self._use_default_excludes)
+        ignores = root_stack(self.workspace, self._exclude, self._use_default_excludes).with_forced(forced)
         epoch, changed = self.journal.take() if self.journal is not None else (0, None)
         base = self._last
         incremental = None
@@ -398,6 +418,7 @@ class Engine:
         dry_run: bool = False,
         safety_label: str = PRE_RESTORE_LABEL,
         current: Scan | None = None,
+        overwrite_untracked: bool = False,
     ) -> RestoreResult:
         """Make the workspace (or ``files``) match ``target``.
 
@@ -405,6 +426,12 @@ class Engine:
         if the caller already scanned and saved it). If applying fails part-way,
         the saved state is put back before the error is raised, so a failed
         restore leaves the workspace as it was.
+
+        A file the scan does not track (ignored, too large, unreadable...) is
+        never overwritten: a whole restore keeps it and says so, a selective
+        one is refused. With ``overwrite_untracked`` the ignored and too-large
+        ones are tracked for this restore, so the safety snapshot holds their
+        content before they are replaced.
         """
         selection = normalize_selection(self.workspace, files) if files is not None else None
         within = selection_filter(selection) if selection is not None else None
@@ -416,6 +443,17 @@ class Engine:
             current = self.scan(write=not dry_run)
         workspace = Workspace(self.workspace, self.host)
         try:
+            untracked, found = None, None  # a whole restore finds them in its plan, without comparing twice
+            if selection is not None or overwrite_untracked:
+                untracked, found = untracked_in_the_way(target_tree, current, workspace, within)
+            if untracked and overwrite_untracked and any(item.reason in SAVEABLE for item in untracked):
+                saveable = [item.path for item in untracked if item.reason in SAVEABLE]
+                current = self.scan(write=not dry_run, forced=saveable)
+                untracked, found = [item for item in untracked if item.reason not in SAVEABLE], None
+            if untracked and selection is not None:
+                raise RestoreConflict(
+                    _untracked_message(untracked), OVERWRITE_UNTRACKED if not overwrite_untracked else None
+                )
             self.compared = None
             if not dry_run:
                 self._kept, self._kept_bytes = {}, 0
@@ -425,7 +463,7 @@ class Engine:
             compared, self.compared = self.compared, None
             if compared is not None and compared.scan is not current:
                 compared = None
-            plan = make_plan(target_tree, ScannedTree(current), workspace, current, within, compared)
+            plan = make_plan(target_tree, ScannedTree(current), workspace, current, within, compared, untracked, found)
             workspace.close()  # writing starts from fresh checks of every folder, never from the plan's
             if safety is not None:
                 with self._watch_paused(len(plan.writes) + len(plan.chmods) + len(plan.deletes)):
@@ -507,6 +545,12 @@ class Engine:
             self.journal = None
         self._last = None
         self.store.close()
+
+
+def _untracked_message(untracked: Sequence[SkippedPath]) -> str:
+    shown = ", ".join(f"{item.path} ({item.reason.value})" for item in untracked[:5])
+    more = f" and {len(untracked) - 5} more" if len(untracked) > 5 else ""
+    return f"restore refused, nothing was written: untracked {shown}{more} stand where the snapshot has a file"
 
 
 def _below_any(path: str, folders_or_files: list[str]) -> bool:

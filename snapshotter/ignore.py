@@ -137,30 +137,83 @@ class IgnoreSource:
         return self._ignores[int(group[1:])]
 
 
+@dataclass(frozen=True)
+class Forced:
+    """Paths tracked whatever the ignore rules say (git keeps a file it tracks even
+    where a rule ignores it), and the folders on the way to them."""
+
+    paths: frozenset[str]
+    dirs: frozenset[str]
+    fingerprint: bytes
+
+    @classmethod
+    def of(cls, paths: Iterable[str]) -> Forced | None:
+        """None for no paths; ``.git`` and whatever lies below one are never forced."""
+        chosen = frozenset(p for p in paths if p and not any(part.lower() == ".git" for part in p.split("/")))
+        if not chosen:
+            return None
+        dirs = {path.rpartition("/")[0] for path in chosen}
+        for folder in list(dirs):
+            while "/" in folder:
+                folder = folder.rpartition("/")[0]
+                dirs.add(folder)
+        dirs.discard("")
+        digest = hashlib.sha1(b"forced\0" + "\0".join(sorted(chosen)).encode("utf-8", "surrogateescape"))
+        return cls(chosen, frozenset(dirs), digest.digest())
+
+
+_EVERYTHING = ("*",)
+
+
 class IgnoreStack:
-    """The sources in force inside one folder, most specific first."""
+    """The sources in force inside one folder, most specific first, and the
+    paths ``forced`` to be tracked whatever they say."""
 
-    __slots__ = ("sources", "fingerprint")
+    __slots__ = ("sources", "fingerprint", "forced")
 
-    def __init__(self, sources: tuple[IgnoreSource, ...]) -> None:
+    def __init__(self, sources: tuple[IgnoreSource, ...], forced: Forced | None = None) -> None:
         self.sources = sources
+        self.forced = forced
         digest = hashlib.sha1()
         for source in sources:
             digest.update(source.fingerprint)
+        if forced is not None:
+            digest.update(forced.fingerprint)
         self.fingerprint = digest.digest()
 
     def push(self, source: IgnoreSource) -> IgnoreStack:
         """The stack for a subfolder that has its own ``.gitignore``."""
         if not source:
             return self
-        return IgnoreStack((source, *self.sources))
+        return IgnoreStack((source, *self.sources), self.forced)
+
+    def with_forced(self, paths: Iterable[str]) -> IgnoreStack:
+        """This stack, tracking ``paths`` (workspace-relative files) whatever the rules say."""
+        forced = Forced.of(paths)
+        return self if forced is None else IgnoreStack(self.sources, forced)
 
     def is_ignored(self, rel_path: str, is_dir: bool) -> bool:
+        forced = self.forced
+        if forced is not None and rel_path in (forced.dirs if is_dir else forced.paths):
+            return False
+        return self.by_rules(rel_path, is_dir)
+
+    def by_rules(self, rel_path: str, is_dir: bool) -> bool:
+        """The rules' own verdict, forced paths aside."""
         for source in self.sources:
             verdict = source.judge(rel_path, is_dir)
             if verdict is not None:
                 return verdict
         return False
+
+    def inside(self, rel_dir: str) -> IgnoreStack:
+        """The stack for the entries of subfolder ``rel_dir``: a folder entered only
+        because forced paths lie below it keeps everything else in it ignored, as
+        the rules would have had it by not entering it at all."""
+        forced = self.forced
+        if forced is None or rel_dir not in forced.dirs or not self.by_rules(rel_dir, True):
+            return self
+        return self.push(IgnoreSource.from_lines(_EVERYTHING, rel_dir))
 
 
 def read_ignore_file(path: str) -> list[str]:

@@ -221,7 +221,8 @@ def measure(
                 prelisting.folders[prefix] = Listed(own, found, stats)
             for name in dirs:
                 entries += 1
-                stack.append((join_path(prefix, name), base + name, rules))
+                child = join_path(prefix, name)
+                stack.append((child, base + name, rules.inside(child) if rules.forced is not None else rules))
                 limits.check(workspace, entries, size)
             for entry in files:
                 entries += 1

@@ -133,9 +133,14 @@ def build_server(workspace: str, flags: Mapping[str, Any]) -> Any:
         return {"files": [cliformat.diff_json(d, with_patch=patch) for d in found]}
 
     @tool
-    def restore(ref: str, files: list[str] | None = None, dry_run: bool = True) -> dict[str, Any]:
-        """Make the workspace (or files in it) match a snapshot. dry_run (the default) only shows the plan."""
-        return cliformat.restore_json(snap.restore(ref, files, dry_run=dry_run))
+    def restore(
+        ref: str, files: list[str] | None = None, dry_run: bool = True, overwrite_untracked: bool = False
+    ) -> dict[str, Any]:
+        """Make the workspace (or files in it) match a snapshot. dry_run (the default) only shows the plan.
+        Untracked files in the way (ignored, too large, unreadable) are kept and listed; overwrite_untracked
+        replaces the ignored and too-large ones after saving them in the safety snapshot."""
+        found = snap.restore(ref, files, dry_run=dry_run, overwrite_untracked=overwrite_untracked)
+        return cliformat.restore_json(found)
 
     @tool
     def undo() -> dict[str, Any]:

@@ -17,6 +17,8 @@ class SkipReason(str, Enum):
     SPECIAL = "not-a-regular-file"
     VANISHED = "vanished"
     CHANGING = "changed-while-reading"
+    IGNORED = "ignored"
+    """Only in restore results: the ignore rules (or default excludes) leave it out now."""
 
 
 @dataclass(frozen=True)

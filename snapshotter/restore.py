@@ -130,25 +130,32 @@ def make_plan(
     tracked: Scan | None,
     within: Callable[[str, bool], bool] | None,
     compared: Comparison | None = None,
+    untracked: Sequence[SkippedPath] | None = None,
+    found: list[Change] | None = None,
 ) -> Plan:
     """Compare, validate and check for conflicts; writes nothing. ``tracked``
-    says what the current scan tracks (to count what stays unchanged).
+    says what the current scan tracks (to count what stays unchanged);
+    ``untracked`` paths in the way (see :func:`untracked_in_the_way`; found
+    here when not given) are kept; ``found``, the comparison that found them
+    (for a selective restore), spares comparing again.
 
     ``compared``, the comparison of ``target`` with this very scan that the
     restore's safety snapshot just made (names checked), spares comparing
     again: the plan's changes are its changes reversed.
     """
     folders: dict[str, tuple[int, bytes]] = {}
-    if compared is not None and within is None:
+    if found is None and compared is not None and within is None:
         found = [Change(c.path, c.new, c.old) for c in compared.found]
         folders = dict(compared.base_folders)
-    else:
+    elif found is None:
         found = changes(current, target, within, folders if within is None else None)
     writes: list[tuple[str, Entry]] = []
     chmods: list[tuple[str, Entry]] = []
     deletes: list[str] = []
     tracked_touched = sum(1 for c in found if c.old is not None)  # kept ones are not "unchanged" either
-    found, kept = _without_kept(found, tracked)
+    if untracked is None and tracked is not None:
+        untracked = _untracked_among(found, tracked, workspace)
+    found, kept = _without_kept(found, tracked, untracked or ())
     kept.extend(_unreadable_in(target, tracked, within, {k.path for k in kept}))
     for change in found:
         if change.new is None:
@@ -172,14 +179,49 @@ def make_plan(
 
 
 _NOT_KEPT = frozenset([SkipReason.VANISHED])
+SAVEABLE = frozenset([SkipReason.IGNORED, SkipReason.TOO_LARGE])
+"""Untracked paths whose content a safety snapshot can hold, so that they may be
+overwritten when the caller asks (``overwrite_untracked``); unreadable and
+special files cannot be saved, so they are never overwritten."""
 
 
-def _without_kept(found: list[Change], scanned: Scan | None) -> tuple[list[Change], list[SkippedPath]]:
+def untracked_in_the_way(
+    target: StoredTree, scanned: Scan, workspace: Workspace, within: Callable[[str, bool], bool] | None
+) -> tuple[list[SkippedPath], list[Change]]:
+    """Paths the target would write over something the scan does not track:
+    ignored or default-excluded now, too large, unreadable, not a regular file
+    (something untracked where the target has a file under a folder is a
+    conflict, found by the plan); and the comparison they came from, for the plan."""
+    found = changes(ScannedTree(scanned), target, within)
+    return _untracked_among(found, scanned, workspace), found
+
+
+def _untracked_among(found: Sequence[Change], scanned: Scan, workspace: Workspace) -> list[SkippedPath]:
+    skipped = {item.path: item.reason for item in scanned.skipped if item.reason not in _NOT_KEPT}
+    out: list[SkippedPath] = []
+    for change in found:
+        if change.new is None:
+            continue  # only a tracked path is ever deleted
+        reason = skipped.get(change.path) or next((skipped[p] for p in _parents(change.path) if p in skipped), None)
+        if scanned.entry(change.path) is not None and reason is None:
+            continue
+        st = workspace.lstat(change.path) if reason is None else None
+        if reason is None and (st is None or stat.S_ISDIR(st.st_mode)):
+            continue
+        out.append(SkippedPath(change.path, reason or SkipReason.IGNORED))
+    return out
+
+
+def _without_kept(
+    found: list[Change], scanned: Scan | None, untracked: Sequence[SkippedPath]
+) -> tuple[list[Change], list[SkippedPath]]:
     """Split off the changes at paths the scan saw but did not (or could not)
-    read: a restore never writes or deletes those."""
+    read, and at the ``untracked`` paths in the way: a restore never writes or
+    deletes those."""
     if scanned is None:
         return found, []
     keep = {item.path: item for item in scanned.skipped if item.reason not in _NOT_KEPT}
+    keep.update((item.path, item) for item in untracked)
     if not keep:
         return found, []
     out: list[Change] = []

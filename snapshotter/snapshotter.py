@@ -322,16 +322,23 @@ class Snapshotter:
         files: Sequence[str | os.PathLike[str]] | None = None,
         *,
         dry_run: bool = False,
+        overwrite_untracked: bool = False,
     ) -> RestoreResult:
         """Make the workspace (or just ``files``) match a snapshot.
 
         The current state is snapshotted first with the label ``pre-restore``
-        (unless the newest snapshot already holds it), so a restore can itself
-        be undone; a restore that fails part-way puts the workspace back.
-        Untracked files (ignored, too large, unreadable) are never touched.
+        (unless the base or the newest snapshot already holds it), so a restore
+        can itself be undone; a restore that fails part-way puts the workspace
+        back. A file the current scan does not track (ignored or excluded now,
+        too large, unreadable) is never overwritten or deleted: a whole restore
+        leaves it and lists it in ``RestoreResult.kept``; restoring it by name
+        is refused (``RestoreConflict``) unless ``overwrite_untracked``, which
+        first saves the ignored and too-large ones in the safety snapshot.
         """
         engine = self._engine_ok()
-        return engine.restore(engine.catalog.get(ref), _paths(files), dry_run=dry_run)
+        return engine.restore(
+            engine.catalog.get(ref), _paths(files), dry_run=dry_run, overwrite_untracked=bool(overwrite_untracked)
+        )
 
     # -- lifecycle: retention, pins, compaction ---------------------------------------------
 

@@ -247,6 +247,8 @@ def scan(
     check_caps = limits is not None and (limits.max_entries or limits.max_bytes) and incremental is None
     carry_modes = host.needs_recorded_modes
     workspace = host.native(workspace)
+    forced_paths = ignores.forced.paths if ignores.forced is not None else frozenset()
+    forced_here = forced_paths.__contains__  # forced paths are tracked whatever their size
 
     shapes_known = cache.shapes if trust_folders else {}
     shape_hits = 0
@@ -325,7 +327,8 @@ def scan(
                 child = DirNode(rel, rules=fingerprint)
                 node.subdirs.append(child)
                 nodes[rel] = child
-                stack.append((child, base + name, rules, may_reuse and rel not in deep))
+                inner = rules.inside(rel) if rules.forced is not None else rules
+                stack.append((child, base + name, inner, may_reuse and rel not in deep))
             hits = 0
             missed: list[str] = []
             specials: list[str] = []
@@ -373,7 +376,7 @@ def scan(
                         continue
                 missed.append(name)
                 is_link = kind == _S_IFLNK  # a real symlink: read its target, never follow it
-                if record is None and not is_link and st.st_size > max_new_file_size:
+                if record is None and not is_link and st.st_size > max_new_file_size and not forced_here(rel):
                     skipped.append(SkippedPath(rel, SkipReason.TOO_LARGE))
                     continue
                 pending.append(_Pending(node, name, rel, base + name, is_link, key, recorded, record))
@@ -403,7 +406,7 @@ def scan(
     batch = writer.batch() if write and many else contextlib.nullcontext()
     with batch:
         hashed, bytes_hashed = _hash_pending(
-            pending, writer, write, skipped, line_counts, progress, host, max_new_file_size
+            pending, writer, write, skipped, line_counts, progress, host, max_new_file_size, forced_paths
         )
         _build_trees(order, cache, writer, write)
     stats = ScanStats(
@@ -510,6 +513,7 @@ def _hash_pending(
     progress: Callable[[int, int], None] | None,
     host: HostFS,
     max_new_file_size: int,
+    forced: frozenset[str] = frozenset(),
 ) -> tuple[int, int]:
     def run(item: _Pending) -> Hashed | BaseException:
         try:
@@ -538,7 +542,8 @@ def _hash_pending(
                 if reason is SkipReason.UNREADABLE and item.record is not None:
                     item.node.records[item.name] = item.record  # kept as last recorded, never dropped
                 continue
-            if item.new and not item.is_link and result.size > max_new_file_size:  # it grew since its lstat
+            # A new file that grew past the cap since its lstat; forced paths are tracked whatever their size.
+            if item.new and not item.is_link and result.size > max_new_file_size and item.rel not in forced:
                 skipped.append(SkippedPath(item.rel, SkipReason.TOO_LARGE))
                 continue
             key = result.key
