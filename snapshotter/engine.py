@@ -154,8 +154,13 @@ class Engine:
     def scan(self, *, write: bool, forced: Sequence[str] = ()) -> Scan:
         """Walk the workspace; with ``write`` its new objects are stored. ``forced``
         paths are tracked whatever the ignore rules and size cap say."""
+        generation = self.store.generation()
+        if self._cache is not None and self._cache.generation != generation:
+            self._cache = self._last = None  # objects may have been deleted since: their ids cannot be reused
         if self._cache is None:
             self._cache = statcache.load(self._cache_path)
+            if self._cache.generation != generation:  # made before a gc: it may name deleted objects
+                self._cache = statcache.StatCache(generation=generation)
         ignores = root_stack(self.workspace, self._exclude, self._use_default_excludes).with_forced(forced)
         epoch, changed = self.journal.take() if self.journal is not None else (0, None)
         base = self._last
@@ -189,8 +194,9 @@ class Engine:
         self.last_scan = result.stats
         return result
 
-    def forget_objects_not_in(self, kept: set[bytes]) -> None:
-        """Drop stat-cache records naming objects gc removed, so none is reused."""
+    def forget_objects_not_in(self, kept: set[bytes], generation: int) -> None:
+        """Drop stat-cache records naming objects gc removed, so none is reused, and
+        stamp the cache with the generation the gc started (see ``Store.generation``)."""
         cache = statcache.load(self._cache_path)
         self._last = None  # it may name objects that are gone now: walk everything next time
         folders = {}
@@ -202,10 +208,7 @@ class Engine:
             if len(kept_table) != len(table):
                 shapes.pop(rel, None)  # its table no longer names every file listed
         dirs = {p: r for p, r in cache.dirs.items() if r[1] in kept}
-        if sum(map(len, folders.values())) != cache.count() or len(dirs) != len(cache.dirs):
-            self._save_cache(statcache.StatCache(folders, dirs, cache.listings, shapes))
-        else:
-            self._cache = None
+        self._save_cache(statcache.StatCache(folders, dirs, cache.listings, shapes, generation=generation))
 
     def snapshot(self, message: str, label: str | None, metadata: dict[str, str]) -> SnapshotInfo:
         return self.record(self.scan(write=True), message, label, metadata)
@@ -230,6 +233,12 @@ class Engine:
         tree_id = current.tree_id
         if current.root.tree_id is None:
             store.writer.write(b"tree", b"")
+        elif not store.has_object(tree_id):  # reused from a cache whose objects were collected since
+            self._cache = self._last = None
+            raise StoreError(
+                f"tree {tree_id.hex()} of this snapshot is no longer in the store (collected by another "
+                "writer); nothing was recorded: snapshot again"
+            )
         stats = self._stats(current, self.catalog.latest_tree(), base_side)
         when = self.clock()
         seq = max(store.snapshot_refs(), default=0) + 1
@@ -304,8 +313,14 @@ class Engine:
         if current is not self._last and not current.same_as_cache:
             # The folder tables are shared with ``current``: the cache never changes them in place.
             packed = self._cache.packed if self._cache is not None else {}
+            generation = self._cache.generation if self._cache is not None else self.store.generation()
             cache = statcache.StatCache(
-                current.folder_tables(), current.dir_cache(), current.listings, current.shapes, packed=packed
+                current.folder_tables(),
+                current.dir_cache(),
+                current.listings,
+                current.shapes,
+                generation=generation,
+                packed=packed,
             )
             if save:
                 self._save_cache(cache)
@@ -520,7 +535,7 @@ class Engine:
             self.journal = journal if journal.start() else None
 
     def _apply_or_put_back(self, plan: Plan, workspace: Workspace, safety: SnapshotInfo) -> None:
-        cache = self._cache if self._cache is not None else statcache.StatCache()
+        cache = self._cache if self._cache is not None else statcache.StatCache(generation=self.store.generation())
         try:
             apply_plan(plan, workspace, self._blob_chunks, cache, self._phase("writing"))
         except BaseException as failure:

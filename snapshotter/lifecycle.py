@@ -80,8 +80,9 @@ def estimated_usage(engine: Engine) -> tuple[int, int, int]:
 def gc(engine: Engine, dead_roots: list[bytes] | None = None) -> compaction.GcResult:
     """Compact; ``dead_roots`` are snapshots just dropped, whose objects need no grace."""
     engine.usage_base = None
+    generation = engine.store.bump_generation()  # before anything is deleted: every writer's caches go stale
     result, kept = compaction.collect(engine.store, dead_roots or ())
-    engine.forget_objects_not_in(kept)
+    engine.forget_objects_not_in(kept, generation)
     fd = os.open(os.path.join(engine.store.meta_dir, _LAST_GC), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="ascii") as handle:
         handle.write(datetime.now(timezone.utc).isoformat() + "\n")

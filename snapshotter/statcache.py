@@ -44,8 +44,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 _MAGIC = b"snapshotter-statcache\n"
-_VERSION = 5
-_HEADER = struct.Struct("<IIIIIIQQQ")  # version; folders, files, dirs, listings, shapes; sizes of 3 blocks of names
+_VERSION = 6
+_HEADER = struct.Struct("<IIIIIIQQQq")  # version; folders, files, dirs, listings, shapes; 3 blocks' sizes; generation
 _FOLDER = struct.Struct("<II")  # files recorded in the folder, size of its block of names
 _FILE = struct.Struct("<IQqqQ20s")  # st_mode, size, mtime_ns, ctime_ns, inode, blob id
 _DIR = struct.Struct("<I20s")  # tracked entries, tree id
@@ -104,6 +104,8 @@ class StatCache:
     """Folder -> (table, its names and records as saved): a table that is still
     the same object is saved again from these bytes, not packed record by record.
     Pass it on to the cache that succeeds this one."""
+    generation: int = 0
+    """The store generation its ids were valid in (see ``Store.generation``)."""
 
     @classmethod
     def from_paths(cls, records: dict[str, Record], dirs: dict[str, tuple[int, bytes]] | None = None) -> StatCache:
@@ -200,9 +202,8 @@ def _decode(data: bytes, written_ns: int) -> StatCache:
     version = struct.unpack_from("<I", body, offset)[0]
     if version != _VERSION:
         raise ValueError("old stat cache")
-    _, n_folders, n_files, n_dirs, n_listings, n_shapes, paths_len, ignored_len, subdirs_len = _HEADER.unpack_from(
-        body, offset
-    )
+    header = _HEADER.unpack_from(body, offset)
+    _, n_folders, n_files, n_dirs, n_listings, n_shapes, paths_len, ignored_len, subdirs_len, generation = header
     offset += _HEADER.size
     names = _split(body[offset : offset + paths_len])
     offset += paths_len
@@ -256,7 +257,7 @@ def _decode(data: bytes, written_ns: int) -> StatCache:
     counts = (len(folders), len(dirs), len(listings), len(shapes), end)
     if counts != (n_folders, n_dirs, n_listings, n_shapes, len(body)):
         raise ValueError("corrupt stat cache")
-    return StatCache(folders, dirs, listings, shapes, written_ns, packed)
+    return StatCache(folders, dirs, listings, shapes, written_ns, packed, generation)
 
 
 def _split(block: bytes) -> list[str]:
@@ -317,6 +318,7 @@ def _encode(cache: StatCache) -> bytes:
             len(path_block),
             len(ignored_block),
             len(subdirs_block),
+            cache.generation,
         ),
         path_block,
         ignored_block,

@@ -10,6 +10,7 @@ pinned by ``refs/snapshots/<seq>``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -41,6 +42,7 @@ SNAPSHOT_REF_PREFIX = b"refs/snapshots/"
 _HEX40 = re.compile(rb"[0-9a-f]{40}")
 _STACK_PREFIX = b"refs/snapshotter/"
 _BASE_REF = Ref(b"refs/snapshotter/base")
+_GENERATION = "generation"
 _SEQ_WIDTH = 10
 _CHUNK = 1 << 20
 _CASE_INSENSITIVE = sys.platform in ("win32", "darwin")
@@ -475,6 +477,42 @@ class Store:
         for key, current in self.repo.refs.as_dict(Ref(_STACK_PREFIX + name.encode())).items():
             if current == value:
                 del self.repo.refs[Ref(_STACK_PREFIX + name.encode() + b"/" + key)]
+
+    # -- the generation: bumped before anything is deleted from the store ----------------
+
+    def generation(self) -> int:
+        """How many times objects may have been deleted from this store (0: never).
+
+        A cache that lets a writer skip writing an object (the stat cache's blob
+        ids, its folders' tree ids, watch mode's last scan) is valid only for the
+        generation it was made in: gc bumps it, under the store lock, before it
+        deletes anything, so every writer (another instance, another process)
+        drops such caches at its next scan instead of reusing an id gc removed.
+        """
+        try:
+            with open(os.path.join(self.meta_dir, _GENERATION), "rb") as handle:
+                text = handle.read(32).strip()
+        except FileNotFoundError:
+            return 0
+        return int(text) if text.isdigit() else -1  # garbage: matches no cache, so every cache is dropped
+
+    def bump_generation(self) -> int:
+        """Start a new generation (hold the store lock); returns its number."""
+        number = max(self.generation(), 0) + 1
+        path = os.path.join(self.meta_dir, _GENERATION)
+        fd, tmp = tempfile.mkstemp(dir=self.meta_dir, prefix=".generation-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(b"%d\n" % number)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        sync_folder(self.meta_dir)
+        return number
 
     # -- the base: the snapshot the workspace was last made equal to -------------------
 
