@@ -407,6 +407,8 @@ def _print_restore(result: Any) -> None:
         _print(f"delete {path}")
     for kept in result.kept:
         _print(f"keep   {kept.path} ({kept.reason.value}: not tracked now, left as it is)")
+    for skipped in result.skipped:
+        _print(f"skip   {skipped.path} ({skipped.detail or skipped.reason.value}: not written here)")
     done = ("would write", "would delete") if result.dry_run else ("wrote", "deleted")
     _print(f"{done[0]} {result.written}, {done[1]} {result.deleted}, unchanged {result.unchanged}")
     if result.safety_snapshot_id:

@@ -37,18 +37,29 @@ from .listing import Prelisting
 from .locking import StoreLock
 from .model import ChangeStatus, FileChange, FileDiff, RestoreResult, ScanStats, SkippedPath, SnapshotInfo
 from .objects import MODE_LINK, STREAM_THRESHOLD
+from .pathnames import NameCheck, names_checker
 from .restore import (
     SAVEABLE,
     Plan,
     apply_plan,
     make_plan,
-    names_checker,
     normalize_selection,
     selection_filter,
     untracked_in_the_way,
 )
 from .store import Store
-from .trees import Change, Comparison, RecordedModes, ScannedTree, StoredTree, TreeSide, changes, entry_at, path_in_tree
+from .trees import (
+    MAX_ENTRIES_READ,
+    Change,
+    Comparison,
+    RecordedModes,
+    ScannedTree,
+    StoredTree,
+    TreeSide,
+    changes,
+    entry_at,
+    path_in_tree,
+)
 from .walker import EMPTY_TREE, Incremental, Scan, git_mode_of, scan
 from .watch import ChangeJournal
 
@@ -363,7 +374,7 @@ class Engine:
     ) -> list[FileDiff]:
         """Per-file differences from ``old_info`` to ``new_info`` (None: the workspace now)."""
         within = self._within(files)
-        old = StoredTree(self.store, bytes.fromhex(old_info.tree_id))
+        old = self._stored(old_info)
         new: TreeSide
         unreadable: list[str] = []
         if new_info is None:
@@ -371,7 +382,7 @@ class Engine:
             new, load_new = ScannedTree(current), self.read_workspace
             unreadable = [p for p in current.unreadable() if within is None or within(p, False)]
         else:
-            new, load_new = StoredTree(self.store, bytes.fromhex(new_info.tree_id)), self.read_stored
+            new, load_new = self._stored(new_info), self.read_stored
         found = [file_diff(c, self.read_stored, load_new) for c in changes(old, new, within)]
         if not unreadable:
             return found
@@ -380,6 +391,13 @@ class Engine:
             entry = entry_at(old, path)
             kept.append(unreadable_diff(path, entry))
         return sorted(kept, key=lambda d: d.path)
+
+    def _stored(self, info: SnapshotInfo, check_names: NameCheck | None = None) -> StoredTree:
+        """A snapshot's tree, allowed to yield a few times what the workspace caps let a
+        workspace hold: a forged tree can double at every level."""
+        cap = self.limits.max_entries if self.limits is not None else 0
+        budget = 4 * cap if cap else MAX_ENTRIES_READ
+        return StoredTree(self.store, bytes.fromhex(info.tree_id), check_names=check_names, budget=budget)
 
     def _within(self, files: Sequence[str | os.PathLike[str]] | None) -> Callable[[str, bool], bool] | None:
         return selection_filter(normalize_selection(self.workspace, files)) if files is not None else None
@@ -451,7 +469,7 @@ class Engine:
         selection = normalize_selection(self.workspace, files) if files is not None else None
         within = selection_filter(selection) if selection is not None else None
         safety: SnapshotInfo | None = None
-        target_tree = StoredTree(self.store, bytes.fromhex(target.tree_id), check_names=names_checker(self.host))
+        target_tree = self._stored(target, check_names=names_checker(self.host))
         if selection is not None:
             self._check_selection(selection, target_tree, target)
         if current is None:
@@ -502,6 +520,7 @@ class Engine:
             target_id=target.id,
             safety_snapshot_id=safety.id if safety is not None else None,
             kept=plan.kept,
+            skipped=plan.left_out,
         )
 
     def _check_selection(self, selection: list[str], target_tree: StoredTree, target: SnapshotInfo) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from .fsops import LEFTOVER_PREFIX, is_leftover
 from .gates import WorkspaceLimits
 from .ignore import IgnoreSource, IgnoreStack, read_ignore_file
+from .pathnames import git_spelling
 from .statcache import Listings, Shape
 
 
@@ -132,8 +133,11 @@ def tracked_entries(
     fresh: Listings,
     leftovers: list[str] | None = None,
     hits: list[int] | None = None,
+    unsafe: list[str] | None = None,
 ) -> tuple[list[str], list[os.DirEntry[str]]]:
     """The entries of one folder that are not ignored: subfolder names, and files.
+    ``.git`` is never among them, and other spellings git takes for it are
+    left out and added to ``unsafe``.
 
     Judging every name against the rules is the walk's biggest cost after the
     system calls, so each folder's verdicts are cached under a digest of its
@@ -150,6 +154,13 @@ def tracked_entries(
     if not (GIT_DIR_NAMES.isdisjoint(dirs) and GIT_DIR_NAMES.isdisjoint(file_names)):
         dirs = [name for name in dirs if name not in GIT_DIR_NAMES]
         files = [entry for entry in files if entry.name not in GIT_DIR_NAMES]
+        file_names = [entry.name for entry in files]
+    spelled = [name for name in dirs + file_names if (name[:1] in "gG." or not name.isascii()) and git_spelling(name)]
+    if spelled:  # git~1, .g\u200cit...: git refuses to add them, and a restore would not write them
+        if unsafe is not None:
+            unsafe.extend(join_path(prefix, name) for name in spelled)
+        dirs = [name for name in dirs if name not in spelled]
+        files = [entry for entry in files if entry.name not in spelled]
         file_names = [entry.name for entry in files]
     names = file_names + [name + "/" for name in dirs]
     names.sort()

@@ -19,6 +19,9 @@ class SkipReason(str, Enum):
     CHANGING = "changed-while-reading"
     IGNORED = "ignored"
     """Only in restore results: the ignore rules (or default excludes) leave it out now."""
+    NAME = "name-not-allowed"
+    """A spelling of ``.git`` (git's own protections), or, in a restore, a name this
+    platform cannot hold (a backslash or reserved name on Windows...)."""
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,8 @@ class SkippedPath:
 
     path: str
     reason: SkipReason
+    detail: str = field(default="", compare=False)
+    """Why, in words, where the reason alone does not say (not stored in snapshots)."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,9 @@ class RestoreResult:
     kept: tuple[SkippedPath, ...] = ()
     """Paths the snapshot would change but the workspace holds untracked
     (unreadable, too large, not a regular file...): left as they are, with why."""
+    skipped: tuple[SkippedPath, ...] = ()
+    """Paths of the snapshot this platform cannot hold (reason ``name-not-allowed``,
+    ``detail`` says why): neither written nor deleted, the rest restored."""
 
 
 @dataclass(frozen=True)

@@ -10,22 +10,18 @@ leave the workspace refuses the whole restore.
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .errors import InvalidInput, RestoreConflict, UnsafeTree
 from .fsops import Workspace
-from .hostfs import POSIX, HostFS, recorded_mode
-from .listing import GIT_DIR_NAMES
+from .hostfs import HostFS, recorded_mode
 from .model import SkippedPath, SkipReason
 from .objects import MODE_EXEC, MODE_LINK, TRACKED_MODES
 from .statcache import Record, StatCache, StatKey, stat_key
 from .trees import Change, Comparison, Entry, ScannedTree, StoredTree, changes, entry_at
 from .walker import Scan
-
-_WINDOWS_RESERVED = re.compile(r"(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -40,53 +36,12 @@ class Plan:
     kept: tuple[SkippedPath, ...] = ()
     """Paths the target would change but the current scan does not track
     (unreadable, too large, not a regular file...): never written or deleted."""
+    left_out: tuple[SkippedPath, ...] = ()
+    """Paths of the target this platform cannot hold (see ``pathnames``): neither
+    written nor deleted."""
     """For a whole-workspace restore, the target's folders on the way to every
     change: path -> (entries, tree id). Once the plan is applied, these are the
     workspace's folders too, so the stat cache takes their tree ids as they are."""
-
-
-def validate_component(name: str, where: str, host: HostFS = POSIX) -> None:
-    """Refuse a tree entry name that could escape or damage the workspace."""
-    bad = (
-        not name
-        or name in (".", "..")
-        or "/" in name
-        or "\\" in name
-        or "\0" in name
-        or name.lower() == ".git"
-        or (host.windows_names and (_WINDOWS_RESERVED.fullmatch(name) is not None or name[-1] in ". " or ":" in name))
-    )
-    if bad:
-        raise UnsafeTree(f"snapshot holds the unsafe name {name!r} (in {where}); restore refused, nothing was written")
-
-
-_UNSAFE_NAMES = frozenset(["", ".", ".."]) | GIT_DIR_NAMES
-
-
-def names_checker(host: HostFS) -> Callable[[Sequence[str], str], None]:
-    """The check restore runs on each folder of a target tree it reads: every
-    name valid, none listed twice, and (where case is ignored) no two names
-    that differ only in case, since one would silently overwrite the other."""
-
-    def check(names: Sequence[str], where: str) -> None:
-        joined = "".join(names)
-        suspect = not _UNSAFE_NAMES.isdisjoint(names) or "/" in joined or "\\" in joined or "\0" in joined
-        if suspect or host.windows_names:
-            for name in names:  # one by one, to name the culprit (and Windows' rules need it anyway)
-                validate_component(name, where, host)
-        if len(set(names)) != len(names):
-            raise UnsafeTree(f"tree {where} lists a name twice; restore refused, nothing was written")
-        if host.case_insensitive and len({name.casefold() for name in names}) != len(names):
-            folded: dict[str, str] = {}
-            for name in names:
-                other = folded.setdefault(name.casefold(), name)
-                if other != name:
-                    raise UnsafeTree(
-                        f"snapshot holds {other!r} and {name!r} in one folder (tree {where}), which this "
-                        "case-insensitive filesystem cannot keep apart; restore refused, nothing was written"
-                    )
-
-    return check
 
 
 def normalize_selection(workspace: str, files: Sequence[str | os.PathLike[str]]) -> list[str]:
@@ -152,6 +107,9 @@ def make_plan(
     writes: list[tuple[str, Entry]] = []
     chmods: list[tuple[str, Entry]] = []
     deletes: list[str] = []
+    left_out = _left_out(target)
+    if left_out:
+        found = [c for c in found if not _at_or_below(c.path, left_out)]
     tracked_touched = sum(1 for c in found if c.old is not None)  # kept ones are not "unchanged" either
     if untracked is None and tracked is not None:
         untracked = _untracked_among(found, tracked, workspace)
@@ -175,7 +133,10 @@ def make_plan(
     else:
         in_scope = sum(1 for p in tracked.tracked_paths() if within(p, False))
     unchanged = in_scope - tracked_touched
-    return Plan(tuple(writes), tuple(chmods), tuple(deletes), unchanged, folders, tuple(kept))
+    if left_out:
+        folders = {}  # the workspace's folders will not hold what the target's do: nothing to take from them
+    skipped = tuple(SkippedPath(path, SkipReason.NAME, why) for path, why in sorted(left_out.items()))
+    return Plan(tuple(writes), tuple(chmods), tuple(deletes), unchanged, folders, tuple(kept), skipped)
 
 
 _NOT_KEPT = frozenset([SkipReason.VANISHED])
@@ -243,6 +204,14 @@ def _unreadable_in(
     for path in scanned.unreadable() if scanned is not None else ():
         if path not in reported and (within is None or within(path, False)) and entry_at(target, path) is not None:
             yield SkippedPath(path, SkipReason.UNREADABLE)
+
+
+def _left_out(target: StoredTree) -> dict[str, str]:
+    return dict(target.left_out)
+
+
+def _at_or_below(path: str, tops: Mapping[str, str]) -> bool:
+    return path in tops or any(parent in tops for parent in _parents(path))
 
 
 def _parents(path: str) -> Iterator[str]:

@@ -9,17 +9,23 @@ whole tree.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from .errors import VERIFY, StoreError
+from .errors import VERIFY, StoreError, UnsafeTree
 from .hostfs import recorded_mode
 from .listing import join_path
 from .objects import MODE_TREE, parse_tree
+from .pathnames import NameCheck
 from .store import Store
 from .walker import EMPTY_TREE, DirNode, Scan, git_mode_of
 
+MAX_TREE_DEPTH = 2048
+"""Deeper than any path the operating systems we run on can hold (PATH_MAX is 4,096 bytes)."""
+MAX_ENTRIES_READ = 20_000_000
+"""Entries one stored tree may yield while it is compared, unless told fewer: a
+hundred times the default workspace cap (200,000 files and folders)."""
 _FS_ENCODING = sys.getfilesystemencoding()
 _FS_ERRORS = sys.getfilesystemencodeerrors()
 Entry = tuple[int, bytes]
@@ -33,24 +39,31 @@ class TreeSide(Protocol):
 
     def tree_id(self, handle: object) -> bytes: ...
 
-    def entries(self, handle: object) -> dict[str, tuple[int, bytes, object]]:
-        """name -> (mode, id, handle of the subfolder or None)."""
+    def entries(self, handle: object, path: str = "") -> dict[str, tuple[int, bytes, object]]:
+        """name -> (mode, id, handle of the subfolder or None), for the folder at ``path``."""
         ...
 
 
 class StoredTree:
     """A tree in the store, read object by object as the comparison needs it.
 
-    ``check_names(names, tree_hex)`` vets the entry names of every folder read
-    (restore refuses hostile names this way, before anything is written).
+    ``check_names(names, where)`` vets the entry names of every folder read:
+    restore refuses hostile names this way, before anything is written, and
+    leaves out the names this platform cannot hold (``left_out``: path -> why).
+    Reading more than ``budget`` entries in all is refused (UnsafeTree): a
+    forged tree can hold the same subtree twice at every level.
     """
 
     def __init__(
-        self, store: Store, tree_id: bytes, check_names: Callable[[Sequence[str], str], None] | None = None
+        self, store: Store, tree_id: bytes, check_names: NameCheck | None = None, budget: int = MAX_ENTRIES_READ
     ) -> None:
         self._store = store
         self._root = tree_id
         self._check_names = check_names
+        self._budget = budget
+        self._read: dict[bytes, tuple[dict[str, tuple[int, bytes, object]], dict[str, str]]] = {}
+        self.left_out: dict[str, str] = {}
+        """Paths of the tree this platform cannot hold, left out of every folder read, and why."""
 
     def root(self) -> object:
         return self._root
@@ -59,10 +72,26 @@ class StoredTree:
         assert isinstance(handle, bytes)
         return handle
 
-    def entries(self, handle: object) -> dict[str, tuple[int, bytes, object]]:
+    def entries(self, handle: object, path: str = "") -> dict[str, tuple[int, bytes, object]]:
         assert isinstance(handle, bytes)
         if handle == EMPTY_TREE:
             return {}
+        known = self._read.get(handle)
+        if known is None:
+            known = self._read[handle] = self._parse(handle)
+        found, left_out = known
+        self._budget -= len(found) + len(left_out)
+        if self._budget < 0:  # a tree holding the same subtree twice at every level doubles each time
+            raise UnsafeTree(
+                f"tree {self._root.hex()} holds more entries than any workspace; refused "
+                "(if the snapshot is genuine, raise max_workspace_entries)"
+            )
+        for name, reason in left_out.items():
+            self.left_out[join_path(path, name)] = reason
+        return found
+
+    def _parse(self, handle: bytes) -> tuple[dict[str, tuple[int, bytes, object]], dict[str, str]]:
+        """A tree's entries (read once: trees never change), and the names left out of them."""
         try:
             type_num, content = self._store.read_raw(handle)
         except KeyError:
@@ -74,9 +103,13 @@ class StoredTree:
         except ValueError:
             raise StoreError(f"tree {handle.hex()} is malformed; the store is damaged") from None
         names = [name.decode(_FS_ENCODING, _FS_ERRORS) for name, _, _ in parsed]  # as os.fsdecode, without a call
-        if self._check_names is not None:
-            self._check_names(names, handle.hex())
-        return {name: (mode, sha, sha if mode == MODE_TREE else None) for name, (_, mode, sha) in zip(names, parsed)}
+        found: dict[str, tuple[int, bytes, object]] = {
+            name: (mode, sha, sha if mode == MODE_TREE else None) for name, (_, mode, sha) in zip(names, parsed)
+        }
+        left_out = self._check_names(names, f"tree {handle.hex()}") if self._check_names is not None else {}
+        for name in left_out:
+            del found[name]
+        return found, left_out
 
 
 class ScannedTree:
@@ -92,7 +125,7 @@ class ScannedTree:
         assert isinstance(handle, DirNode)
         return handle.tree_id if handle.tree_id is not None else EMPTY_TREE
 
-    def entries(self, handle: object) -> dict[str, tuple[int, bytes, object]]:
+    def entries(self, handle: object, path: str = "") -> dict[str, tuple[int, bytes, object]]:
         assert isinstance(handle, DirNode)
         out: dict[str, tuple[int, bytes, object]] = {
             name: (git_mode_of(record[0]), record[5], None) for name, record in handle.records.items()
@@ -123,25 +156,12 @@ class Comparison:
     base_folders: Mapping[str, tuple[int, bytes]]
 
 
-def walk_files(side: TreeSide, handle: object, prefix: str) -> Iterator[tuple[str, Entry]]:
-    """Every file and symlink below ``handle``, with its path."""
-    stack = [(prefix, handle)]
-    while stack:
-        folder, current = stack.pop()
-        for name, (mode, sha, sub) in side.entries(current).items():
-            path = join_path(folder, name)
-            if mode == MODE_TREE:
-                stack.append((path, sub))
-            else:
-                yield path, (mode, sha)
-
-
 def entry_at(side: TreeSide, path: str) -> Entry | None:
     """(mode, id) of the file or symlink at ``path`` on one side, or None."""
     handle: object = side.root()
     parts = path.split("/")
     for depth, name in enumerate(parts):
-        found = side.entries(handle).get(name)
+        found = side.entries(handle, "/".join(parts[:depth])).get(name)
         if found is None:
             return None
         mode, sha, sub = found
@@ -156,8 +176,9 @@ def entry_at(side: TreeSide, path: str) -> Entry | None:
 def path_in_tree(side: TreeSide, path: str) -> bool:
     """Is there a file, symlink or folder at ``path`` on this side?"""
     handle: object = side.root()
-    for name in path.split("/"):
-        found = side.entries(handle).get(name) if handle is not None else None
+    parts = path.split("/")
+    for depth, name in enumerate(parts):
+        found = side.entries(handle, "/".join(parts[:depth])).get(name) if handle is not None else None
         if found is None:
             return False
         handle = found[2] if found[0] == MODE_TREE else None
@@ -177,15 +198,21 @@ def changes(
     is asked about folders too, and a folder it refuses is not entered.
     ``new_folders`` and ``old_folders``, if given, receive each folder of that
     side that was read: path -> (number of entries, tree id).
+
+    The walk is iterative and bounded: a forged tree can nest without end, so
+    nesting deeper than ``MAX_TREE_DEPTH`` refuses the comparison (UnsafeTree)
+    instead of growing; a stored side counts what it reads (``StoredTree``).
     """
     out: list[Change] = []
-    stack: list[tuple[str, object | None, object | None]] = [("", old.root(), new.root())]
+    stack: list[tuple[str, int, object | None, object | None]] = [("", 0, old.root(), new.root())]
     while stack:
-        prefix, old_handle, new_handle = stack.pop()
+        prefix, depth, old_handle, new_handle = stack.pop()
         if old_handle is not None and new_handle is not None and old.tree_id(old_handle) == new.tree_id(new_handle):
             continue
-        old_entries = old.entries(old_handle) if old_handle is not None else {}
-        new_entries = new.entries(new_handle) if new_handle is not None else {}
+        if depth > MAX_TREE_DEPTH:
+            raise UnsafeTree(f"a snapshot's folders nest deeper than {MAX_TREE_DEPTH} levels (at {prefix[:200]}...)")
+        old_entries = old.entries(old_handle, prefix) if old_handle is not None else {}
+        new_entries = new.entries(new_handle, prefix) if new_handle is not None else {}
         if new_folders is not None and new_handle is not None:
             new_folders[prefix] = (len(new_entries), new.tree_id(new_handle))
         if old_folders is not None and old_handle is not None:
@@ -203,7 +230,7 @@ def changes(
             if a_dir or b_dir:
                 if a_dir and b_dir and a is not None and b is not None and a[1] == b[1]:
                     continue
-                stack.append((path, a[2] if a_dir and a else None, b[2] if b_dir and b else None))
+                stack.append((path, depth + 1, a[2] if a_dir and a else None, b[2] if b_dir and b else None))
             a_file = (a[0], a[1]) if a is not None and not a_dir else None
             b_file = (b[0], b[1]) if b is not None and not b_dir else None
             if a_file != b_file:
@@ -253,7 +280,7 @@ class RecordedModes:
             entry = self._folder(parent).get(name)
             handle = entry[2] if entry is not None and entry[0] == MODE_TREE else None
         try:
-            found = self._tree.entries(handle) if handle is not None else {}
+            found = self._tree.entries(handle, rel) if handle is not None else {}
         except StoreError:
             found = {}  # a damaged snapshot cannot vouch for modes: new files get the default
         self._folders[rel] = found

@@ -225,6 +225,7 @@ def scan(
     skipped: list[SkippedPath] = []
     pending: list[_Pending] = []
     leftovers: list[str] = []
+    unsafe_names: list[str] = []
     grafted: list[DirNode] = []
     if incremental is not None:
         before = incremental.previous
@@ -306,7 +307,7 @@ def scan(
                 rules = own_rules(rules, gitignore, node.rel, base)
                 leftovers_before = len(leftovers)
                 dirs, files = tracked_entries(
-                    entries, node.rel, rules, cache.listings, listings, leftovers, listing_hits
+                    entries, node.rel, rules, cache.listings, listings, leftovers, listing_hits, unsafe_names
                 )
                 table_get = table.get
                 pairs = [(entry.name, table_get(entry.name)) for entry in files]
@@ -418,6 +419,7 @@ def scan(
         seconds=time.perf_counter() - started,
         incremental=incremental is not None,
     )
+    skipped.extend(SkippedPath(path, SkipReason.NAME) for path in unsafe_names)
     skipped.sort(key=lambda s: s.path)
     # A shape holds only while its folder's table has a record for every file listed.
     shapes = {rel: node.shape for rel, node in nodes.items() if node.shape and len(node.records) == node.listed}

@@ -23,7 +23,7 @@ from snapshotter.statcache import StatCache
 
 def _files(snap: Snapshotter, info: SnapshotInfo) -> list[str]:
     with Repo(snap.store_path) as repo:
-        entries = iter_tree_contents(repo.object_store, bytes.fromhex(info.tree_id))
+        entries = iter_tree_contents(repo.object_store, info.tree_id.encode())  # hex: dulwich before 1.2.7 wants it
         return sorted(entry.path.decode() for entry in entries if entry.path is not None)
 
 

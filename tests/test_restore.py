@@ -227,7 +227,7 @@ def test_restore_never_writes_through_a_symlinked_folder(ws: Path, tmp_path: Pat
     assert list(outside.iterdir()) == []
 
 
-@pytest.mark.parametrize("name", [b"..", b".git", b".GIT", b"a/b", b"a\\b", b"", b".", b"/etc/passwd", b"C:\\x"])
+@pytest.mark.parametrize("name", [b"..", b".git", b".GIT", b"a/b", b"", b".", b"/etc/passwd"])
 def test_hostile_tree_names_are_refused_before_anything_is_written(
     ws: Path,
     make,
@@ -241,6 +241,18 @@ def test_hostile_tree_names_are_refused_before_anything_is_written(
         snap.restore(forged)
     assert not (ws / "ok.txt").exists()
     assert (ws / "a.txt").read_text() == "a"
+
+
+@pytest.mark.parametrize("name", [b"a\\b", b"C:\\x"])
+def test_names_with_backslashes_are_ordinary_files_on_posix(ws: Path, make, name: bytes) -> None:  # type: ignore[no-untyped-def]
+    """Refused as hostile before; POSIX holds them (and git records them), so they restore."""
+    write(ws, {"a.txt": "a"})
+    snap = make()
+    snap.snapshot()
+    forged = forge_snapshot(snap, [(b"ok.txt", MODE_FILE, b""), (name, MODE_FILE, b"")])
+    result = snap.restore(forged)
+    assert result.skipped == ()
+    assert (ws / name.decode()).read_text() == "pwned\n" and (ws / "ok.txt").exists()
 
 
 def test_hostile_nested_dotgit_folder_is_refused(ws: Path, make) -> None:  # type: ignore[no-untyped-def]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import forge_snapshot, read_tree, tree_modes, write
 
-from snapshotter import FileInUse, UnsafeTree, hostfs
+from snapshotter import FileInUse, hostfs
 from snapshotter.objects import MODE_EXEC, MODE_FILE, MODE_LINK
 
 
@@ -99,15 +99,16 @@ def test_symlinks_restore_as_files_holding_their_target_and_stay_symlinks(
     assert set(diff) == {"link"}
 
 
-def test_case_colliding_names_are_refused_before_anything_is_written(ws: Path, make, windows: None) -> None:  # type: ignore[no-untyped-def]
+def test_case_colliding_names_leave_out_the_second_and_restore_the_rest(ws: Path, make, windows: None) -> None:  # type: ignore[no-untyped-def]
     write(ws, {"keep.txt": "k"})
     snap = make()
     snap.snapshot()
     names = [b"README.md", b"a.txt", b"readme.md"]
     forged = forge_snapshot(snap, [(name, MODE_FILE, b"") for name in names])
-    with pytest.raises(UnsafeTree, match="case-insensitive"):
-        snap.restore(forged)
-    assert read_tree(ws) == {"keep.txt": ("file", b"k")}
+    result = snap.restore(forged)
+    assert [(s.path, s.reason.value) for s in result.skipped] == [("readme.md", "name-not-allowed")]
+    assert "only in case" in result.skipped[0].detail
+    assert read_tree(ws) == {"README.md": ("file", b"pwned\n"), "a.txt": ("file", b"pwned\n")}
 
 
 def test_case_colliding_names_restore_on_a_case_sensitive_filesystem(
@@ -120,14 +121,18 @@ def test_case_colliding_names_restore_on_a_case_sensitive_filesystem(
     assert sorted(os.listdir(ws)) == ["README.md", "readme.md"]
 
 
-@pytest.mark.parametrize("name", [b"CON", b"aux.txt", b"nul", b"Com1.log", b"LPT9", b"dot.", b"space ", b"a:b"])
-def test_windows_reserved_names_are_refused(ws: Path, make, windows: None, name: bytes) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    "name", [b"CON", b"aux.txt", b"nul", b"Com1.log", b"LPT9", b"dot.", b"space ", b"a:b", b"back\\slash"]
+)
+def test_names_windows_cannot_hold_are_left_out_and_the_rest_restored(
+    ws: Path, make, windows: None, name: bytes
+) -> None:  # type: ignore[no-untyped-def]
     snap = make()
     forged = forge_snapshot(snap, [(b"ok.txt", MODE_FILE, b""), (b"sub", 0o040000, _tree(snap, [(name, MODE_FILE)]))])
-    with pytest.raises(UnsafeTree):
-        snap.restore(forged)
-    assert not (ws / "ok.txt").exists()
-    assert not (ws / "sub").exists()
+    result = snap.restore(forged)
+    assert [s.path for s in result.skipped] == ["sub/" + name.decode()]
+    assert (ws / "ok.txt").read_text() == "pwned\n"
+    assert not (ws / "sub").exists()  # nothing else was in it
 
 
 def test_reserved_windows_names_are_fine_on_posix(ws: Path, make, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
