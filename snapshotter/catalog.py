@@ -1,10 +1,15 @@
 """Finding snapshots: listing, resolving ids, prefixes and labels, reading their facts.
 
-Snapshot commits never change, so each one is parsed once per process.
+Snapshot commits never change, so each one is parsed once per process. A
+snapshot whose commit cannot be read (missing, truncated, not a commit) is
+damaged: listing, the newest, the base and retention pass over it (with one
+warning per process), so it never blocks the others; asking for it by id
+says what is wrong, and ``verify()`` reports it.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator, Mapping
 
@@ -12,7 +17,7 @@ from . import records
 from .errors import LIST_SNAPSHOTS, VERIFY, InvalidRef, SnapshotNotFound, StoreError
 from .model import SnapshotInfo
 from .objects import TYPE_NAMES
-from .store import Store
+from .store import DAMAGED_OBJECT, Store
 from .walker import EMPTY_TREE
 
 _FULL_ID = re.compile(r"[0-9a-fA-F]{40}")
@@ -22,6 +27,7 @@ _RELATIVE = re.compile(r"@(?:~([0-9]*))?")
 ``@~N`` the snapshot N places older than it in sequence order (``@~`` = ``@~1``)."""
 
 Ref = str | SnapshotInfo
+log = logging.getLogger("snapshotter")
 
 
 class Catalog:
@@ -30,10 +36,23 @@ class Catalog:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._infos: dict[bytes, SnapshotInfo] = {}
+        self._damaged: set[bytes] = set()
 
     def newest_first(self) -> Iterator[SnapshotInfo]:
+        """Every readable snapshot, newest first; damaged ones are passed over."""
         for seq, sha in self.store.iter_snapshot_ids():
-            yield self.info(seq, sha)
+            found = self._readable(seq, sha)
+            if found is not None:
+                yield found
+
+    def _readable(self, seq: int, sha: bytes) -> SnapshotInfo | None:
+        try:
+            return self.info(seq, sha)
+        except StoreError as exc:
+            if sha not in self._damaged:
+                self._damaged.add(sha)
+                log.warning("snapshotter: passing over a damaged snapshot: %s", exc)
+            return None
 
     def latest(self) -> SnapshotInfo | None:
         return next(self.newest_first(), None)
@@ -46,7 +65,8 @@ class Catalog:
         """The snapshot the workspace was last made equal to (by a snapshot, a
         restore, undo or redo); the newest one if none is recorded or it is gone."""
         found = self._base_position(list(self.store.iter_snapshot_ids()))
-        return self.info(*found) if found is not None else None
+        base = self._readable(*found) if found is not None else None
+        return base if base is not None or found is None else self.latest()
 
     def base_tree(self) -> bytes:
         base = self.base()
@@ -82,6 +102,8 @@ class Catalog:
                 raise StoreError(f"snapshot {seq} points at missing commit {sha.hex()}", VERIFY) from None
             except TypeError:
                 raise StoreError(f"snapshot {seq} does not point at a commit", VERIFY) from None
+            except DAMAGED_OBJECT as exc:
+                raise StoreError(f"snapshot {seq} ({sha.hex()[:12]}) is damaged ({exc})", VERIFY) from None
             info = records.parse_commit(commit, seq)
             self._infos[sha] = info
         return info

@@ -22,16 +22,22 @@ from __future__ import annotations
 import os
 import re
 import time
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import cast
 
-from dulwich.pack import create_delta
+from dulwich.errors import ApplyDeltaError, ChecksumMismatch
+from dulwich.objects import RawObjectID
+from dulwich.pack import Pack, create_delta
 
 from .objects import MODE_LINK, MODE_TREE, STREAM_THRESHOLD, TYPE_NAMES, commit_tree, parse_tree
 from .packread import StoredEntries
 from .packs import PackBuilder
 from .store import Store
+
+_DAMAGED = (KeyError, ValueError, zlib.error, ApplyDeltaError, ChecksumMismatch)
+"""What reading a damaged or missing object raises."""
 
 GRACE_SECONDS = 3600.0
 MAX_DEPTH = 16
@@ -79,8 +85,8 @@ def reachable(store: Store, roots: Iterable[bytes]) -> set[bytes]:
             continue
         try:
             kind, content = store.read_raw(commit)
-        except KeyError:
-            continue  # a dangling ref keeps nothing alive; verify() reports it
+        except (KeyError, ValueError, zlib.error):
+            continue  # a dangling ref or a damaged commit keeps nothing alive; verify() reports it
         seen.add(commit)
         root = commit_tree(content) if kind == 1 else None
         if root is not None:
@@ -91,10 +97,11 @@ def reachable(store: Store, roots: Iterable[bytes]) -> set[bytes]:
             continue
         seen.add(tree)
         try:
-            _, content = store.read_raw(tree)
-        except KeyError:
-            continue
-        for _, mode, sha in parse_tree(content):
+            kind, content = store.read_raw(tree)
+            entries = parse_tree(content) if kind == 2 else []
+        except (KeyError, ValueError, zlib.error):
+            continue  # missing, damaged, or not a tree: keeps nothing more alive; verify() reports it
+        for _, mode, sha in entries:
             if mode == MODE_TREE:
                 trees.append(sha)
             elif mode != 0o160000:
@@ -137,16 +144,19 @@ def collect(
     stay_loose = {sha for sha in keep | in_grace if sha in loose and store.blob_size(sha) > STREAM_THRESHOLD}
     to_pack = (keep | {sha for sha in in_grace if sha in packed_age}) - stay_loose
     stored = StoredEntries([pack._basename for pack in packs])
+    unreadable: set[bytes] = set()
     try:
-        new_base = _write_pack(store, pack_dir, to_pack, _delta_bases(store, to_pack), stored) if to_pack else None
+        bases = _delta_bases(store, to_pack)
+        new_base = _write_pack(store, pack_dir, to_pack, bases, stored, unreadable) if to_pack else None
     finally:
         stored.close()
-    old_bases = [p._basename for p in packs if p._basename != new_base]
+    holding_damage = {p._basename for p in packs if any(_holds(p, sha) for sha in unreadable)}  # left as they are
+    old_bases = [p._basename for p in packs if p._basename != new_base and p._basename not in holding_damage]
     store.release_packs()  # close the packs before deleting them
     for base in old_bases:
         for suffix in (".idx", ".pack", ".rev", ".bitmap", ".keep"):
             _remove(base + suffix)
-    packed_now = set(to_pack)
+    packed_now = set(to_pack) - unreadable
     for sha, (path, _) in loose.items():
         if sha in packed_now or (sha not in keep and sha not in in_grace):
             _remove(path)
@@ -164,6 +174,14 @@ def collect(
     return result, keep | in_grace
 
 
+def _holds(pack: Pack, sha: bytes) -> bool:
+    try:
+        pack.index.object_offset(RawObjectID(sha))
+        return True
+    except KeyError:
+        return False
+
+
 def _delta_bases(store: Store, candidates: set[bytes]) -> dict[bytes, bytes]:
     """Older object -> the next newer object at the same path (files and folders alike),
     over consecutive snapshots, visiting only folders that differ."""
@@ -171,9 +189,10 @@ def _delta_bases(store: Store, candidates: set[bytes]) -> dict[bytes, bytes]:
     roots = []
     for _, commit in store.iter_snapshot_ids():  # newest first
         try:
-            root = commit_tree(store.read_raw(commit)[1])
-        except KeyError:
-            continue
+            kind, content = store.read_raw(commit)
+        except (KeyError, ValueError, zlib.error):
+            continue  # damaged: its objects get no delta base, nothing worse
+        root = commit_tree(content) if kind == 1 else None
         if root is not None:
             roots.append(root)
 
@@ -193,7 +212,12 @@ def _delta_bases(store: Store, candidates: set[bytes]) -> dict[bytes, bytes]:
         """A tree's entries by name; each tree is the newer side of one pair and the older of the next."""
         found = parsed.get(tree)
         if found is None:
-            found = parsed[tree] = {name: (mode, sha) for name, mode, sha in parse_tree(store.read_raw(tree)[1])}
+            try:
+                kind, content = store.read_raw(tree)
+                listed = parse_tree(content) if kind == 2 else []
+            except (KeyError, ValueError, zlib.error):
+                listed = []  # missing, damaged or not a tree: nothing to pair up below it
+            found = parsed[tree] = {name: (mode, sha) for name, mode, sha in listed}
         return found
 
     for newer_root, older_root in zip(roots, roots[1:]):
@@ -216,13 +240,20 @@ def _delta_bases(store: Store, candidates: set[bytes]) -> dict[bytes, bytes]:
 
 
 def _write_pack(
-    store: Store, pack_dir: str, objects: set[bytes], bases: dict[bytes, bytes], stored: StoredEntries
+    store: Store,
+    pack_dir: str,
+    objects: set[bytes],
+    bases: dict[bytes, bytes],
+    stored: StoredEntries,
+    unreadable: set[bytes],
 ) -> str | None:
     """Write ``objects`` into one pack, bases before their deltas; returns its path.
 
     An entry an earlier gc already wrote as this one would (whole at zlib 6 or
     more, or a delta against the same base) is copied as stored, CRC-checked:
     neither inflated, nor deflated, nor diffed again, as git's repack reuses them.
+    An object that cannot be read is left out and added to ``unreadable``: it
+    stays where it is, and one damaged object never stops the compaction.
     """
     depth: dict[bytes, int] = {}
 
@@ -246,8 +277,16 @@ def _write_pack(
             if entry is not None and entry.base == base and (base is not None or entry.level >= _LEVEL_CLASS):
                 builder.add_stored(sha, entry.kind, entry.size, entry.data, base)
                 continue
-            kind, content = store.read_raw(sha)
-            if base is not None and _worth_a_delta(base_content := store.read_raw(base)[1], content):
+            try:
+                kind, content = store.read_raw(sha)
+            except _DAMAGED:
+                unreadable.add(sha)
+                continue
+            try:
+                base_content = store.read_raw(base)[1] if base is not None else b""
+            except _DAMAGED:
+                base = None
+            if base is not None and _worth_a_delta(base_content, content):
                 pieces: object = create_delta(base_content, content)
                 delta = pieces if isinstance(pieces, bytes) else b"".join(cast(Iterable[bytes], pieces))
                 if len(delta) < len(content) // 2:

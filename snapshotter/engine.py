@@ -250,7 +250,10 @@ class Engine:
                 f"tree {tree_id.hex()} of this snapshot is no longer in the store (collected by another "
                 "writer); nothing was recorded: snapshot again"
             )
-        stats = self._stats(current, self.catalog.latest_tree(), base_side)
+        try:
+            stats = self._stats(current, self.catalog.latest_tree(), base_side)
+        except StoreError:  # the newest snapshot's tree is damaged: count against nothing instead
+            stats = self._stats(current, EMPTY_TREE)
         when = self.clock()
         seq = max(store.snapshot_refs(), default=0) + 1
         while True:

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from .errors import FileInUse, RestoreConflict
+from .errors import FileInUse, RestoreConflict, UnsafeTree
 from .hostfs import POSIX, HostFS
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
@@ -193,6 +193,8 @@ class Workspace:
         cannot be made: a plain file holding the target, as git does)."""
         if not self.host.symlinks:
             return self.write_file(rel, target, executable=False)
+        if b"\0" in target:
+            raise UnsafeTree(f"the snapshot's symlink {rel!r} points at a target holding a NUL byte; refused")
 
         def create(fd: int | None, path: str) -> None:
             os.symlink(os.fsdecode(target), path, dir_fd=fd)  # its stat is taken afterwards

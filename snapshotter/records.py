@@ -28,11 +28,21 @@ _HEXLIKE = re.compile(r"[0-9a-fA-F]{7,40}")
 _MAX_LABEL = 200
 
 
+def check_text(what: str, text: str) -> None:
+    """Refuse text that cannot be stored as UTF-8 (a lone surrogate): it would
+    come back different, and a label so stored would never be found again."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{what} must be valid Unicode text (it holds a lone surrogate)") from None
+
+
 def validate_label(label: str | None) -> str | None:
     if label is None:
         return None
     if not isinstance(label, str) or not label or len(label) > _MAX_LABEL:
         raise InvalidInput(f"label must be a non-empty string of at most {_MAX_LABEL} characters")
+    check_text("label", label)
     if any(ch < " " or ch == "\x7f" for ch in label) or label != label.strip():
         raise InvalidInput("label must be one line without control characters or outer spaces")
     if label.startswith("@"):
@@ -51,6 +61,7 @@ def validate_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:
     for key, value in metadata.items():
         if not isinstance(key, str) or not key or not isinstance(value, str):
             raise InvalidInput("metadata keys must be non-empty strings and values strings")
+        check_text("metadata", key + value)
         out[key] = value
     return out
 

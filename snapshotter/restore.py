@@ -48,7 +48,10 @@ def normalize_selection(workspace: str, files: Sequence[str | os.PathLike[str]])
     """Relative posix paths for a ``files=`` argument; refuses paths outside."""
     out = []
     for item in files:
-        raw = os.fspath(item)
+        try:
+            raw = os.fspath(item)
+        except TypeError:
+            raise InvalidInput(f"bad path {item!r} in files=; pass paths inside the workspace") from None
         if not isinstance(raw, str) or not raw or "\0" in raw:
             raise InvalidInput(f"bad path {raw!r} in files=; pass paths inside the workspace")
         absolute = raw if os.path.isabs(raw) else os.path.join(workspace, raw)

@@ -8,7 +8,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
@@ -113,8 +113,27 @@ class Snapshotter:
     ) -> None:
         if on_error not in ("raise", "warn"):
             raise InvalidInput('on_error must be "raise" or "warn"')
-        if isinstance(exclude, str) or not all(isinstance(p, str) for p in exclude):
+        _check_path("workspace", workspace)
+        if home is not None:
+            _check_path("home", home)
+        if (
+            isinstance(exclude, str)
+            or not isinstance(exclude, Iterable)
+            or not all(isinstance(p, str) for p in exclude)
+        ):
             raise InvalidInput("exclude= takes a sequence of gitignore pattern strings")
+        if retention is not None and not isinstance(retention, Retention):
+            raise InvalidInput("retention= takes a Retention(...) or None")
+        if isinstance(lock_timeout, bool) or not isinstance(lock_timeout, (int, float)) or not lock_timeout >= 0:
+            raise InvalidInput("lock_timeout must be a number of seconds, 0 or more")
+        for flag, given in (
+            ("use_default_excludes", use_default_excludes),
+            ("allow_unsafe_root", allow_unsafe_root),
+            ("watch", watch),
+            ("trust_folder_mtimes", trust_folder_mtimes),
+        ):
+            if not isinstance(given, bool) and given not in (0, 1):
+                raise InvalidInput(f"{flag} must be True or False")
         if not isinstance(max_new_file_size, int) or max_new_file_size < 0:
             raise InvalidInput("max_new_file_size must be a non-negative number of bytes")
         for name, value in (
@@ -482,6 +501,11 @@ def _moving_label(engine: Engine, label: str | None) -> Iterator[None]:
         )
 
 
+def _check_path(name: str, value: object) -> None:
+    if not isinstance(value, (str, os.PathLike)):
+        raise InvalidInput(f"{name} must be a path (str or os.PathLike), not {type(value).__name__}")
+
+
 def _paths(files: Sequence[str | os.PathLike[str]] | None) -> Sequence[str | os.PathLike[str]] | None:
     if isinstance(files, (str, os.PathLike)):
         raise InvalidInput("files= takes a list of paths, not a single path")
@@ -493,4 +517,5 @@ def _checked(
 ) -> tuple[str, str | None, dict[str, str]]:
     if not isinstance(message, str):
         raise InvalidInput("message must be a string")
+    records.check_text("message", message)
     return message, records.validate_label(label), records.validate_metadata(metadata)

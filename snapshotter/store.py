@@ -23,6 +23,7 @@ import weakref
 import zlib
 from collections.abc import Iterator
 
+from dulwich import errors as dulwich_errors
 from dulwich.errors import NotGitRepository
 from dulwich.file import FileLocked
 from dulwich.objects import Commit, ObjectID, RawObjectID
@@ -31,13 +32,21 @@ from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from .durability import sync_folder
-from .errors import HOME_OUTSIDE, StoreError, WorkspaceError
+from .errors import HOME_OUTSIDE, VERIFY, StoreError, WorkspaceError
 from .listing import settled
 from .objects import ObjectWriter
 from .packread import PackFile, PackIndex, read_entry
 from .packs import TYPE_NUMBERS
 from .statcache import USE_CTIME
 
+DAMAGED_OBJECT: tuple[type[Exception], ...] = (
+    ValueError,
+    zlib.error,
+    dulwich_errors.ApplyDeltaError,
+    dulwich_errors.ChecksumMismatch,
+    dulwich_errors.ObjectFormatException,
+)
+"""What reading a damaged object raises (a missing one raises KeyError)."""
 SNAPSHOT_REF_PREFIX = b"refs/snapshots/"
 _HEX40 = re.compile(rb"[0-9a-f]{40}")
 _STACK_PREFIX = b"refs/snapshotter/"
@@ -271,7 +280,10 @@ class Store:
         try:
             handle = open(self.writer.loose_path(sha), "rb")  # noqa: SIM115 - closed below
         except FileNotFoundError:
-            kind, content = self.read_raw(sha)
+            try:
+                kind, content = self.read_raw(sha)
+            except KeyError:
+                raise StoreError(f"blob {sha.hex()} is missing from the store", VERIFY) from None
             if kind != 3:
                 raise zlib.error(f"object {sha.hex()} is not a blob") from None
             yield content

@@ -18,7 +18,7 @@ from .hostfs import recorded_mode
 from .listing import join_path
 from .objects import MODE_TREE, parse_tree
 from .pathnames import NameCheck
-from .store import Store
+from .store import DAMAGED_OBJECT, Store
 from .walker import EMPTY_TREE, DirNode, Scan, git_mode_of
 
 MAX_TREE_DEPTH = 2048
@@ -96,6 +96,8 @@ class StoredTree:
             type_num, content = self._store.read_raw(handle)
         except KeyError:
             raise StoreError(f"tree {handle.hex()} is missing from the store", VERIFY) from None
+        except DAMAGED_OBJECT as exc:
+            raise StoreError(f"tree {handle.hex()} is damaged ({exc})", VERIFY) from None
         if type_num != 2:
             raise StoreError(f"object {handle.hex()} should be a tree; the store is damaged")
         try:
