@@ -103,6 +103,13 @@ SETTINGS: dict[str, Setting] = {
         "it may only keep more",
     ),
     "max_store_bytes": Setting(int, _DEFAULT_RETENTION.max_store_bytes, "retention: store size cap (0: no limit)"),
+    "max_undo": Setting(
+        int,
+        _DEFAULT_RETENTION.max_undo,
+        "retention: undo points kept whatever the other limits say (0: all)",
+        _only_longer_history,
+        "it may only keep more",
+    ),
     "allow_unsafe_root": Setting(bool, False, "allow home, Desktop, Documents, Downloads or a filesystem root"),
     "max_workspace_bytes": Setting(
         int, DEFAULT_MAX_BYTES, "refuse bigger workspaces (0: no cap)", _only_lower_cap, "it may only lower it"
@@ -281,6 +288,7 @@ def snapshotter_options(settings: Resolved) -> dict[str, Any]:
             max_snapshots=value("max_snapshots") or None,
             max_age=timedelta(days=min(age, _MAX_DAYS)) if age else None,
             max_store_bytes=value("max_store_bytes") or None,
+            max_undo=value("max_undo") or None,
         ),
         "allow_unsafe_root": value("allow_unsafe_root"),
         "max_workspace_bytes": value("max_workspace_bytes"),

@@ -8,6 +8,7 @@ consolidation runs instead (see ``consolidation``).
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from datetime import datetime, timezone
@@ -18,31 +19,43 @@ from .history import REDO, TURNS, UNDO
 from .model import PruneResult, SnapshotInfo, StoreStats
 from .retention import Retention, by_count_and_age, droppable
 
+log = logging.getLogger("snapshotter")
 AUTO_GC_LOOSE = 2000
 AUTO_GC_PACKS = 20
 _LAST_GC = "last-gc"
+_STUCK = "over-limit"
+"""The store's size after the last compaction that could not bring it under its limit."""
+_STUCK_GROWTH = 0.10
+_STUCK_GROWTH_BYTES = 8 << 20
+"""A store that cannot shrink is compacted again after growing by 10% or 8 MiB, whichever is more."""
 _REMEASURE_LOOSE = 200
 _REMEASURE_BYTES = 8 << 20
 _REMEASURE_SECONDS = 60.0
 
 
-def protected_ids(engine: Engine) -> set[str]:
-    """Pinned snapshots, the base (what status compares with) and the undo/redo
-    points in use (the newest is kept separately)."""
+def protected_ids(engine: Engine, retention: Retention) -> set[str]:
+    """Pinned snapshots, the base (what status compares with), what redo returns
+    to, and the newest ``max_undo`` undo points (the newest snapshot is kept
+    separately). Older undo points are ordinary snapshots: every turn begun is
+    one, and protecting them all let a store grow past every limit."""
     store = engine.store
     ids = {sha.hex() for sha in store.pinned()}
     base = store.base()
     if base is not None:
         ids.add(base.hex())
-    for name in (UNDO, REDO):
-        ids.update(sha.hex() for sha in store.stack(name))
+    ids.update(sha.hex() for sha in store.stack(REDO))
+    undo = store.stack(UNDO)
+    ids.update(sha.hex() for sha in (undo[-retention.max_undo :] if retention.max_undo else undo))
     return ids
 
 
 def _drop(engine: Engine, info: SnapshotInfo) -> bytes:
+    """Remove a snapshot's ref and every stack entry naming it (a stack entry
+    would keep its objects alive, and undo would land on a dropped snapshot)."""
     sha = bytes.fromhex(info.id)
     engine.store.remove_snapshot_ref(info.sequence, sha)
-    engine.store.drop_from_stack(TURNS, sha)
+    for stack in (TURNS, UNDO, REDO):
+        engine.store.drop_from_stack(stack, sha)
     return sha
 
 
@@ -95,7 +108,7 @@ def prune(
     """Drop what the retention policy says must go, oldest first, then compact.
     ``dropped_before``: snapshots the caller already dropped (their objects need no grace)."""
     snapshots = list(engine.catalog.newest_first())
-    protected = protected_ids(engine)
+    protected = protected_ids(engine, retention)
     drop = by_count_and_age(snapshots, protected, retention, datetime.now(timezone.utc))
     before = compaction.disk_usage(engine.store)
     if dry_run:
@@ -125,14 +138,51 @@ def maintain(engine: Engine, retention: Retention) -> None:
     objects or packs piled up (dropped snapshots' objects wait for the next
     full compaction)."""
     snapshots = list(engine.catalog.newest_first())
-    drop = by_count_and_age(snapshots, protected_ids(engine), retention, datetime.now(timezone.utc))
+    drop = by_count_and_age(snapshots, protected_ids(engine, retention), retention, datetime.now(timezone.utc))
     dead = [_drop(engine, info) for info in drop]
     size, loose, packs = estimated_usage(engine)
-    if _over_size(size, retention):
-        prune(engine, retention, dropped_before=dead)
-    elif loose > AUTO_GC_LOOSE or packs > AUTO_GC_PACKS:
+    over = _over_size(size, retention)
+    if over and (dead or not _stuck_at(engine, size)):
+        done = prune(engine, retention, dropped_before=dead)
+        _note_stuck(engine, retention, done.bytes_after)
+        return
+    if not over:
+        _note_stuck(engine, retention, size)  # fits again: a later overflow warns anew
+    if loose > AUTO_GC_LOOSE or packs > AUTO_GC_PACKS:
         engine.usage_base = None
         consolidation.consolidate(engine.store)  # about a second; a full gc takes 8 to 30 s at 100,000 files
+
+
+def _stuck_at(engine: Engine, size: int) -> bool:
+    """Whether a compaction already found it could not bring the store under
+    its limit, and the store has not grown by ``_STUCK_GROWTH`` since."""
+    try:
+        with open(os.path.join(engine.store.meta_dir, _STUCK), encoding="ascii") as handle:
+            stuck = int(handle.read().strip() or 0)
+    except (OSError, ValueError):
+        return False
+    return size <= max(stuck * (1 + _STUCK_GROWTH), stuck + _STUCK_GROWTH_BYTES)
+
+
+def _note_stuck(engine: Engine, retention: Retention, size: int) -> None:
+    """Remember (and warn once) that the store stays over its limit because
+    nothing more may be dropped; forget it once the store fits again."""
+    path = os.path.join(engine.store.meta_dir, _STUCK)
+    if not _over_size(size, retention):
+        if os.path.exists(path):
+            os.unlink(path)
+        return
+    if not os.path.exists(path):
+        log.warning(
+            "snapshotter: the store %s holds %d bytes, over its limit of %d, and nothing more may be dropped "
+            "(the newest snapshot, the base, pins, undo points); it is compacted again only after it grows "
+            "by 10%% or 8 MiB. Unpin snapshots, lower Retention.max_undo or raise max_store_bytes.",
+            engine.store_path,
+            size,
+            retention.max_store_bytes or 0,
+        )
+    with open(path, "w", encoding="ascii") as handle:
+        handle.write(f"{size}\n")
 
 
 def stats(engine: Engine) -> StoreStats:

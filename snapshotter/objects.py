@@ -329,12 +329,17 @@ class ObjectWriter:
             sha = digest.digest()
             if out is not None and squeezer is not None:
                 _store_write(out, squeezer.flush())
+                _store_sync(out)  # a ref written later must never name lost content
+                stored = out.tell()
                 out.close()
                 out = None
                 if not self.exists(sha):
                     path = self.loose_path(sha)
                     self._ensure_folder(os.path.dirname(path))
                     self._move_into_place(tmp, path)
+                    self._unsynced_dirs.add(os.path.dirname(path))
+                    size_so_far, loose, packs = self.written
+                    self.written = (size_so_far + stored, loose + 1, packs)
             return sha, counter.lines()
         finally:
             if out is not None:
@@ -366,6 +371,14 @@ class _LineCounter:
 def _store_write(out: BinaryIO, data: bytes) -> None:
     try:
         out.write(data)
+    except OSError as exc:
+        raise StoreError(f"cannot write to the store: {exc.strerror}; {what_to_check(exc)}") from None
+
+
+def _store_sync(out: BinaryIO) -> None:
+    try:
+        out.flush()
+        os.fsync(out.fileno())
     except OSError as exc:
         raise StoreError(f"cannot write to the store: {exc.strerror}; {what_to_check(exc)}") from None
 

@@ -1,9 +1,11 @@
 """Retention: which snapshots to drop so the store stays small, oldest first.
 
-The newest snapshot, the base, pinned snapshots and the undo/redo points in
-use are never dropped. Dropping a snapshot removes only its ref; the ids of the
-others never change (snapshots are parentless commits), and :mod:`compaction`
-later reclaims the objects nothing else refers to.
+The newest snapshot, the base, pinned snapshots, what redo returns to, and
+the newest ``max_undo`` undo points are never dropped; older undo points
+(every turn begun is one) are ordinary snapshots under the limits. Dropping a
+snapshot removes only its ref; the ids of the others never change (snapshots
+are parentless commits), and :mod:`compaction` later reclaims the objects
+nothing else refers to.
 """
 
 from __future__ import annotations
@@ -23,9 +25,12 @@ class Retention:
     max_snapshots: int | None = 50
     max_age: timedelta | None = timedelta(days=7)
     max_store_bytes: int | None = 500 * 2**20
+    max_undo: int | None = 100
+    """How many undo points (checkpoints, turns begun) stay protected from the
+    other limits; older ones may be dropped like any snapshot."""
 
     def __post_init__(self) -> None:
-        for name in ("max_snapshots", "max_store_bytes"):
+        for name in ("max_snapshots", "max_store_bytes", "max_undo"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 0):
                 raise InvalidInput(f"Retention.{name} must be a non-negative integer or None")
@@ -34,7 +39,7 @@ class Retention:
 
     @classmethod
     def unlimited(cls) -> Retention:
-        return cls(max_snapshots=None, max_age=None, max_store_bytes=None)
+        return cls(max_snapshots=None, max_age=None, max_store_bytes=None, max_undo=None)
 
 
 def droppable(snapshots: Sequence[SnapshotInfo], protected: set[str]) -> list[SnapshotInfo]:

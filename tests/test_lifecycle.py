@@ -396,3 +396,44 @@ def test_retention_never_drops_the_base(ws: Path, make) -> None:  # type: ignore
     assert snap.prune().pruned == ()  # the newest and the base stay, whatever the count says
     assert snap.base() is not None and snap.base().id == infos[1].id
     assert [c.path for c in snap.status()] == ["a.txt"]
+
+
+def test_old_turn_checkpoints_are_ordinary_snapshots_under_the_limits(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """Every turn begun is an undo point; protecting them all let 81 snapshots stay under max_snapshots=10."""
+    snap = make(retention=Retention(max_snapshots=6, max_age=None, max_store_bytes=None, max_undo=3))
+    for turn in range(20):
+        snap.begin_turn()
+        write(ws, {"a.txt": f"turn {turn}\n"})
+        snap.end_turn()
+    listed = snap.list(limit=None)
+    assert len(listed) <= 6 + 3  # the limit, plus at most the protected undo points among the older ones
+    store = snap._engine_ok().store
+    remaining = {info.id for info in listed}
+    for stack in ("undo", "redo", "turns"):  # no stack names a dropped snapshot
+        assert {sha.hex() for sha in store.stack(stack)} <= remaining, stack
+    assert snap.can_undo() and snap.undo().ok  # the recent undo points still work
+    assert snap.revert_turn(1).written >= 0
+
+
+def test_a_store_that_cannot_shrink_warns_once_and_stops_compacting(
+    ws: Path, make, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:  # type: ignore[no-untyped-def]
+    import logging
+
+    from snapshotter import compaction
+
+    collected = []
+    real_collect = compaction.collect
+    monkeypatch.setattr(compaction, "collect", lambda *a, **k: collected.append(1) or real_collect(*a, **k))
+    snap = make(retention=Retention(max_snapshots=None, max_age=None, max_store_bytes=1))  # every store is over
+    with caplog.at_level(logging.WARNING, logger="snapshotter"):
+        write(ws, {"a.txt": "a\n" * 1000})
+        snap.pin(snap.snapshot())  # pinned and newest: nothing may go, so compaction cannot help
+        for i in range(5):
+            write(ws, {"b.txt": f"{i}\n"})
+            snap.pin(snap.snapshot())
+    assert len(collected) == 1
+    assert sum("over its limit" in r.getMessage() for r in caplog.records) == 1
+    write(ws, {"big.bin": os.urandom(9 << 20)})  # grows past 8 MiB: tried again
+    snap.snapshot()
+    assert len(collected) == 2
