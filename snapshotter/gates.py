@@ -39,6 +39,14 @@ class WorkspaceLimits:
             )
 
 
+def stored_size(st: os.stat_result) -> int:
+    """The bytes a file would bring into the store, for the workspace caps: its
+    size, or what it really occupies on disk if less (a sparse file of 3 GiB
+    using 8 KiB must not refuse a whole workspace)."""
+    blocks = getattr(st, "st_blocks", None)
+    return st.st_size if blocks is None else min(st.st_size, blocks * 512)
+
+
 def unsafe_roots() -> set[str]:
     """Folders refused as workspaces unless explicitly allowed."""
     home = os.path.realpath(os.path.expanduser("~"))

@@ -12,10 +12,11 @@ from __future__ import annotations
 import bisect
 import hashlib
 import os
+import stat
 from dataclasses import dataclass, field
 
 from .fsops import LEFTOVER_PREFIX, is_leftover
-from .gates import WorkspaceLimits
+from .gates import WorkspaceLimits, stored_size
 from .ignore import IgnoreSource, IgnoreStack, read_ignore_file
 from .pathnames import git_spelling
 from .statcache import Listings, Shape
@@ -205,8 +206,11 @@ def measure(
     limits: WorkspaceLimits,
     listings: Listings,
     prelisting: Prelisting | None = None,
+    max_new_file_size: int | None = None,
 ) -> tuple[int, int]:
     """Count tracked entries and bytes, raising WorkspaceTooLarge as soon as a cap is passed.
+    A file over ``max_new_file_size`` will be left out of the first snapshot, so
+    its bytes count toward no cap; a sparse file counts what it occupies.
 
     ``listings`` receives every folder's ignore verdicts, as the stat cache keeps
     them: handed to the first scan, they spare it judging every name again.
@@ -241,7 +245,8 @@ def measure(
                     st = stats[entry.name] = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                size += st.st_size
+                if max_new_file_size is None or stat.S_ISLNK(st.st_mode) or st.st_size <= max_new_file_size:
+                    size += stored_size(st)
                 limits.check(workspace, entries, size)
         except OSError:
             continue

@@ -175,7 +175,7 @@ class Snapshotter:
         if not os.path.isdir(path):  # a new store: refuse a huge folder before creating anything
             prelisting = Prelisting(time.time_ns())
             rules = root_stack(canonical, self._exclude, self._use_default_excludes)
-            measure(canonical, rules, self._limits, listings, prelisting)
+            measure(canonical, rules, self._limits, listings, prelisting, self._max_new_file_size)
         store = Store.open_or_create(path, canonical)
         engine = Engine(
             canonical,

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .errors import WorkspaceError
-from .gates import WorkspaceLimits
+from .gates import WorkspaceLimits, stored_size
 from .hostfs import POSIX, HostFS
 from .ignore import IgnoreStack
 from .listing import (
@@ -364,7 +364,7 @@ def scan(
                     specials.append(name)
                     continue
                 files_seen += 1
-                bytes_seen += st.st_size
+                bytes_seen += stored_size(st)
                 key = (st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns if USE_CTIME else 0, st.st_ino)
                 recorded = None
                 if carry_modes:
@@ -379,6 +379,7 @@ def scan(
                 is_link = kind == _S_IFLNK  # a real symlink: read its target, never follow it
                 if record is None and not is_link and st.st_size > max_new_file_size and not forced_here(rel):
                     skipped.append(SkippedPath(rel, SkipReason.TOO_LARGE))
+                    bytes_seen -= stored_size(st)  # left out: it counts toward no cap
                     continue
                 pending.append(_Pending(node, name, rel, base + name, is_link, key, recorded, record))
             files_seen += hits

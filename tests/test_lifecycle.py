@@ -437,3 +437,24 @@ def test_a_store_that_cannot_shrink_warns_once_and_stops_compacting(
     write(ws, {"big.bin": os.urandom(9 << 20)})  # grows past 8 MiB: tried again
     snap.snapshot()
     assert len(collected) == 2
+
+
+def test_a_sparse_file_is_one_skip_not_a_refused_workspace(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """A 3 GiB sparse file using a few KiB of disk refused every snapshot with WorkspaceTooLarge."""
+    write(ws, {"a.txt": "a\n"})
+    with open(ws / "sparse.img", "wb") as handle:
+        handle.truncate(3 << 30)
+    if os.stat(ws / "sparse.img").st_blocks * 512 >= 1 << 20:
+        pytest.skip("this filesystem does not keep sparse files sparse")
+    snap = make()  # a new store measures the workspace first: 2 GiB cap by default
+    info = snap.snapshot()
+    assert [(s.path, s.reason.value) for s in info.skipped] == [("sparse.img", "too-large")]
+    write(ws, {"b.txt": "b\n"})
+    assert snap.snapshot().files_changed == 1  # and every later scan too
+
+
+def test_new_files_left_out_as_too_large_count_toward_no_cap(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "a\n", "big.bin": os.urandom(300_000)})
+    snap = make(max_new_file_size=100_000, max_workspace_bytes=200_000)
+    info = snap.snapshot()  # big.bin is skipped, so the workspace holds 2 bytes of tracked content
+    assert [s.path for s in info.skipped] == ["big.bin"]
