@@ -34,7 +34,7 @@ from dulwich.pack import Pack, create_delta
 from .objects import MODE_LINK, MODE_TREE, STREAM_THRESHOLD, TYPE_NAMES, commit_tree, parse_tree
 from .packread import StoredEntries
 from .packs import PackBuilder
-from .store import Store
+from .store import TEMP_NAME, Store
 
 _DAMAGED = (KeyError, ValueError, zlib.error, ApplyDeltaError, ChecksumMismatch)
 """What reading a damaged or missing object raises."""
@@ -45,7 +45,6 @@ PACK_LEVEL = 6
 _LEVEL_CLASS = 2
 """zlib's header class for PACK_LEVEL: a stored stream of this class or more is copied as it is."""
 _LOOSE_NAME = re.compile(r"[0-9a-f]{38}")
-_STALE_TEMP = re.compile(r"^(tmp_obj_|tmp_pack_|tmp_idx_|\.statcache-)|\.lock$")
 
 
 @dataclass(frozen=True)
@@ -328,7 +327,7 @@ def _remove_stale_temps(root: str, now: float, grace_seconds: float) -> int:
     removed = 0
     for dirpath, _, filenames in os.walk(root):
         for name in filenames:
-            if not _STALE_TEMP.search(name):
+            if not (TEMP_NAME.match(name) or name.endswith(".lock")):
                 continue
             path = os.path.join(dirpath, name)
             try:

@@ -106,7 +106,7 @@ class Engine:
         """What the workspace's filesystem can do (exec bits, symlinks, case...)."""
         self.catalog = Catalog(store)
         self.lock = StoreLock(
-            os.path.join(store.meta_dir, "lock"), lock_timeout, on_recover=store.clear_stale_ref_locks
+            os.path.join(store.meta_dir, "lock"), lock_timeout, on_recover=store.recover
         )
         self.last_scan = ScanStats()
         self._exclude = exclude

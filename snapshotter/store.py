@@ -49,6 +49,8 @@ DAMAGED_OBJECT: tuple[type[Exception], ...] = (
 """What reading a damaged object raises (a missing one raises KeyError)."""
 SNAPSHOT_REF_PREFIX = b"refs/snapshots/"
 _HEX40 = re.compile(rb"[0-9a-f]{40}")
+TEMP_NAME = re.compile(r"tmp_obj_|tmp_pack_|tmp_idx_|\.statcache-.*\.tmp$|\.generation-.*\.tmp$")
+"""Temporary files writers make in the store (then rename into place)."""
 _STACK_PREFIX = b"refs/snapshotter/"
 _BASE_REF = Ref(b"refs/snapshotter/base")
 _GENERATION = "generation"
@@ -592,6 +594,33 @@ class Store:
                 continue
             except OSError:
                 continue  # left for the next recovery; the operation needing it will report it
+        return removed
+
+    def recover(self) -> int:
+        """Clear what a writer killed while holding the store lock left behind:
+        ref locks and temporary files (objects, packs, indexes, the stat cache,
+        the generation). Call it only while holding the store lock: every
+        writer of those holds it, so any found then is stale. Returns how many
+        files were removed."""
+        removed = self.clear_stale_ref_locks()
+        folders = [os.path.join(self.path, "objects"), self._pack_dir, self.meta_dir]
+        objects_dir = folders[0]
+        try:
+            folders += [os.path.join(objects_dir, n) for n in os.listdir(objects_dir) if len(n) == 2]
+        except OSError:
+            pass
+        for folder in folders:
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                continue
+            for name in names:
+                if TEMP_NAME.match(name):
+                    try:
+                        os.unlink(os.path.join(folder, name))
+                        removed += 1
+                    except OSError:
+                        continue  # left for gc, which removes old temporary files too
         return removed
 
     def remove(self) -> None:
