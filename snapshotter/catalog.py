@@ -17,7 +17,7 @@ from . import records
 from .errors import LIST_SNAPSHOTS, VERIFY, InvalidRef, SnapshotNotFound, StoreError
 from .model import SnapshotInfo
 from .objects import TYPE_NAMES
-from .store import DAMAGED_OBJECT, Store
+from .store import DAMAGED_OBJECT, MISSING_OR_DAMAGED, Store
 from .walker import EMPTY_TREE
 
 _FULL_ID = re.compile(r"[0-9a-fA-F]{40}")
@@ -129,9 +129,13 @@ class Catalog:
             if sha in by_id:
                 return by_id[sha], sha
             try:
-                type_num, _ = self.store.read_raw(sha)
-            except KeyError:
+                type_num, content = self.store.read_raw(sha)
+            except MISSING_OR_DAMAGED:
                 raise SnapshotNotFound(f"no snapshot {text}", LIST_SNAPSHOTS) from None
+            if type_num == 1 and records.is_snapshot_commit(content):  # one of ours, whose ref is gone
+                raise SnapshotNotFound(
+                    f"snapshot {text[:12]} was dropped (by retention, prune or another process)", LIST_SNAPSHOTS
+                )
             kind = TYPE_NAMES.get(type_num, b"object").decode()
             raise InvalidRef(f"{text} is a {kind}, not a snapshot; pass a snapshot id or label")
         if _ID_PREFIX.fullmatch(text):

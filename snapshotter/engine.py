@@ -18,7 +18,7 @@ from dulwich.file import FileLocked
 
 from . import hostfs, records, statcache
 from .catalog import Catalog
-from .diff import file_diff, status_of, unreadable_diff
+from .diff import ContentLoader, file_diff, status_of, unreadable_diff
 from .errors import (
     OVERWRITE_UNTRACKED,
     VERIFY,
@@ -105,9 +105,7 @@ class Engine:
         self.host = hostfs.detect(workspace)
         """What the workspace's filesystem can do (exec bits, symlinks, case...)."""
         self.catalog = Catalog(store)
-        self.lock = StoreLock(
-            os.path.join(store.meta_dir, "lock"), lock_timeout, on_recover=store.recover
-        )
+        self.lock = StoreLock(os.path.join(store.meta_dir, "lock"), lock_timeout, on_recover=store.recover)
         self.last_scan = ScanStats()
         self._exclude = exclude
         self._use_default_excludes = use_default_excludes
@@ -380,13 +378,17 @@ class Engine:
         old = self._stored(old_info)
         new: TreeSide
         unreadable: list[str] = []
-        if new_info is None:
-            current = self.scan(write=False)
-            new, load_new = ScannedTree(current), self.read_workspace
-            unreadable = [p for p in current.unreadable() if within is None or within(p, False)]
-        else:
-            new, load_new = self._stored(new_info), self.read_stored
-        found = [file_diff(c, self.read_stored, load_new) for c in changes(old, new, within)]
+        workspace = Workspace(self.workspace, self.host)
+        try:
+            if new_info is None:
+                current = self.scan(write=False)
+                new, load_new = ScannedTree(current), self.workspace_reader(workspace)
+                unreadable = [p for p in current.unreadable() if within is None or within(p, False)]
+            else:
+                new, load_new = self._stored(new_info), self.read_stored
+            found = [file_diff(c, self.read_stored, load_new) for c in changes(old, new, within)]
+        finally:
+            workspace.close()
         if not unreadable:
             return found
         kept = [d for d in found if not _below_any(d.path, unreadable)]
@@ -432,17 +434,17 @@ class Engine:
         kept = self._kept.get(sha) if self._kept is not None else None
         return (kept,) if kept is not None else self.store.blob_chunks(sha)
 
-    def read_workspace(self, path: str, sha: bytes, mode: int) -> bytes | None:
-        full = os.path.join(self.workspace, *path.split("/"))
-        try:
-            if mode == MODE_LINK:
-                return os.fsencode(os.readlink(full))
-            if os.lstat(full).st_size > STREAM_THRESHOLD:
-                return None
-            with open(full, "rb") as handle:
-                return handle.read()
-        except OSError:
-            return b""
+    def workspace_reader(self, workspace: Workspace) -> ContentLoader:
+        """Reads the workspace's side of a diff through ``workspace``: confined, never
+        through a symlink swapped in since the scan; unreadable content is empty."""
+
+        def read(path: str, sha: bytes, mode: int) -> bytes | None:
+            try:
+                return workspace.read(path, mode == MODE_LINK and self.host.symlinks, STREAM_THRESHOLD)
+            except (OSError, RestoreConflict):
+                return b""
+
+        return read
 
     # -- restoring -----------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 from .errors import FileInUse, RestoreConflict, UnsafeTree
@@ -62,6 +62,11 @@ def _current_umask() -> int:
 
 
 UMASK = _current_umask()
+
+
+def _chunks_of(fd: int, size: int = 1 << 20) -> Iterator[bytes]:
+    while chunk := os.read(fd, size):
+        yield chunk
 
 
 def file_mode(executable: bool) -> int:
@@ -265,18 +270,49 @@ class Workspace:
 
     def set_executable(self, rel: str, executable: bool) -> os.stat_result:
         """chmod a regular file in place (keeps its content and mtime); where the
-        filesystem has no exec bit, only the record of it changes (see hostfs)."""
+        filesystem has no exec bit, only the record of it changes (see hostfs).
+
+        The mode is set on the opened file, never through a symlink; a file
+        with other hard links (one may live in a ``.git`` folder, or outside
+        the workspace) is rewritten instead, so no other name sees the change.
+        """
         fd, name, parent = self._parent(rel, create=False)
         if not self.host.exec_bit:
             return self._lstat(fd, parent, name)
         flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
         handle = os.open(name, flags, dir_fd=fd) if fd is not None else os.open(os.path.join(parent, name), flags)
         try:
+            st = os.fstat(handle)
+            if not stat.S_ISREG(st.st_mode):
+                raise RestoreConflict(f"{self._shown(fd, parent, name)} is no longer a regular file; retry")
+            if st.st_nlink > 1:
+                return self.write_file(rel, _chunks_of(handle), executable)
             if hasattr(os, "fchmod"):
                 os.fchmod(handle, file_mode(executable))
             else:
                 os.chmod(os.path.join(parent, name), file_mode(executable))
             return os.fstat(handle)
+        finally:
+            os.close(handle)
+
+    def read(self, rel: str, is_link: bool, limit: int) -> bytes | None:
+        """A file's content or a symlink's target, read without following any
+        symlink on the way (one swapped in since the scan is not read through);
+        None for a file over ``limit`` bytes. OSError if it cannot be read."""
+        fd, name, parent = self._parent(rel, create=False)
+        if is_link:
+            return os.fsencode(
+                os.readlink(name, dir_fd=fd) if fd is not None else os.readlink(os.path.join(parent, name))
+            )
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
+        handle = os.open(name, flags, dir_fd=fd) if fd is not None else os.open(os.path.join(parent, name), flags)
+        try:
+            st = os.fstat(handle)
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(errno.EINVAL, "not a regular file", rel)
+            if st.st_size > limit:
+                return None
+            return b"".join(_chunks_of(handle))
         finally:
             os.close(handle)
 

@@ -16,7 +16,7 @@ so ``revert_turn(n)`` finds the state before the n-th last turn.
 from __future__ import annotations
 
 from .engine import Engine
-from .errors import BEGIN_TURN, InvalidInput, SnapshotNotFound
+from .errors import BEGIN_TURN, InvalidInput, SnapshotError, SnapshotNotFound
 from .model import RestoreResult, SnapshotInfo, UndoResult
 
 UNDO, REDO, TURNS = "undo", "redo", "turns"
@@ -34,8 +34,32 @@ def checkpoint(engine: Engine, message: str, label: str | None, metadata: dict[s
     return info
 
 
+def _live(engine: Engine, name: str) -> list[bytes]:
+    """A stack's entries that are still snapshots one can restore; an entry whose
+    snapshot was dropped (by another process, or a store from before dropping
+    cleaned the stacks) or is damaged is removed, so what ``can_undo`` and
+    ``can_redo`` promise is what ``undo`` and ``redo`` do. Hold the store lock."""
+    stack = engine.store.stack(name)
+    snapshots = set(engine.store.snapshot_refs().values())
+    live = []
+    for sha in stack:
+        if sha in snapshots and _readable(engine, sha):
+            live.append(sha)
+        else:
+            engine.store.drop_from_stack(name, sha)
+    return live
+
+
+def _readable(engine: Engine, sha: bytes) -> bool:
+    try:
+        _info(engine, sha)
+        return True
+    except SnapshotError:
+        return False
+
+
 def can_undo(engine: Engine) -> bool:
-    stack = engine.store.stack(UNDO)
+    stack = _live(engine, UNDO)
     if len(stack) >= 2:
         return True
     if not stack:
@@ -44,11 +68,11 @@ def can_undo(engine: Engine) -> bool:
 
 
 def can_redo(engine: Engine) -> bool:
-    return bool(engine.store.stack(REDO))
+    return bool(_live(engine, REDO))
 
 
 def undo(engine: Engine) -> UndoResult:
-    stack = engine.store.stack(UNDO)
+    stack = _live(engine, UNDO)
     if not stack:
         return UndoResult(False, "undo", "nothing to undo: no checkpoint has been taken")
     current = engine.scan(write=True)
@@ -66,7 +90,7 @@ def undo(engine: Engine) -> UndoResult:
 
 
 def redo(engine: Engine) -> UndoResult:
-    stack = engine.store.stack(REDO)
+    stack = _live(engine, REDO)
     if not stack:
         return UndoResult(False, "redo", "nothing to redo")
     target = _info(engine, stack[-1])

@@ -103,6 +103,11 @@ def build_commit(
     return commit
 
 
+def is_snapshot_commit(raw: bytes) -> bool:
+    """Whether a commit's raw text is a snapshot's (it carries our sequence trailer)."""
+    return (f"\n{_TRAILER_SEQ}: ".encode()) in raw
+
+
 def parse_commit(commit: Commit, seq: int) -> SnapshotInfo:
     """The SnapshotInfo a snapshot commit records. Unknown trailers are ignored."""
     text = commit.message.decode("utf-8", "replace")

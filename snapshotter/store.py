@@ -47,6 +47,7 @@ DAMAGED_OBJECT: tuple[type[Exception], ...] = (
     dulwich_errors.ObjectFormatException,
 )
 """What reading a damaged object raises (a missing one raises KeyError)."""
+MISSING_OR_DAMAGED: tuple[type[Exception], ...] = (KeyError, *DAMAGED_OBJECT)
 SNAPSHOT_REF_PREFIX = b"refs/snapshots/"
 _HEX40 = re.compile(rb"[0-9a-f]{40}")
 TEMP_NAME = re.compile(r"tmp_obj_|tmp_pack_|tmp_idx_|\.statcache-.*\.tmp$|\.generation-.*\.tmp$")

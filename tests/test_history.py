@@ -195,3 +195,20 @@ def test_failed_restore_puts_the_workspace_back_and_reports_failure(
     monkeypatch.setattr(fsops.Workspace, "write_file", real)
     assert read_tree(ws) == before  # the half-done undo was put back
     assert snap.can_undo() and not snap.can_redo()  # stacks unchanged
+
+
+def test_can_undo_says_what_undo_does_when_a_point_was_dropped_elsewhere(ws: Path, home: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """can_undo() was True while undo() raised 'is a commit, not a snapshot'."""
+    from snapshotter import Retention, SnapshotNotFound
+
+    write(ws, {"a.txt": "1\n"})
+    snap = make(retention=Retention.unlimited())
+    first = snap.checkpoint()
+    write(ws, {"a.txt": "2\n"})
+    snap.snapshot()
+    store = snap._engine_ok().store
+    store.remove_snapshot_ref(first.sequence, bytes.fromhex(first.id))  # dropped by another process
+    assert snap.can_undo() is False  # the only undo point is gone
+    assert snap.undo().ok is False
+    with pytest.raises(SnapshotNotFound, match="was dropped"):
+        snap.get(first.id)

@@ -147,3 +147,53 @@ def test_the_walker_never_lists_a_folder_through_a_symlink(tmp_path: Path) -> No
     finally:
         if fd >= 0:
             os.close(fd)
+
+
+def test_a_chmod_only_restore_never_changes_a_hard_linked_file_elsewhere(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """The mode change went through a hard link into .git/hooks before."""
+    if not hasattr(os, "link"):
+        pytest.skip("no hard links here")
+    write(ws, {"tool.sh": "#!/bin/sh\necho hi\n"})
+    snap = make()
+    (ws / "tool.sh").chmod(0o755)
+    executable = snap.snapshot()
+    (ws / "tool.sh").chmod(0o644)
+    hooks = ws / ".git" / "hooks"
+    hooks.mkdir(parents=True)
+    os.link(ws / "tool.sh", hooks / "pre-commit")  # the same file, under .git too
+    result = snap.restore(executable.id)
+    assert result.written_paths == ("tool.sh",)
+    assert os.stat(ws / "tool.sh").st_mode & 0o100
+    assert stat.S_IMODE(os.stat(hooks / "pre-commit").st_mode) == 0o644  # untouched
+    assert (ws / "tool.sh").read_text() == (hooks / "pre-commit").read_text() == "#!/bin/sh\necho hi\n"
+    assert os.stat(hooks / "pre-commit").st_nlink == 1  # the workspace's name is a file of its own now
+
+
+@pytest.mark.parametrize("swap", ["file", "folder"])
+def test_diff_never_reads_through_a_symlink_swapped_in_after_the_scan(
+    ws: Path, tmp_path: Path, make, monkeypatch: pytest.MonkeyPatch, swap: str
+) -> None:  # type: ignore[no-untyped-def]
+    from snapshotter import engine as engine_module
+
+    outside = tmp_path / "outside"
+    write(outside, {"a.txt": "SECRET\n", "sub/a.txt": "SECRET\n"})
+    write(ws, {"sub/a.txt": "one\n"})
+    snap = make()
+    first = snap.snapshot()
+    (ws / "sub/a.txt").write_text("two\n")
+    real_scan = engine_module.Engine.scan
+
+    def scan_then_swap(self, **kwargs):  # type: ignore[no-untyped-def]
+        found = real_scan(self, **kwargs)
+        if swap == "file":
+            (ws / "sub/a.txt").unlink()
+            os.symlink(outside / "a.txt", ws / "sub/a.txt")
+        else:
+            os.rename(ws / "sub", tmp_path / "moved")
+            os.symlink(outside / "sub", ws / "sub")
+        return found
+
+    monkeypatch.setattr(engine_module.Engine, "scan", scan_then_swap)
+    diffs = snap.diff(first.id)
+    assert [d.path for d in diffs] == ["sub/a.txt"]
+    assert "SECRET" not in diffs[0].patch
