@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 
 from . import records
 from .errors import LIST_SNAPSHOTS, VERIFY, InvalidRef, SnapshotNotFound, StoreError
+from .inflate import MAX_WHOLE
 from .model import SnapshotInfo
 from .objects import TYPE_NAMES
 from .store import DAMAGED_OBJECT, MISSING_OR_DAMAGED, Store
@@ -129,8 +130,9 @@ class Catalog:
             if sha in by_id:
                 return by_id[sha], sha
             try:
-                type_num, content = self.store.read_raw(sha)
-            except MISSING_OR_DAMAGED:
+                type_num, _ = self.store.object_header(sha)  # never inflated whole: it may be a big blob
+                content = self.store.read_raw(sha)[1] if type_num == 1 else b""
+            except MISSING_OR_DAMAGED + (StoreError,):
                 raise SnapshotNotFound(f"no snapshot {text}", LIST_SNAPSHOTS) from None
             if type_num == 1 and records.is_snapshot_commit(content):  # one of ours, whose ref is gone
                 raise SnapshotNotFound(
@@ -166,9 +168,10 @@ class Catalog:
             raise SnapshotNotFound(f"{text} goes back past the oldest snapshot ({older} older than the base)")
         return newest_first[place]
 
-    def read_blob(self, sha: bytes) -> bytes:
+    def read_blob(self, sha: bytes, limit: int = MAX_WHOLE) -> bytes:
+        """A blob's content; ``ObjectTooLarge`` if it is larger than ``limit``."""
         try:
-            type_num, content = self.store.read_raw(sha)
+            type_num, content = self.store.read_raw(sha, limit)
         except KeyError:
             raise StoreError(f"blob {sha.hex()} is missing from the store", VERIFY) from None
         if type_num != 3:

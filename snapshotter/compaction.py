@@ -14,7 +14,7 @@ than the grace period, in case a writer that does not take the lock is between
 writing objects and its ref. Objects known dead (reachable only from snapshots
 just pruned, passed as ``dead_roots``) need no grace and go at once. Big blobs
 (above the streaming threshold) stay loose, so they are never read whole into
-memory.
+memory; one found in a pack is written loose, a piece at a time.
 """
 
 from __future__ import annotations
@@ -28,15 +28,16 @@ from dataclasses import dataclass
 from typing import cast
 
 from dulwich.errors import ApplyDeltaError, ChecksumMismatch
-from dulwich.objects import RawObjectID
-from dulwich.pack import Pack, create_delta
+from dulwich.pack import create_delta
 
+from .errors import StoreError
+from .inflate import ObjectTooLarge
 from .objects import MODE_LINK, MODE_TREE, STREAM_THRESHOLD, TYPE_NAMES, commit_tree, parse_tree
 from .packread import StoredEntries
 from .packs import PackBuilder
 from .store import TEMP_NAME, Store
 
-_DAMAGED = (KeyError, ValueError, zlib.error, ApplyDeltaError, ChecksumMismatch)
+_DAMAGED = (KeyError, ValueError, zlib.error, ApplyDeltaError, ChecksumMismatch, StoreError)
 """What reading a damaged or missing object raises."""
 
 GRACE_SECONDS = 3600.0
@@ -130,27 +131,31 @@ def collect(
     objects_dir = os.path.join(store.path, "objects")
     pack_dir = os.path.join(objects_dir, "pack")
     loose = {sha: (path, st) for sha, path, st in loose_objects(objects_dir)}
-    packs = list(store.repo.object_store.packs)
+    packs: list[str] = []
     packed_age: dict[bytes, float] = {}
-    for pack in packs:
-        age = now - os.path.getmtime(pack._basename + ".pack")
-        for entry, _, _ in pack.index.iterentries():
-            sha = bytes(entry)
+    for base in store.packs.bases(again=True):
+        index = store.packs.index(base)
+        if index is None:
+            continue  # a pack that cannot be read is left as it is, for verify() to report
+        packs.append(base)
+        age = now - os.path.getmtime(base + ".pack")
+        for sha in index.ids():
             packed_age[sha] = min(age, packed_age.get(sha, age))
     in_grace = {sha for sha, age in packed_age.items() if age < grace_seconds and sha not in keep}
     in_grace |= {sha for sha, (_, st) in loose.items() if now - st.st_mtime < grace_seconds and sha not in keep}
     in_grace -= dead
-    stay_loose = {sha for sha in keep | in_grace if sha in loose and store.blob_size(sha) > STREAM_THRESHOLD}
+    stay_loose = {sha for sha in keep | in_grace if sha in loose and (store.loose_size(sha) or 0) > STREAM_THRESHOLD}
     to_pack = (keep | {sha for sha in in_grace if sha in packed_age}) - stay_loose
-    stored = StoredEntries([pack._basename for pack in packs])
+    stored = StoredEntries(packs, store.packs.index)
     unreadable: set[bytes] = set()
     try:
         bases = _delta_bases(store, to_pack)
         new_base = _write_pack(store, pack_dir, to_pack, bases, stored, unreadable) if to_pack else None
     finally:
         stored.close()
-    holding_damage = {p._basename for p in packs if any(_holds(p, sha) for sha in unreadable)}  # left as they are
-    old_bases = [p._basename for p in packs if p._basename != new_base and p._basename not in holding_damage]
+    store.writer.make_durable()  # big blobs moved out of packs: their names on disk before the packs go
+    holding_damage = {base for base in packs if any(_holds(store, base, sha) for sha in unreadable)}
+    old_bases = [base for base in packs if base != new_base and base not in holding_damage]  # damage stays put
     store.release_packs()  # close the packs before deleting them
     for base in old_bases:
         for suffix in (".idx", ".pack", ".rev", ".bitmap", ".keep"):
@@ -173,12 +178,12 @@ def collect(
     return result, keep | in_grace
 
 
-def _holds(pack: Pack, sha: bytes) -> bool:
+def _holds(store: Store, base: str, sha: bytes) -> bool:
     try:
-        pack.index.object_offset(RawObjectID(sha))
-        return True
-    except KeyError:
+        index = store.packs.index(base)
+    except OSError:
         return False
+    return index is not None and index.offset(sha) is not None
 
 
 def _delta_bases(store: Store, candidates: set[bytes]) -> dict[bytes, bytes]:
@@ -251,6 +256,9 @@ def _write_pack(
     An entry an earlier gc already wrote as this one would (whole at zlib 6 or
     more, or a delta against the same base) is copied as stored, CRC-checked:
     neither inflated, nor deflated, nor diffed again, as git's repack reuses them.
+    A blob above the streaming threshold found in a pack (forged, or packed by
+    another tool) is written loose instead, a piece at a time, as big blobs are
+    stored everywhere else; an object whose base went loose is stored whole.
     An object that cannot be read is left out and added to ``unreadable``: it
     stays where it is, and one damaged object never stops the compaction.
     """
@@ -272,12 +280,17 @@ def _write_pack(
     try:
         for sha in order:
             base = bases.get(sha) if depth.get(sha, 0) > 0 else None
-            entry = stored.get(sha)
-            if entry is not None and entry.base == base and (base is not None or entry.level >= _LEVEL_CLASS):
-                builder.add_stored(sha, entry.kind, entry.size, entry.data, base)
-                continue
+            if base is not None and base not in builder:
+                base = None  # it went loose (too big to pack)
             try:
-                kind, content = store.read_raw(sha)
+                entry = stored.get(sha, STREAM_THRESHOLD)
+                if entry is not None and entry.base == base and (base is not None or entry.level >= _LEVEL_CLASS):
+                    builder.add_stored(sha, entry.kind, entry.size, entry.data, base)
+                    continue
+                kind, content = store.read_raw(sha, STREAM_THRESHOLD)
+            except ObjectTooLarge:
+                store.copy_to_loose(sha)
+                continue
             except _DAMAGED:
                 unreadable.add(sha)
                 continue

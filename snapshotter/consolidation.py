@@ -28,12 +28,13 @@ import zlib
 from dulwich.errors import ApplyDeltaError
 
 from .compaction import GRACE_SECONDS, GcResult, disk_usage, loose_objects
+from .errors import StoreError
+from .inflate import ObjectTooLarge
 from .objects import STREAM_THRESHOLD, TYPE_NAMES
-from .packread import PackIndex
 from .packs import PackBuilder
 from .store import Store
 
-_UNREADABLE = (KeyError, ValueError, zlib.error, ApplyDeltaError)
+_UNREADABLE = (KeyError, ValueError, zlib.error, ApplyDeltaError, StoreError)
 FACTOR = 2
 """A pack stays unmerged only if it is at least this many times the size of all smaller ones together."""
 
@@ -68,19 +69,27 @@ def consolidate(store: Store) -> GcResult:
     merged: dict[str, list[bytes]] = {}
     for base in packs_to_merge(sizes, sum(size for _, _, size in loose)):
         try:
-            merged[base] = PackIndex.read(base + ".idx").ids()
-        except (OSError, ValueError):
-            continue  # gone meanwhile, or not an index we read: left as it is
+            index = store.packs.index(base)
+        except OSError:
+            continue  # gone meanwhile
+        if index is not None:
+            merged[base] = index.ids()
     written = None
     packed: set[bytes] = set()
     if loose or merged:
         builder = PackBuilder(pack_dir)
+        placed: set[bytes] = set()
+        """Big blobs found in a pack: written loose instead (big blobs stay loose)."""
         try:
             for sha in [sha for sha, _, _ in loose] + [sha for ids in merged.values() for sha in ids]:
-                if sha in builder:
+                if sha in builder or sha in placed:
                     continue
                 try:
-                    kind, content = store.read_raw(sha)
+                    kind, content = store.read_raw(sha, STREAM_THRESHOLD)
+                except ObjectTooLarge:
+                    store.copy_to_loose(sha)
+                    placed.add(sha)
+                    continue
                 except _UNREADABLE:
                     continue  # damaged: its copy stays where it is, for verify() to report
                 builder.add(TYPE_NAMES[kind], sha, content)
@@ -89,6 +98,8 @@ def consolidate(store: Store) -> GcResult:
             builder.abort()
             raise
         written = builder.finish()  # synced and visible before any copy goes
+        store.writer.make_durable()
+        packed |= placed
     store.release_packs()  # Windows cannot delete open files
     removed_packs = 0
     for base, ids in merged.items():

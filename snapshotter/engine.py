@@ -33,6 +33,7 @@ from .errors import (
 from .fsops import Workspace
 from .gates import WorkspaceLimits
 from .ignore import root_stack
+from .inflate import ObjectTooLarge
 from .listing import Prelisting
 from .locking import StoreLock
 from .model import ChangeStatus, FileChange, FileDiff, RestoreResult, ScanStats, SkippedPath, SnapshotInfo
@@ -408,14 +409,12 @@ class Engine:
         return selection_filter(normalize_selection(self.workspace, files)) if files is not None else None
 
     def read_stored(self, path: str, sha: bytes, mode: int) -> bytes | None:
-        """A stored blob for diffing; None if too large to diff (never loaded whole)."""
-        packed = self.store.packed_blob(sha)
-        if packed is not None:
-            return packed
-        size = self.store.loose_size(sha)
-        if size is not None and size > STREAM_THRESHOLD:
-            return None  # big blobs stay loose; packed ones are small by construction
-        return self.catalog.read_blob(sha)
+        """A stored blob for diffing; None if too large to diff (found from its
+        header: never inflated, loose or packed)."""
+        try:
+            return self.catalog.read_blob(sha, STREAM_THRESHOLD)
+        except ObjectTooLarge:
+            return None
 
     def _read_for_stats(self, path: str, sha: bytes, mode: int) -> bytes | None:
         """A stored blob for a new snapshot's line counts; a damaged older

@@ -23,7 +23,7 @@ from typing import BinaryIO
 
 from .deflate import compressor, deflate
 from .durability import sync_folder
-from .errors import StoreError, what_to_check
+from .errors import VERIFY, StoreError, what_to_check
 from .linediff import count_lines, is_binary
 from .packs import TYPE_NUMBERS, PackBuilder
 from .statcache import StatKey, stat_key
@@ -208,6 +208,34 @@ class ObjectWriter:
             else:
                 self._install(sha, [deflate(header + content)])
         return sha
+
+    def write_stream(self, kind: bytes, size: int, pieces: Iterable[bytes], sha: bytes) -> None:
+        """Store an object given in pieces as a loose object, hashed and compressed
+        a piece at a time (never held whole); StoreError, and nothing stored,
+        if the pieces do not make ``size`` bytes matching ``sha``."""
+        header = b"%s %d\0" % (kind, size)
+        digest = hashlib.sha1(header)
+        squeezer = compressor()
+        fd, tmp = self._tmp_in(self.objects_dir)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                _store_write(out, squeezer.compress(header))
+                total = 0
+                for piece in pieces:
+                    total += len(piece)
+                    digest.update(piece)
+                    _store_write(out, squeezer.compress(piece))
+                _store_write(out, squeezer.flush())
+                out.flush()
+                os.fsync(out.fileno())
+            if total != size or digest.digest() != sha:
+                raise StoreError(f"object {sha.hex()} does not match its id; the store is damaged", VERIFY)
+            path = self.loose_path(sha)
+            self._ensure_folder(os.path.dirname(path))
+            self._move_into_place(tmp, path)
+            self._unsynced_dirs.add(os.path.dirname(path))
+        finally:
+            _unlink_quietly(tmp)  # gone already once moved into place
 
     def make_durable(self) -> None:
         """Flush the folder entries of the loose objects written so far to disk.

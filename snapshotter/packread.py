@@ -10,8 +10,13 @@ After a gc most older versions are deltas against newer ones (``OFS_DELTA``,
 within the same pack), so they are resolved here too: the chain is followed
 down to a whole object, then the deltas are applied with dulwich's compiled
 ``apply_delta``, and the objects met on the way are kept in a small cache,
-since neighbouring versions share their bases. Only ``REF_DELTA`` entries
-(which gc never writes) are left to dulwich.
+since neighbouring versions share their bases. A ``REF_DELTA`` (which gc never
+writes; git may) names its base by id, which the caller reads.
+
+Nothing is inflated past the size its header declares, and nothing bigger
+than the caller's limit is inflated whole: a big whole entry is streamed
+(``stream_entry``), a delta's result is held whole only up to ``MAX_WHOLE``.
+Checking content against ids is the caller's job (``store.py``).
 """
 
 from __future__ import annotations
@@ -22,10 +27,12 @@ import threading
 import zlib
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from dulwich.pack import apply_delta
+
+from .inflate import MAX_WHOLE, PIECE, Stream, too_large
 
 _MAGIC = b"\377tOc\0\0\0\2"
 _OFS_DELTA = 6
@@ -125,6 +132,9 @@ class PackFile:
             os.lseek(self._fd, offset, os.SEEK_SET)
             return os.read(self._fd, size)
 
+    def fileno(self) -> int:
+        return self._fd
+
     def close(self) -> None:
         os.close(self._fd)
 
@@ -132,9 +142,16 @@ class PackFile:
 _PREAD: Callable[[int, int, int], bytes] | None = getattr(os, "pread", None)
 
 
-def read_entry(pack: PackFile, offset: int, sha: bytes) -> tuple[int, bytes] | None:
-    """(type number, content) of the object at ``offset``, its ``OFS_DELTA``
-    chain resolved; None for a ``REF_DELTA`` (base named by id: dulwich's job).
+BaseById = Callable[[bytes], tuple[int, bytes]]
+"""Reads a ``REF_DELTA``'s base: (type number, content) of an object by id."""
+
+
+def read_entry(
+    pack: PackFile, offset: int, sha: bytes, limit: int = MAX_WHOLE, base_by_id: BaseById | None = None
+) -> tuple[int, bytes]:
+    """(type number, content) of the object at ``offset``, its delta chain
+    resolved; ``ObjectTooLarge`` if it (or an object on its chain) is larger
+    than ``limit``, found from headers before anything is inflated whole.
     Callers serialise reads of one ``pack`` (its cache is not locked)."""
     deltas: list[tuple[int, bytes]] = []
     at = offset
@@ -142,47 +159,114 @@ def read_entry(pack: PackFile, offset: int, sha: bytes) -> tuple[int, bytes] | N
         found = pack.cached(at)
         if found is not None:
             kind, content = found
+            if not deltas and len(content) > limit:
+                raise too_large(sha, len(content), limit)
             break
-        kind, content, distance = _inflate_at(pack, at, sha)
-        if kind == _REF_DELTA:
-            return None
-        if distance is None:
+        kind, content, base = _inflate_at(pack, at, sha, limit if not deltas else MAX_WHOLE)
+        if base is None:
             if deltas:
                 pack.remember(at, (kind, content))
             break
         deltas.append((at, content))
-        if distance <= 0 or distance > at or len(deltas) > MAX_CHAIN:
+        if len(deltas) > MAX_CHAIN:
             raise zlib.error(f"object {sha.hex()} has a damaged delta chain in its pack")
-        at -= distance
+        if isinstance(base, bytes):
+            if base_by_id is None:
+                raise zlib.error(f"object {sha.hex()} is a delta against an object named by id")
+            kind, content = base_by_id(base)
+            break
+        if base <= 0 or base > at:
+            raise zlib.error(f"object {sha.hex()} has a damaged delta chain in its pack")
+        at -= base
     for at, delta in reversed(deltas):
+        source, result = delta_sizes(delta, sha)
+        if result > (limit if at == offset else MAX_WHOLE):
+            raise too_large(sha, result, limit if at == offset else MAX_WHOLE)
+        if source != len(content):
+            raise zlib.error(f"object {sha.hex()} has a delta that does not fit its base")
         content = b"".join(apply_delta(content, delta))
         if at != offset:
             pack.remember(at, (kind, content))
     return kind, content
 
 
-def _inflate_at(pack: PackFile, offset: int, sha: bytes) -> tuple[int, bytes, int | None]:
-    """(type number, inflated data, base distance) of the entry at ``offset``:
-    for an ``OFS_DELTA`` the data is the delta and the distance is how far back
-    its base starts; otherwise the distance is None (a ``REF_DELTA``'s data is
-    not inflated)."""
+def delta_sizes(delta: bytes, sha: bytes) -> tuple[int, int]:
+    """(base size, result size) from the start of a delta."""
+    sizes = []
+    at = 0
+    for _ in range(2):
+        size = shift = 0
+        while True:
+            if at >= len(delta):
+                raise zlib.error(f"object {sha.hex()} has a damaged delta")
+            byte = delta[at]
+            at += 1
+            size |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+        sizes.append(size)
+    return sizes[0], sizes[1]
+
+
+def _inflate_at(
+    pack: PackFile, offset: int, sha: bytes, limit: int = MAX_WHOLE
+) -> tuple[int, bytes, int | bytes | None]:
+    """(type number, inflated data, base) of the entry at ``offset``: for an
+    ``OFS_DELTA`` the data is the delta and the base how far back its base
+    starts, for a ``REF_DELTA`` the base's id; for a whole object, None."""
     head = pack.read_at(4096, offset)  # the header and, for a small object, all of it
     kind, size, used, distance = _entry_header(head, sha)
+    base: int | bytes | None = distance
     if kind == _REF_DELTA:
-        return kind, b"", None
-    inflater = zlib.decompressobj()
-    pieces = [inflater.decompress(head[used:])]
-    offset += len(head)
-    while not inflater.eof:
-        chunk = pack.read_at(max(size, 4096), offset)
-        if not chunk:
+        base = head[used : used + 20]
+        used += 20
+        if len(base) != 20:
             raise zlib.error(f"object {sha.hex()} is truncated in its pack")
-        offset += len(chunk)
-        pieces.append(inflater.decompress(chunk))
-    content = b"".join(pieces)
-    if len(content) != size:
-        raise zlib.error(f"object {sha.hex()} is damaged in its pack")
-    return kind, content, distance
+    if size > limit:
+        raise too_large(sha, size, limit)
+    inflater = zlib.decompressobj()  # most objects are small: all in ``head``, inflated in one call
+    content = inflater.decompress(head[used:], size + 1)
+    if not inflater.eof or len(content) != size:
+        content = _entry_stream(pack, offset, head, used, size, sha).exact(size)
+    return kind, content, base
+
+
+def _entry_stream(pack: PackFile, offset: int, head: bytes, used: int, size: int, sha: bytes) -> Stream:
+    """The zlib stream of the entry at ``offset`` whose first bytes are ``head``,
+    read on in blocks of at most ``PIECE`` (about its size for a small one)."""
+    at = offset + len(head)
+    block = min(max(size, 4096), PIECE)
+
+    def more() -> bytes:
+        nonlocal at
+        chunk = pack.read_at(block, at)
+        at += len(chunk)
+        return chunk
+
+    return Stream(head[used:], more, f"object {sha.hex()} in its pack")
+
+
+def peek_entry(pack: PackFile, offset: int, sha: bytes) -> tuple[int, int]:
+    """(type number, size) of the entry at ``offset`` without inflating it: for
+    a delta (type 6 or 7) the size of the object it makes."""
+    head = pack.read_at(4096, offset)
+    kind, size, used, _ = _entry_header(head, sha)
+    if kind not in (_OFS_DELTA, _REF_DELTA):
+        return kind, size
+    used += 20 if kind == _REF_DELTA else 0
+    start = _entry_stream(pack, offset, head, used, size, sha).read(32)
+    return kind, delta_sizes(start, sha)[1]
+
+
+def stream_entry(pack: PackFile, offset: int, sha: bytes) -> tuple[int, int, Iterator[bytes]] | None:
+    """(type number, size, pieces) of a whole entry, inflated a piece at a time;
+    None for a delta (read it whole, with ``read_entry``)."""
+    head = pack.read_at(4096, offset)
+    kind, size, used, _ = _entry_header(head, sha)
+    if kind in (_OFS_DELTA, _REF_DELTA):
+        return None
+    return kind, size, _entry_stream(pack, offset, head, used, size, sha).pieces(size)
 
 
 def _entry_header(head: bytes, sha: bytes) -> tuple[int, int, int, int | None]:
@@ -236,7 +320,8 @@ class StoredEntry:
 class StoredEntries:
     """Where every object of some packs is stored, to read entries as they are."""
 
-    def __init__(self, bases: list[str]) -> None:
+    def __init__(self, bases: list[str], index_of: Callable[[str], PackIndex | None] | None = None) -> None:
+        """``index_of(base)``: the checked index of a pack (None: unreadable); by default read as it is."""
         self._packs: list[PackFile] = []
         self._where: dict[bytes, tuple[int, int, int, int]] = {}
         """id -> (pack number, offset, end, CRC-32)."""
@@ -244,7 +329,9 @@ class StoredEntries:
         """(pack number, offset) -> id, for offset deltas' bases."""
         for base in bases:
             try:
-                index = PackIndex.read(base + ".idx")
+                index = index_of(base) if index_of is not None else PackIndex.read(base + ".idx")
+                if index is None:
+                    continue
                 end = os.path.getsize(base + ".pack") - 20  # the pack's checksum follows the last entry
                 pack = PackFile(base + ".pack")
             except (OSError, ValueError):
@@ -256,17 +343,26 @@ class StoredEntries:
                 self._at[(number, offset)] = sha
                 end = offset
 
-    def get(self, sha: bytes) -> StoredEntry | None:
+    def get(self, sha: bytes, limit: int = MAX_WHOLE) -> StoredEntry | None:
         """The entry of ``sha`` as stored, or None (not in these packs, a
-        ``REF_DELTA``, or not matching its index's CRC: read it the usual way)."""
+        ``REF_DELTA``, or not matching its index's CRC: read it the usual way);
+        ``ObjectTooLarge`` for a whole object larger than ``limit``, found from
+        its header before the rest of the entry is read."""
         found = self._where.get(sha)
         if found is None:
             return None
         number, offset, end, crc = found
-        raw = self._packs[number].read_at(end - offset, offset)
+        pack = self._packs[number]
+        raw = pack.read_at(min(end - offset, 4096), offset)
+        kind, size, used, distance = _entry_header(raw, sha)
+        if size > limit and distance is None and kind != _REF_DELTA:
+            raise too_large(sha, size, limit)
+        if end - offset > 2 * size + 4096 or size > MAX_WHOLE:
+            return None  # far longer than its content could compress to: not what the index says
+        if len(raw) < end - offset:
+            raw += pack.read_at(end - offset - len(raw), offset + len(raw))
         if len(raw) != end - offset or zlib.crc32(raw) != crc:
             return None
-        kind, size, used, distance = _entry_header(raw, sha)
         base = None
         if distance is not None:
             base = self._at.get((number, offset - distance))

@@ -23,6 +23,8 @@ from .statcache import Record, StatCache, StatKey, stat_key
 from .trees import Change, Comparison, Entry, ScannedTree, StoredTree, changes, entry_at
 from .walker import Scan
 
+MAX_LINK_TARGET = 1 << 16
+"""Longer symlink targets are refused (Linux allows 4,095 bytes, Windows 32,767 characters)."""
 
 @dataclass(frozen=True)
 class Plan:
@@ -297,7 +299,7 @@ def apply_plan(
             if progress is not None:
                 progress(done, total)
             if mode == MODE_LINK:
-                st = workspace.write_symlink(path, b"".join(blob_chunks(sha)))
+                st = workspace.write_symlink(path, _link_target(path, blob_chunks(sha)))
             else:
                 st = workspace.write_file(path, blob_chunks(sha), mode == MODE_EXEC)
             records[path] = (*_record_key(st, mode, workspace.host), sha)
@@ -307,6 +309,18 @@ def apply_plan(
     finally:
         cache.apply(records)  # what was written is recorded even if a later write failed
     cache.dirs.update(plan.folders)  # every write done: each folder now holds what the target's does
+
+
+def _link_target(path: str, chunks: Iterable[bytes]) -> bytes:
+    """A symlink's target, refused past ``MAX_LINK_TARGET`` bytes before more is read."""
+    pieces: list[bytes] = []
+    size = 0
+    for piece in chunks:
+        size += len(piece)
+        if size > MAX_LINK_TARGET:
+            raise UnsafeTree(f"snapshot holds the symlink {path!r} with a target of more than {MAX_LINK_TARGET} bytes")
+        pieces.append(piece)
+    return b"".join(pieces)
 
 
 def _record_key(st: os.stat_result, mode: int, host: HostFS) -> StatKey:

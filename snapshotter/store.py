@@ -17,7 +17,6 @@ import re
 import shutil
 import sys
 import tempfile
-import threading
 import time
 import weakref
 import zlib
@@ -26,17 +25,14 @@ from collections.abc import Iterator
 from dulwich import errors as dulwich_errors
 from dulwich.errors import NotGitRepository
 from dulwich.file import FileLocked
-from dulwich.objects import Commit, ObjectID, RawObjectID
-from dulwich.pack import Pack, PackFileDisappeared
+from dulwich.objects import Commit, ObjectID
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from .durability import sync_folder
-from .errors import HOME_OUTSIDE, VERIFY, StoreError, WorkspaceError
+from .errors import HOME_OUTSIDE, StoreError, WorkspaceError
 from .listing import settled
-from .objects import ObjectWriter
-from .packread import PackFile, PackIndex, read_entry
-from .packs import TYPE_NUMBERS
+from .objectstore import StoredObjects
 from .statcache import USE_CTIME
 
 DAMAGED_OBJECT: tuple[type[Exception], ...] = (
@@ -56,7 +52,6 @@ _STACK_PREFIX = b"refs/snapshotter/"
 _BASE_REF = Ref(b"refs/snapshotter/base")
 _GENERATION = "generation"
 _SEQ_WIDTH = 10
-_CHUNK = 1 << 20
 _CASE_INSENSITIVE = sys.platform in ("win32", "darwin")
 _STORE_CONFIG = b"""[core]
 \trepositoryformatversion = 0
@@ -114,116 +109,19 @@ def store_path_for(canonical: str, home: str | os.PathLike[str] | None) -> str:
     return store
 
 
-class Store:
+class Store(StoredObjects):
     """An opened store: refs, raw object access and object writing."""
 
     def __init__(self, path: str, repo: Repo) -> None:
+        super().__init__(os.path.join(path, "objects"))
         self.path = path
         self.repo = repo
         # Close at interpreter exit too: dulwich's __del__ on an open object store
         # prints a traceback when it runs during shutdown (a Snapshotter never closed).
         self._finalizer = weakref.finalize(self, repo.close)
         self.meta_dir = os.path.join(path, "snapshotter")
-        self.writer = ObjectWriter(os.path.join(path, "objects"), self._has_packed)
-        self._pack_dir = os.path.join(path, "objects", "pack")
-        self._packs_seen = -1
-        self._packs: list[Pack] = []
-        self._pack_files: dict[str, PackFile] = {}
-        self._indexes: dict[str, PackIndex] = {}
-        self._pack_guard = threading.Lock()
         self._refs_read: dict[bytes, tuple[tuple[int, ...], dict[int, bytes], list[str]]] = {}
         """Ref folder -> (its stamp, the numbered refs and the other names read then)."""
-
-    def _current_packs(self, again: bool = False) -> list[Pack]:
-        """The packs, re-listed only when the pack folder changed (dulwich lists
-        the folder on every lookup) or ``again`` (one vanished: a gc elsewhere)."""
-        try:
-            stamp = os.stat(self._pack_dir).st_mtime_ns
-        except FileNotFoundError:
-            return []
-        if stamp != self._packs_seen or again:
-            if again:
-                self.release_packs()
-            else:
-                self._close_pack_files()  # a pack may be gone: never read one through a stale handle
-            self._packs = list(self.repo.object_store.packs)
-            self._packs_seen = stamp
-        return self._packs
-
-    def _has_packed(self, sha: bytes, relist: bool = True) -> bool:
-        """Is ``sha`` in a pack; without ``relist``, in the packs as listed last."""
-        for attempt in range(2):
-            try:
-                packs = self._current_packs(again=attempt > 0) if relist or attempt else self._packs
-                return any(self._offset_in(pack, sha) is not None for pack in packs)
-            except (PackFileDisappeared, OSError):
-                continue  # look again with the packs listed afresh
-        return False
-
-    def release_packs(self) -> None:
-        """Close every open pack (before gc deletes them: Windows cannot delete open files)."""
-        self._close_pack_files()
-        self.repo.object_store.close()
-        self._packs = []
-        self._packs_seen = -1
-
-    def _close_pack_files(self) -> None:
-        with self._pack_guard:
-            files, self._pack_files = self._pack_files, {}
-            self._indexes = {}
-        for handle in files.values():
-            handle.close()
-
-    def _read_packed(self, sha: bytes, relist: bool = True) -> tuple[int, bytes] | None:
-        """A packed object read straight from its pack (deltas resolved); None if
-        it is not in a pack, or is a ``REF_DELTA`` (dulwich resolves those).
-
-        dulwich's general lookup costs ~200 us per object here (measured), which
-        made restoring 10,000 files spend seconds just reading them. Without
-        ``relist`` the packs are those listed last: no system call at all for
-        an object in them, and a miss is only a miss in those packs.
-        """
-        packs = self._current_packs() if relist else self._packs
-        for index, pack in enumerate(packs):
-            offset = self._offset_in(pack, sha)
-            if offset is None:
-                continue
-            if index:  # lookups in a row tend to hit the same (recent) packs: this one first next time
-                self._packs = [pack, *(p for p in packs if p is not pack)]
-            with self._pack_guard:
-                opened = self._pack_files.get(pack._basename)
-                if opened is None:
-                    opened = self._pack_files[pack._basename] = PackFile(pack._basename + ".pack")
-                return read_entry(opened, offset, sha)  # under the guard: never through a closed pack
-        return None
-
-    def packed_blob(self, sha: bytes) -> bytes | None:
-        """A blob's content if it is in a pack as listed last (small by
-        construction: big files stay loose), else None: look elsewhere."""
-        found = self._packed_now(sha)
-        return found[1] if found is not None and found[0] == 3 else None
-
-    def _packed_now(self, sha: bytes) -> tuple[int, bytes] | None:
-        """The object from the packs as listed last, or None (look elsewhere)."""
-        try:
-            return self._read_packed(sha, relist=False)
-        except (PackFileDisappeared, OSError):
-            return None
-
-    def _offset_in(self, pack: Pack, sha: bytes) -> int | None:
-        with self._pack_guard:
-            found = self._indexes.get(pack._basename)
-        if found is None:
-            try:
-                found = PackIndex.read(pack._basename + ".idx")
-            except ValueError:  # not an index we read ourselves: dulwich does
-                try:
-                    return int(pack.index.object_offset(RawObjectID(sha)))
-                except KeyError:
-                    return None
-            with self._pack_guard:
-                self._indexes[pack._basename] = found
-        return found.offset(sha)
 
     @classmethod
     def open_or_create(cls, path: str, canonical: str) -> Store:
@@ -238,109 +136,14 @@ class Store:
             raise StoreError(f"cannot open store {path} ({exc}); remove it to start afresh") from None
         return cls(path, repo)
 
+    def release_packs(self) -> None:
+        """Close every open pack (before gc deletes them: Windows cannot delete open files)."""
+        super().release_packs()
+        self.repo.object_store.close()
+
     def close(self) -> None:
-        self._close_pack_files()
+        self.packs.close()
         self._finalizer()
-
-    # -- objects ---------------------------------------------------------------
-
-    def read_raw(self, sha: bytes) -> tuple[int, bytes]:
-        """(type number, content) of an object; KeyError if the store lacks it.
-
-        Objects are looked up first in the packs as listed last (most are
-        packed, and this costs no system call), then loose (read directly:
-        dulwich parses each into a ShaFile first, several times slower), then
-        in the packs listed afresh, and last through dulwich.
-        """
-        found = self._packed_now(sha)
-        if found is not None:
-            return found
-        try:
-            with open(self.writer.loose_path(sha), "rb") as handle:
-                raw = zlib.decompress(handle.read())
-        except FileNotFoundError:
-            try:
-                found = self._read_packed(sha)
-            except (PackFileDisappeared, OSError):
-                found = None  # let dulwich look again from scratch
-            if found is not None:
-                return found
-            type_num, content = self.repo.object_store.get_raw(ObjectID(sha.hex().encode()))
-            return type_num, content
-        header, _, content = raw.partition(b"\0")
-        kind, _, size = header.partition(b" ")
-        if kind not in TYPE_NUMBERS or not size.isdigit() or int(size) != len(content):
-            raise zlib.error(f"object {sha.hex()} is damaged")
-        return TYPE_NUMBERS[kind], content
-
-    def blob_chunks(self, sha: bytes) -> Iterator[bytes]:
-        """A blob's content in pieces: a loose blob is inflated as it is read, so a
-        big file is never held whole in memory (packed blobs are small by design)."""
-        found = self._packed_now(sha)
-        if found is not None and found[0] == 3:
-            yield found[1]
-            return
-        try:
-            handle = open(self.writer.loose_path(sha), "rb")  # noqa: SIM115 - closed below
-        except FileNotFoundError:
-            try:
-                kind, content = self.read_raw(sha)
-            except KeyError:
-                raise StoreError(f"blob {sha.hex()} is missing from the store", VERIFY) from None
-            if kind != 3:
-                raise zlib.error(f"object {sha.hex()} is not a blob") from None
-            yield content
-            return
-        with handle:
-            inflater = zlib.decompressobj()
-            head = b""
-            while b"\0" not in head:
-                chunk = handle.read(_CHUNK)
-                if not chunk:
-                    raise zlib.error(f"object {sha.hex()} is truncated")
-                head += inflater.decompress(chunk)
-            header, _, rest = head.partition(b"\0")
-            if not header.startswith(b"blob "):
-                raise zlib.error(f"object {sha.hex()} is not a blob")
-            expected, seen = int(header[5:]), len(rest)
-            if rest:
-                yield rest
-            while chunk := handle.read(_CHUNK):
-                piece = inflater.decompress(chunk)
-                seen += len(piece)
-                if piece:
-                    yield piece
-            tail = inflater.flush()
-            seen += len(tail)
-            if tail:
-                yield tail
-            if seen != expected or not inflater.eof:
-                raise zlib.error(f"object {sha.hex()} is damaged")
-
-    def blob_size(self, sha: bytes) -> int:
-        """An object's size from its header, without inflating a loose one whole."""
-        size = self.loose_size(sha)
-        return size if size is not None else len(self.read_raw(sha)[1])  # packed objects are small by construction
-
-    def loose_size(self, sha: bytes) -> int | None:
-        """A loose object's size from its header; None if the object is not loose."""
-        try:
-            with open(self.writer.loose_path(sha), "rb") as handle:
-                head = zlib.decompressobj().decompress(handle.read(512), 64)
-            return int(head.partition(b"\0")[0].partition(b" ")[2] or 0)
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError, zlib.error):
-            return 0
-
-    def has_object(self, sha: bytes) -> bool:
-        return self.writer.exists(sha)
-
-    def read_commit(self, sha: bytes) -> Commit:
-        obj = self.repo.object_store[ObjectID(sha.hex().encode())]
-        if not isinstance(obj, Commit):
-            raise TypeError(obj.type_name.decode())
-        return obj
 
     def write_commit(self, commit: Commit) -> bytes:
         return self.writer.write(b"commit", commit.as_raw_string())
@@ -604,7 +407,7 @@ class Store:
         writer of those holds it, so any found then is stale. Returns how many
         files were removed."""
         removed = self.clear_stale_ref_locks()
-        folders = [os.path.join(self.path, "objects"), self._pack_dir, self.meta_dir]
+        folders = [os.path.join(self.path, "objects"), self.packs.dir, self.meta_dir]
         objects_dir = folders[0]
         try:
             folders += [os.path.join(objects_dir, n) for n in os.listdir(objects_dir) if len(n) == 2]
