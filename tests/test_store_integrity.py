@@ -1,0 +1,123 @@
+"""Damaged objects: wrong bytes never reach the workspace.
+
+Every object is checked against its id when it is read, so a pack index
+pointing at the wrong entries or a loose file holding another object's
+content cannot make a restore write wrong bytes; and none of it surfaces as
+anything but a StoreError or a problem reported by verify().
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+from conftest import read_tree, write
+
+from snapshotter import Snapshotter, StoreError
+from snapshotter.objects import object_id
+from snapshotter.packread import PackIndex
+
+_FANOUT_END = 8 + 256 * 4
+
+
+def _store(snap: Snapshotter):  # type: ignore[no-untyped-def]
+    return snap._engine_ok().store
+
+
+def _content(i: int) -> str:
+    return f"file {i} " * (i + 1) + "\n"
+
+
+def _packed_workspace(ws: Path, snap: Snapshotter) -> tuple[str, str]:
+    """A snapshot whose objects went to one pack; every file changed since.
+    Returns (snapshot id, index path). Tests damage the store after this as
+    another process would: ``_forget`` makes this one forget what it read."""
+    write(ws, {f"f{i:03}.txt": _content(i) for i in range(100)})
+    first = snap.snapshot("first").id
+    bases = [name[:-4] for name in os.listdir(Path(snap.store_path, "objects", "pack")) if name.endswith(".idx")]
+    assert len(bases) == 1
+    _store(snap).release_packs()
+    write(ws, {f"f{i:03}.txt": "changed\n" for i in range(100)})
+    return first, str(Path(snap.store_path, "objects", "pack", bases[0] + ".idx"))
+
+
+def _forget(snap: Snapshotter) -> None:
+    """Forget the packs and indexes read so far, as a new process would."""
+    _store(snap).release_packs()
+
+
+def _blob_ids(snap: Snapshotter, snapshot: str, paths: list[str]) -> list[bytes]:
+    found = {d.path: d.old_id for d in snap.diff(snapshot)}
+    return [bytes.fromhex(found[p] or "") for p in paths]
+
+
+def _swap_offsets(idx: str, a: bytes, b: bytes, *, forge: bool) -> None:
+    """Swap the offsets of objects ``a`` and ``b`` in an index; with ``forge``,
+    recompute the index's own checksum so that it still looks whole."""
+    data = bytearray(Path(idx).read_bytes())
+    index = PackIndex(bytes(data))
+    ids = index.ids()
+    table = _FANOUT_END + 24 * len(ids)
+    x, y = (table + 4 * ids.index(sha) for sha in (a, b))
+    data[x : x + 4], data[y : y + 4] = data[y : y + 4], data[x : x + 4]
+    if forge:
+        data[-20:] = hashlib.sha1(data[:-20]).digest()
+    os.chmod(idx, 0o600)
+    Path(idx).write_bytes(bytes(data))
+
+
+# -- objects read with the wrong content ---------------------------------------------------
+
+
+def test_a_forged_index_never_makes_restore_write_wrong_bytes(ws: Path, home: Path) -> None:
+    """Offsets swapped and the checksum recomputed: only the objects' ids can tell."""
+    with Snapshotter(ws, home=home) as snap:
+        first, idx = _packed_workspace(ws, snap)
+        before = read_tree(ws)
+        _swap_offsets(idx, *_blob_ids(snap, first, ["f010.txt", "f011.txt"]), forge=True)
+        _forget(snap)
+        with pytest.raises(StoreError, match="does not match its id"):
+            snap.restore(first)
+        assert read_tree(ws) == before  # put back as it was
+        checked = snap.verify()
+        assert not checked.ok and any("does not match its id" in p for p in checked.problems), checked.problems
+
+
+def _swap_loose(snap: Snapshotter, a: bytes, b: bytes) -> None:
+    path_a, path_b = (_store(snap).writer.loose_path(sha) for sha in (a, b))
+    for path in (path_a, path_b):
+        os.chmod(path, 0o600)
+    data_a, data_b = Path(path_a).read_bytes(), Path(path_b).read_bytes()
+    Path(path_a).write_bytes(data_b)
+    Path(path_b).write_bytes(data_a)
+
+
+def test_a_loose_object_holding_another_objects_content_is_refused(ws: Path, home: Path) -> None:
+    with Snapshotter(ws, home=home) as snap:
+        write(ws, {"a.txt": "alpha\n", "b.txt": "bravo\n"})
+        first = snap.snapshot("first").id
+        write(ws, {"a.txt": "changed\n", "b.txt": "changed too\n"})
+        before = read_tree(ws)
+        _swap_loose(snap, *_blob_ids(snap, first, ["a.txt", "b.txt"]))
+        _forget(snap)
+        with pytest.raises(StoreError, match="does not match its id"):
+            snap.restore(first)
+        assert read_tree(ws) == before
+        assert not snap.verify().ok
+
+
+def test_a_big_blob_found_wrong_while_streamed_leaves_the_workspace_as_it_was(ws: Path, home: Path) -> None:
+    """A big blob is checked as it is streamed into the file, so the mismatch
+    shows only after its bytes were written: the restore puts everything back."""
+    big = 9 << 20  # above the streaming threshold
+    with Snapshotter(ws, home=home) as snap:
+        write(ws, {"a.bin": b"a" * big, "b.bin": b"b" * big, "c.txt": "one\n"})
+        first = snap.snapshot("first").id
+        write(ws, {"a.bin": "small now\n", "c.txt": "two\n"})
+        before = read_tree(ws)
+        _swap_loose(snap, object_id(b"blob", b"a" * big), object_id(b"blob", b"b" * big))
+        with pytest.raises(StoreError, match="does not match its id"):
+            snap.restore(first)
+        assert read_tree(ws) == before
