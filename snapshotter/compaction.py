@@ -134,7 +134,7 @@ def collect(
     packs: list[str] = []
     packed_age: dict[bytes, float] = {}
     for base in store.packs.bases(again=True):
-        index = store.packs.index(base)
+        index = store.packs.index(base)  # checked; rebuilt from its pack if damaged
         if index is None:
             continue  # a pack that cannot be read is left as it is, for verify() to report
         packs.append(base)

@@ -31,7 +31,9 @@ from .compaction import GRACE_SECONDS, GcResult, disk_usage, loose_objects
 from .errors import StoreError
 from .inflate import ObjectTooLarge
 from .objects import STREAM_THRESHOLD, TYPE_NAMES
+from .packindex import PackDamaged, read_through, write_index
 from .packs import PackBuilder
+from .packset import unindexed
 from .store import Store
 
 _UNREADABLE = (KeyError, ValueError, zlib.error, ApplyDeltaError, StoreError)
@@ -65,11 +67,12 @@ def consolidate(store: Store) -> GcResult:
     pack_dir = os.path.join(objects_dir, "pack")
     loose = [(sha, path, st.st_size) for sha, path, st in loose_objects(objects_dir)]
     loose = [item for item in loose if (store.loose_size(item[0]) or 0) <= STREAM_THRESHOLD]
+    leftovers = _settle_unindexed(store, pack_dir, time.time())
     sizes = _pack_sizes(pack_dir)
     merged: dict[str, list[bytes]] = {}
     for base in packs_to_merge(sizes, sum(size for _, _, size in loose)):
         try:
-            index = store.packs.index(base)
+            index = store.packs.index(base)  # checked; rebuilt from its pack if damaged
         except OSError:
             continue  # gone meanwhile
         if index is not None:
@@ -114,7 +117,7 @@ def consolidate(store: Store) -> GcResult:
         objects_kept=len(packed),
         objects_removed=0,
         packs_removed=removed_packs,
-        temp_files_removed=_remove_orphan_packs(pack_dir, time.time()),
+        temp_files_removed=leftovers,
         bytes_before=before,
         bytes_after=disk_usage(store),
         seconds=time.perf_counter() - started,
@@ -143,17 +146,25 @@ def _pack_files(pack_dir: str) -> list[str]:
     return [os.path.join(pack_dir, name[: -len(".pack")]) for name in packs]
 
 
-def _remove_orphan_packs(pack_dir: str, now: float) -> int:
-    """Packs left without their index (deleting one failed: another process had
-    it open) an hour ago or more: readers ignore them, nothing else would remove them."""
+def _settle_unindexed(store: Store, pack_dir: str, now: float) -> int:
+    """Packs without an index an hour old or more: a delete that failed on
+    Windows (another process had the pack open) leaves one whose objects are
+    all in a newer pack, and it is removed; but a pack whose index was lost
+    may hold the only copy of its objects, and is indexed again instead (see
+    ``packindex``). One that cannot be read through is left for verify() to
+    report. Returns how many were removed."""
     removed = 0
-    for base in _pack_files(pack_dir):
-        path = base + ".pack"
+    for base in unindexed(pack_dir):
         try:
-            if not os.path.exists(base + ".idx") and now - os.path.getmtime(path) >= GRACE_SECONDS:
-                removed += _remove_quietly(path)
-        except OSError:
+            if now - os.path.getmtime(base + ".pack") < GRACE_SECONDS:
+                continue
+            contents = read_through(base + ".pack")
+        except (OSError, PackDamaged):
             continue
+        if all(store.has_object(sha) for sha in contents.ids):
+            removed += _remove_quietly(base + ".pack")
+        elif not os.path.exists(base + ".idx"):
+            write_index(base, contents)
     return removed
 
 

@@ -57,7 +57,8 @@ class StoredObjects:
         its id. Objects are looked up first in the packs as listed last (most
         are packed, and this costs no system call), then loose (read directly:
         dulwich parses each into a ShaFile first, several times slower), then
-        in the packs listed afresh.
+        in the packs listed afresh, and last in packs found without an index
+        (indexed again: see ``packset``).
         """
         return self._read(sha, limit, 0)
 
@@ -73,6 +74,8 @@ class StoredObjects:
             loose = read_loose(self.writer.loose_path(sha), sha, limit)
             found = (*loose, "") if loose is not None else None
         if found is None:
+            found = self._from_packs(sha, True, limit, base_by_id)
+        if found is None and self.packs.index_unindexed():
             found = self._from_packs(sha, True, limit, base_by_id)
         if found is None:
             raise KeyError(sha.hex())
@@ -141,6 +144,10 @@ class StoredObjects:
                 loose = stream_loose(self.writer.loose_path(sha), sha)
                 if loose is not None:
                     return (*loose, "")
+        if self.packs.index_unindexed():
+            found = self.packs.stream(sha, True, base_by_id)
+            if found is not None:
+                return found
         raise StoreError(f"object {sha.hex()} is missing from the store", VERIFY)
 
     def copy_to_loose(self, sha: bytes) -> None:

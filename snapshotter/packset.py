@@ -1,22 +1,33 @@
-"""The packs of one store, read directly: listing, indexes, entries.
+"""The packs of one store, read directly: listing, checked indexes, entries.
 
 dulwich's general lookup costs ~200 us per object here (measured), which made
 restoring 10,000 files spend seconds just reading them; and it lists the pack
 folder on every lookup. Here the packs are listed again only when the folder
-changed, each index is loaded once, and an entry is read straight from its
-pack (``packread``).
+changed, each index is loaded (and checked, see ``packindex``) once, and an
+entry is read straight from its pack (``packread``).
 
-A pack whose index cannot be read is left aside: its objects are missing.
+A pack whose index is damaged is indexed again from the pack when it is first
+met; one whose index is missing is invisible (a pack without an index is, by
+git's convention, one still being written or being deleted), so those are
+looked for only when an object is found nowhere else, or by ``verify()``, or
+by the upkeep (``consolidation``). A pack that cannot be indexed is left
+aside and reported by ``check``. Nothing here checks content against ids:
+``objectstore.py`` does, for every object read.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterator
 
-from .inflate import MAX_WHOLE
+from .inflate import MAX_WHOLE, PIECE
+from .packindex import IndexDamaged, PackDamaged, load_index, read_through, write_index
 from .packread import BaseById, PackFile, PackIndex, peek_entry, read_entry, stream_entry
+
+log = logging.getLogger("snapshotter")
 
 Opened = tuple[int, int, Iterator[bytes], str]
 """(type number, size, content in pieces, the pack's path less ``.pack``)."""
@@ -34,7 +45,9 @@ class PackSet:
         self._files: dict[str, PackFile] = {}
         self._indexes: dict[str, PackIndex] = {}
         self._broken: dict[str, str] = {}
-        """Packs whose index cannot be read, and why."""
+        """Packs that cannot be read, and why (reported by ``check``)."""
+        self._looked_unindexed = -1
+        """The folder's mtime when packs without an index were last looked for."""
         self._guard = threading.RLock()
         """Held while reading an entry (a pack's delta cache is not locked), and
         re-entered when a ``REF_DELTA``'s base is read."""
@@ -66,27 +79,108 @@ class PackSet:
             files, self._files = self._files, {}
             if forget:
                 self._indexes, self._broken = {}, {}
-                self._seen = -1
+                self._seen = self._looked_unindexed = -1
         for handle in files.values():
             handle.close()
 
     # -- indexes -------------------------------------------------------------------
 
     def index(self, base: str) -> PackIndex | None:
-        """The index of a pack; None if it cannot be read. OSError if it is gone."""
+        """The checked index of a pack, rebuilt from the pack if it is damaged;
+        None if the pack cannot be read. OSError if the pack is gone."""
         with self._guard:
             found = self._indexes.get(base)
             if found is not None or base in self._broken:
                 return found
         try:
-            found = PackIndex.read(base + ".idx")
-        except ValueError as exc:
+            found = load_index(base)
+        except IndexDamaged as damage:
+            found = self._rebuild(base, str(damage))[0]
+        if found is not None:
             with self._guard:
-                self._broken[base] = f"pack index {os.path.basename(base)}.idx cannot be read ({exc})"
-            return None
-        with self._guard:
-            self._indexes[base] = found
+                self._indexes[base] = found
         return found
+
+    def _rebuild(self, base: str, why: str) -> tuple[PackIndex | None, str]:
+        """Index a pack again from its content: (the index or None, what was done)."""
+        name = os.path.basename(base)
+        try:
+            contents = read_through(base + ".pack")
+        except PackDamaged as exc:
+            note = f"pack index {name}.idx {why}, and {name}.pack cannot be indexed: it {exc}"
+            log.warning("snapshotter: %s", note)
+            with self._guard:
+                self._broken[base] = note
+            return None, note
+        index = write_index(base, contents)
+        note = f"pack index {name}.idx {why}; rebuilt from its pack"
+        log.warning("snapshotter: %s", note)
+        return index, note
+
+    def index_unindexed(self) -> bool:
+        """Index the packs left without an index (its file lost, or a writer
+        killed between renaming the pack and its index); looked for once per
+        change of the folder. True if any was indexed."""
+        try:
+            stamp = os.stat(self.dir).st_mtime_ns
+        except FileNotFoundError:
+            return False
+        if stamp == self._looked_unindexed:
+            return False
+        self._looked_unindexed = stamp
+        done = False
+        for base in unindexed(self.dir):
+            if base not in self._broken and self._index_again(base, lambda sha: False) is not None:
+                done = True
+        return done
+
+    def _index_again(self, base: str, elsewhere: Callable[[bytes], bool]) -> str | None:
+        """Index a pack found without an index, unless every object it holds is
+        ``elsewhere`` (a leftover of a failed delete: the upkeep removes it).
+        Returns what was done, or None if nothing was."""
+        name = os.path.basename(base)
+        try:
+            contents = read_through(base + ".pack")
+        except PackDamaged as exc:
+            note = f"pack {name}.pack has no index and cannot be indexed: it {exc}"
+            with self._guard:
+                self._broken[base] = note
+            return note
+        except OSError:
+            return None  # deleted meanwhile
+        if os.path.exists(base + ".idx") or all(elsewhere(sha) for sha in contents.ids):
+            return None  # its writer finished it meanwhile, or a leftover
+        write_index(base, contents)
+        note = f"pack index {name}.idx was missing; rebuilt from its pack"
+        log.warning("snapshotter: %s", note)
+        return note
+
+    def check(self, full: bool, elsewhere: Callable[[bytes], bool]) -> list[str]:
+        """Every pack's index checked afresh against its checksums (a damaged
+        or missing one is rebuilt) and, with ``full``, every pack against its
+        own; returns what was wrong, rebuilt or not."""
+        problems: list[str] = []
+        for base in self.bases(again=True):
+            name = os.path.basename(base)
+            index: PackIndex | None
+            try:
+                index = load_index(base)
+            except IndexDamaged as damage:
+                index, note = self._rebuild(base, str(damage))
+                problems.append(note)
+            except OSError:
+                continue  # deleted meanwhile
+            else:
+                if full and not _checksum_holds(base + ".pack"):
+                    problems.append(f"pack {name}.pack fails its checksum")
+            if index is not None:
+                with self._guard:
+                    self._indexes[base] = index
+        for base in unindexed(self.dir):
+            found = self._index_again(base, elsewhere)
+            if found is not None:
+                problems.append(found)
+        return problems
 
     # -- objects -------------------------------------------------------------------
 
@@ -170,3 +264,34 @@ def _complete_packs(pack_dir: str) -> set[str]:
     except FileNotFoundError:
         return set()
     return {os.path.join(pack_dir, n[:-5]) for n in names if n.endswith(".pack") and n[:-5] + ".idx" in names}
+
+
+def unindexed(pack_dir: str) -> list[str]:
+    """The ``pack-*.pack`` files without an index (paths less ``.pack``)."""
+    try:
+        names = set(os.listdir(pack_dir))
+    except FileNotFoundError:
+        return []
+    return sorted(
+        os.path.join(pack_dir, n[:-5])
+        for n in names
+        if n.startswith("pack-") and n.endswith(".pack") and n[:-5] + ".idx" not in names
+    )
+
+
+def _checksum_holds(path: str) -> bool:
+    """Is the pack's last 20 bytes the SHA-1 of the rest (read a piece at a time)?"""
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            digest = hashlib.sha1()
+            left = size - 20
+            while left > 0:
+                chunk = handle.read(min(PIECE, left))
+                if not chunk:
+                    return False
+                digest.update(chunk)
+                left -= len(chunk)
+            return size >= 32 and handle.read(20) == digest.digest()
+    except OSError:
+        return True  # deleted meanwhile: nothing to report

@@ -148,18 +148,27 @@ def test_a_damaged_object_stays_where_it_is_and_the_rest_are_packed(ws: Path, ma
     assert snap.verify(full=True).ok  # every snapshot is whole
 
 
-def test_a_pack_left_without_its_index_goes_after_an_hour(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+def test_a_pack_left_without_its_index_goes_after_an_hour_if_its_objects_are_elsewhere(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """A delete that failed on Windows leaves a pack without its index, every
+    object of it in a newer pack: it goes after an hour. One whose objects are
+    nowhere else is indexed again instead (tests/test_store_integrity.py); one
+    that cannot be read through is left for verify() to report."""
     snap = make(retention=UNLIMITED)
-    write(ws, {"a.txt": "a\n"})
+    write(ws, {f"f{i}.txt": f"{i}\n" for i in range(100)})
     snap.snapshot()
     pack_dir = Path(snap.store_path, "objects", "pack")
-    pack_dir.mkdir(exist_ok=True)
+    (real,) = pack_dir.glob("*.pack")
     old, young = pack_dir / ("pack-" + "1" * 40 + ".pack"), pack_dir / ("pack-" + "2" * 40 + ".pack")
-    old.write_bytes(b"PACK left behind")
-    young.write_bytes(b"PACK whose index is about to be renamed into place")
+    garbage = pack_dir / ("pack-" + "3" * 40 + ".pack")
+    old.write_bytes(real.read_bytes())
+    young.write_bytes(real.read_bytes())
+    garbage.write_bytes(b"PACK left behind")
     hour_ago = time.time() - 3700
-    os.utime(old, (hour_ago, hour_ago))
+    for path in (old, garbage):
+        os.utime(path, (hour_ago, hour_ago))
 
     result = consolidate(snap._engine_ok().store)
 
-    assert result.temp_files_removed == 1 and not old.exists() and young.exists()
+    assert result.temp_files_removed == 1 and not old.exists() and young.exists() and garbage.exists()
+    problems = snap.verify().problems
+    assert len(problems) == 1 and garbage.name in problems[0] and "cannot be indexed" in problems[0], problems

@@ -1,15 +1,17 @@
-"""Damaged objects: wrong bytes never reach the workspace.
+"""Damaged objects and pack indexes: wrong bytes never reach the workspace.
 
-Every object is checked against its id when it is read, so a pack index
-pointing at the wrong entries or a loose file holding another object's
-content cannot make a restore write wrong bytes; and none of it surfaces as
-anything but a StoreError or a problem reported by verify().
+Every object is checked against its id when it is read; a pack index that
+fails its checksums is rebuilt from its pack (missing, truncated, or with
+offsets swapped); a forged index whose checksums agree still cannot make a
+restore write wrong bytes; and none of it surfaces as anything but a
+StoreError or a problem reported by verify().
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -68,7 +70,33 @@ def _swap_offsets(idx: str, a: bytes, b: bytes, *, forge: bool) -> None:
     Path(idx).write_bytes(bytes(data))
 
 
-# -- objects read with the wrong content ---------------------------------------------------
+def _expected() -> dict[str, tuple[str, bytes]]:
+    return {f"f{i:03}.txt": ("file", _content(i).encode()) for i in range(100)}
+
+
+# -- pack indexes ----------------------------------------------------------------------
+
+
+def test_swapped_offsets_fail_the_quick_verify_and_the_index_is_rebuilt(ws: Path, home: Path) -> None:
+    with Snapshotter(ws, home=home) as snap:
+        first, idx = _packed_workspace(ws, snap)
+        _swap_offsets(idx, *_blob_ids(snap, first, ["f010.txt", "f011.txt"]), forge=False)
+        _forget(snap)
+        checked = snap.verify()
+        assert not checked.ok
+        assert any("index" in p and "rebuilt" in p for p in checked.problems), checked.problems
+        assert snap.verify().ok  # rebuilt from its pack: nothing is wrong any more
+        snap.restore(first)
+        assert read_tree(ws) == _expected()
+
+
+def test_swapped_offsets_are_caught_before_a_restore_writes(ws: Path, home: Path) -> None:
+    with Snapshotter(ws, home=home) as snap:
+        first, idx = _packed_workspace(ws, snap)
+        _swap_offsets(idx, *_blob_ids(snap, first, ["f010.txt", "f011.txt"]), forge=False)
+        _forget(snap)
+        snap.restore(first)  # the index fails its checksum when loaded, and is rebuilt
+        assert read_tree(ws) == _expected()
 
 
 def test_a_forged_index_never_makes_restore_write_wrong_bytes(ws: Path, home: Path) -> None:
@@ -83,6 +111,83 @@ def test_a_forged_index_never_makes_restore_write_wrong_bytes(ws: Path, home: Pa
         assert read_tree(ws) == before  # put back as it was
         checked = snap.verify()
         assert not checked.ok and any("does not match its id" in p for p in checked.problems), checked.problems
+
+
+@pytest.mark.parametrize("damage", ["truncated", "deleted", "garbage"])
+def test_a_lost_or_truncated_index_is_rebuilt_from_its_pack(ws: Path, home: Path, damage: str) -> None:
+    with Snapshotter(ws, home=home) as snap:
+        first, idx = _packed_workspace(ws, snap)
+        original = Path(idx).read_bytes()
+        os.chmod(idx, 0o600)
+        if damage == "truncated":
+            Path(idx).write_bytes(original[: len(original) // 2])
+        elif damage == "garbage":
+            Path(idx).write_bytes(os.urandom(len(original)))
+        else:
+            os.unlink(idx)
+        _forget(snap)
+        snap.restore(first)
+        assert read_tree(ws) == _expected()
+        assert Path(idx).read_bytes() == original  # the same index, byte for byte
+        assert snap.verify(full=True).ok
+
+
+@pytest.mark.parametrize("damage", ["truncated", "deleted"])
+def test_quick_verify_reports_a_lost_or_truncated_index(ws: Path, home: Path, damage: str) -> None:
+    with Snapshotter(ws, home=home) as snap:
+        first, idx = _packed_workspace(ws, snap)
+        os.chmod(idx, 0o600)
+        if damage == "truncated":
+            Path(idx).write_bytes(Path(idx).read_bytes()[:-100])
+        else:
+            os.unlink(idx)
+        _forget(snap)
+        checked = snap.verify()
+        assert not checked.ok
+        assert any(os.path.basename(idx) in p and "rebuilt" in p for p in checked.problems), checked.problems
+        assert snap.verify().ok
+
+
+def test_an_index_cannot_be_rebuilt_from_a_damaged_pack(ws: Path, home: Path) -> None:
+    with Snapshotter(ws, home=home) as snap:
+        first, idx = _packed_workspace(ws, snap)
+        before = read_tree(ws)
+        pack = idx[:-4] + ".pack"
+        os.chmod(pack, 0o600)
+        with open(pack, "r+b") as handle:
+            handle.seek(200)
+            byte = handle.read(1)
+            handle.seek(200)
+            handle.write(bytes([byte[0] ^ 0xFF]))
+        os.unlink(idx)
+        _forget(snap)
+        with pytest.raises(StoreError):
+            snap.restore(first)
+        assert read_tree(ws) == before
+        checked = snap.verify()
+        assert not checked.ok and any(os.path.basename(pack) in p for p in checked.problems), checked.problems
+
+
+def test_upkeep_never_deletes_a_pack_whose_index_was_lost(ws: Path, home: Path) -> None:
+    """Consolidation removes packs left without an index (a failed delete on
+    Windows) after an hour; one whose index was lost holds the only copy of
+    its objects, and must be indexed again instead."""
+    from snapshotter.consolidation import consolidate
+
+    with Snapshotter(ws, home=home) as snap:
+        first, idx = _packed_workspace(ws, snap)
+        pack = idx[:-4] + ".pack"
+        os.unlink(idx)
+        old = time.time() - 7200
+        os.utime(pack, (old, old))
+        _forget(snap)
+        consolidate(_store(snap))
+        assert os.path.exists(pack)
+        snap.restore(first)
+        assert read_tree(ws) == _expected()
+
+
+# -- objects read with the wrong content ---------------------------------------------------
 
 
 def _swap_loose(snap: Snapshotter, a: bytes, b: bytes) -> None:
