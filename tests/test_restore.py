@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import forge_snapshot, read_tree, write
+from conftest import deny_reading, forge_snapshot, read_tree, write
 
 from snapshotter import PathNotFound, RestoreConflict, UnsafeTree, objects, statcache
 from snapshotter.objects import MODE_FILE, serialize_tree
@@ -80,14 +80,7 @@ def test_ignored_large_and_unreadable_files_are_never_touched(
             "build/out.o": "obj",
         },
     )
-    real_open = objects.open_for_read
-
-    def no_permission(path: str) -> int:  # root reads anything, so deny it here
-        if path.endswith("locked.txt"):
-            raise PermissionError(13, "Permission denied", path)
-        return real_open(path)
-
-    monkeypatch.setattr(objects, "open_for_read", no_permission)
+    deny_reading(monkeypatch, "locked.txt")
     info = snap.snapshot()
     skipped = {(s.path, s.reason.value) for s in info.skipped}
     assert {("locked.txt", "unreadable"), ("big.bin", "too-large")} <= skipped

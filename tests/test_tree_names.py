@@ -85,15 +85,21 @@ def forge_commit(snap, tree: bytes) -> str:  # type: ignore[no-untyped-def]
     return sha.hex()
 
 
+def _nested(snap, levels: int, names: list[bytes]) -> bytes:  # type: ignore[no-untyped-def]
+    """``levels`` trees, each holding the one below under every one of ``names``."""
+    writer = snap._engine_ok().store.writer
+    tree = writer.write(b"tree", serialize_tree([(b"f", MODE_FILE, writer.write(b"blob", b"x\n"))]))
+    for _ in range(levels):
+        tree = writer.write(b"tree", serialize_tree([(name, MODE_TREE, tree) for name in names]))
+    return tree
+
+
 def test_a_tree_that_doubles_at_every_level_is_refused_quickly(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
     """Forty levels, each holding the level below twice: 2**40 paths from 41 small objects."""
     write(ws, {"a.txt": "a\n"})
     snap = make()
     snap.snapshot()
-    writer = snap._engine_ok().store.writer
-    tree = writer.write(b"tree", serialize_tree([(b"f", MODE_FILE, writer.write(b"blob", b"x\n"))]))
-    for _ in range(40):
-        tree = writer.write(b"tree", serialize_tree([(b"a", MODE_TREE, tree), (b"b", MODE_TREE, tree)]))
+    tree = _nested(snap, 40, [b"a", b"b"])
     forged = forge_commit(snap, tree)
     started = time.monotonic()
     with pytest.raises(UnsafeTree, match="more entries than any workspace"):
@@ -135,10 +141,7 @@ def test_a_chain_deeper_than_any_path_is_refused_not_a_recursion_error(ws: Path,
     write(ws, {"a.txt": "a\n"})
     snap = make()
     snap.snapshot()
-    writer = snap._engine_ok().store.writer
-    tree = writer.write(b"tree", serialize_tree([(b"f", MODE_FILE, writer.write(b"blob", b"deep\n"))]))
-    for _ in range(2100):  # past MAX_TREE_DEPTH (2048), where Python's recursion limit gave up long before
-        tree = writer.write(b"tree", serialize_tree([(b"d", MODE_TREE, tree)]))
+    tree = _nested(snap, 2100, [b"d"])  # past MAX_TREE_DEPTH (2048); Python's recursion limit gave up before
     forged = forge_commit(snap, tree)
     with pytest.raises(UnsafeTree, match="nest deeper"):
         snap.restore(forged)

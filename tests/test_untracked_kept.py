@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import write
+from conftest import deny_reading, write
 
-from snapshotter import RestoreConflict, SkipReason, objects
+from snapshotter import RestoreConflict, SkipReason
 
 
 def kept(result: object) -> dict[str, str]:
@@ -64,14 +64,7 @@ def test_an_unreadable_file_is_never_overwritten(ws: Path, make, monkeypatch: py
     (ws / "locked.txt").unlink()
     snap.snapshot()
     write(ws, {"locked.txt": "new and private\n"})
-    real_open = objects.open_for_read
-
-    def no_permission(path: str) -> int:  # root reads anything, so deny it here
-        if path.endswith("locked.txt"):
-            raise PermissionError(13, "Permission denied", path)
-        return real_open(path)
-
-    monkeypatch.setattr(objects, "open_for_read", no_permission)
+    deny_reading(monkeypatch, "locked.txt")
     result = snap.restore(first.id)
     assert (ws / "locked.txt").read_text() == "new and private\n"
     assert kept(result) == {"locked.txt": "unreadable"}
