@@ -5,17 +5,13 @@ Sources, lowest precedence first: :data:`DEFAULT_EXCLUDES`, the caller's
 from the root down. Within a source the last matching pattern wins; a deeper
 ``.gitignore`` beats a shallower one; a pattern is matched against the path
 relative to the folder of the file it came from. The walker never enters an
-excluded folder, so nothing below one can be re-included (git's rule).
+excluded folder, so nothing below one can be re-included (git's rule), which
+is also why every pattern here must match the *whole* path it judges:
+``*.txt`` + ``!d.txt`` ignores ``d.txt/a.txt`` in git, because the folder
+``d.txt`` is judged (and re-included) on its own before its files are.
 
-pathspec parses the gitignore syntax (escapes, negation, trailing spaces,
-character classes) into regular expressions. Its expressions are written for
-judging a whole file path at once, where a match on any parent folder counts;
-git instead judges each path component on its own after pruning. That
-difference shows, e.g., with ``*.txt`` + ``!d.txt``: git ignores
-``d.txt/a.txt``, pathspec does not. So we keep pathspec's translation but
-require a *full* match of the path being judged (with a trailing ``/`` for
-folders), after normalising the few expression shapes that only make sense as
-prefixes (``X/**`` also matching ``X`` itself is pathspec issue #137).
+Lines are read and translated to regular expressions as git reads and matches
+them (``ignorelines``); this module reads the files, safely, and judges paths.
 """
 
 from __future__ import annotations
@@ -26,7 +22,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from pathspec import GitIgnoreSpec
+from . import ignorelines
+from .ignorelines import Pattern, byte_text, warn_once
 
 DEFAULT_EXCLUDES: tuple[str, ...] = (
     # Version control metadata: never entered anywhere, also enforced by the walker.
@@ -52,89 +49,106 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
 )
 """Built-in gitignore-style patterns applied below every other source."""
 
-_DIR_GROUP = "(?P<ps_d>"
-
-
-def _rewrite_line(line: str) -> str:
-    """Spell ``X/**/`` as ``X/**/*/``: pathspec would match the folder X itself (#137)."""
-    stripped = line.rstrip()
-    if stripped.endswith("/**/"):
-        return stripped + "*/"
-    return line
-
-
-def _whole_path_regex(regex: str) -> str:
-    """Turn a pathspec prefix expression into one that must match a whole path."""
-    if regex == ".":  # ``*`` or ``**``: everything
-        return ".+"
-    if regex == _DIR_GROUP + "/)":  # ``*/`` or ``**/``: every folder
-        return "^(?:.+/)?[^/]+" + _DIR_GROUP + "/)"
-    if regex.endswith(")") or regex.endswith("$"):
-        return regex
-    return regex + ".+"  # ``X/**`` gives the prefix ``^X/``: anything strictly inside X
-
-
-@dataclass(frozen=True)
-class _Pattern:
-    regex: str
-    ignore: bool  # False for a ``!`` negation
-
-
-def parse_patterns(lines: Iterable[str]) -> list[_Pattern]:
-    """Parse gitignore lines into whole-path patterns, in file order."""
-    rewritten = [_rewrite_line(line) for line in lines]
-    spec = GitIgnoreSpec.from_lines(rewritten)
-    out = []
-    for pattern in spec.patterns:
-        if pattern.include is None or pattern.regex is None:
-            continue  # blank line or comment
-        out.append(_Pattern(_whole_path_regex(pattern.regex.pattern), pattern.include))
-    return out
-
 
 class IgnoreSource:
     """The patterns of one source, anchored at ``base`` (a folder, ``""`` = root).
 
     All patterns are compiled into one alternation, last pattern first, so one
-    ``fullmatch`` call finds the pattern that wins for a path.
+    ``fullmatch`` call finds the pattern that wins for a path: one alternation
+    for files, and one for folders, which also holds the patterns that end in
+    ``/``. Each pattern is one capturing group, so the match's ``lastindex``
+    says which one won.
     """
 
-    __slots__ = ("base", "fingerprint", "_prefix_len", "_regex", "_ignores")
+    __slots__ = ("base", "fingerprint", "_prefix_len", "_files", "_dirs", "_file_ignores", "_dir_ignores")
 
-    def __init__(self, patterns: Sequence[_Pattern], base: str = "") -> None:
+    def __init__(self, patterns: Sequence[tuple[int, Pattern]], base: str = "", origin: str = "") -> None:
+        """``patterns``: (line number, pattern) in file order; ``origin`` names
+        the source in warnings (a path, ``exclude=``)."""
         self.base = base
-        described = "\0".join(f"{p.ignore}:{p.regex}" for p in patterns)
+        self._prefix_len = len(base) + 1 if base else 0
+        try:
+            self._compile(patterns)
+        except _COMPILE_ERRORS:
+            patterns = _compilable(patterns, origin)
+            self._compile(patterns)
+        described = "\0".join(f"{p.ignore:d}{p.dir_only:d}{p.regex}" for _, p in patterns)
         self.fingerprint = hashlib.sha1(f"{base}\0{described}".encode("utf-8", "surrogateescape")).digest()
         """Identifies these rules, so cached decisions can be reused safely."""
-        self._prefix_len = len(base) + 1 if base else 0
-        ordered = list(reversed(patterns))
-        alternatives = [f"(?P<p{i}>{p.regex.replace(_DIR_GROUP, '(?:')})" for i, p in enumerate(ordered)]
-        self._regex = re.compile("|".join(alternatives), re.DOTALL) if alternatives else None
-        self._ignores = [p.ignore for p in ordered]
+
+    def _compile(self, patterns: Sequence[tuple[int, Pattern]]) -> None:
+        ordered = [p for _, p in reversed(patterns)]
+        self._dirs, self._dir_ignores = _alternation(ordered)
+        self._files, self._file_ignores = _alternation([p for p in ordered if not p.dir_only])
 
     @classmethod
-    def from_lines(cls, lines: Iterable[str], base: str = "") -> IgnoreSource:
-        return cls(parse_patterns(lines), base)
+    def from_bytes(cls, data: bytes, base: str = "", origin: str = "") -> IgnoreSource:
+        """The patterns of an ignore file's content."""
+        return cls(ignorelines.parse_source(data, origin), base, origin)
+
+    @classmethod
+    def from_file(cls, path: str, base: str = "") -> IgnoreSource:
+        """The patterns of the ignore file at ``path`` (none if it cannot be used, see ``read_ignore_file``)."""
+        return cls.from_bytes(read_ignore_file(path), base, path)
+
+    @classmethod
+    def from_lines(cls, lines: Iterable[str], base: str = "", origin: str = "") -> IgnoreSource:
+        """The patterns of ``lines``, each read as one line of an ignore file (so a
+        ``#`` line is a comment and unescaped trailing spaces are trimmed, as in
+        ``.git/info/exclude``)."""
+        data = b"".join(byte_text(line).encode("latin-1") + b"\n" for line in lines)
+        return cls.from_bytes(data, base, origin)
 
     def __bool__(self) -> bool:
-        return self._regex is not None
+        return self._dirs is not None
 
     def judge(self, rel_path: str, is_dir: bool) -> bool | None:
         """True: ignored; False: re-included by a negation; None: no pattern matched.
 
         ``rel_path`` is relative to the workspace root and lies below ``base``.
         """
-        if self._regex is None:
+        regex = self._dirs if is_dir else self._files
+        if regex is None:
             return None
         subject = rel_path[self._prefix_len :]
-        if is_dir:
-            subject += "/"
-        match = self._regex.fullmatch(subject)
+        if not subject.isascii():  # the patterns match bytes (see ignorelines)
+            subject = byte_text(subject)
+        match = regex.fullmatch(subject)
         if match is None:
             return None
-        group = match.lastgroup
-        assert group is not None
-        return self._ignores[int(group[1:])]
+        return (self._dir_ignores if is_dir else self._file_ignores)[match.lastindex or 0]
+
+
+def _alternation(patterns: Sequence[Pattern]) -> tuple[re.Pattern[str] | None, list[bool]]:
+    """One expression matching what any of ``patterns`` matches, the first of them
+    winning, and, by group number, whether each ignores (index 0 unused)."""
+    if not patterns:
+        return None, []
+    regex = re.compile("|".join(f"({p.regex})" for p in patterns), re.DOTALL)
+    return regex, [False, *(p.ignore for p in patterns)]
+
+
+_COMPILE_ERRORS = (re.error, RecursionError, OverflowError, ValueError)
+
+
+def _compilable(patterns: Sequence[tuple[int, Pattern]], origin: str) -> list[tuple[int, Pattern]]:
+    """``patterns``, less any whose expression does not compile, each dropped with a
+    warning naming its source and line.
+
+    Every expression ``ignorelines`` writes compiles; this keeps a slip there
+    from making a folder impossible to snapshot. Only called once the whole
+    alternation failed, so the usual case pays no extra compilation.
+    """
+    kept = []
+    for number, pattern in patterns:
+        try:
+            re.compile(pattern.regex, re.DOTALL)
+        except _COMPILE_ERRORS as exc:
+            key = (origin, number, pattern.regex)
+            warn_once(key, "%s, line %d: ignore pattern skipped, it cannot be compiled (%s)", origin, number, exc)
+            continue
+        kept.append((number, pattern))
+    return kept
 
 
 @dataclass(frozen=True)
@@ -216,8 +230,8 @@ class IgnoreStack:
         return self.push(IgnoreSource.from_lines(_EVERYTHING, rel_dir))
 
 
-def read_ignore_file(path: str) -> list[str]:
-    """The lines of a ``.gitignore``-style file; a symlink or unreadable file gives none.
+def read_ignore_file(path: str) -> bytes:
+    """The content of a ``.gitignore``-style file; a symlink or unreadable file gives none.
 
     git does not follow a symlinked ``.gitignore`` either.
     """
@@ -225,23 +239,20 @@ def read_ignore_file(path: str) -> list[str]:
     try:
         fd = os.open(path, flags)
     except OSError:
-        return []
+        return b""
     try:
         with os.fdopen(fd, "rb") as handle:
-            data = handle.read()
+            return handle.read()
     except OSError:
-        return []
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    return data.decode("utf-8", "surrogateescape").splitlines()
+        return b""
 
 
 def root_stack(workspace: str, exclude: Sequence[str], use_default_excludes: bool) -> IgnoreStack:
     """The sources that apply everywhere: info/exclude, then ``exclude=``, then defaults."""
     sources = [
-        IgnoreSource.from_lines(read_ignore_file(os.path.join(workspace, ".git", "info", "exclude"))),
-        IgnoreSource.from_lines(exclude),
+        IgnoreSource.from_file(os.path.join(workspace, ".git", "info", "exclude")),
+        IgnoreSource.from_lines(exclude, origin="exclude="),
     ]
     if use_default_excludes:
-        sources.append(IgnoreSource.from_lines(DEFAULT_EXCLUDES))
+        sources.append(IgnoreSource.from_lines(DEFAULT_EXCLUDES, origin="DEFAULT_EXCLUDES"))
     return IgnoreStack(tuple(s for s in sources if s))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from .fsops import LEFTOVER_PREFIX, is_leftover
 from .gates import WorkspaceLimits, stored_size
-from .ignore import IgnoreSource, IgnoreStack, read_ignore_file
+from .ignore import IgnoreSource, IgnoreStack
 from .pathnames import git_spelling
 from .statcache import Listings, Shape
 
@@ -116,7 +116,7 @@ class Prelisting:
 def own_rules(rules: IgnoreStack, gitignore: bool, prefix: str, base: str) -> IgnoreStack:
     """The rules inside folder ``prefix`` (path ``base``): its parent's, plus its ``.gitignore`` if it has one."""
     if gitignore:
-        return rules.push(IgnoreSource.from_lines(read_ignore_file(base + ".gitignore"), prefix))
+        return rules.push(IgnoreSource.from_file(base + ".gitignore", prefix))
     return rules
 
 

@@ -14,7 +14,7 @@ import pytest
 from conftest import git, git_env, git_shadow_tree, needs_git, write
 
 from snapshotter import DEFAULT_EXCLUDES, deflate
-from snapshotter.ignore import IgnoreSource, IgnoreStack, read_ignore_file, root_stack
+from snapshotter.ignore import IgnoreSource, IgnoreStack, root_stack
 
 pytestmark = needs_git
 
@@ -178,7 +178,7 @@ def _our_decisions(workspace: Path, stack: IgnoreStack) -> dict[str, bool]:
         rel, folder, rules = todo.pop()
         entries = list(os.scandir(folder))
         if any(e.name == ".gitignore" for e in entries):
-            rules = rules.push(IgnoreSource.from_lines(read_ignore_file(str(folder / ".gitignore")), rel))
+            rules = rules.push(IgnoreSource.from_file(str(folder / ".gitignore"), rel))
         for entry in entries:
             if entry.name == ".git":
                 continue
