@@ -22,7 +22,7 @@ from pathlib import Path
 
 BIG = 9 << 20
 """Above ``objects.STREAM_THRESHOLD``: stored through the streaming compressor."""
-PACKAGES = ("snapshotter", "dulwich", "isal", "pathspec", "platformdirs", "watchdog")
+PACKAGES = ("snapshotter", "dulwich", "isal", "platformdirs", "watchdog")
 
 
 def check(what: str, got: object, expected: object) -> None:
