@@ -121,13 +121,24 @@ class IgnoreSource:
         return (self._dir_ignores if is_dir else self._file_ignores)[match.lastindex or 0]
 
 
+_INNER_GROUP = re.compile(r"\(\?P([<=])z(\d+)")
+
+
 def _alternation(patterns: Sequence[Pattern]) -> tuple[re.Pattern[str] | None, list[bool]]:
     """One expression matching what any of ``patterns`` matches, the first of them
-    winning, and, by group number, whether each ignores (index 0 unused)."""
+    winning, and, by group number, whether each ignores (index 0 unused). Each
+    pattern is one group; the groups inside one (``ignorelines._assembled``)
+    are renamed after it and map to its verdict too: the match's ``lastindex``
+    is always the pattern's own group, which closes last."""
     if not patterns:
         return None, []
-    regex = re.compile("|".join(f"({p.regex})" for p in patterns), re.DOTALL)
-    return regex, [False, *(p.ignore for p in patterns)]
+    parts: list[str] = []
+    verdicts: list[bool] = [False]
+    for number, pattern in enumerate(patterns):
+        inner = _INNER_GROUP.sub(f"(?P\\1p{number}z\\2", pattern.regex)
+        parts.append(f"({inner})")
+        verdicts.extend([pattern.ignore] * (1 + pattern.regex.count("(?P<z")))
+    return re.compile("|".join(parts), re.DOTALL), verdicts
 
 
 _COMPILE_ERRORS = (re.error, RecursionError, OverflowError, ValueError)

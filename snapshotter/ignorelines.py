@@ -192,7 +192,7 @@ def _wildmatch_regex(text: bytes, pathname: bool, rest: int) -> str | None:
     it the name is one path component, so no wildcard meets a ``/`` either.
     ``rest``: where git's wildmatch call starts (see ``parse_line``).
     """
-    out: list[str] = []
+    atoms: list[tuple[str, str]] = []  # (kind, expression): "fixed", "star" ([^/]*) or "cross" (meets slashes)
     i = 0
     end = len(text)
     while i < end:
@@ -200,35 +200,82 @@ def _wildmatch_regex(text: bytes, pathname: bool, rest: int) -> str | None:
         if byte == 0x5C:  # backslash: the next byte literally; a lone one at the end matches nothing
             if i + 1 >= end:
                 return None
-            out.append(_LITERAL[text[i + 1]])
+            atoms.append(("fixed", _LITERAL[text[i + 1]]))
             i += 2
         elif byte == 0x3F:  # ?
-            out.append("[^/]")
+            atoms.append(("fixed", "[^/]"))
             i += 1
         elif byte == 0x2A:  # a run of stars: two or more are one "**"
             j = i
             while j < end and text[j] == 0x2A:
                 j += 1
-            atom = "[^/]*"
+            atom = ("star", "[^/]*")
             if pathname and j - i >= 2 and (i == rest or text[i - 1] == 0x2F):
                 if j == end:
-                    atom = ".*"
+                    atom = ("cross", ".*")
                 elif text[j] == 0x2F:  # "**/": no folder, or any number of them
-                    atom = "(?:.*/)?"
+                    atom = ("cross", "(?:.*/)?")
                     j += 1
                 elif text[j] == 0x5C and j + 1 < end and text[j + 1] == 0x2F:
-                    atom = ".*"  # "**\/": crosses slashes, but with no empty shortcut
-            out.append(atom)
+                    atom = ("cross", ".*")  # "**\/": crosses slashes, but with no empty shortcut
+            if atom[0] == "cross" and atoms and atoms[-1][0] == "cross":  # "**/**/": one is enough
+                atom = ("cross", ".*" if ".*" in (atom[1], atoms.pop()[1]) else "(?:.*/)?")
+            atoms.append(atom)
             i = j
         elif byte == 0x5B:  # [
             parsed = _bracket(text, i)
             if parsed is None:
                 return None
-            atom, i = parsed
-            out.append(atom)
+            atoms.append(("fixed", parsed[0]))
+            i = parsed[1]
         else:
-            out.append(_LITERAL[byte])
+            atoms.append(("fixed", _LITERAL[byte]))
             i += 1
+    return _assembled(atoms)
+
+
+_LAZY = {"[^/]*": "[^/]*?", ".*": ".*?", "(?:.*/)?": "(?:.*?/)??"}
+MAX_BACKTRACKING_WILDCARDS = 2
+"""How many ``**`` a line may hold that still backtrack (see ``_assembled``)."""
+
+
+def _assembled(atoms: list[tuple[str, str]]) -> str:
+    """Join the atoms into one expression that never backtracks without end.
+
+    A wildcard followed by fixed text and then by another wildcard that can
+    take whatever it could (any wildcard after ``*``, a ``**`` after ``**``)
+    may settle for the first place that text matches: a later one would leave
+    the next wildcard less to match, never more (the greedy rule of glob
+    matching, as CPython's fnmatch applies it). That choice is written as an
+    atomic group, emulated by a lookahead and a backreference (named ``zN``;
+    ``ignore`` renames them per pattern), so ``*a*a*a*a*a*a*a*b`` against a long
+    name costs linear time, not 32 s and more. Only the last wildcard, and a
+    ``**`` followed later by a ``*``, still backtrack; a line with more than
+    ``MAX_BACKTRACKING_WILDCARDS`` such ``**`` is refused (ValueError).
+    """
+    out: list[str] = []
+    groups = backtracking = 0
+    i = 0
+    while i < len(atoms):
+        kind, expression = atoms[i]
+        if kind == "fixed":
+            out.append(expression)
+            i += 1
+            continue
+        j = i + 1
+        while j < len(atoms) and atoms[j][0] == "fixed":
+            j += 1
+        following = "".join(expression for _, expression in atoms[i + 1 : j])
+        after = atoms[j][0] if j < len(atoms) else None
+        if following and (after == "cross" or (after == "star" and kind == "star")):
+            out.append(f"(?=(?P<z{groups}>{_LAZY[expression]}{following}))(?P=z{groups})")
+            groups += 1
+        else:
+            backtracking += kind == "cross" and after is not None
+            out.append(expression + following)
+        i = j
+    if backtracking > MAX_BACKTRACKING_WILDCARDS:
+        raise ValueError(f"more than {MAX_BACKTRACKING_WILDCARDS} ** followed by * cannot be matched in bounded time")
     return "".join(out)
 
 

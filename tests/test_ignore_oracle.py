@@ -419,3 +419,39 @@ def test_random_lines_read_as_git_reads_them(seed: int, tmp_path: Path, make) ->
         ending = rng.choice(["\n", "\r\n"])
         (workspace / folder / ".gitignore").write_bytes(ending.join(lines).encode() + ending.encode())
     assert_same_as_git(workspace, tmp_path / "git", make)
+
+
+STAR_TOKENS = ["*", "*", "**/", "/**/", "a", "b", "ab", "?", "[ab]", "/", "x"]
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("SNAPSHOTTER_STAR_FUZZ_SEEDS", "12"))))
+def test_lines_with_many_wildcards_read_as_git_reads_them(seed: int, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """Several wildcards per line, against names holding their fixed parts many
+    times: where the matching settles for the first place a part matches, it must
+    still agree with git's wildmatch."""
+    rng = random.Random(seed)
+    workspace = tmp_path / "w"
+    paths = set()
+    for _ in range(30):
+        depth = rng.randint(1, 4)
+        paths.add("/".join("".join(rng.choice("abx") for _ in range(rng.randint(1, 6))) for _ in range(depth)))
+    paths = {p for p in paths if not any(q.startswith(p + "/") for q in paths)}
+    build(workspace, sorted(paths))
+    lines = ["".join(rng.choice(STAR_TOKENS) for _ in range(rng.randint(2, 7))) for _ in range(rng.randint(2, 6))]
+    (workspace / ".gitignore").write_text("\n".join(lines) + "\n")
+    assert_same_as_git(workspace, tmp_path / "git", make)
+
+
+def test_a_gitignore_built_to_backtrack_costs_no_time(tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """'*a*a*a*a*a*a*a*a*b' took 32 s for one 60-byte name (Python's regex
+    backtracking): a file the agent writes must not stall every snapshot."""
+    import time
+
+    workspace = tmp_path / "w"
+    build(workspace, ["a" * 200, "b" * 10 + "/" + "a" * 150, "/".join(["a"] * 200) + "/c"])
+    (workspace / ".gitignore").write_text(
+        "*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b\n**/a/**/a/**/a/**/a/**/a/**/b\n*a*a*a*a*a*a*a*a*a*a*/**/c\n"
+    )
+    started = time.monotonic()
+    make(workspace).snapshot()
+    assert time.monotonic() - started < 10
