@@ -32,6 +32,7 @@ from .errors import (
 )
 from .fsops import Workspace
 from .gates import WorkspaceLimits
+from .gitrepo import TrackedPaths, UserRepository, find_repository, tracked_paths
 from .ignore import root_stack
 from .inflate import ObjectTooLarge
 from .listing import Prelisting
@@ -67,6 +68,8 @@ from .watch import ChangeJournal
 PRE_RESTORE_LABEL = "pre-restore"
 PAUSE_WATCH_AT = 1000
 """A restore changing this many files or more pauses watch mode while it writes."""
+_NESTED = "nested-repositories"
+"""Folders below the workspace holding a repository of their own, one per line."""
 KEEP_BLOBS_BYTES = 64 << 20
 """A restore keeps the blobs its safety snapshot read for line counts, up to this
 many bytes, for its writes: most often the state it replaces was last compared
@@ -122,6 +125,10 @@ class Engine:
         """None until loaded; a new store starts from the ignore verdicts its size check found."""
         self._prelisting = prelisting
         """A new store's size check listing, for the first scan only (see ``listing.Prelisting``)."""
+        self.repository = find_repository(workspace)
+        """The user's own git repository the workspace is, or lies inside (read only)."""
+        self._indexes_read: dict[str, tuple[tuple[int, ...], TrackedPaths | None]] = {}
+        self._nested: tuple[str, ...] | None = None
         self.journal: ChangeJournal | None = None
         """Watch mode's record of what changed since ``_last``; None: every scan walks everything."""
         self.usage_base: tuple[tuple[int, int, int], tuple[int, int, int], float] | None = None
@@ -171,11 +178,15 @@ class Engine:
             self._cache = statcache.load(self._cache_path)
             if self._cache.generation != generation:  # made before a gc: it may name deleted objects
                 self._cache = statcache.StatCache(generation=generation)
-        ignores = root_stack(self.workspace, self._exclude, self._use_default_excludes).with_forced(forced)
+        ignores = root_stack(self.workspace, self._exclude, self._use_default_excludes, self.repository)
+        forced_paths = TrackedPaths.of([os.fsencode(p) for p in forced]) if forced else None
+        known_repos = self._nested_repositories()
+        ignores = ignores.with_tracked(self._tracked_paths(known_repos), forced_paths)
         epoch, changed = self.journal.take() if self.journal is not None else (0, None)
         base = self._last
         incremental = None
-        if changed is not None and base is not None and base.root.rules == ignores.fingerprint:
+        same_rules = base is not None and base.root.rules == ignores.fingerprint and base.tracked == ignores.checksum
+        if changed is not None and base is not None and same_rules:
             if not changed:
                 base.epoch = epoch
                 self.last_scan = ScanStats(incremental=True)
@@ -199,10 +210,62 @@ class Engine:
             incremental=incremental,
             trust_folders=self._trust_folder_mtimes,
             prelisting=prelisting,
+            known_repos=known_repos,
         )
         result.epoch = epoch
         self.last_scan = result.stats
+        if result.repositories != known_repos:  # a nested repository came or went: its index counts too
+            self._save_nested_repositories(result.repositories)
+            if self._tracked_paths(result.repositories) != ignores.tracked:
+                return self.scan(write=write, forced=forced)
         return result
+
+    def _tracked_paths(self, nested: tuple[str, ...]) -> TrackedPaths | None:
+        """The paths the user's git indexes track below the workspace: the index of
+        the repository the workspace is (or lies in), and those of the ``nested``
+        repositories below it, each for its own folder. An index is read again
+        only when its file changed."""
+        found: TrackedPaths | None = None
+        places = [(self.repository, "")] if self.repository is not None else []
+        for rel in nested:
+            inner = find_repository(os.path.join(self.workspace, *rel.split("/")), stop_at=self.workspace)
+            if inner is not None and inner.prefix == "":
+                places.append((inner, rel))
+        for repository, rel in places:
+            paths = self._index_of(repository)
+            if paths is not None:
+                paths = paths.below(rel) if rel else paths
+                found = paths if found is None else found.merged(paths)
+        return found
+
+    def _index_of(self, repository: UserRepository) -> TrackedPaths | None:
+        try:
+            st = os.stat(repository.index_path)
+            stamp: tuple[int, ...] = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+        except OSError:
+            stamp = ()
+        known = self._indexes_read.get(repository.index_path)
+        if known is None or known[0] != stamp:
+            known = self._indexes_read[repository.index_path] = (stamp, tracked_paths(repository) if stamp else None)
+        return known[1]
+
+    def _nested_repositories(self) -> tuple[str, ...]:
+        if self._nested is None:
+            try:
+                with open(os.path.join(self.store.meta_dir, _NESTED), encoding="utf-8", errors="surrogateescape") as f:
+                    self._nested = tuple(line for line in f.read().split("\n") if line)
+            except OSError:
+                self._nested = ()
+        return self._nested
+
+    def _save_nested_repositories(self, found: tuple[str, ...]) -> None:
+        """Remember the nested repositories for the next process (the walk sees them
+        only in the folders it lists). A lost write costs one extra scan, no more."""
+        self._nested = found
+        try:
+            statcache.write_atomically(os.path.join(self.store.meta_dir, _NESTED), "\n".join(found).encode())
+        except OSError:
+            pass
 
     def forget_objects_not_in(self, kept: set[bytes], generation: int) -> None:
         """Drop stat-cache records naming objects gc removed, so none is reused, and
@@ -334,6 +397,7 @@ class Engine:
                 current.shapes,
                 generation=generation,
                 packed=packed,
+                tracked=current.tracked,
             )
             if save:
                 self._save_cache(cache)

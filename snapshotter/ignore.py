@@ -22,9 +22,9 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from . import ignorelines
+from .gitrepo import TrackedPaths, UserRepository
 from .ignorelines import Pattern, byte_text, warn_once
 
 DEFAULT_EXCLUDES: tuple[str, ...] = (
@@ -62,12 +62,34 @@ class IgnoreSource:
     says which one won.
     """
 
-    __slots__ = ("base", "fingerprint", "_prefix_len", "_files", "_dirs", "_file_ignores", "_dir_ignores")
+    __slots__ = (
+        "base",
+        "outer",
+        "policy",
+        "fingerprint",
+        "_prefix_len",
+        "_files",
+        "_dirs",
+        "_file_ignores",
+        "_dir_ignores",
+    )
 
-    def __init__(self, patterns: Sequence[tuple[int, Pattern]], base: str = "", origin: str = "") -> None:
+    def __init__(
+        self,
+        patterns: Sequence[tuple[int, Pattern]],
+        base: str = "",
+        origin: str = "",
+        outer: str = "",
+        policy: bool = False,
+    ) -> None:
         """``patterns``: (line number, pattern) in file order; ``origin`` names
-        the source in warnings (a path, ``exclude=``)."""
+        the source in warnings (a path, ``exclude=``). ``outer``: for a file in a
+        folder above the workspace, the workspace's path below that folder with
+        a trailing ``/`` (its patterns judge paths relative to its own folder).
+        ``policy``: the caller's own excludes, which tracked files do not beat."""
         self.base = base
+        self.outer = outer
+        self.policy = policy
         self._prefix_len = len(base) + 1 if base else 0
         try:
             self._compile(patterns)
@@ -75,7 +97,8 @@ class IgnoreSource:
             patterns = _compilable(patterns, origin)
             self._compile(patterns)
         described = "\0".join(f"{p.ignore:d}{p.dir_only:d}{p.regex}" for _, p in patterns)
-        self.fingerprint = hashlib.sha1(f"{base}\0{described}".encode("utf-8", "surrogateescape")).digest()
+        identity = f"{base}\0{outer}\0{policy:d}\0{described}"
+        self.fingerprint = hashlib.sha1(identity.encode("utf-8", "surrogateescape")).digest()
         """Identifies these rules, so cached decisions can be reused safely."""
 
     def _compile(self, patterns: Sequence[tuple[int, Pattern]]) -> None:
@@ -84,22 +107,25 @@ class IgnoreSource:
         self._files, self._file_ignores = _alternation([p for p in ordered if not p.dir_only])
 
     @classmethod
-    def from_bytes(cls, data: bytes, base: str = "", origin: str = "") -> IgnoreSource:
+    def from_bytes(
+        cls, data: bytes, base: str = "", origin: str = "", outer: str = "", policy: bool = False
+    ) -> IgnoreSource:
         """The patterns of an ignore file's content."""
-        return cls(ignorelines.parse_source(data, origin), base, origin)
+        return cls(ignorelines.parse_source(data, origin), base, origin, outer, policy)
 
     @classmethod
-    def from_file(cls, path: str, base: str = "") -> IgnoreSource:
-        """The patterns of the ignore file at ``path`` (none if it cannot be used, see ``read_ignore_file``)."""
-        return cls.from_bytes(read_ignore_file(path), base, path)
+    def from_file(cls, path: str, base: str = "", outer: str = "", follow: bool = False) -> IgnoreSource:
+        """The patterns of the ignore file at ``path`` (none if it cannot be used, see
+        ``read_ignore_file``; ``follow``: a symlink to it is followed)."""
+        return cls.from_bytes(read_ignore_file(path, follow), base, path, outer)
 
     @classmethod
-    def from_lines(cls, lines: Iterable[str], base: str = "", origin: str = "") -> IgnoreSource:
+    def from_lines(cls, lines: Iterable[str], base: str = "", origin: str = "", policy: bool = False) -> IgnoreSource:
         """The patterns of ``lines``, each read as one line of an ignore file (so a
         ``#`` line is a comment and unescaped trailing spaces are trimmed, as in
         ``.git/info/exclude``)."""
         data = b"".join(byte_text(line).encode("latin-1") + b"\n" for line in lines)
-        return cls.from_bytes(data, base, origin)
+        return cls.from_bytes(data, base, origin, policy=policy)
 
     def __bool__(self) -> bool:
         return self._dirs is not None
@@ -112,7 +138,7 @@ class IgnoreSource:
         regex = self._dirs if is_dir else self._files
         if regex is None:
             return None
-        subject = rel_path[self._prefix_len :]
+        subject = self.outer + rel_path[self._prefix_len :] if self.outer else rel_path[self._prefix_len :]
         if not subject.isascii():  # the patterns match bytes (see ignorelines)
             subject = byte_text(subject)
         match = regex.fullmatch(subject)
@@ -164,82 +190,85 @@ def _compilable(patterns: Sequence[tuple[int, Pattern]], origin: str) -> list[tu
     return kept
 
 
-@dataclass(frozen=True)
-class Forced:
-    """Paths tracked whatever the ignore rules say (git keeps a file it tracks even
-    where a rule ignores it), and the folders on the way to them."""
-
-    paths: frozenset[str]
-    dirs: frozenset[str]
-    fingerprint: bytes
-
-    @classmethod
-    def of(cls, paths: Iterable[str]) -> Forced | None:
-        """None for no paths; ``.git`` and whatever lies below one are never forced."""
-        chosen = frozenset(p for p in paths if p and not any(part.lower() == ".git" for part in p.split("/")))
-        if not chosen:
-            return None
-        dirs = {path.rpartition("/")[0] for path in chosen}
-        for folder in list(dirs):
-            while "/" in folder:
-                folder = folder.rpartition("/")[0]
-                dirs.add(folder)
-        dirs.discard("")
-        digest = hashlib.sha1(b"forced\0" + "\0".join(sorted(chosen)).encode("utf-8", "surrogateescape"))
-        return cls(chosen, frozenset(dirs), digest.digest())
-
-
 _EVERYTHING = ("*",)
 
 
 class IgnoreStack:
-    """The sources in force inside one folder, most specific first, and the
-    paths ``forced`` to be tracked whatever they say."""
+    """The sources in force inside one folder, most specific first, and the paths
+    tracked whatever they say: ``tracked`` by the user's git index (beating the
+    repository's own rules, as in git, but not the caller's ``exclude=`` or the
+    default excludes) and ``forced`` by the caller for one restore (beating all).
 
-    __slots__ = ("sources", "fingerprint", "forced")
+    Neither set is part of the ``fingerprint``: cached verdicts are the rules'
+    alone, and which ignored names those sets keep is asked afresh each time
+    (``rescues``). ``checksum`` tells when they may have changed.
+    """
 
-    def __init__(self, sources: tuple[IgnoreSource, ...], forced: Forced | None = None) -> None:
+    __slots__ = ("sources", "fingerprint", "tracked", "forced")
+
+    def __init__(
+        self,
+        sources: tuple[IgnoreSource, ...],
+        tracked: TrackedPaths | None = None,
+        forced: TrackedPaths | None = None,
+    ) -> None:
         self.sources = sources
+        self.tracked = tracked
         self.forced = forced
         digest = hashlib.sha1()
         for source in sources:
             digest.update(source.fingerprint)
-        if forced is not None:
-            digest.update(forced.fingerprint)
         self.fingerprint = digest.digest()
+
+    @property
+    def checksum(self) -> bytes:
+        """Identifies the tracked and forced paths (empty when there are none)."""
+        if self.tracked is None and self.forced is None:
+            return b""
+        digest = hashlib.sha1()
+        for paths in (self.tracked, self.forced):
+            digest.update(paths.checksum if paths is not None else b"-")
+        return digest.digest()
 
     def push(self, source: IgnoreSource) -> IgnoreStack:
         """The stack for a subfolder that has its own ``.gitignore``."""
         if not source:
             return self
-        return IgnoreStack((source, *self.sources), self.forced)
+        return IgnoreStack((source, *self.sources), self.tracked, self.forced)
 
-    def with_forced(self, paths: Iterable[str]) -> IgnoreStack:
-        """This stack, tracking ``paths`` (workspace-relative files) whatever the rules say."""
-        forced = Forced.of(paths)
-        return self if forced is None else IgnoreStack(self.sources, forced)
+    def with_tracked(self, tracked: TrackedPaths | None, forced: TrackedPaths | None = None) -> IgnoreStack:
+        return self if tracked is None and forced is None else IgnoreStack(self.sources, tracked, forced)
 
     def is_ignored(self, rel_path: str, is_dir: bool) -> bool:
-        forced = self.forced
-        if forced is not None and rel_path in (forced.dirs if is_dir else forced.paths):
-            return False
-        return self.by_rules(rel_path, is_dir)
+        return self.by_rules(rel_path, is_dir) and not self.rescues(rel_path, is_dir)
 
     def by_rules(self, rel_path: str, is_dir: bool) -> bool:
-        """The rules' own verdict, forced paths aside."""
+        """The rules' own verdict, tracked paths aside."""
         for source in self.sources:
             verdict = source.judge(rel_path, is_dir)
             if verdict is not None:
                 return verdict
         return False
 
+    def rescues(self, rel_path: str, is_dir: bool) -> bool:
+        """Whether a path the rules ignore is tracked all the same (a folder: some
+        tracked path lies below it)."""
+        forced, tracked = self.forced, self.tracked
+        if forced is not None and (forced.has_below(rel_path) if is_dir else forced.has(rel_path)):
+            return True
+        if tracked is None or not (tracked.has_below(rel_path) if is_dir else tracked.has(rel_path)):
+            return False
+        for source in self.sources:  # the caller's excludes and the defaults still win
+            if source.policy:
+                verdict = source.judge(rel_path, is_dir)
+                if verdict is not None:
+                    return not verdict
+        return True
+
     def inside(self, rel_dir: str) -> IgnoreStack:
-        """The stack for the entries of subfolder ``rel_dir``: a folder entered only
-        because forced paths lie below it keeps everything else in it ignored, as
-        the rules would have had it by not entering it at all."""
-        forced = self.forced
-        if forced is None or rel_dir not in forced.dirs or not self.by_rules(rel_dir, True):
-            return self
+        """The stack for the entries of a folder the rules ignore but that holds
+        tracked paths: everything else in it stays ignored, as the rules would
+        have had it by not entering the folder at all."""
         return self.push(IgnoreSource.from_lines(_EVERYTHING, rel_dir))
 
 
@@ -259,10 +288,11 @@ _OPEN_FLAGS = (
     | getattr(os, "O_CLOEXEC", 0)
     | getattr(os, "O_BINARY", 0)
 )
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _KINDS = {stat.S_IFIFO: "named pipe", stat.S_IFSOCK: "socket", stat.S_IFCHR: "device", stat.S_IFBLK: "device"}
 
 
-def read_ignore_file(path: str) -> bytes:
+def read_ignore_file(path: str, follow: bool = False) -> bytes:
     """The content of a ``.gitignore``-style file, or nothing if it cannot be used.
 
     Opened without following a symlink (git does not follow a symlinked
@@ -271,10 +301,12 @@ def read_ignore_file(path: str) -> bytes:
     block the open forever, as it does git. Only a regular file is read (judged
     by ``fstat`` on the open descriptor, so no later swap matters), and at most
     :data:`MAX_IGNORE_FILE_BYTES` of it. Anything unusable is reported once as a
-    warning on the "snapshotter" logger; a missing file is not.
+    warning on the "snapshotter" logger; a missing file is not. ``follow``: a
+    symlink is followed, as git follows a symlinked ``.git/info/exclude`` (the
+    user's own configuration, outside the workspace's files).
     """
     try:
-        fd = os.open(path, _OPEN_FLAGS)
+        fd = os.open(path, _OPEN_FLAGS & ~_NO_FOLLOW if follow else _OPEN_FLAGS)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             warn_once((path, "link"), "%s is a symbolic link, which is not followed: its rules do not apply", path)
@@ -318,12 +350,26 @@ def read_ignore_file(path: str) -> bytes:
     return data
 
 
-def root_stack(workspace: str, exclude: Sequence[str], use_default_excludes: bool) -> IgnoreStack:
-    """The sources that apply everywhere: info/exclude, then ``exclude=``, then defaults."""
-    sources = [
-        IgnoreSource.from_file(os.path.join(workspace, ".git", "info", "exclude")),
-        IgnoreSource.from_lines(exclude, origin="exclude="),
-    ]
+def root_stack(
+    workspace: str, exclude: Sequence[str], use_default_excludes: bool, repository: UserRepository | None = None
+) -> IgnoreStack:
+    """The sources that apply everywhere, most specific first: the ``.gitignore``
+    files from the workspace's folder up to its repository's root (when the
+    workspace lies inside one), that repository's ``info/exclude``, then
+    ``exclude=``, then the defaults."""
+    sources: list[IgnoreSource] = []
+    if repository is not None:
+        folder, inside = repository.root, repository.prefix.split("/") if repository.prefix else []
+        outer: list[IgnoreSource] = []
+        for depth in range(len(inside)):  # the repository's root, then each folder down to the workspace's parent
+            below = "/".join(inside[depth:]) + "/"
+            path = os.path.join(folder, *inside[:depth], ".gitignore")
+            outer.append(IgnoreSource.from_file(path, outer=below))
+        sources.extend(reversed(outer))
+        sources.append(IgnoreSource.from_file(repository.exclude_path, follow=True))
+    else:
+        sources.append(IgnoreSource.from_file(os.path.join(workspace, ".git", "info", "exclude"), follow=True))
+    sources.append(IgnoreSource.from_lines(exclude, origin="exclude=", policy=True))
     if use_default_excludes:
-        sources.append(IgnoreSource.from_lines(DEFAULT_EXCLUDES, origin="DEFAULT_EXCLUDES"))
+        sources.append(IgnoreSource.from_lines(DEFAULT_EXCLUDES, origin="DEFAULT_EXCLUDES", policy=True))
     return IgnoreStack(tuple(s for s in sources if s))

@@ -135,10 +135,14 @@ def tracked_entries(
     leftovers: list[str] | None = None,
     hits: list[int] | None = None,
     unsafe: list[str] | None = None,
+    rescued: set[str] | None = None,
+    repos: list[str] | None = None,
 ) -> tuple[list[str], list[os.DirEntry[str]]]:
     """The entries of one folder that are not ignored: subfolder names, and files.
     ``.git`` is never among them, and other spellings git takes for it are
-    left out and added to ``unsafe``.
+    left out and added to ``unsafe``. An entry the rules ignore but that is
+    tracked (see ``IgnoreStack.rescues``) is kept; such subfolders go to ``rescued``.
+    A folder holding a ``.git`` (a nested repository) is added to ``repos``.
 
     Judging every name against the rules is the walk's biggest cost after the
     system calls, so each folder's verdicts are cached under a digest of its
@@ -153,6 +157,8 @@ def tracked_entries(
     files = [entry for entry, kind in zip(entries, kinds) if kind is False]
     file_names = [entry.name for entry in files]
     if not (GIT_DIR_NAMES.isdisjoint(dirs) and GIT_DIR_NAMES.isdisjoint(file_names)):
+        if repos is not None and prefix and (".git" in dirs or ".git" in file_names):
+            repos.append(prefix)
         dirs = [name for name in dirs if name not in GIT_DIR_NAMES]
         files = [entry for entry in files if entry.name not in GIT_DIR_NAMES]
         file_names = [entry.name for entry in files]
@@ -183,10 +189,16 @@ def tracked_entries(
             hits[0] += 1
     else:
         ignored = frozenset(
-            [name for name in dirs if rules.is_ignored(join_path(prefix, name), True)]
-            + [entry.name for entry in files if rules.is_ignored(join_path(prefix, entry.name), False)]
+            [name for name in dirs if rules.by_rules(join_path(prefix, name), True)]
+            + [entry.name for entry in files if rules.by_rules(join_path(prefix, entry.name), False)]
         )
-    fresh[prefix] = (key, ignored)
+    fresh[prefix] = (key, ignored)  # the rules' verdicts only: what tracked paths keep is asked afresh
+    if ignored and (rules.tracked is not None or rules.forced is not None):
+        kept_dirs = {name for name in dirs if name in ignored and rules.rescues(join_path(prefix, name), True)}
+        kept_files = {e.name for e in files if e.name in ignored and rules.rescues(join_path(prefix, e.name), False)}
+        if rescued is not None:
+            rescued.update(kept_dirs)
+        ignored = ignored - kept_dirs - kept_files
     if ignored:
         dirs = [name for name in dirs if name not in ignored]
         files = [entry for entry in files if entry.name not in ignored]
@@ -230,14 +242,15 @@ def measure(
             found = list_folder(path, fd)
             base = path if path.endswith(os.sep) else path + os.sep
             rules = own_rules(rules, has_gitignore(found), prefix, base)
-            dirs, files = tracked_entries(found, prefix, rules, {}, listings)
+            rescued: set[str] = set()
+            dirs, files = tracked_entries(found, prefix, rules, {}, listings, rescued=rescued)
             stats: dict[str, os.stat_result] = {}
             if prelisting is not None and own is not None:
                 prelisting.folders[prefix] = Listed(own, found, stats)
             for name in dirs:
                 entries += 1
                 child = join_path(prefix, name)
-                stack.append((child, base + name, rules.inside(child) if rules.forced is not None else rules))
+                stack.append((child, base + name, rules.inside(child) if name in rescued else rules))
                 limits.check(workspace, entries, size)
             for entry in files:
                 entries += 1

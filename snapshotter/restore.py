@@ -26,6 +26,7 @@ from .walker import Scan
 MAX_LINK_TARGET = 1 << 16
 """Longer symlink targets are refused (Linux allows 4,095 bytes, Windows 32,767 characters)."""
 
+
 @dataclass(frozen=True)
 class Plan:
     """What a restore will do. Paths are relative, posix style."""

@@ -18,6 +18,7 @@ from .compaction import GcResult
 from .engine import Engine
 from .errors import FIRST_SNAPSHOT, InvalidInput, SnapshotError, SnapshotNotFound, StoreError
 from .gates import DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES, WorkspaceLimits, check_root
+from .gitrepo import find_repository, tracked_paths
 from .ignore import root_stack
 from .integrity import VerifyResult
 from .listing import Prelisting, measure
@@ -174,7 +175,9 @@ class Snapshotter:
         prelisting = None
         if not os.path.isdir(path):  # a new store: refuse a huge folder before creating anything
             prelisting = Prelisting(time.time_ns())
-            rules = root_stack(canonical, self._exclude, self._use_default_excludes)
+            repository = find_repository(canonical)
+            rules = root_stack(canonical, self._exclude, self._use_default_excludes, repository)
+            rules = rules.with_tracked(tracked_paths(repository) if repository is not None else None)
             measure(canonical, rules, self._limits, listings, prelisting, self._max_new_file_size)
         store = Store.open_or_create(path, canonical)
         engine = Engine(

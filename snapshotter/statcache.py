@@ -45,7 +45,9 @@ from dataclasses import dataclass, field
 
 _MAGIC = b"snapshotter-statcache\n"
 _VERSION = 6
-_HEADER = struct.Struct("<IIIIIIQQQq")  # version; folders, files, dirs, listings, shapes; 3 blocks' sizes; generation
+_HEADER = struct.Struct(
+    "<IIIIIIQQQq20s"
+)  # version; folders, files, dirs, listings, shapes; 3 blocks; generation; tracked
 _FOLDER = struct.Struct("<II")  # files recorded in the folder, size of its block of names
 _FILE = struct.Struct("<IQqqQ20s")  # st_mode, size, mtime_ns, ctime_ns, inode, blob id
 _DIR = struct.Struct("<I20s")  # tracked entries, tree id
@@ -106,6 +108,10 @@ class StatCache:
     Pass it on to the cache that succeeds this one."""
     generation: int = 0
     """The store generation its ids were valid in (see ``Store.generation``)."""
+    tracked: bytes = b""
+    """The checksum of the paths tracked whatever the rules say (the user's git
+    index) when it was made: when it differs, folders holding ignored names are
+    listed again, since which of those names are tracked may have changed."""
 
     @classmethod
     def from_paths(cls, records: dict[str, Record], dirs: dict[str, tuple[int, bytes]] | None = None) -> StatCache:
@@ -203,7 +209,9 @@ def _decode(data: bytes, written_ns: int) -> StatCache:
     if version != _VERSION:
         raise ValueError("old stat cache")
     header = _HEADER.unpack_from(body, offset)
-    _, n_folders, n_files, n_dirs, n_listings, n_shapes, paths_len, ignored_len, subdirs_len, generation = header
+    _, n_folders, n_files, n_dirs, n_listings, n_shapes, paths_len, ignored_len, subdirs_len, generation, tracked = (
+        header
+    )
     offset += _HEADER.size
     names = _split(body[offset : offset + paths_len])
     offset += paths_len
@@ -257,7 +265,9 @@ def _decode(data: bytes, written_ns: int) -> StatCache:
     counts = (len(folders), len(dirs), len(listings), len(shapes), end)
     if counts != (n_folders, n_dirs, n_listings, n_shapes, len(body)):
         raise ValueError("corrupt stat cache")
-    return StatCache(folders, dirs, listings, shapes, written_ns, packed, generation)
+    return StatCache(
+        folders, dirs, listings, shapes, written_ns, packed, generation, tracked if tracked.strip(b"\0") else b""
+    )
 
 
 def _split(block: bytes) -> list[str]:
@@ -275,13 +285,17 @@ def save(path: str, cache: StatCache) -> None:
     """Write ``cache`` atomically (temp file in the same folder, then rename)."""
     with _collector_paused():
         body = _encode(cache)
+    write_atomically(path, body + hashlib.sha1(body).digest())
+    cache.written_ns = os.stat(path).st_mtime_ns
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Write a small file of the store's own (temp file in the same folder, then rename)."""
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".statcache-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(body)
-            handle.write(hashlib.sha1(body).digest())
+            handle.write(data)
         os.replace(tmp, path)
-        cache.written_ns = os.stat(path).st_mtime_ns
     except BaseException:
         try:
             os.unlink(tmp)
@@ -319,6 +333,7 @@ def _encode(cache: StatCache) -> bytes:
             len(ignored_block),
             len(subdirs_block),
             cache.generation,
+            cache.tracked,
         ),
         path_block,
         ignored_block,

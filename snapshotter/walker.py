@@ -100,6 +100,10 @@ class Scan:
     """Every record equals the stat cache it was scanned with: saving it again is useless."""
     epoch: int = 0
     """The watch journal's epoch this scan covers (0 without a watcher)."""
+    tracked: bytes = b""
+    """The checksum of the paths tracked whatever the rules said (see ``IgnoreStack.checksum``)."""
+    repositories: tuple[str, ...] = ()
+    """Folders holding a nested repository (a ``.git``), found listing or known from before."""
 
     @property
     def tree_id(self) -> bytes:
@@ -178,6 +182,10 @@ _S_IFLNK = 0o120000
 _GIT_MODES: dict[int, int] = {}
 
 
+def _never(path: str) -> bool:
+    return False
+
+
 def git_mode_of(st_mode: int) -> int:
     """objects.git_mode, remembered per st_mode (it runs for every tracked file)."""
     mode = _GIT_MODES.get(st_mode)
@@ -201,6 +209,7 @@ def scan(
     incremental: Incremental | None = None,
     trust_folders: bool = True,
     prelisting: Prelisting | None = None,
+    known_repos: tuple[str, ...] = (),
 ) -> Scan:
     """Walk ``workspace`` and return its tracked state.
 
@@ -216,6 +225,8 @@ def scan(
     not listed again (see ``statcache``); turn it off where folder mtimes lie.
     Under the same trust, a new store's first scan takes the folders that its
     size check listed and that have not changed since (``prelisting``).
+    ``known_repos``: the nested repositories the previous scan found (see
+    ``Scan.repositories``).
     """
     started = time.perf_counter()
     walk_began_ns = time.time_ns()  # the filesystem's clock, for local filesystems
@@ -226,6 +237,8 @@ def scan(
     pending: list[_Pending] = []
     leftovers: list[str] = []
     unsafe_names: list[str] = []
+    repos_found: list[str] = []
+    listed: set[str] = set()
     grafted: list[DirNode] = []
     if incremental is not None:
         before = incremental.previous
@@ -248,8 +261,8 @@ def scan(
     check_caps = limits is not None and (limits.max_entries or limits.max_bytes) and incremental is None
     carry_modes = host.needs_recorded_modes
     workspace = host.native(workspace)
-    forced_paths = ignores.forced.paths if ignores.forced is not None else frozenset()
-    forced_here = forced_paths.__contains__  # forced paths are tracked whatever their size
+    forced_here = ignores.forced.has if ignores.forced is not None else _never  # tracked whatever their size
+    tracked_moved = cache.tracked != ignores.checksum  # the git index changed: folders it may rescue from are relisted
 
     shapes_known = cache.shapes if trust_folders else {}
     shape_hits = 0
@@ -275,12 +288,16 @@ def scan(
             table = cache.folder(node.rel)
             own = os.fstat(fd) if fd >= 0 and trust_folders else None
             pairs: Collection[tuple[str, Record | None]] | None = None  # each tracked file, and its record if any
-            if own is not None and node.rel in cache.listings:
+            known_listing = cache.listings.get(node.rel)
+            rescued: set[str] = set()  # subfolders the rules ignore but tracked paths lie below
+            if own is not None and known_listing is not None and not (tracked_moved and known_listing[1]):
                 shape = shapes_known.get(node.rel)
                 inner = unchanged_folder(own, shape, cutoff, rules, node.rel, base)
                 if inner is not None and shape is not None:  # the table's names are its files: no listing
                     rules = inner
                     dirs: list[str] = list(shape[5])
+                    if known_listing[1]:
+                        rescued.update(name for name in dirs if name in known_listing[1])
                     pairs = table.items()
                     listings[node.rel] = cache.listings[node.rel]
                     listing_hits[0] += 1
@@ -307,8 +324,18 @@ def scan(
                 rules = own_rules(rules, gitignore, node.rel, base)
                 leftovers_before = len(leftovers)
                 dirs, files = tracked_entries(
-                    entries, node.rel, rules, cache.listings, listings, leftovers, listing_hits, unsafe_names
+                    entries,
+                    node.rel,
+                    rules,
+                    cache.listings,
+                    listings,
+                    leftovers,
+                    listing_hits,
+                    unsafe_names,
+                    rescued,
+                    repos_found,
                 )
+                listed.add(node.rel)
                 table_get = table.get
                 pairs = [(entry.name, table_get(entry.name)) for entry in files]
                 if own is not None and len(leftovers) == leftovers_before:  # a leftover is yet to be removed
@@ -328,7 +355,7 @@ def scan(
                 child = DirNode(rel, rules=fingerprint)
                 node.subdirs.append(child)
                 nodes[rel] = child
-                inner = rules.inside(rel) if rules.forced is not None else rules
+                inner = rules.inside(rel) if name in rescued else rules
                 stack.append((child, base + name, inner, may_reuse and rel not in deep))
             hits = 0
             missed: list[str] = []
@@ -408,7 +435,7 @@ def scan(
     batch = writer.batch() if write and many else contextlib.nullcontext()
     with batch:
         hashed, bytes_hashed = _hash_pending(
-            pending, writer, write, skipped, line_counts, progress, host, max_new_file_size, forced_paths
+            pending, writer, write, skipped, line_counts, progress, host, max_new_file_size, forced_here
         )
         _build_trees(order, cache, writer, write)
     stats = ScanStats(
@@ -432,7 +459,13 @@ def scan(
         and listing_hits[0] == len(listings) == len(cache.listings)
         and shape_hits == len(shapes) == len(shapes_known)
     )
-    return Scan(root, nodes, skipped, stats, listings, shapes, line_counts, leftovers, write, same)
+    same = same and not tracked_moved
+    found = Scan(root, nodes, skipped, stats, listings, shapes, line_counts, leftovers, write, same)
+    found.tracked = ignores.checksum
+    # Nested repositories: those seen in the folders listed now, and those known before in folders not listed.
+    kept = [rel for rel in known_repos if rel not in listed and rel in nodes]
+    found.repositories = tuple(sorted(set(repos_found + kept)))
+    return found
 
 
 def _lstat_known(stats: dict[str, os.stat_result]) -> Callable[..., os.stat_result]:
@@ -516,7 +549,7 @@ def _hash_pending(
     progress: Callable[[int, int], None] | None,
     host: HostFS,
     max_new_file_size: int,
-    forced: frozenset[str] = frozenset(),
+    forced: Callable[[str], bool] = lambda path: False,
 ) -> tuple[int, int]:
     def run(item: _Pending) -> Hashed | BaseException:
         try:
@@ -546,7 +579,7 @@ def _hash_pending(
                     item.node.records[item.name] = item.record  # kept as last recorded, never dropped
                 continue
             # A new file that grew past the cap since its lstat; forced paths are tracked whatever their size.
-            if item.new and not item.is_link and result.size > max_new_file_size and item.rel not in forced:
+            if item.new and not item.is_link and result.size > max_new_file_size and not forced(item.rel):
                 skipped.append(SkippedPath(item.rel, SkipReason.TOO_LARGE))
                 continue
             key = result.key
