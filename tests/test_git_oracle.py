@@ -455,3 +455,24 @@ def test_tree_ids_stay_equal_to_git_across_edits(seed: int, tmp_path: Path, make
         _mutate(workspace, rng)
         if round_ % 2:
             snap = make(workspace)  # a new process: caches come from disk
+
+
+@needs_git
+def test_crlf_files_under_text_attributes_restore_byte_for_byte(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """git stores LF for '*.bat text eol=crlf'; a snapshot keeps the bytes on disk,
+    so its blob differs from git's there, and the file comes back exactly."""
+    crlf = b"@echo off\r\necho one\r\n"
+    write(ws, {".gitattributes": "*.bat text eol=crlf\n", "run.bat": crlf, "plain.txt": "same\n"})
+    snap = make()
+    first = snap.snapshot()
+    env = git_env(tmp_path)
+    repo = tmp_path / "repo"
+    shutil.copytree(ws, repo)
+    git("init", "-q", str(repo), env=env)
+    git("add", "-A", cwd=repo, env=env)
+    assert git("cat-file", "-p", ":run.bat", cwd=repo, env=env).encode() == b"@echo off\necho one\n"  # git converts
+    ours = {d.path for d in snap.diff(first.id)}
+    assert ours == set()
+    (ws / "run.bat").write_bytes(b"edited\n")
+    snap.restore(first.id)
+    assert (ws / "run.bat").read_bytes() == crlf
