@@ -280,7 +280,7 @@ class WorkspaceModel(RuleBasedStateMachine):
         for path in target:  # a folder in the way of a file holds nothing left: it goes
             if path in folders:
                 folders = {f for f in folders if f != path and not f.startswith(path + "/")}
-        files.update(target)
+        files.update({p: e for p, e in target.items() if p not in untracked})  # untracked in the way: kept
         folders.update(a for p in target for a in parents(p))
         return False, files, folders
 
@@ -342,6 +342,8 @@ class WorkspaceModel(RuleBasedStateMachine):
         after_files, after_folders = observe(self.ws)
         for path in set(target) | set(before_files) | set(after_files):
             if within(path):
+                if path in target and path in before_files and path not in current:
+                    raise AssertionError(f"untracked {path} in the way was restored over instead of refused")
                 if path in target:
                     assert after_files.get(path) == target[path], f"{path} not restored"
                 elif path in current:
