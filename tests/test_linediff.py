@@ -1,4 +1,5 @@
-"""Line diffs: Myers gives minimal counts; hunks rebuild the new text."""
+"""Line diffs without git: the invariants of git's algorithm as ported (the
+counts against git itself are in test_linediff_git.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from functools import cache
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from snapshotter import linediff
+from snapshotter import linediff, xdiff
 
-lines = st.lists(st.sampled_from([b"a\n", b"b\n", b"c\n", b"}\n", b"\n"]), max_size=25)
+lines = st.lists(st.sampled_from([b"a\n", b"b\n", b"c\n", b"}\n", b"\n"]), max_size=40)
 
 
 def lcs_length(a: list[bytes], b: list[bytes]) -> int:
@@ -24,47 +25,96 @@ def lcs_length(a: list[bytes], b: list[bytes]) -> int:
     return go(0, 0)
 
 
+def marks(old: bytes, new: bytes) -> tuple[bytearray, bytearray]:
+    keys1, keys2 = linediff.line_keys(old), linediff.line_keys(new)
+    return xdiff.changed_lines(xdiff.Prepared(keys1, keys2), len(keys1), len(keys2))
+
+
 @settings(max_examples=300, deadline=None)
 @given(lines, lines)
-def test_numstat_is_minimal(a: list[bytes], b: list[bytes]) -> None:
-    added, deleted = linediff.numstat(b"".join(a), b"".join(b))
+def test_counts_are_a_valid_edit_script_and_never_below_minimal(a: list[bytes], b: list[bytes]) -> None:
+    """git does not always find a minimal script (it discards lines first); but
+    the lines it leaves unchanged match up, and the counts are those of the marks."""
+    old, new = b"".join(a), b"".join(b)
+    added, deleted = linediff.numstat(old, new)
     common = lcs_length(a, b)
-    assert (added, deleted) == (len(b) - common, len(a) - common)
+    assert added >= len(b) - common and deleted >= len(a) - common
+    changed1, changed2 = marks(old, new)
+    assert (added, deleted) == (sum(changed2), sum(changed1))
+    kept1 = [line for line, mark in zip(a, changed1) if not mark]
+    kept2 = [line for line, mark in zip(b, changed2) if not mark]
+    assert kept1 == kept2
 
 
-fragments = st.lists(st.sampled_from([b"a", b"b", b"\n", b"ab\n", b"x"]), max_size=12)
+fragments = st.lists(st.sampled_from([b"a", b"b", b"\n", b"ab\n", b"x", b"\r\n"]), max_size=12)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(fragments, fragments, fragments, fragments)
-def test_numstat_is_minimal_with_partial_lines_and_shared_ends(
+def test_byte_trimmed_shortcut_agrees_with_the_line_algorithm(
     head: list[bytes], a: list[bytes], b: list[bytes], tail: list[bytes]
 ) -> None:
-    """The head and tail are trimmed on bytes: lines cut anywhere, a last line without newline."""
+    """The head and tail are trimmed on bytes first (lines cut anywhere, a last
+    line without newline): the shortcut gives what the whole algorithm gives."""
     old, new = b"".join(head + a + tail), b"".join(head + b + tail)
-    old_lines, new_lines = linediff.split_lines(old), linediff.split_lines(new)
-    common = lcs_length(old_lines, new_lines)
-    assert linediff.numstat(old, new) == (len(new_lines) - common, len(old_lines) - common)
+    full = xdiff.counts(linediff.line_keys(old), linediff.line_keys(new))
+    assert linediff.numstat(old, new) == (full if old != new else (0, 0))
+
+
+def apply(old: bytes, patch: str) -> bytes:
+    """Apply ``@@`` hunks (of UTF-8 text) to ``old``."""
+    source = linediff.split_lines(old)
+    out: list[bytes] = []
+    position, last = 0, ""
+    for row in patch.split("\n")[:-1]:
+        if row.startswith("@@"):
+            start, _, count = row.split()[1][1:].partition(",")
+            first = int(start) if count == "0" else int(start) - 1
+            out.extend(source[position:first])
+            position = first
+        elif row[0] == " ":
+            out.append(source[position])
+            position += 1
+        elif row[0] == "-":
+            position += 1
+        elif row[0] == "+":
+            out.append(row[1:].encode() + b"\n")
+        elif last == "+":  # "\ No newline at end of file" after an added line
+            out[-1] = out[-1][:-1]
+        last = row[0]
+    out.extend(source[position:])
+    return b"".join(out)
 
 
 @settings(max_examples=300, deadline=None)
-@given(lines, lines)
-def test_opcodes_rebuild_the_new_side(a: list[bytes], b: list[bytes]) -> None:
-    rebuilt: list[bytes] = []
-    for tag, i1, i2, j1, j2 in linediff.opcodes(a, b):
-        if tag == "equal":
-            assert a[i1:i2] == b[j1:j2]
-            rebuilt.extend(a[i1:i2])
-        else:
-            rebuilt.extend(b[j1:j2])
-    assert rebuilt == b
+@given(lines, lines, st.booleans(), st.booleans())
+def test_hunks_rebuild_the_new_side(a: list[bytes], b: list[bytes], cut_old: bool, cut_new: bool) -> None:
+    old, new = b"".join(a), b"".join(b)
+    old, new = old[:-1] if cut_old else old, new[:-1] if cut_new else new
+    patch = linediff.unified_hunks(old, new)
+    assert apply(old, patch) == new
+    added = sum(1 for row in patch.split("\n") if row.startswith("+"))
+    deleted = sum(1 for row in patch.split("\n") if row.startswith("-"))
+    assert (added, deleted) == linediff.numstat(old, new)
 
 
 def test_repeated_lines_where_sequence_matcher_miscounts() -> None:
     old = b"".join([b"x\n", b"y\n"] * 30)
     new = b"".join([b"y\n", b"x\n"] * 30)
-    added, deleted = linediff.numstat(old, new)
-    assert (added, deleted) == (1, 1)
+    assert linediff.numstat(old, new) == (1, 1)
+
+
+def test_a_line_found_only_on_one_side_is_changed_before_any_search() -> None:
+    """xdl_cleanup_records: lines missing from the other file never reach Myers."""
+    prep = xdiff.Prepared([b"a", b"x", b"b"], [b"a", b"y", b"b"])
+    assert (prep.start, prep.ha1, prep.ha2) == (1, [], [])
+    assert linediff.numstat(b"a\nx\nb\n", b"a\ny\nb\n") == (1, 1)
+
+
+def test_bogosqrt_is_gits() -> None:
+    assert [xdiff.bogosqrt(n) for n in (0, 1, 3, 4, 15, 16, 16383, 16384, 65535, 65536)] == [
+        1, 2, 2, 4, 4, 8, 128, 256, 256, 512,
+    ]  # fmt: skip
 
 
 def test_counting_lines_and_binary_rule() -> None:
@@ -74,9 +124,17 @@ def test_counting_lines_and_binary_rule() -> None:
     assert linediff.is_binary(b"x" * 7999 + b"\0")
     assert not linediff.is_binary(b"x" * 8000 + b"\0")
     assert linediff.split_lines(b"a\r\nb\rc") == [b"a\r\n", b"b\rc"]
+    assert linediff.line_keys(b"a\nb") == [b"a", b"b\n"]  # a last line without newline is its own line
+    assert linediff.line_keys(b"a\nb\n") == [b"a", b"b"]
 
 
 def test_hunk_header_and_missing_newline_marker() -> None:
     text = linediff.unified_hunks(b"a\nb", b"a\nc")
     assert text == "@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n"
     assert linediff.unified_hunks(b"", b"x\n") == "@@ -0,0 +1 @@\n+x\n"
+
+
+def test_hunk_header_names_the_function_above_it() -> None:
+    old = b"int main(void)\n{\n" + b"".join(b"\tx%d;\n" % i for i in range(10)) + b"}\n"
+    new = old.replace(b"\tx7;\n", b"\ty7;\n")
+    assert linediff.unified_hunks(old, new).startswith("@@ -7,7 +7,7 @@ int main(void)\n")

@@ -1,0 +1,454 @@
+"""git's default line diff (xdiff's Myers with its cost heuristics), in pure Python.
+
+``git diff`` counts lines with xdiff (git's xdiff/ folder): it does not find a
+minimal edit script. It first interns the lines and drops the ones that cannot
+or need not be matched (xprepare.c), then runs Myers' divide-and-conquer search,
+which gives up on an exact middle snake once a box costs too much and cuts it at
+a "good enough" point instead (xdiffi.c, ``xdl_split``). On big, heavily changed
+files those cuts are what keep git fast, and they are also why its counts are
+not minimal; to print git's numbers we must make the same cuts. This module
+follows git 2.39 step by step (the names in comments are git's functions):
+
+* :func:`prepare`: ``xdl_prepare_env`` / ``xdl_trim_ends`` / ``xdl_cleanup_records``:
+  the common head and tail are trimmed; a line that never occurs on the other
+  side is changed outright; one that occurs there too often (``xdl_bogosqrt`` of
+  the file's length, at most 1,024 times) is dropped too when it sits in a run of
+  such lines (``xdl_clean_mmatch``). Only the rest reach the Myers core.
+* :func:`_split`: ``xdl_split``, the bidirectional search with the heuristics:
+  past ``XDL_HEUR_MIN_COST`` a diagonal with a 20-line snake far enough along is
+  taken; at ``mxcost`` (``xdl_bogosqrt`` of the core's size, at least 256) the
+  furthest-reaching point is.
+* :func:`core_counts`: ``xdl_recs_cmp`` for counts only. A sub-box that git
+  solves with ``need_min`` is solved minimally, so its counts follow from its
+  edit cost, which the search that cut it already measured: only the boxes on
+  the heuristic "spine" are searched, none is recursed into. :func:`core_marks`
+  is the full recursion, for patches (which lines changed, not just how many).
+
+Line ids are small ints; the sequences a search reads are copied into lists
+padded with sentinels (-1 on the old side, -2 on the new) so that the hot loops
+need no bounds checks.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from itertools import compress
+
+MAX_COST_MIN = 256  # XDL_MAX_COST_MIN
+HEUR_MIN_COST = 256  # XDL_HEUR_MIN_COST
+SNAKE_CNT = 20  # XDL_SNAKE_CNT
+K_HEUR = 4  # XDL_K_HEUR
+KPDIS_RUN = 4  # XDL_KPDIS_RUN
+MAX_EQLIMIT = 1024  # XDL_MAX_EQLIMIT
+SIMSCAN_WINDOW = 100  # XDL_SIMSCAN_WINDOW
+LINE_MAX = 1 << 62  # XDL_LINE_MAX: "no backward reach yet"
+
+EXACT, LOW_MINIMAL, HIGH_MINIMAL = 0, 1, 2
+"""How :func:`_split` cut a box: at a middle snake (both halves minimal), or by a
+heuristic with only the lower (or only the upper) half to be solved minimally."""
+
+
+def bogosqrt(n: int) -> int:
+    """``xdl_bogosqrt``: a power of two near the square root of ``n``."""
+    i = 1
+    while n > 0:
+        n >>= 2
+        i <<= 1
+    return i
+
+
+class Prepared:
+    """Both files after ``xdl_prepare_env``: line ids, the trimmed middle, and
+    the lines left to the Myers core (``ha``) with their line numbers (``rindex``)."""
+
+    __slots__ = ("ids1", "ids2", "start", "end1", "end2", "dis1", "dis2", "ha1", "ha2", "rindex1", "rindex2")
+
+    def __init__(self, lines1: list[bytes], lines2: list[bytes]) -> None:
+        table = dict.fromkeys(lines1)
+        table.update(dict.fromkeys(lines2))
+        numbering = dict(zip(table, range(len(table))))
+        ids1 = self.ids1 = list(map(numbering.__getitem__, lines1))
+        ids2 = self.ids2 = list(map(numbering.__getitem__, lines2))
+        n1, n2 = len(ids1), len(ids2)
+        start, tail = _common_ends(ids1, ids2)
+        self.start, self.end1, self.end2 = start, n1 - tail, n2 - tail
+        mid1, mid2 = ids1[start : n1 - tail], ids2[start : n2 - tail]
+        self.dis1 = _classify(mid1, Counter(ids2), min(bogosqrt(n1), MAX_EQLIMIT), len(table))
+        self.dis2 = _classify(mid2, Counter(ids1), min(bogosqrt(n2), MAX_EQLIMIT), len(table))
+        keep1, keep2 = _kept(self.dis1), _kept(self.dis2)
+        self.ha1, self.ha2 = list(compress(mid1, keep1)), list(compress(mid2, keep2))
+        self.rindex1 = list(compress(range(start, n1 - tail), keep1))
+        self.rindex2 = list(compress(range(start, n2 - tail), keep2))
+
+
+def _common_ends(ids1: list[int], ids2: list[int]) -> tuple[int, int]:
+    """``xdl_trim_ends``: how many lines the two share at the start, then at the end."""
+    n1, n2 = len(ids1), len(ids2)
+    limit = min(n1, n2)
+    start = 0
+    if ids1[:limit] == ids2[:limit]:
+        start = limit
+    else:
+        step = 64
+        while start + step <= limit and ids1[start : start + step] == ids2[start : start + step]:
+            start += step
+        while ids1[start] == ids2[start]:
+            start += 1
+    tail, limit = 0, limit - start
+    step = 64
+    while tail + step <= limit and ids1[n1 - tail - step : n1 - tail] == ids2[n2 - tail - step : n2 - tail]:
+        tail += step
+    while tail < limit and ids1[n1 - 1 - tail] == ids2[n2 - 1 - tail]:
+        tail += 1
+    return start, tail
+
+
+def _classify(mid: list[int], other: Counter[int], limit: int, ids: int) -> bytes:
+    """``xdl_cleanup_records``' first pass: per line, 0 if the other file lacks it,
+    2 if the other file has it ``limit`` times or more, else 1."""
+    kind = bytearray(ids)
+    for value, count in other.items():
+        kind[value] = 2 if count >= limit else 1
+    return bytes(map(kind.__getitem__, mid))
+
+
+def _kept(dis: bytes) -> bytearray:
+    """Which middle lines reach the Myers core: every 1, and a 2 unless
+    ``xdl_clean_mmatch`` finds it inside a run of discarded lines."""
+    keep = bytearray(dis.replace(b"\x02", b"\x01"))
+    end = len(dis) - 1
+    find, rfind, count = dis.find, dis.rfind, dis.count
+    i = find(2)
+    while i != -1:
+        low = max(0, i - SIMSCAN_WINDOW)
+        one = rfind(1, low, i)
+        first = one + 1 if one != -1 else low
+        zeros_before = count(0, first, i)
+        if zeros_before:
+            high = min(end, i + SIMSCAN_WINDOW) + 1
+            one = find(1, i + 1, high)
+            last = one if one != -1 else high
+            zeros_after = count(0, i + 1, last)
+            if zeros_after:
+                zeros = zeros_before + zeros_after
+                multi = (i - first - zeros_before) + (last - i - 1 - zeros_after) + 2
+                if multi * KPDIS_RUN < multi + zeros:
+                    keep[i] = 0
+        i = find(2, i + 1)
+    return keep
+
+
+def _split(
+    a: list[int], b: list[int], n: int, m: int, kf: list[int], kb: list[int], need_min: bool, mxcost: int
+) -> tuple[int, int, int, int | None]:
+    """``xdl_split`` on the box a[:n] x b[-m:]: (kind, i1, i2, cost).
+
+    ``a`` is the old side followed by sentinels; ``b`` is sentinels followed by
+    the new side, so line y of the box is ``b[y - m]``. Diagonals are numbered
+    ``x - y + m`` (never negative, so the frontiers ``kf``/``kb`` are plain lists
+    indexed by them; index -1 is a spare slot at their end). ``cost`` is the edit
+    cost of the part solved minimally: the whole box for EXACT, else the half that
+    ``kind`` names (None if a clipped point makes it unknown: see :func:`_cost`).
+    Without ``need_min`` the frontiers of every round are kept to tell that cost."""
+    dmin, dmax = 0, n + m
+    fmid, bmid = m, n
+    odd = (n - m) & 1
+    fmin = fmax = fmid
+    bmin = bmax = bmid
+    kf[fmid] = 0
+    kb[bmid] = n
+    reach_f, reach_b = 0, n + m  # bounds on x + y of each frontier: no overlap while reach_f < reach_b
+    history_f: list[tuple[int, list[int]]] = []
+    history_b: list[tuple[int, list[int]]] = []
+    ec = 0
+    while True:
+        ec += 1
+        got_snake = False
+        if fmin > dmin:
+            fmin -= 1
+            kf[fmin - 1] = -1
+        else:
+            fmin += 1
+        if fmax < dmax:
+            fmax += 1
+            kf[fmax + 1] = -1
+        else:
+            fmax -= 1
+        longest = 0
+        for d in range(fmax, fmin - 1, -2):
+            x = kf[d - 1]
+            y = kf[d + 1]
+            x = x + 1 if x >= y else y
+            if a[x] == b[x - d]:
+                y = x
+                x += 1
+                while a[x] == b[x - d]:
+                    x += 1
+                if x - y > longest:
+                    longest = x - y
+            kf[d] = x
+        reach_f += 1 + 2 * longest
+        if longest > SNAKE_CNT:
+            got_snake = True
+        if odd and reach_f >= reach_b:
+            top = min(fmax, bmax)
+            for d in range(top if (top - fmax) % 2 == 0 else top - 1, max(fmin, bmin) - 1, -2):
+                if kb[d] <= kf[d]:
+                    return EXACT, kf[d], kf[d] - d + m, 2 * ec - 1
+        if bmin > dmin:
+            bmin -= 1
+            kb[bmin - 1] = LINE_MAX
+        else:
+            bmin += 1
+        if bmax < dmax:
+            bmax += 1
+            kb[bmax + 1] = LINE_MAX
+        else:
+            bmax -= 1
+        longest = 0
+        for d in range(bmax, bmin - 1, -2):
+            x = kb[d - 1]
+            y = kb[d + 1]
+            x = x if x < y else y - 1
+            if a[x - 1] == b[x - d - 1]:
+                y = x
+                x -= 1
+                while a[x - 1] == b[x - d - 1]:
+                    x -= 1
+                if y - x > longest:
+                    longest = y - x
+            kb[d] = x
+        reach_b -= 1 + 2 * longest
+        if longest > SNAKE_CNT:
+            got_snake = True
+        if not odd and reach_f >= reach_b:
+            top = min(fmax, bmax)
+            for d in range(top if (top - bmax) % 2 == 0 else top - 1, max(fmin, bmin) - 1, -2):
+                if kb[d] <= kf[d]:
+                    return EXACT, kb[d], kb[d] - d + m, 2 * ec
+        if need_min:
+            continue
+        history_f.append((fmin, kf[fmin : fmax + 1 : 2]))
+        history_b.append((bmin, kb[bmin : bmax + 1 : 2]))
+        if got_snake and ec > HEUR_MIN_COST:
+            found = _snake_heuristic(a, b, n, m, kf, kb, ec, fmin, fmax, bmin, bmax)
+            if found is not None:
+                kind, i1, i2 = found
+                return kind, i1, i2, _cost(kind, i1, i2, n, m, history_f, history_b)
+        if ec >= mxcost:
+            kind, i1, i2 = _furthest(n, m, kf, kb, fmin, fmax, bmin, bmax)
+            return kind, i1, i2, _cost(kind, i1, i2, n, m, history_f, history_b)
+
+
+def _snake_heuristic(
+    a: list[int], b: list[int], n: int, m: int, kf: list[int], kb: list[int], ec: int, *bounds: int
+) -> tuple[int, int, int] | None:
+    """``xdl_split``'s XDL_K_HEUR rule: a frontier point far along (more than
+    4 * cost past its corner, off its middle diagonal) that ends a 20-line snake."""
+    fmin, fmax, bmin, bmax = bounds
+    best, found = 0, None
+    for d in range(fmax, fmin - 1, -2):
+        i1 = kf[d]
+        i2 = i1 - d + m
+        v = i1 + i2 - abs(d - m)
+        if (
+            v > K_HEUR * ec
+            and v > best
+            and SNAKE_CNT <= i1 < n
+            and SNAKE_CNT <= i2 < m
+            and all(a[i1 - k] == b[i1 - d - k] for k in range(1, SNAKE_CNT + 1))
+        ):
+            best, found = v, (LOW_MINIMAL, i1, i2)
+    if found is not None:
+        return found
+    for d in range(bmax, bmin - 1, -2):
+        i1 = kb[d]
+        i2 = i1 - d + m
+        v = (n - i1) + (m - i2) - abs(d - n)
+        if (
+            v > K_HEUR * ec
+            and v > best
+            and 0 < i1 <= n - SNAKE_CNT
+            and 0 < i2 <= m - SNAKE_CNT
+            and all(a[i1 + k] == b[i1 - d + k] for k in range(SNAKE_CNT))
+        ):
+            best, found = v, (HIGH_MINIMAL, i1, i2)
+    return found
+
+
+def _furthest(
+    n: int, m: int, kf: list[int], kb: list[int], fmin: int, fmax: int, bmin: int, bmax: int
+) -> tuple[int, int, int]:
+    """``xdl_split`` at ``mxcost``: the frontier point that got furthest (x + y),
+    forward or backward, clipped to the box."""
+    fbest = fbest1 = -1
+    for d in range(fmax, fmin - 1, -2):
+        i1 = min(kf[d], n)
+        i2 = i1 - d + m
+        if i2 > m:
+            i1, i2 = d, m
+        if fbest < i1 + i2:
+            fbest, fbest1 = i1 + i2, i1
+    bbest = bbest1 = LINE_MAX
+    for d in range(bmax, bmin - 1, -2):
+        i1 = max(0, kb[d])
+        i2 = i1 - d + m
+        if i2 < 0:
+            i1, i2 = d - m, 0
+        if i1 + i2 < bbest:
+            bbest, bbest1 = i1 + i2, i1
+    if (n + m) - bbest < fbest:
+        return LOW_MINIMAL, fbest1, fbest - fbest1
+    return HIGH_MINIMAL, bbest1, bbest - bbest1
+
+
+def _cost(
+    kind: int,
+    i1: int,
+    i2: int,
+    n: int,
+    m: int,
+    history_f: list[tuple[int, list[int]]],
+    history_b: list[tuple[int, list[int]]],
+) -> int | None:
+    """The edit cost from the box's corner to the cut (i1, i2): the first round
+    whose frontier on that diagonal reached it. None for a point off the recorded
+    frontier (a clipped one, on the box's edge): the caller measures it instead."""
+    d = i1 - i2 + m
+    history = history_f if kind == LOW_MINIMAL else history_b
+    rounds = [r for r in range(len(history)) if (history[r][0] - d) % 2 == 0]
+    reached = None
+    low, high = 0, len(rounds)
+    while low < high:  # the frontiers only move on (away from the corner), round after round
+        mid = (low + high) // 2
+        first, values = history[rounds[mid]]
+        k = (d - first) // 2
+        value = values[k] if 0 <= k < len(values) else None
+        hit = value is not None and (value >= i1 if kind == LOW_MINIMAL else value <= i1)
+        if hit:
+            reached, high = rounds[mid], mid
+        else:
+            low = mid + 1
+    if reached is None:
+        return None
+    first, values = history[reached]
+    x = values[(d - first) // 2]
+    y = x - d + m
+    inside = x <= n and y <= m if kind == LOW_MINIMAL else x >= 0 and y >= 0
+    return reached + 1 if inside else None
+
+
+def _box(ha1: list[int], o1: int, l1: int, ha2: list[int], o2: int, l2: int, pad: int) -> tuple[list[int], list[int]]:
+    """The padded copies :func:`_split` reads."""
+    a = ha1[o1:l1]
+    a.extend([-1] * pad)
+    b = [-2] * pad
+    b.extend(ha2[o2:l2])
+    return a, b
+
+
+def _minimal_cost(ha1: list[int], o1: int, l1: int, ha2: list[int], o2: int, l2: int) -> int:
+    """The minimal edit cost of a box (its exact middle snake tells it)."""
+    n, m = l1 - o1, l2 - o2
+    if n == 0 or m == 0:
+        return n + m
+    a, b = _box(ha1, o1, l1, ha2, o2, l2, n + m + 2)
+    kf, kb = [0] * (n + m + 4), [0] * (n + m + 4)
+    cost = _split(a, b, n, m, kf, kb, True, 0)[3]
+    assert cost is not None  # an exact split always knows its cost
+    return cost
+
+
+def _shrink(ha1: list[int], ha2: list[int], o1: int, l1: int, o2: int, l2: int) -> tuple[int, int, int, int]:
+    """``xdl_recs_cmp``'s first step: walk the snakes at both corners of a box."""
+    while o1 < l1 and o2 < l2 and ha1[o1] == ha2[o2]:
+        o1 += 1
+        o2 += 1
+    while o1 < l1 and o2 < l2 and ha1[l1 - 1] == ha2[l2 - 1]:
+        l1 -= 1
+        l2 -= 1
+    return o1, l1, o2, l2
+
+
+def mxcost_of(ha1: list[int], ha2: list[int]) -> int:
+    """``xdl_do_diff``: the cost past which a search takes the furthest point."""
+    return max(bogosqrt(len(ha1) + len(ha2) + 3), MAX_COST_MIN)
+
+
+def core_counts(ha1: list[int], ha2: list[int]) -> tuple[int, int]:
+    """(deleted, added) among the lines that reach the Myers core, as
+    ``xdl_recs_cmp`` would mark them, without marking them."""
+    mxcost = mxcost_of(ha1, ha2)
+    size = len(ha1) + len(ha2) + 4
+    kf, kb = [0] * size, [0] * size
+    deleted = added = 0
+    boxes = [(0, len(ha1), 0, len(ha2))]
+    while boxes:
+        o1, l1, o2, l2 = _shrink(ha1, ha2, *boxes.pop())
+        n, m = l1 - o1, l2 - o2
+        if n == 0 or m == 0:
+            deleted, added = deleted + n, added + m
+            continue
+        a, b = _box(ha1, o1, l1, ha2, o2, l2, mxcost + 2)
+        kind, i1, i2, cost = _split(a, b, n, m, kf, kb, False, mxcost)
+        if kind == EXACT:
+            box = (n, m)
+        elif kind == LOW_MINIMAL:
+            box = (i1, i2)
+            boxes.append((o1 + i1, l1, o2 + i2, l2))
+        else:
+            box = (n - i1, m - i2)
+            boxes.append((o1, o1 + i1, o2, o2 + i2))
+        if cost is None:
+            start1, start2 = (o1, o2) if kind == LOW_MINIMAL else (o1 + i1, o2 + i2)
+            cost = _minimal_cost(ha1, start1, start1 + box[0], ha2, start2, start2 + box[1])
+        deleted += (box[0] - box[1] + cost) // 2
+        added += (box[1] - box[0] + cost) // 2
+    return deleted, added
+
+
+def core_marks(ha1: list[int], ha2: list[int]) -> tuple[bytearray, bytearray]:
+    """``xdl_recs_cmp`` in full: which core lines changed, per side (1 = changed)."""
+    mxcost = mxcost_of(ha1, ha2)
+    n1, n2 = len(ha1), len(ha2)
+    size = n1 + n2 + 4
+    kf, kb = [0] * size, [0] * size
+    marks1, marks2 = bytearray(n1), bytearray(n2)
+    boxes = [(0, n1, 0, n2, False)]
+    while boxes:
+        box = boxes.pop()
+        o1, l1, o2, l2 = _shrink(ha1, ha2, *box[:4])
+        n, m = l1 - o1, l2 - o2
+        if n == 0 or m == 0:
+            marks1[o1:l1] = b"\x01" * n
+            marks2[o2:l2] = b"\x01" * m
+            continue
+        need_min = box[4]
+        a, b = _box(ha1, o1, l1, ha2, o2, l2, n + m + 2 if need_min else mxcost + 2)
+        kind, i1, i2, _ = _split(a, b, n, m, kf, kb, need_min, mxcost)
+        boxes.append((o1 + i1, l1, o2 + i2, l2, kind != LOW_MINIMAL))
+        boxes.append((o1, o1 + i1, o2, o2 + i2, kind != HIGH_MINIMAL))
+    return marks1, marks2
+
+
+def counts(lines1: list[bytes], lines2: list[bytes]) -> tuple[int, int]:
+    """(added, deleted) lines from ``lines1`` to ``lines2``, as ``git diff --numstat``."""
+    prep = Prepared(lines1, lines2)
+    deleted, added = core_counts(prep.ha1, prep.ha2)
+    deleted += (prep.end1 - prep.start) - len(prep.ha1)
+    added += (prep.end2 - prep.start) - len(prep.ha2)
+    return added, deleted
+
+
+def changed_lines(prep: Prepared, n1: int, n2: int) -> tuple[bytearray, bytearray]:
+    """Per line of each file, 1 if git's Myers pass marks it changed (``rchg``
+    after ``xdl_do_diff``, before the hunks are slid into place)."""
+    marks1, marks2 = core_marks(prep.ha1, prep.ha2)
+    out = []
+    for n, end, rindex, marks in ((n1, prep.end1, prep.rindex1, marks1), (n2, prep.end2, prep.rindex2, marks2)):
+        rchg = bytearray(n)
+        rchg[prep.start : end] = b"\x01" * (end - prep.start)  # discarded lines stay changed
+        for i, mark in zip(rindex, marks):
+            rchg[i] = mark
+        out.append(rchg)
+    return out[0], out[1]
