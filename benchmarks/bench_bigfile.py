@@ -89,8 +89,10 @@ def main() -> None:
     print(f"\n{args.mib} MiB file, {time.strftime('%Y-%m-%d')}")
     for name, row in (("snapshot", snap), ("restore", restore)):
         added = float(row["rss_after_mib"]) - float(row["rss_before_mib"])  # type: ignore[arg-type]
-        print(f"{name:9} {float(row['seconds']):7.1f} s   peak RSS +{added:6.1f} MiB "  # type: ignore[arg-type]
-              f"(from {float(row['rss_before_mib']):.0f} to {float(row['rss_after_mib']):.0f} MiB)")  # type: ignore[arg-type]
+        print(
+            f"{name:9} {float(row['seconds']):7.1f} s   peak RSS +{added:6.1f} MiB "  # type: ignore[arg-type]
+            f"(from {float(row['rss_before_mib']):.0f} to {float(row['rss_after_mib']):.0f} MiB)"
+        )  # type: ignore[arg-type]
     print(f"restored content identical: yes; git reads the object: {git_ok}")
     shutil.rmtree(scratch, ignore_errors=True)
 

@@ -64,15 +64,21 @@ def main() -> None:
     git_gc = time.perf_counter() - start
     ours_after, git_after = size_of(Path(snap.store_path)), size_of(git.dir)
     snap.close()
-    print(f"\n{args.snapshots} snapshots of {args.files:,} files, {args.changed:.0%} changed between them, "
-          f"{time.strftime('%Y-%m-%d')}")
+    print(
+        f"\n{args.snapshots} snapshots of {args.files:,} files, {args.changed:.0%} changed between them, "
+        f"{time.strftime('%Y-%m-%d')}"
+    )
     print(f"{'':24} {'snapshotter':>14} {'git':>14} {'ratio':>7}")
     print(f"{'time to record all':24} {ours_time:>12.1f} s {git_time:>12.1f} s {ours_time / git_time:>7.2f}")
-    print(f"{'store before gc':24} {ours_before / 2**20:>10.1f} MiB {git_before / 2**20:>10.1f} MiB "
-          f"{ours_before / git_before:>7.2f}")
+    print(
+        f"{'store before gc':24} {ours_before / 2**20:>10.1f} MiB {git_before / 2**20:>10.1f} MiB "
+        f"{ours_before / git_before:>7.2f}"
+    )
     print(f"{'gc time':24} {ours_gc:>12.1f} s {git_gc:>12.1f} s {ours_gc / git_gc:>7.2f}")
-    print(f"{'store after gc':24} {ours_after / 2**20:>10.1f} MiB {git_after / 2**20:>10.1f} MiB "
-          f"{ours_after / git_after:>7.2f}")
+    print(
+        f"{'store after gc':24} {ours_after / 2**20:>10.1f} MiB {git_after / 2**20:>10.1f} MiB "
+        f"{ours_after / git_after:>7.2f}"
+    )
     print(f"objects kept {result.objects_kept:,}, removed {result.objects_removed:,}")
     shutil.rmtree(scratch, ignore_errors=True)
 

@@ -7,9 +7,19 @@ The hunks come from the same marks, slid into place as git slides them
 (:mod:`snapshotter.hunks`). Lines are split on ``\\n`` alone, each keeping its
 terminator, so ``a\\r\\n`` and ``a\\n`` differ, as in git; a last line without a
 newline is a line of its own, unequal to the same text with one.
+
+Counting in Python costs about 20 times what git's C costs on big, heavily changed
+files (benchmarks/bench_linediff.py). When pygit2 is installed (the optional
+``fastdiff`` extra), the counts come from libgit2's copy of git's xdiff instead,
+the same numbers (checked against git in tests/test_linediff_git.py) at git's speed;
+``SNAPSHOTTER_LINE_COUNTS=python`` keeps them in Python.
 """
 
 from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from functools import cache
 
 from . import hunks, xdiff
 
@@ -64,7 +74,42 @@ def numstat(old: bytes, new: bytes) -> tuple[int, int]:
     middle_old, middle_new = _trimmed(old, new)
     if not middle_old or not middle_new:
         return count_lines(middle_new), count_lines(middle_old)
+    counter = accelerator()
+    if counter is not None:
+        try:
+            return counter(old, new)
+        except Exception:  # anything libgit2 refuses is counted in Python, the same way
+            pass
     return xdiff.counts(line_keys(old), line_keys(new))
+
+
+def python_numstat(old: bytes, new: bytes) -> tuple[int, int]:
+    """:func:`numstat` without the accelerator."""
+    if old == new:
+        return 0, 0
+    return xdiff.counts(line_keys(old), line_keys(new))
+
+
+@cache
+def accelerator() -> Callable[[bytes, bytes], tuple[int, int]] | None:
+    """libgit2's line counts through pygit2, if installed and not turned off; else None.
+
+    libgit2 bundles git's xdiff (the same discards and cost heuristics), so its
+    counts are git's; text is forced because the caller has already applied git's
+    binary rule (libgit2's own rule differs). Looked up once, on first use."""
+    if os.environ.get("SNAPSHOTTER_LINE_COUNTS") == "python":
+        return None
+    try:
+        import pygit2
+    except ImportError:
+        return None
+    create, force_text = pygit2.Patch.create_from, pygit2.enums.DiffOption.FORCE_TEXT
+
+    def counts(old: bytes, new: bytes) -> tuple[int, int]:
+        _, added, deleted = create(old, new, flag=force_text).line_stats
+        return added, deleted
+
+    return counts
 
 
 def unified_hunks(old: bytes, new: bytes) -> str:

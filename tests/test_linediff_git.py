@@ -26,6 +26,16 @@ pytestmark = needs_git
 Pair = tuple[bytes, bytes]
 
 
+@pytest.fixture(params=["python", "pygit2"])
+def counter(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test runs twice: counting in Python, and through the optional pygit2 accelerator."""
+    if request.param == "python":
+        monkeypatch.setattr(linediff, "accelerator", lambda: None)
+    elif linediff.accelerator() is None:
+        pytest.skip("pygit2 is not installed (the fastdiff extra)")
+    return str(request.param)
+
+
 def git_diffs(pairs: list[Pair], scratch: Path) -> list[tuple[tuple[int, int], str]]:
     """git's (added, deleted) and hunks for each pair, from one ``git diff --no-index``."""
     old, new = scratch / "a", scratch / "b"
@@ -95,9 +105,9 @@ def edited(draw: st.DrawFn) -> Pair:
     return text(old, draw(st.booleans())), text(new, draw(st.booleans()))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pairs=st.lists(edited(), min_size=1, max_size=8))
-def test_random_edits_count_and_cut_hunks_like_git(pairs: list[Pair], tmp_path: Path) -> None:
+def test_random_edits_count_and_cut_hunks_like_git(pairs: list[Pair], tmp_path: Path, counter: str) -> None:
     assert_like_git([pair for pair in pairs if pair[0] != pair[1]], tmp_path)
 
 
@@ -127,7 +137,7 @@ def noisy(lines: int, alphabet: int, seed: int) -> Pair:
     return b"".join(old), b"".join(new)
 
 
-def test_real_looking_files_count_like_git(tmp_path: Path) -> None:
+def test_real_looking_files_count_like_git(tmp_path: Path, counter: str) -> None:
     """~1,500-line files, 5% to 40% changed: big enough for the discard rules and for
     git's mxcost cut (the core of a heavily changed file costs more than 512 edits)."""
     pairs = corpus(1500, (0.05, 0.4), range(2))
@@ -136,7 +146,7 @@ def test_real_looking_files_count_like_git(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif("not config.getoption('--long')", reason="big files: run with pytest --long")
-def test_big_real_looking_files_count_like_git(tmp_path: Path) -> None:
+def test_big_real_looking_files_count_like_git(tmp_path: Path, counter: str) -> None:
     """5,000 to 40,000 lines: every heuristic of xdl_split, the 20-line-snake rule
     included (past 65,536 core lines, mxcost is 512), and mmatch windows."""
     pairs = corpus(5000, (0.1, 0.4), range(2)) + corpus(40000, (0.4,), range(1))
