@@ -21,7 +21,7 @@ import os
 from collections.abc import Callable
 from functools import cache
 
-from . import hunks, xdiff
+from . import hunks, xdiff, xprepare
 
 BINARY_PROBE = 8000
 CONTEXT = hunks.CONTEXT
@@ -115,7 +115,7 @@ def accelerator() -> Callable[[bytes, bytes], tuple[int, int]] | None:
 def unified_hunks(old: bytes, new: bytes) -> str:
     """The ``@@`` hunks of a unified diff, as ``git diff`` prints them (no file header)."""
     keys1, keys2 = line_keys(old), line_keys(new)
-    prep = xdiff.Prepared(keys1, keys2)
+    prep = xprepare.Prepared(keys1, keys2)
     marks1, marks2 = xdiff.changed_lines(prep, len(keys1), len(keys2))
     side1 = hunks.Side(prep.ids1, split_lines(old), marks1)
     side2 = hunks.Side(prep.ids2, split_lines(new), marks2)

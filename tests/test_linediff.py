@@ -8,7 +8,7 @@ from functools import cache
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from snapshotter import linediff, xdiff
+from snapshotter import linediff, xdiff, xprepare
 
 lines = st.lists(st.sampled_from([b"a\n", b"b\n", b"c\n", b"}\n", b"\n"]), max_size=40)
 
@@ -27,7 +27,7 @@ def lcs_length(a: list[bytes], b: list[bytes]) -> int:
 
 def marks(old: bytes, new: bytes) -> tuple[bytearray, bytearray]:
     keys1, keys2 = linediff.line_keys(old), linediff.line_keys(new)
-    return xdiff.changed_lines(xdiff.Prepared(keys1, keys2), len(keys1), len(keys2))
+    return xdiff.changed_lines(xprepare.Prepared(keys1, keys2), len(keys1), len(keys2))
 
 
 @settings(max_examples=300, deadline=None)
@@ -106,13 +106,13 @@ def test_repeated_lines_where_sequence_matcher_miscounts() -> None:
 
 def test_a_line_found_only_on_one_side_is_changed_before_any_search() -> None:
     """xdl_cleanup_records: lines missing from the other file never reach Myers."""
-    prep = xdiff.Prepared([b"a", b"x", b"b"], [b"a", b"y", b"b"])
+    prep = xprepare.Prepared([b"a", b"x", b"b"], [b"a", b"y", b"b"])
     assert (prep.start, prep.ha1, prep.ha2) == (1, [], [])
     assert linediff.numstat(b"a\nx\nb\n", b"a\ny\nb\n") == (1, 1)
 
 
 def test_bogosqrt_is_gits() -> None:
-    assert [xdiff.bogosqrt(n) for n in (0, 1, 3, 4, 15, 16, 16383, 16384, 65535, 65536)] == [
+    assert [xprepare.bogosqrt(n) for n in (0, 1, 3, 4, 15, 16, 16383, 16384, 65535, 65536)] == [
         1, 2, 2, 4, 4, 8, 128, 256, 256, 512,
     ]  # fmt: skip
 
