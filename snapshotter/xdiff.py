@@ -28,6 +28,9 @@ need no bounds checks.
 
 from __future__ import annotations
 
+from itertools import repeat
+from operator import sub
+
 from .xprepare import Prepared, bogosqrt
 
 MAX_COST_MIN = 256  # XDL_MAX_COST_MIN
@@ -41,8 +44,28 @@ EXACT, LOW_MINIMAL, HIGH_MINIMAL = 0, 1, 2
 heuristic with only the lower (or only the upper) half to be solved minimally."""
 
 
+class Half:
+    """One direction of a search, round by round: the frontier (its first
+    diagonal and its values, every other diagonal) and the round's longest snake."""
+
+    __slots__ = ("rounds", "longest")
+
+    def __init__(self, rounds: list[tuple[int, list[int]]] | None = None, longest: list[int] | None = None) -> None:
+        self.rounds = rounds if rounds is not None else []
+        self.longest = longest if longest is not None else []
+
+
 def _split(
-    a: list[int], b: list[int], n: int, m: int, kf: list[int], kb: list[int], need_min: bool, mxcost: int
+    a: list[int],
+    b: list[int],
+    n: int,
+    m: int,
+    kf: list[int],
+    kb: list[int],
+    need_min: bool,
+    mxcost: int,
+    replay: tuple[Half | None, Half | None] = (None, None),
+    record: tuple[Half, Half] | None = None,
 ) -> tuple[int, int, int, int | None]:
     """``xdl_split`` on the box a[:n] x b[-m:]: (kind, i1, i2, cost).
 
@@ -52,7 +75,10 @@ def _split(
     indexed by them; index -1 is a spare slot at their end). ``cost`` is the edit
     cost of the part solved minimally: the whole box for EXACT, else the half that
     ``kind`` names (None if a clipped point makes it unknown: see :func:`_cost`).
-    Without ``need_min`` the frontiers of every round are kept to tell that cost."""
+    Without ``need_min`` the frontiers of every round are kept (in ``record``) to
+    tell that cost; ``replay`` gives one direction's rounds from an earlier search
+    from the same corner, still valid in this box (see :func:`_reusable`), to copy
+    instead of searching again."""
     dmin, dmax = 0, n + m
     fmid, bmid = m, n
     odd = (n - m) & 1
@@ -61,35 +87,22 @@ def _split(
     kf[fmid] = 0
     kb[bmid] = n
     reach_f, reach_b = 0, n + m  # bounds on x + y of each frontier: no overlap while reach_f < reach_b
-    history_f: list[tuple[int, list[int]]] = []
-    history_b: list[tuple[int, list[int]]] = []
+    history_f, history_b = record if record is not None else (Half(), Half())
+    replay_f = replay[0].rounds if replay[0] is not None else []
+    replay_b = replay[1].rounds if replay[1] is not None else []
     ec = 0
     while True:
         ec += 1
         got_snake = False
-        if fmin > dmin:
-            fmin -= 1
-            kf[fmin - 1] = -1
+        if ec <= len(replay_f):
+            fmin, values = replay_f[ec - 1]
+            fmax = fmin + 2 * len(values) - 2
+            kf[fmin : fmax + 1 : 2] = values
+            longest = replay[0].longest[ec - 1]  # type: ignore[union-attr]
         else:
-            fmin += 1
-        if fmax < dmax:
-            fmax += 1
-            kf[fmax + 1] = -1
-        else:
-            fmax -= 1
-        longest = 0
-        for d in range(fmax, fmin - 1, -2):
-            x = kf[d - 1]
-            y = kf[d + 1]
-            x = x + 1 if x >= y else y
-            if a[x] == b[x - d]:
-                y = x
-                x += 1
-                while a[x] == b[x - d]:
-                    x += 1
-                if x - y > longest:
-                    longest = x - y
-            kf[d] = x
+            longest = _forward(a, b, kf, fmin, fmax, dmin, dmax)
+            fmin, fmax = (fmin - 1 if fmin > dmin else fmin + 1), (fmax + 1 if fmax < dmax else fmax - 1)
+        history_f.longest.append(longest)
         reach_f += 1 + 2 * longest
         if longest > SNAKE_CNT:
             got_snake = True
@@ -98,29 +111,15 @@ def _split(
             for d in range(top if (top - fmax) % 2 == 0 else top - 1, max(fmin, bmin) - 1, -2):
                 if kb[d] <= kf[d]:
                     return EXACT, kf[d], kf[d] - d + m, 2 * ec - 1
-        if bmin > dmin:
-            bmin -= 1
-            kb[bmin - 1] = LINE_MAX
+        if ec <= len(replay_b):
+            bmin, values = replay_b[ec - 1]
+            bmax = bmin + 2 * len(values) - 2
+            kb[bmin : bmax + 1 : 2] = values
+            longest = replay[1].longest[ec - 1]  # type: ignore[union-attr]
         else:
-            bmin += 1
-        if bmax < dmax:
-            bmax += 1
-            kb[bmax + 1] = LINE_MAX
-        else:
-            bmax -= 1
-        longest = 0
-        for d in range(bmax, bmin - 1, -2):
-            x = kb[d - 1]
-            y = kb[d + 1]
-            x = x if x < y else y - 1
-            if a[x - 1] == b[x - d - 1]:
-                y = x
-                x -= 1
-                while a[x - 1] == b[x - d - 1]:
-                    x -= 1
-                if y - x > longest:
-                    longest = y - x
-            kb[d] = x
+            longest = _backward(a, b, kb, bmin, bmax, dmin, dmax)
+            bmin, bmax = (bmin - 1 if bmin > dmin else bmin + 1), (bmax + 1 if bmax < dmax else bmax - 1)
+        history_b.longest.append(longest)
         reach_b -= 1 + 2 * longest
         if longest > SNAKE_CNT:
             got_snake = True
@@ -131,16 +130,74 @@ def _split(
                     return EXACT, kb[d], kb[d] - d + m, 2 * ec
         if need_min:
             continue
-        history_f.append((fmin, kf[fmin : fmax + 1 : 2]))
-        history_b.append((bmin, kb[bmin : bmax + 1 : 2]))
+        history_f.rounds.append(replay_f[ec - 1] if ec <= len(replay_f) else (fmin, kf[fmin : fmax + 1 : 2]))
+        history_b.rounds.append(replay_b[ec - 1] if ec <= len(replay_b) else (bmin, kb[bmin : bmax + 1 : 2]))
         if got_snake and ec > HEUR_MIN_COST:
             found = _snake_heuristic(a, b, n, m, kf, kb, ec, fmin, fmax, bmin, bmax)
             if found is not None:
                 kind, i1, i2 = found
-                return kind, i1, i2, _cost(kind, i1, i2, n, m, history_f, history_b)
+                return kind, i1, i2, _cost(kind, i1, i2, n, m, history_f.rounds, history_b.rounds)
         if ec >= mxcost:
             kind, i1, i2 = _furthest(n, m, kf, kb, fmin, fmax, bmin, bmax)
-            return kind, i1, i2, _cost(kind, i1, i2, n, m, history_f, history_b)
+            return kind, i1, i2, _cost(kind, i1, i2, n, m, history_f.rounds, history_b.rounds)
+
+
+def _forward(a: list[int], b: list[int], kf: list[int], fmin: int, fmax: int, dmin: int, dmax: int) -> int:
+    """One forward round of ``xdl_split``: widen the diagonals by one (the range
+    turns back at the box's edges), move each one step and along its snake.
+    Returns the longest snake."""
+    if fmin > dmin:
+        fmin -= 1
+        kf[fmin - 1] = -1
+    else:
+        fmin += 1
+    if fmax < dmax:
+        fmax += 1
+        kf[fmax + 1] = -1
+    else:
+        fmax -= 1
+    longest = 0
+    for d in range(fmax, fmin - 1, -2):
+        x = kf[d - 1]
+        y = kf[d + 1]
+        x = x + 1 if x >= y else y
+        if a[x] == b[x - d]:
+            y = x
+            x += 1
+            while a[x] == b[x - d]:
+                x += 1
+            if x - y > longest:
+                longest = x - y
+        kf[d] = x
+    return longest
+
+
+def _backward(a: list[int], b: list[int], kb: list[int], bmin: int, bmax: int, dmin: int, dmax: int) -> int:
+    """One backward round of ``xdl_split``, from the box's far corner."""
+    if bmin > dmin:
+        bmin -= 1
+        kb[bmin - 1] = LINE_MAX
+    else:
+        bmin += 1
+    if bmax < dmax:
+        bmax += 1
+        kb[bmax + 1] = LINE_MAX
+    else:
+        bmax -= 1
+    longest = 0
+    for d in range(bmax, bmin - 1, -2):
+        x = kb[d - 1]
+        y = kb[d + 1]
+        x = x if x < y else y - 1
+        if a[x - 1] == b[x - d - 1]:
+            y = x
+            x -= 1
+            while a[x - 1] == b[x - d - 1]:
+                x -= 1
+            if y - x > longest:
+                longest = y - x
+        kb[d] = x
+    return longest
 
 
 def _snake_heuristic(
@@ -278,35 +335,75 @@ def mxcost_of(ha1: list[int], ha2: list[int]) -> int:
     return max(bogosqrt(len(ha1) + len(ha2) + 3), MAX_COST_MIN)
 
 
+Searched = tuple[int, tuple[Half, Half], int, int, int, int]
+"""The last spine search: how it cut, its two directions' rounds, and its box."""
+
+
+def _reusable(last: Searched | None, o1: int, l1: int, o2: int, l2: int) -> tuple[Half | None, Half | None]:
+    """The rounds of ``last`` that the search of box [o1, l1) x [o2, l2) would
+    compute again: a cut that kept the corner keeps that corner's search, as long
+    as it never reached past the new box's edges (where the new box would have cut
+    a snake short or turned the diagonals back). Renumbered for the new box."""
+    if last is None:
+        return None, None
+    kind, (forward, backward), p1, q1, p2, q2 = last
+    n, m, parent_m = l1 - o1, l2 - o2, q2 - p2
+    if kind == HIGH_MINIMAL and (o1, o2) == (p1, p2):
+        half, shift = forward, 0
+    elif kind == LOW_MINIMAL and (l1, l2) == (q1, q2):
+        half, shift = backward, o1 - p1
+    else:
+        return None, None
+    if not half.rounds or len(half.rounds) + 2 > min(n, m):
+        return None, None
+    for first, values in half.rounds[-2:]:  # each diagonal moves on round after round: the last two bound all
+        ys = list(map(sub, values, range(first - parent_m, first - parent_m + 2 * len(values), 2)))
+        if half is forward and (max(values) > n or max(ys) > m):
+            return None, None
+        if half is backward and (min(values) < shift or min(ys) < o2 - p2):
+            return None, None
+    if half is forward:
+        return Half([(first + m - parent_m, values) for first, values in half.rounds], half.longest), None
+    rounds = [(first - shift, list(map(sub, values, repeat(shift)))) for first, values in half.rounds]
+    return None, Half(rounds, half.longest)
+
+
 def core_counts(ha1: list[int], ha2: list[int]) -> tuple[int, int]:
     """(deleted, added) among the lines that reach the Myers core, as
-    ``xdl_recs_cmp`` would mark them, without marking them."""
+    ``xdl_recs_cmp`` would mark them, without marking them: only the boxes that
+    git searches without ``need_min`` are searched (a chain: each cut leaves one),
+    each reusing the direction its predecessor already searched from a shared corner."""
     mxcost = mxcost_of(ha1, ha2)
     size = len(ha1) + len(ha2) + 4
     kf, kb = [0] * size, [0] * size
     deleted = added = 0
-    boxes = [(0, len(ha1), 0, len(ha2))]
-    while boxes:
-        o1, l1, o2, l2 = _shrink(ha1, ha2, *boxes.pop())
+    box: tuple[int, int, int, int] | None = (0, len(ha1), 0, len(ha2))
+    last: Searched | None = None
+    while box is not None:
+        o1, l1, o2, l2 = _shrink(ha1, ha2, *box)
         n, m = l1 - o1, l2 - o2
+        box = None
         if n == 0 or m == 0:
             deleted, added = deleted + n, added + m
             continue
         a, b = _box(ha1, o1, l1, ha2, o2, l2, mxcost + 2)
-        kind, i1, i2, cost = _split(a, b, n, m, kf, kb, False, mxcost)
+        record = (Half(), Half())
+        replay = _reusable(last, o1, l1, o2, l2)
+        kind, i1, i2, cost = _split(a, b, n, m, kf, kb, False, mxcost, replay, record)
+        last = (kind, record, o1, l1, o2, l2)
         if kind == EXACT:
-            box = (n, m)
+            part = (n, m)
         elif kind == LOW_MINIMAL:
-            box = (i1, i2)
-            boxes.append((o1 + i1, l1, o2 + i2, l2))
+            part = (i1, i2)
+            box = (o1 + i1, l1, o2 + i2, l2)
         else:
-            box = (n - i1, m - i2)
-            boxes.append((o1, o1 + i1, o2, o2 + i2))
+            part = (n - i1, m - i2)
+            box = (o1, o1 + i1, o2, o2 + i2)
         if cost is None:
             start1, start2 = (o1, o2) if kind == LOW_MINIMAL else (o1 + i1, o2 + i2)
-            cost = _minimal_cost(ha1, start1, start1 + box[0], ha2, start2, start2 + box[1])
-        deleted += (box[0] - box[1] + cost) // 2
-        added += (box[1] - box[0] + cost) // 2
+            cost = _minimal_cost(ha1, start1, start1 + part[0], ha2, start2, start2 + part[1])
+        deleted += (part[0] - part[1] + cost) // 2
+        added += (part[1] - part[0] + cost) // 2
     return deleted, added
 
 
