@@ -101,9 +101,10 @@ def accelerator() -> Callable[[bytes, bytes], tuple[int, int]] | None:
         return None
     try:
         import pygit2
-    except ImportError:
+
+        create, force_text = pygit2.Patch.create_from, pygit2.enums.DiffOption.FORCE_TEXT
+    except Exception:  # not installed, or too old, or its libgit2 fails to load: count in Python
         return None
-    create, force_text = pygit2.Patch.create_from, pygit2.enums.DiffOption.FORCE_TEXT
 
     def counts(old: bytes, new: bytes) -> tuple[int, int]:
         _, added, deleted = create(old, new, flag=force_text).line_stats

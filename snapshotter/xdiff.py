@@ -88,17 +88,16 @@ def _split(
     kb[bmid] = n
     reach_f, reach_b = 0, n + m  # bounds on x + y of each frontier: no overlap while reach_f < reach_b
     history_f, history_b = record if record is not None else (Half(), Half())
-    replay_f = replay[0].rounds if replay[0] is not None else []
-    replay_b = replay[1].rounds if replay[1] is not None else []
+    replay_f, replay_b = replay[0] or Half(), replay[1] or Half()
     ec = 0
     while True:
         ec += 1
         got_snake = False
-        if ec <= len(replay_f):
-            fmin, values = replay_f[ec - 1]
+        if ec <= len(replay_f.rounds):
+            fmin, values = replay_f.rounds[ec - 1]
             fmax = fmin + 2 * len(values) - 2
             kf[fmin : fmax + 1 : 2] = values
-            longest = replay[0].longest[ec - 1]  # type: ignore[union-attr]
+            longest = replay_f.longest[ec - 1]
         else:
             longest = _forward(a, b, kf, fmin, fmax, dmin, dmax)
             fmin, fmax = (fmin - 1 if fmin > dmin else fmin + 1), (fmax + 1 if fmax < dmax else fmax - 1)
@@ -111,11 +110,11 @@ def _split(
             for d in range(top if (top - fmax) % 2 == 0 else top - 1, max(fmin, bmin) - 1, -2):
                 if kb[d] <= kf[d]:
                     return EXACT, kf[d], kf[d] - d + m, 2 * ec - 1
-        if ec <= len(replay_b):
-            bmin, values = replay_b[ec - 1]
+        if ec <= len(replay_b.rounds):
+            bmin, values = replay_b.rounds[ec - 1]
             bmax = bmin + 2 * len(values) - 2
             kb[bmin : bmax + 1 : 2] = values
-            longest = replay[1].longest[ec - 1]  # type: ignore[union-attr]
+            longest = replay_b.longest[ec - 1]
         else:
             longest = _backward(a, b, kb, bmin, bmax, dmin, dmax)
             bmin, bmax = (bmin - 1 if bmin > dmin else bmin + 1), (bmax + 1 if bmax < dmax else bmax - 1)
@@ -130,8 +129,9 @@ def _split(
                     return EXACT, kb[d], kb[d] - d + m, 2 * ec
         if need_min:
             continue
-        history_f.rounds.append(replay_f[ec - 1] if ec <= len(replay_f) else (fmin, kf[fmin : fmax + 1 : 2]))
-        history_b.rounds.append(replay_b[ec - 1] if ec <= len(replay_b) else (bmin, kb[bmin : bmax + 1 : 2]))
+        replayed_f, replayed_b = ec <= len(replay_f.rounds), ec <= len(replay_b.rounds)
+        history_f.rounds.append(replay_f.rounds[ec - 1] if replayed_f else (fmin, kf[fmin : fmax + 1 : 2]))
+        history_b.rounds.append(replay_b.rounds[ec - 1] if replayed_b else (bmin, kb[bmin : bmax + 1 : 2]))
         if got_snake and ec > HEUR_MIN_COST:
             found = _snake_heuristic(a, b, n, m, kf, kb, ec, fmin, fmax, bmin, bmax)
             if found is not None:
