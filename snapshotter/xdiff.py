@@ -89,6 +89,7 @@ def _split(
     reach_f, reach_b = 0, n + m  # bounds on x + y of each frontier: no overlap while reach_f < reach_b
     history_f, history_b = record if record is not None else (Half(), Half())
     replay_f, replay_b = replay[0] or Half(), replay[1] or Half()
+    a1, b1 = [-1, *a], [b[-1], *b[:-1]]  # a1[x] is a[x - 1], b1[i] is b[i - 1]: the backward loop's reads
     ec = 0
     while True:
         ec += 1
@@ -116,7 +117,7 @@ def _split(
             kb[bmin : bmax + 1 : 2] = values
             longest = replay_b.longest[ec - 1]
         else:
-            longest = _backward(a, b, kb, bmin, bmax, dmin, dmax)
+            longest = _backward(a1, b1, kb, bmin, bmax, dmin, dmax)
             bmin, bmax = (bmin - 1 if bmin > dmin else bmin + 1), (bmax + 1 if bmax < dmax else bmax - 1)
         history_b.longest.append(longest)
         reach_b -= 1 + 2 * longest
@@ -172,8 +173,9 @@ def _forward(a: list[int], b: list[int], kf: list[int], fmin: int, fmax: int, dm
     return longest
 
 
-def _backward(a: list[int], b: list[int], kb: list[int], bmin: int, bmax: int, dmin: int, dmax: int) -> int:
-    """One backward round of ``xdl_split``, from the box's far corner."""
+def _backward(a1: list[int], b1: list[int], kb: list[int], bmin: int, bmax: int, dmin: int, dmax: int) -> int:
+    """One backward round of ``xdl_split``, from the box's far corner; ``a1`` and
+    ``b1`` are the box's sides shifted by one line, so a step back reads ``a1[x]``."""
     if bmin > dmin:
         bmin -= 1
         kb[bmin - 1] = LINE_MAX
@@ -189,10 +191,10 @@ def _backward(a: list[int], b: list[int], kb: list[int], bmin: int, bmax: int, d
         x = kb[d - 1]
         y = kb[d + 1]
         x = x if x < y else y - 1
-        if a[x - 1] == b[x - d - 1]:
+        if a1[x] == b1[x - d]:
             y = x
             x -= 1
-            while a[x - 1] == b[x - d - 1]:
+            while a1[x] == b1[x - d]:
                 x -= 1
             if y - x > longest:
                 longest = y - x
