@@ -30,7 +30,7 @@ def marks(old: bytes, new: bytes) -> tuple[bytearray, bytearray]:
     return xdiff.changed_lines(xprepare.Prepared(keys1, keys2), len(keys1), len(keys2))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(lines, lines)
 def test_counts_are_a_valid_edit_script_and_never_below_minimal(a: list[bytes], b: list[bytes]) -> None:
     """git does not always find a minimal script (it discards lines first); but
@@ -49,7 +49,7 @@ def test_counts_are_a_valid_edit_script_and_never_below_minimal(a: list[bytes], 
 fragments = st.lists(st.sampled_from([b"a", b"b", b"\n", b"ab\n", b"x", b"\r\n"]), max_size=12)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(fragments, fragments, fragments, fragments)
 def test_byte_trimmed_shortcut_agrees_with_the_line_algorithm(
     head: list[bytes], a: list[bytes], b: list[bytes], tail: list[bytes]
@@ -86,7 +86,7 @@ def apply(old: bytes, patch: str) -> bytes:
     return b"".join(out)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(lines, lines, st.booleans(), st.booleans())
 def test_hunks_rebuild_the_new_side(a: list[bytes], b: list[bytes], cut_old: bool, cut_new: bool) -> None:
     old, new = b"".join(a), b"".join(b)

@@ -105,10 +105,10 @@ def edited(draw: st.DrawFn) -> Pair:
     return text(old, draw(st.booleans())), text(new, draw(st.booleans()))
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pairs=st.lists(edited(), min_size=1, max_size=8))
 def test_random_edits_count_and_cut_hunks_like_git(pairs: list[Pair], tmp_path: Path, counter: str) -> None:
-    assert_like_git([pair for pair in pairs if pair[0] != pair[1]], tmp_path)
+    assert_like_git([pair for pair in pairs if pair[0] != pair[1]], tmp_path, patches=counter == "python")
 
 
 def corpus(lines: int, fractions: tuple[float, ...], seeds: range) -> list[Pair]:
@@ -142,7 +142,7 @@ def test_real_looking_files_count_like_git(tmp_path: Path, counter: str) -> None
     git's mxcost cut (the core of a heavily changed file costs more than 512 edits)."""
     pairs = corpus(1500, (0.05, 0.4), range(2))
     pairs += [noisy(3000, 40, 1), noisy(3000, 400, 2), noisy(2000, 8, 3)]
-    assert_like_git(pairs, tmp_path)
+    assert_like_git(pairs, tmp_path, patches=counter == "python")  # hunks never come from pygit2
 
 
 @pytest.mark.skipif("not config.getoption('--long')", reason="big files: run with pytest --long")
@@ -151,4 +151,5 @@ def test_big_real_looking_files_count_like_git(tmp_path: Path, counter: str) -> 
     included (past 65,536 core lines, mxcost is 512), and mmatch windows."""
     pairs = corpus(5000, (0.1, 0.4), range(2)) + corpus(40000, (0.4,), range(1))
     assert_like_git(pairs, tmp_path, patches=False)
-    assert_like_git(pairs[::5], tmp_path)
+    if counter == "python":
+        assert_like_git(pairs[::5], tmp_path)
