@@ -74,6 +74,10 @@ def numstat(old: bytes, new: bytes) -> tuple[int, int]:
     middle_old, middle_new = _trimmed(old, new)
     if not middle_old or not middle_new:
         return count_lines(middle_new), count_lines(middle_old)
+    if len(old) + len(new) > SMALL_CHANGE_MIN_BYTES:
+        small = _small_change(old, new, line_keys(middle_old), line_keys(middle_new))
+        if small is not None:
+            return small
     counter = accelerator()
     if counter is not None:
         try:
@@ -81,6 +85,62 @@ def numstat(old: bytes, new: bytes) -> tuple[int, int]:
         except Exception:  # anything libgit2 refuses is counted in Python, the same way
             pass
     return xdiff.counts(line_keys(old), line_keys(new))
+
+
+SMALL_CHANGE_MIN_BYTES = 64 << 10  # below this, the whole-file pass costs little anyway
+SMALL_CHANGE_LINES = 256  # per side: the middle's edit cost stays within git's exact search
+SMALL_CHANGE_KEYS = 8  # distinct middle lines, each counted in the other file with one bytes.count
+
+
+def _small_change(old: bytes, new: bytes, keys1: list[bytes], keys2: list[bytes]) -> tuple[int, int] | None:
+    """git's counts for a change of a few lines in big files, without a pass over every line.
+
+    Only the middle lines (after the common head and tail) reach git's discard step
+    and search, but the discard step weighs each against its count in the whole
+    other file. With few distinct middle lines, those counts come from one
+    ``bytes.count`` each; a non-overlapping count c bounds the true count to
+    [c, 2c] (a repeat of the line right after a counted one shares its newline),
+    which decides the line's class unless the file's limit falls in between: then
+    None, and the caller takes the whole-file path. The rest is git's algorithm
+    on the middle, as :func:`xdiff.counts` would run it."""
+    if len(keys1) > SMALL_CHANGE_LINES or len(keys2) > SMALL_CHANGE_LINES:
+        return None
+    distinct = set(keys1) | set(keys2)
+    if len(distinct) > SMALL_CHANGE_KEYS:
+        return None
+    classes: list[bytes] = []
+    for keys, other, own in ((keys1, new, old), (keys2, old, new)):
+        limit = min(xprepare.bogosqrt(count_lines(own)), xprepare.MAX_EQLIMIT)
+        kind: dict[bytes, int] = {}
+        for key in set(keys):
+            found = _occurrences(key, other)
+            if found == 0:
+                kind[key] = 0
+            elif found >= limit:
+                kind[key] = 2
+            elif 2 * found < limit:
+                kind[key] = 1
+            else:
+                return None
+        classes.append(bytes(kind[key] for key in keys))
+    numbering = {key: i for i, key in enumerate(distinct)}
+    kept1, kept2 = xprepare.kept(classes[0]), xprepare.kept(classes[1])
+    ha1 = [numbering[key] for key, keep in zip(keys1, kept1) if keep]
+    ha2 = [numbering[key] for key, keep in zip(keys2, kept2) if keep]
+    deleted, added = xdiff.core_counts(ha1, ha2)
+    return added + len(keys2) - len(ha2), deleted + len(keys1) - len(ha1)
+
+
+def _occurrences(key: bytes, content: bytes) -> int:
+    """How many lines of ``content`` have this key, counted without overlaps: for
+    a terminated line, its text between newlines (the first line by ``startswith``);
+    for an unterminated last line (its key ends with ``\\n``), 1 or 0, exactly."""
+    if key.endswith(b"\n"):
+        text = key[:-1]
+        last = content.rfind(b"\n") + 1
+        return int(not content.endswith(b"\n") and content[last:] == text)
+    line = key + b"\n"
+    return content.count(b"\n" + line) + content.startswith(line)
 
 
 def python_numstat(old: bytes, new: bytes) -> tuple[int, int]:

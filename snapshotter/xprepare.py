@@ -50,7 +50,7 @@ class Prepared:
         mid1, mid2 = ids1[start : n1 - tail], ids2[start : n2 - tail]
         self.dis1 = _classify(mid1, Counter(ids2), min(bogosqrt(n1), MAX_EQLIMIT), len(table))
         self.dis2 = _classify(mid2, Counter(ids1), min(bogosqrt(n2), MAX_EQLIMIT), len(table))
-        keep1, keep2 = _kept(self.dis1), _kept(self.dis2)
+        keep1, keep2 = kept(self.dis1), kept(self.dis2)
         self.ha1, self.ha2 = list(compress(mid1, keep1)), list(compress(mid2, keep2))
         self.rindex1 = list(compress(range(start, n1 - tail), keep1))
         self.rindex2 = list(compress(range(start, n2 - tail), keep2))
@@ -94,7 +94,7 @@ _RUNS = re.compile(rb"[\x00\x02]{3,}")
 frequent there: only inside such a run can a frequent line be dropped."""
 
 
-def _kept(dis: bytes) -> bytearray:
+def kept(dis: bytes) -> bytearray:
     """Which middle lines reach the Myers core: every 1, and a 2 unless
     ``xdl_clean_mmatch`` finds it inside a run of discarded lines (at most 100
     lines looked at each way), with more missing lines than 3 times the frequent ones.

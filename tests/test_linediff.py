@@ -138,3 +138,25 @@ def test_hunk_header_names_the_function_above_it() -> None:
     old = b"int main(void)\n{\n" + b"".join(b"\tx%d;\n" % i for i in range(10)) + b"}\n"
     new = old.replace(b"\tx7;\n", b"\ty7;\n")
     assert linediff.unified_hunks(old, new).startswith("@@ -7,7 +7,7 @@ int main(void)\n")
+
+
+BASE = b"".join(b"%d\n" % (i % 499) if i % 3 else b"\n" for i in range(30000))  # 30,000 lines, ~110 KB
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.integers(0, 30000), st.integers(0, 4), st.lists(st.sampled_from([b"\n", b"5\n", b"498\n", b"x\n"]), max_size=5)
+)
+def test_small_change_shortcut_is_the_whole_algorithm(at: int, size: int, inserted: list[bytes]) -> None:
+    """A few lines changed in a big file: counting from the middle lines alone
+    gives what the whole-file pass gives, or declines."""
+    lines = linediff.split_lines(BASE)
+    new = b"".join(lines[:at] + inserted + lines[at + size :])
+    if new == BASE:
+        return
+    middle_old, middle_new = linediff._trimmed(BASE, new)
+    if not middle_old or not middle_new:
+        return
+    quick = linediff._small_change(BASE, new, linediff.line_keys(middle_old), linediff.line_keys(middle_new))
+    full = xdiff.counts(linediff.line_keys(BASE), linediff.line_keys(new))
+    assert quick is None or quick == full

@@ -145,6 +145,43 @@ def test_real_looking_files_count_like_git(tmp_path: Path, counter: str) -> None
     assert_like_git(pairs, tmp_path, patches=counter == "python")  # hunks never come from pygit2
 
 
+def small_edits(count: int, seed: int) -> list[Pair]:
+    """A few lines changed in one place of a big file, with lines taken from the file
+    itself (blank lines, braces, repeated references) as well as new ones."""
+    rng = random.Random(seed)
+    pairs = []
+    for i in range(count):
+        kind = ("c", "po", "parser", "csv")[i % 4]
+        old, _ = textcorpus.text_pair(kind, 6000, 0.1, i, crlf=i % 5 == 0)
+        end = b"\r\n" if i % 5 == 0 else b"\n"
+        lines = old.split(end)[:-1]
+        new = list(lines)
+        at = rng.choice([0, len(new), rng.randrange(len(new))])
+        fresh = [
+            rng.choice(lines) if rng.random() < 0.7 else b"new %d" % rng.randrange(99) for _ in range(rng.randint(0, 4))
+        ]
+        new[at : at + rng.randint(0, 4)] = [b""] * rng.randint(0, 2) + fresh
+        after = end.join(new) + end
+        pairs.append((old, after[: -len(end)] if i % 7 == 0 else after))
+    return [(old, new) for old, new in pairs if old != new]
+
+
+def test_small_edits_in_big_files_count_like_git(tmp_path: Path, counter: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A change of a few lines in a big file is counted from the middle lines alone
+    (each weighed by one bytes.count over the other file): git's numbers all the same."""
+    taken = []
+    small_change = linediff._small_change
+
+    def spy(*args: object) -> tuple[int, int] | None:
+        result = small_change(*args)  # type: ignore[arg-type]
+        taken.append(result is not None)
+        return result
+
+    monkeypatch.setattr(linediff, "_small_change", spy)
+    assert_like_git(small_edits(24, 5), tmp_path, patches=False)
+    assert any(taken) and not all(taken)  # the shortcut was taken, and fell back where it could not decide
+
+
 @pytest.mark.skipif("not config.getoption('--long')", reason="big files: run with pytest --long")
 def test_big_real_looking_files_count_like_git(tmp_path: Path, counter: str) -> None:
     """5,000 to 40,000 lines: every heuristic of xdl_split, the 20-line-snake rule
