@@ -49,7 +49,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import textcorpus  # noqa: E402
 from bench_engine import GitShadow, environment  # noqa: E402
 
-from snapshotter import Retention, Snapshotter, linediff  # noqa: E402
+from snapshotter import Retention, Snapshotter  # noqa: E402
+from snapshotter.compare import linediff  # noqa: E402
+from snapshotter.gitstore.objects import is_binary  # noqa: E402
 
 KINDS = ("c", "po", "parser", "csv")
 TARGET = 1.5
@@ -172,7 +174,7 @@ def measure(name: str, files: Files, scratch: Path, runs: int) -> dict[str, Any]
         snap.close()
     per_file = []
     for path, (old, new) in files.items():
-        if old == new or linediff.is_binary(old) or linediff.is_binary(new):
+        if old == new or is_binary(old) or is_binary(new):
             continue
         start = time.perf_counter()
         counts_one = linediff.numstat(old, new)

@@ -5,9 +5,9 @@ changed, and restore. Snapshots live in a hidden bare git repository outside
 the workspace, written in pure Python (no git binary needed).
 """
 
-from .background import SnapshotHandle
-from .compaction import GcResult
-from .errors import (
+from snapshotter.api import Snapshotter, guard
+from snapshotter.background import SnapshotHandle
+from snapshotter.errors import (
     FileInUse,
     InvalidInput,
     InvalidRef,
@@ -24,9 +24,8 @@ from .errors import (
     WorkspaceError,
     WorkspaceTooLarge,
 )
-from .ignore import DEFAULT_EXCLUDES
-from .integrity import VerifyResult
-from .model import (
+from snapshotter.guard import Guard
+from snapshotter.model import (
     ChangeStatus,
     FileChange,
     FileDiff,
@@ -39,10 +38,11 @@ from .model import (
     StoreStats,
     UndoResult,
 )
-from .retention import Retention
-from .safety import Guard, guard
-from .snapshotter import Snapshotter
-from .watch import watch_available
+from snapshotter.upkeep.compaction import GcResult
+from snapshotter.upkeep.integrity import VerifyResult
+from snapshotter.upkeep.retention import Retention
+from snapshotter.worktree.ignore import DEFAULT_EXCLUDES
+from snapshotter.worktree.watch import watch_available
 
 __version__ = "0.1.0"
 

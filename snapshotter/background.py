@@ -15,7 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from concurrent.futures import TimeoutError as FutureTimeout
 
-from .model import SnapshotInfo
+from snapshotter.model import SnapshotInfo
 
 log = logging.getLogger("snapshotter")
 

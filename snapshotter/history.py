@@ -15,9 +15,9 @@ so ``revert_turn(n)`` finds the state before the n-th last turn.
 
 from __future__ import annotations
 
-from .engine import Engine
-from .errors import BEGIN_TURN, InvalidInput, SnapshotError, SnapshotNotFound
-from .model import RestoreResult, SnapshotInfo, UndoResult
+from snapshotter.errors import BEGIN_TURN, InvalidInput, SnapshotError, SnapshotNotFound
+from snapshotter.model import RestoreResult, SnapshotInfo, UndoResult
+from snapshotter.session.engine import Engine
 
 UNDO, REDO, TURNS = "undo", "redo", "turns"
 CHECKPOINT_LABEL = "checkpoint"

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from snapshotter import DEFAULT_EXCLUDES, Snapshotter
-from snapshotter.objects import MODE_TREE, serialize_tree
-from snapshotter.records import build_commit
-from snapshotter.trees import StoredTree
+from snapshotter.compare.treediff import StoredTree
+from snapshotter.gitstore.objects import MODE_TREE, serialize_tree
+from snapshotter.gitstore.trailers import build_commit
 
 GIT = shutil.which("git")
 
@@ -116,7 +116,7 @@ def run_command(
 def deny_reading(monkeypatch: pytest.MonkeyPatch, suffix: str) -> None:
     """Make files whose path ends with ``suffix`` unreadable to the walker (root
     reads anything, so permissions cannot do it in the suite)."""
-    from snapshotter import objects
+    from snapshotter.gitstore import objects
 
     real_open = objects.open_for_read
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import GIT, beside_a_writer, git, write
 
-from snapshotter import Retention, Snapshotter, lifecycle
-from snapshotter.compaction import loose_objects
-from snapshotter.consolidation import consolidate, packs_to_merge
-from snapshotter.objects import STREAM_THRESHOLD
+from snapshotter import Retention, Snapshotter, maintenance
+from snapshotter.gitstore.objects import STREAM_THRESHOLD
+from snapshotter.upkeep.compaction import loose_objects
+from snapshotter.upkeep.consolidation import consolidate, packs_to_merge
 
 UNLIMITED = Retention.unlimited()
 
@@ -89,10 +89,10 @@ def test_consolidation_keeps_every_object_and_every_snapshot(ws: Path, make) -> 
 
 
 def test_automatic_upkeep_consolidates_instead_of_a_full_gc(ws: Path, make, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(lifecycle, "AUTO_GC_LOOSE", 30)
+    monkeypatch.setattr(maintenance, "AUTO_GC_LOOSE", 30)
     full_gcs: list[object] = []
-    real_collect = lifecycle.compaction.collect
-    monkeypatch.setattr(lifecycle.compaction, "collect", lambda *a, **k: full_gcs.append(a) or real_collect(*a, **k))
+    real_collect = maintenance.compaction.collect
+    monkeypatch.setattr(maintenance.compaction, "collect", lambda *a, **k: full_gcs.append(a) or real_collect(*a, **k))
     snap = make(retention=Retention(max_snapshots=4, max_age=None, max_store_bytes=None))
     for i in range(12):
         write(ws, {f"d{i}/f.txt": f"{i}\n", "shared.txt": f"version {i}\n"})

@@ -17,8 +17,10 @@ from conftest import write
 from dulwich.object_store import iter_tree_contents
 from dulwich.repo import Repo
 
-from snapshotter import SnapshotInfo, Snapshotter, config, listing, statcache
-from snapshotter.statcache import StatCache
+from snapshotter import SnapshotInfo, Snapshotter, fsutil
+from snapshotter.frontends import config
+from snapshotter.worktree import statcache
+from snapshotter.worktree.statcache import StatCache
 
 
 def _files(snap: Snapshotter, info: SnapshotInfo) -> list[str]:
@@ -29,8 +31,8 @@ def _files(snap: Snapshotter, info: SnapshotInfo) -> list[str]:
 
 def _settle() -> None:
     """Let time pass, so folders changed so far are old enough to be trusted
-    by the next walk (see ``listing.RECENT_NS``)."""
-    time.sleep(listing.RECENT_NS / 1e9 + 0.03)
+    by the next walk (see ``fsutil.RECENT_NS``)."""
+    time.sleep(fsutil.RECENT_NS / 1e9 + 0.03)
 
 
 def _cold_tree(ws: Path, home: Path, **options: object) -> str:
@@ -273,7 +275,8 @@ def test_a_new_stores_first_scan_reuses_the_size_checks_listing_and_sees_later_c
     """A new store's size check lists every folder; the first scan takes the
     folders unchanged since instead of listing them again, and lists those
     changed in between. What it snapshots equals a cold snapshot of the end state."""
-    from snapshotter import SkipReason, walker
+    from snapshotter import SkipReason
+    from snapshotter.worktree import walker
 
     write(ws, _tree())
     os.symlink("root.txt", ws / "d1" / "link")
@@ -303,7 +306,7 @@ def test_the_first_scan_lists_again_folders_too_recent_or_untrusted(  # type: ig
     """A folder changed just before the size check may change again within
     the same clock tick unseen: its listing is not reused. Nor is any without
     trust_folder_mtimes."""
-    from snapshotter import walker
+    from snapshotter.worktree import walker
 
     listed: list[str] = []
     real_list = walker.list_folder

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from conftest import forge_snapshot, read_tree, write
 
-from snapshotter import InvalidRef, RestoreConflict, SnapshotNotFound, StoreError, UnsafeTree, hostfs
-from snapshotter.objects import MODE_FILE, MODE_TREE
+from snapshotter import InvalidRef, RestoreConflict, SnapshotNotFound, StoreError, UnsafeTree
+from snapshotter.gitstore.objects import MODE_FILE, MODE_TREE
+from snapshotter.worktree import hostfs
 
 
 @pytest.fixture(params=["posix", "windows-simulated"])
@@ -56,7 +57,7 @@ def test_hostile_names_are_refused_at_any_depth(ws: Path, make, host: hostfs.Hos
     snap = make()
     snap.snapshot()
     writer = snap._engine_ok().store.writer
-    from snapshotter.objects import serialize_tree
+    from snapshotter.gitstore.objects import serialize_tree
 
     blob = writer.write(b"blob", b"pwned\n")
     bad = writer.write(b"tree", serialize_tree([(b"..", MODE_TREE, writer.write(b"tree", b""))]))
@@ -131,7 +132,7 @@ def test_the_store_is_readable_by_its_owner_only(ws: Path, make) -> None:  # typ
 def test_the_walker_never_lists_a_folder_through_a_symlink(tmp_path: Path) -> None:
     """A folder swapped for a symlink after its parent was listed is refused, not
     followed: what lies outside the workspace is never read into a snapshot."""
-    from snapshotter import listing
+    from snapshotter.worktree import listing
 
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -173,7 +174,7 @@ def test_a_chmod_only_restore_never_changes_a_hard_linked_file_elsewhere(ws: Pat
 def test_diff_never_reads_through_a_symlink_swapped_in_after_the_scan(
     ws: Path, tmp_path: Path, make, monkeypatch: pytest.MonkeyPatch, swap: str
 ) -> None:  # type: ignore[no-untyped-def]
-    from snapshotter import engine as engine_module
+    from snapshotter.session import engine as engine_module
 
     outside = tmp_path / "outside"
     write(outside, {"a.txt": "SECRET\n", "sub/a.txt": "SECRET\n"})

@@ -27,8 +27,8 @@ import pytest
 from conftest import GIT, git, git_env, needs_git, tree_modes
 
 from snapshotter import DEFAULT_EXCLUDES
-from snapshotter.ignore import root_stack
-from snapshotter.listing import has_gitignore, own_rules
+from snapshotter.worktree.ignore import root_stack
+from snapshotter.worktree.listing import has_gitignore, own_rules
 
 pytestmark = needs_git
 

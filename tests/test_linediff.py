@@ -8,7 +8,8 @@ from functools import cache
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from snapshotter import linediff, xdiff, xprepare
+from snapshotter.compare import linediff, xdiff, xprepare
+from snapshotter.gitstore.objects import count_lines
 
 lines = st.lists(st.sampled_from([b"a\n", b"b\n", b"c\n", b"}\n", b"\n"]), max_size=40)
 
@@ -118,9 +119,9 @@ def test_bogosqrt_is_gits() -> None:
 
 
 def test_counting_lines_and_binary_rule() -> None:
-    assert linediff.count_lines(b"") == 0
-    assert linediff.count_lines(b"a") == 1
-    assert linediff.count_lines(b"a\nb\n") == 2
+    assert count_lines(b"") == 0
+    assert count_lines(b"a") == 1
+    assert count_lines(b"a\nb\n") == 2
     assert linediff.is_binary(b"x" * 7999 + b"\0")
     assert not linediff.is_binary(b"x" * 8000 + b"\0")
     assert linediff.split_lines(b"a\r\nb\rc") == [b"a\r\n", b"b\rc"]

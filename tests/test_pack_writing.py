@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from dulwich.pack import write_pack_index_v2
 
-from snapshotter import deflate
-from snapshotter.packs import index_v2
+from snapshotter.gitstore import deflate
+from snapshotter.gitstore.packs import index_v2
 
 
 @pytest.mark.parametrize(("count", "spacing"), [(0, 100), (1, 100), (700, 3000), (60, 1 << 30)])
@@ -50,7 +50,7 @@ def test_many_changed_folders_go_to_one_pack_even_with_nothing_to_hash(tmp_path:
     """Deleting a file in each of 100 folders hashes nothing but makes 100+ new
     trees: one pack (one fsync), not a loose object (and an fsync) each."""
     from snapshotter import Snapshotter
-    from snapshotter.compaction import loose_objects
+    from snapshotter.upkeep.compaction import loose_objects
 
     ws = tmp_path / "ws"
     for i in range(100):

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from conftest import deny_reading, forge_snapshot, read_tree, write
 
-from snapshotter import PathNotFound, RestoreConflict, UnsafeTree, objects, statcache
-from snapshotter.objects import MODE_FILE, serialize_tree
+from snapshotter import PathNotFound, RestoreConflict, UnsafeTree, fsutil
+from snapshotter.gitstore import objects
+from snapshotter.gitstore.objects import MODE_FILE, serialize_tree
 
 
 def test_modified_and_missing_files_come_back_with_exec_bit_and_symlinks(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
@@ -389,7 +390,7 @@ def test_a_restore_records_every_file_it_writes_as_it_stands(ws: Path, make) -> 
     assert cache is not None
     recorded = dict(cache.paths())
     for path in [*files, "link"]:
-        assert recorded[path][:5] == statcache.stat_key(os.lstat(ws / path)), path
+        assert recorded[path][:5] == fsutil.stat_key(os.lstat(ws / path)), path
     assert snap.snapshot().tree_id == first.tree_id
 
 
@@ -400,7 +401,7 @@ def test_restoring_the_newest_snapshot_plans_from_its_safety_comparison(
 ) -> None:
     """Restoring the snapshot the safety snapshot was compared with reuses that
     comparison, reversed, instead of comparing again: the result must be exact."""
-    from snapshotter import restore as restore_module
+    from snapshotter.session import checkout as restore_module
 
     write(ws, {"a.txt": "a\n", "gone/b.txt": "b\n", "bin/run": "#!/bin/sh\n", "f": "file\n", "d/x.txt": "x\n"})
     (ws / "bin/run").chmod(0o755)

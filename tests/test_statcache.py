@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from conftest import write
 
-from snapshotter import statcache
-from snapshotter.statcache import StatCache
+from snapshotter import fsutil
+from snapshotter.worktree import statcache
+from snapshotter.worktree.statcache import StatCache
 
 
 def _files(n: int) -> dict[str, str]:
@@ -75,7 +76,7 @@ def test_same_size_rewrite_in_the_same_tick_is_detected(ws: Path, make) -> None:
     os.utime(ws / "a.txt", ns=(st.st_atime_ns, cache_mtime))  # mtime == the cache's own tick
     # inode and ctime could still give it away; pin the record to the new stat to be sure
     cache = statcache.load(os.path.join(snap.store_path, "snapshotter", "statcache"))
-    key = statcache.stat_key(os.lstat(ws / "a.txt"))
+    key = fsutil.stat_key(os.lstat(ws / "a.txt"))
     cache.apply({"a.txt": (*key, cache.folder("")["a.txt"][5])})
     statcache.save(os.path.join(snap.store_path, "snapshotter", "statcache"), cache)
     os.utime(os.path.join(snap.store_path, "snapshotter", "statcache"), ns=(cache_mtime, cache_mtime))

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from conftest import GIT, forge_snapshot, git, git_env, git_shadow_tree, read_tree, write
 
-from snapshotter import StoreError, UnsafeTree, hostfs
-from snapshotter.objects import MODE_FILE, MODE_TREE, serialize_tree
-from snapshotter.pathnames import is_hfs_dotgit, is_ntfs_dotgit
+from snapshotter import StoreError, UnsafeTree
+from snapshotter.gitstore.objects import MODE_FILE, MODE_TREE, serialize_tree
+from snapshotter.worktree import hostfs
+from snapshotter.worktree.pathnames import is_hfs_dotgit, is_ntfs_dotgit
 
 
 @pytest.fixture(autouse=True)
@@ -74,7 +75,7 @@ def test_the_walker_never_records_a_dotgit_spelling(ws: Path, make) -> None:  # 
 def forge_commit(snap, tree: bytes) -> str:  # type: ignore[no-untyped-def]
     from datetime import datetime, timezone
 
-    from snapshotter.records import build_commit
+    from snapshotter.gitstore.trailers import build_commit
 
     store = snap._engine_ok().store
     commit = build_commit(
@@ -115,7 +116,7 @@ def test_a_tree_that_contains_itself_is_refused(ws: Path, make) -> None:  # type
     under an id it does not hash to (written straight into the store)."""
     import zlib
 
-    from snapshotter.objects import object_id
+    from snapshotter.gitstore.objects import object_id
 
     write(ws, {"a.txt": "a\n"})
     snap = make()

@@ -279,7 +279,7 @@ def _user_watch_count() -> int:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify watches are a Linux matter")
 def test_an_unwatched_folder_turns_watch_mode_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """watchdog silently skips a folder it cannot watch; the kernel's list of watches tells."""
-    from snapshotter import watch
+    from snapshotter.worktree import watch
 
     ws = tmp_path / "ws"
     (ws / "a" / "b").mkdir(parents=True)
@@ -334,7 +334,7 @@ def test_the_real_watch_limit_is_noticed(tmp_path: Path) -> None:
 
 
 def test_a_big_restore_pauses_watching_then_watches_afresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from snapshotter import engine
+    from snapshotter.session import engine
 
     monkeypatch.setattr(engine, "PAUSE_WATCH_AT", 5)
     ws = tmp_path / "ws"

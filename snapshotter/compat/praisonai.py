@@ -21,11 +21,11 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..errors import SnapshotError
-from ..model import ChangeStatus
-from ..model import SnapshotInfo as _Info
-from ..snapshotter import Snapshotter
-from ..store import canonical_workspace, store_path_for
+from snapshotter.api import Snapshotter
+from snapshotter.errors import SnapshotError
+from snapshotter.gitstore.store import canonical_workspace, store_path_for
+from snapshotter.model import ChangeStatus
+from snapshotter.model import SnapshotInfo as _Info
 
 logger = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ import logging
 import re
 from pathlib import Path
 
-from ..errors import SnapshotError
-from ..snapshotter import Snapshotter
+from snapshotter.api import Snapshotter
+from snapshotter.errors import SnapshotError
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,528 @@
+"""The :class:`Snapshotter` facade: the whole public API over one workspace at a time."""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Literal, TypeVar, cast
+
+from snapshotter import history, maintenance
+from snapshotter.background import Background, SnapshotHandle, finished
+from snapshotter.errors import FIRST_SNAPSHOT, InvalidInput, SnapshotError, SnapshotNotFound, StoreError
+from snapshotter.gitstore import trailers
+from snapshotter.gitstore.store import Store, canonical_workspace, store_path_for
+from snapshotter.guard import Guard
+from snapshotter.model import (
+    FileChange,
+    FileDiff,
+    PruneResult,
+    RestoreResult,
+    ScanStats,
+    SnapshotInfo,
+    StoreStats,
+    UndoResult,
+)
+from snapshotter.session.engine import Engine
+from snapshotter.upkeep import integrity
+from snapshotter.upkeep.compaction import GcResult
+from snapshotter.upkeep.integrity import VerifyResult
+from snapshotter.upkeep.retention import Retention
+from snapshotter.worktree import statcache
+from snapshotter.worktree.gitrepo import find_repository, tracked_paths
+from snapshotter.worktree.ignore import root_stack
+from snapshotter.worktree.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES, WorkspaceLimits, check_root
+from snapshotter.worktree.listing import Prelisting, measure
+
+log = logging.getLogger("snapshotter")
+
+OnError = Literal["raise", "warn"]
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _public(failure: object = None, mutates: bool = False, maintain: bool = True) -> Callable[[_Method], _Method]:
+    """Run a public method under the instance lock (and the store lock if it
+    ``mutates``, applying retention afterwards unless ``maintain`` is False),
+    with typed errors; in "warn" mode a failure is logged and ``failure``
+    returned instead, and the workspace is left as it was."""
+
+    def wrap(method: _Method) -> _Method:
+        @functools.wraps(method)
+        def run(self: Snapshotter, *args: Any, **kwargs: Any) -> Any:
+            self._background.wait()  # calls stay in the order they were made
+            try:
+                with self._lock:
+                    engine = self._engine_ok()
+                    with engine.errors(), _maybe(engine.lock, mutates):
+                        result = method(self, *args, **kwargs)
+                        if mutates and maintain and self._engine is not None:
+                            maintenance.maintain(self._engine, self._retention)
+                        return result
+            except Exception as exc:
+                if self._on_error == "raise":
+                    raise
+                log.warning("snapshotter: %s failed: %s", method.__name__, exc)
+                log.debug("snapshotter: %s failure details", method.__name__, exc_info=True)
+                return failure
+
+        return cast(_Method, run)
+
+    return wrap
+
+
+@contextmanager
+def _maybe(lock: Any, take: bool) -> Iterator[None]:
+    if take:
+        with lock:
+            yield
+    else:
+        yield
+
+
+class Snapshotter:
+    """Snapshots of one workspace folder, kept in a bare git store outside it.
+
+    Safe to share between threads; processes (and other instances) opening the
+    same workspace are serialised by a lock file in the store, waited for up
+    to ``lock_timeout`` seconds (then :class:`~snapshotter.StoreLocked`).
+
+    With ``on_error="warn"`` (for agent hooks that must never break a turn),
+    a failing call logs a warning and returns None (False for predicates)
+    instead of raising; the workspace is left as it was.
+    """
+
+    def __init__(
+        self,
+        workspace: str | os.PathLike[str],
+        *,
+        home: str | os.PathLike[str] | None = None,
+        exclude: Sequence[str] = (),
+        use_default_excludes: bool = True,
+        max_new_file_size: int = 10 * 2**20,
+        on_error: OnError = "raise",
+        lock_timeout: float = 30.0,
+        retention: Retention | None = None,
+        allow_unsafe_root: bool = False,
+        max_workspace_bytes: int = DEFAULT_MAX_BYTES,
+        max_workspace_entries: int = DEFAULT_MAX_ENTRIES,
+        watch: bool = False,
+        trust_folder_mtimes: bool = True,
+    ) -> None:
+        if on_error not in ("raise", "warn"):
+            raise InvalidInput('on_error must be "raise" or "warn"')
+        _check_path("workspace", workspace)
+        if home is not None:
+            _check_path("home", home)
+        if (
+            isinstance(exclude, str)
+            or not isinstance(exclude, Iterable)
+            or not all(isinstance(p, str) for p in exclude)
+        ):
+            raise InvalidInput("exclude= takes a sequence of gitignore pattern strings")
+        if retention is not None and not isinstance(retention, Retention):
+            raise InvalidInput("retention= takes a Retention(...) or None")
+        if isinstance(lock_timeout, bool) or not isinstance(lock_timeout, (int, float)) or not lock_timeout >= 0:
+            raise InvalidInput("lock_timeout must be a number of seconds, 0 or more")
+        for flag, given in (
+            ("use_default_excludes", use_default_excludes),
+            ("allow_unsafe_root", allow_unsafe_root),
+            ("watch", watch),
+            ("trust_folder_mtimes", trust_folder_mtimes),
+        ):
+            if not isinstance(given, bool) and given not in (0, 1):
+                raise InvalidInput(f"{flag} must be True or False")
+        if not isinstance(max_new_file_size, int) or max_new_file_size < 0:
+            raise InvalidInput("max_new_file_size must be a non-negative number of bytes")
+        for name, value in (
+            ("max_workspace_bytes", max_workspace_bytes),
+            ("max_workspace_entries", max_workspace_entries),
+        ):
+            if not isinstance(value, int) or value < 0:
+                raise InvalidInput(f"{name} must be a non-negative integer (0 disables the cap)")
+        self._on_error: OnError = on_error
+        self._home = home
+        self._retention = retention if retention is not None else Retention()
+        self._allow_unsafe_root = allow_unsafe_root
+        self._limits = WorkspaceLimits(max_workspace_entries, max_workspace_bytes)
+        self._exclude = tuple(exclude)
+        self._use_default_excludes = use_default_excludes
+        self._max_new_file_size = max_new_file_size
+        self._watch = bool(watch)
+        self._trust_folder_mtimes = bool(trust_folder_mtimes)
+        self._lock_timeout = float(lock_timeout)
+        self._lock = threading.RLock()
+        self._background = Background()
+        self._progress: Callable[[str, int, int], None] | None = None
+        self._engine: Engine | None = None
+        self._failure: SnapshotError | None = None
+        try:
+            self._engine = self._open(workspace)
+        except SnapshotError as exc:
+            if on_error == "raise":
+                raise
+            self._failure = exc  # inert: every call warns and returns its failure value
+            log.warning("snapshotter: cannot open %s: %s", workspace, exc)
+
+    def _open(self, workspace: str | os.PathLike[str]) -> Engine:
+        canonical = canonical_workspace(workspace)
+        check_root(canonical, self._allow_unsafe_root)
+        path = store_path_for(canonical, self._home)
+        listings: statcache.Listings = {}
+        prelisting = None
+        if not os.path.isdir(path):  # a new store: refuse a huge folder before creating anything
+            prelisting = Prelisting(time.time_ns())
+            repository = find_repository(canonical)
+            rules = root_stack(canonical, self._exclude, self._use_default_excludes, repository)
+            rules = rules.with_tracked(tracked_paths(repository) if repository is not None else None)
+            measure(canonical, rules, self._limits, listings, prelisting, self._max_new_file_size)
+        store = Store.open_or_create(path, canonical)
+        engine = Engine(
+            canonical,
+            store,
+            exclude=self._exclude,
+            use_default_excludes=self._use_default_excludes,
+            max_new_file_size=self._max_new_file_size,
+            lock_timeout=self._lock_timeout,
+            limits=self._limits,
+            watch=self._watch,
+            listings=listings,
+            trust_folder_mtimes=self._trust_folder_mtimes,
+            prelisting=prelisting,
+        )
+        engine.progress = self._progress
+        return engine
+
+    def _engine_ok(self) -> Engine:
+        if self._engine is None:
+            raise self._failure or StoreError(
+                "this Snapshotter's store was removed by cleanup(); create a new Snapshotter"
+            )
+        return self._engine
+
+    # -- properties -------------------------------------------------------------------
+
+    @property
+    def workspace(self) -> str:
+        """The canonical (resolved) workspace path."""
+        return self._engine_ok().workspace
+
+    @property
+    def store_path(self) -> str:
+        """The bare git repository holding this workspace's snapshots."""
+        return self._engine_ok().store_path
+
+    @property
+    def watching(self) -> bool:
+        """Watch mode is on and its watcher is running (snapshots walk only what changed)."""
+        engine = self._engine
+        return engine is not None and engine.journal is not None and engine.journal.running
+
+    @property
+    def last_scan(self) -> ScanStats:
+        """What the most recent walk of the workspace cost."""
+        return self._engine.last_scan if self._engine is not None else ScanStats()
+
+    @property
+    def progress(self) -> Callable[[str, int, int], None] | None:
+        """Called with (phase, done, total) while files are hashed ("hashing") or written ("writing")."""
+        return self._progress
+
+    @progress.setter
+    def progress(self, report: Callable[[str, int, int], None] | None) -> None:
+        self._progress = report
+        if self._engine is not None:
+            self._engine.progress = report
+
+    def __repr__(self) -> str:
+        if self._engine is None:
+            return "Snapshotter(<not open>)"
+        return f"Snapshotter({self._engine.workspace!r}, store={self._engine.store_path!r})"
+
+    def __enter__(self) -> Snapshotter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Finish background snapshots, stop watching, release the store."""
+        self._background.shutdown()
+        with self._lock:
+            if self._engine is not None:
+                self._engine.close()
+
+    # -- snapshots ------------------------------------------------------------------
+
+    @_public(mutates=True)
+    def snapshot(
+        self, message: str = "", *, label: str | None = None, metadata: Mapping[str, str] | None = None
+    ) -> SnapshotInfo:
+        """Record the workspace as it is now and return the new snapshot.
+
+        A ``label`` already in use moves to the new snapshot (a warning is
+        logged); the older snapshot keeps its id and stays listed."""
+        engine = self._engine_ok()
+        checked = _checked(message, label, metadata)
+        with _moving_label(engine, label):
+            return engine.snapshot(*checked)
+
+    track = snapshot
+
+    def snapshot_async(
+        self, message: str = "", *, label: str | None = None, metadata: Mapping[str, str] | None = None
+    ) -> SnapshotHandle:
+        """Start ``snapshot()`` on a background thread and return at once.
+
+        The handle's ``result()`` waits for the new snapshot. Every later call
+        on this Snapshotter waits for it too, so calls keep their order. The
+        snapshot records each file as the walk reaches it: start it while the
+        workspace is quiet (at the end of a turn, or before the agent's first
+        edit), not while files are being written; with ``watch=True`` the walk
+        takes milliseconds. Bad arguments are refused at once.
+        """
+        try:
+            checked = _checked(message, label, metadata)
+        except SnapshotError as exc:
+            if self._on_error == "raise":
+                raise
+            log.warning("snapshotter: snapshot_async refused: %s", exc)
+            return finished(None)
+        return self._background.submit(lambda: self.snapshot(checked[0], label=checked[1], metadata=checked[2]))
+
+    @_public()
+    def list(
+        self, limit: int | None = 50, *, label: str | None = None, metadata: Mapping[str, str] | None = None
+    ) -> builtins.list[SnapshotInfo]:
+        """Snapshots, newest first (``limit=None``: all), optionally only those
+        with ``label`` and all the given ``metadata`` pairs."""
+        if limit is not None and (not isinstance(limit, int) or limit < 0):
+            raise InvalidInput("limit must be a non-negative integer or None")
+        return self._engine_ok().catalog.select(limit, label, trailers.validate_metadata(metadata))
+
+    @_public()
+    def get(self, ref: str | SnapshotInfo) -> SnapshotInfo:
+        """A snapshot by full id, unique id prefix (7+ hex digits) or label."""
+        return self._engine_ok().catalog.get(ref)
+
+    @_public()
+    def base(self) -> SnapshotInfo | None:
+        """The snapshot the workspace was last made equal to (by a snapshot, a
+        restore, undo or redo): what ``status()`` and ``diff()`` compare with by
+        default, and what the ref ``@`` names. None before the first snapshot."""
+        return self._engine_ok().catalog.base()
+
+    @_public()
+    def status(self, files: Sequence[str | os.PathLike[str]] | None = None) -> builtins.list[FileChange]:
+        """What differs between the base (see ``base()``) and the workspace now,
+        or only ``files`` (paths or folders) in it."""
+        return self._engine_ok().status(_paths(files))
+
+    @_public()
+    def diff(
+        self,
+        from_ref: str | SnapshotInfo | None = None,
+        to_ref: str | SnapshotInfo | None = None,
+        *,
+        files: Sequence[str | os.PathLike[str]] | None = None,
+    ) -> builtins.list[FileDiff]:
+        """Per-file differences from one snapshot (default: the base) to another,
+        or to the workspace now; only ``files`` (paths or folders) if given."""
+        engine = self._engine_ok()
+        old = engine.catalog.get(from_ref) if from_ref is not None else engine.catalog.base()
+        if old is None:
+            raise SnapshotNotFound("no snapshots yet", FIRST_SNAPSHOT)
+        return engine.diff(old, engine.catalog.get(to_ref) if to_ref is not None else None, _paths(files))
+
+    @_public(mutates=True)
+    def restore(
+        self,
+        ref: str | SnapshotInfo,
+        files: Sequence[str | os.PathLike[str]] | None = None,
+        *,
+        dry_run: bool = False,
+        overwrite_untracked: bool = False,
+    ) -> RestoreResult:
+        """Make the workspace (or just ``files``) match a snapshot.
+
+        The current state is snapshotted first with the label ``pre-restore``
+        (unless the base or the newest snapshot already holds it), so a restore
+        can itself be undone; a restore that fails part-way puts the workspace
+        back. A file the current scan does not track (ignored or excluded now,
+        too large, unreadable) is never overwritten or deleted: a whole restore
+        leaves it and lists it in ``RestoreResult.kept``; restoring it by name
+        is refused (``RestoreConflict``) unless ``overwrite_untracked``, which
+        first saves the ignored and too-large ones in the safety snapshot.
+        """
+        engine = self._engine_ok()
+        return engine.restore(
+            engine.catalog.get(ref), _paths(files), dry_run=dry_run, overwrite_untracked=bool(overwrite_untracked)
+        )
+
+    # -- lifecycle: retention, pins, compaction ---------------------------------------------
+
+    @_public(mutates=True, maintain=False)
+    def prune(self, dry_run: bool = False) -> PruneResult:
+        """Drop the snapshots the retention policy says must go (oldest first) and
+        compact; with ``dry_run``, only say which (count and age limits)."""
+        return maintenance.prune(self._engine_ok(), self._retention, dry_run)
+
+    @_public(mutates=True, maintain=False)
+    def gc(self) -> GcResult:
+        """Pack what is still referenced, delete the rest and crash leftovers."""
+        return maintenance.gc(self._engine_ok())
+
+    @_public(mutates=True, maintain=False)
+    def pin(self, ref: str | SnapshotInfo) -> SnapshotInfo:
+        """Keep a snapshot whatever the retention policy says."""
+        info = self._engine_ok().catalog.get(ref)
+        self._engine_ok().store.set_pin(bytes.fromhex(info.id), True)
+        return info
+
+    @_public(mutates=True, maintain=False)
+    def unpin(self, ref: str | SnapshotInfo) -> SnapshotInfo:
+        info = self._engine_ok().catalog.get(ref)
+        self._engine_ok().store.set_pin(bytes.fromhex(info.id), False)
+        return info
+
+    @_public()
+    def verify(self, full: bool = False) -> VerifyResult:
+        """Check that every snapshot can be read back (``full``: re-hash every object)."""
+        return integrity.verify(self._engine_ok().store, full)
+
+    @_public()
+    def store_stats(self) -> StoreStats:
+        """Snapshot count, pins, loose objects, packs, bytes on disk, oldest/newest, last gc."""
+        return maintenance.stats(self._engine_ok())
+
+    @_public(mutates=True, maintain=False)
+    def cleanup(self) -> None:
+        """Delete this workspace's store and every snapshot in it."""
+        engine = self._engine_ok()
+        try:
+            engine.store.remove()
+        except OSError as exc:
+            raise StoreError(f"cannot remove store {engine.store_path}: {exc.strerror}") from None
+        self._engine = None
+
+    # -- undo, redo and turns --------------------------------------------------------------
+
+    @_public(mutates=True)
+    def checkpoint(
+        self, message: str = "", *, label: str | None = None, metadata: Mapping[str, str] | None = None
+    ) -> SnapshotInfo:
+        """Snapshot the workspace as an undo point; clears what could be redone."""
+        engine = self._engine_ok()
+        checked = _checked(message, label, metadata)
+        with _moving_label(engine, label):
+            return history.checkpoint(engine, *checked)
+
+    @_public(failure=False, mutates=True, maintain=False)
+    def can_undo(self) -> bool:
+        """True if ``undo()`` would change the workspace's checkpoint position."""
+        return history.can_undo(self._engine_ok())
+
+    @_public(failure=False, mutates=True, maintain=False)
+    def can_redo(self) -> bool:
+        return history.can_redo(self._engine_ok())
+
+    @_public(mutates=True)
+    def undo(self) -> UndoResult:
+        """Go back to the last checkpoint before the current state (saving it for redo)."""
+        return history.undo(self._engine_ok())
+
+    @_public(mutates=True)
+    def redo(self) -> UndoResult:
+        """Return to the state the last undo replaced."""
+        return history.redo(self._engine_ok())
+
+    @_public(mutates=True)
+    def begin_turn(self, message: str = "", *, metadata: Mapping[str, str] | None = None) -> SnapshotInfo:
+        """Checkpoint labelled ``pre-turn:<n>`` for the next turn number n."""
+        return history.begin_turn(self._engine_ok(), *_checked(message, None, metadata)[::2])
+
+    @_public(mutates=True)
+    def end_turn(self, message: str = "", *, metadata: Mapping[str, str] | None = None) -> SnapshotInfo:
+        """Snapshot labelled ``post-turn:<n>`` for the turn begun last."""
+        return history.end_turn(self._engine_ok(), *_checked(message, None, metadata)[::2])
+
+    @_public(mutates=True)
+    def tool_snapshot(
+        self, call_id: str, message: str = "", *, metadata: Mapping[str, str] | None = None
+    ) -> SnapshotInfo:
+        """Snapshot labelled ``tool:<call_id>``, e.g. before a file-editing tool call."""
+        if not isinstance(call_id, str) or not call_id:
+            raise InvalidInput("call_id must be a non-empty string")
+        return self._engine_ok().snapshot(*_checked(message, f"tool:{call_id}", metadata))
+
+    @_public(mutates=True)
+    def revert_turn(self, n: int = 1) -> RestoreResult:
+        """Restore the state before the n-th last turn (1 = the last one)."""
+        return history.revert_turn(self._engine_ok(), n)
+
+    # -- re-rooting and guards ------------------------------------------------------------
+
+    def set_root(self, path: str | os.PathLike[str]) -> bool:
+        """Track another folder from now on (its own store and history).
+
+        Returns True if tracking is at ``path`` afterwards; on failure logs at
+        debug level, returns False and leaves the current root in place.
+        """
+        try:
+            self._background.wait()
+            with self._lock:
+                canonical = canonical_workspace(path)
+                if self._engine is not None and self._engine.workspace == canonical:
+                    return True
+                engine = self._open(canonical)
+                if self._engine is not None:
+                    self._engine.close()
+                self._engine, self._failure = engine, None
+                return True
+        except Exception as exc:  # never raises, by contract
+            log.debug("snapshotter: set_root(%r) failed: %s", path, exc)
+            return False
+
+    def guard(self, verify: Callable[[], object] | None = None) -> Guard:
+        """A context manager that rolls the workspace back if its block fails."""
+        return Guard(self, verify)
+
+
+@contextmanager
+def _moving_label(engine: Engine, label: str | None) -> Iterator[None]:
+    """Warn, once the new snapshot exists, that ``label`` now names it and no longer an older one."""
+    previous = engine.catalog.labelled(label) if label is not None else None
+    yield
+    if previous is not None:
+        log.warning(
+            "label %r now names the new snapshot; it named %s before (still listed, by id)", label, previous.id[:12]
+        )
+
+
+def _check_path(name: str, value: object) -> None:
+    if not isinstance(value, (str, os.PathLike)):
+        raise InvalidInput(f"{name} must be a path (str or os.PathLike), not {type(value).__name__}")
+
+
+def _paths(files: Sequence[str | os.PathLike[str]] | None) -> Sequence[str | os.PathLike[str]] | None:
+    if isinstance(files, (str, os.PathLike)):
+        raise InvalidInput("files= takes a list of paths, not a single path")
+    return files
+
+
+def _checked(
+    message: str, label: str | None, metadata: Mapping[str, str] | None
+) -> tuple[str, str | None, dict[str, str]]:
+    if not isinstance(message, str):
+        raise InvalidInput("message must be a string")
+    trailers.check_text("message", message)
+    return message, trailers.validate_label(label), trailers.validate_metadata(metadata)
+
+
+def guard(workspace: str | os.PathLike[str], verify: Callable[[], object] | None = None, **options: Any) -> Guard:
+    """Guard a block of work on ``workspace`` (see :mod:`snapshotter.guard`); ``options`` go to :class:`Snapshotter`."""
+    return Guard(Snapshotter(workspace, **options), verify, owns=True)

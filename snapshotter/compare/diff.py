@@ -1,0 +1,101 @@
+"""File diffs between two states: numstat counts now, the unified patch on demand."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from snapshotter.compare import linediff
+from snapshotter.compare.treediff import Change
+from snapshotter.gitstore.objects import MODE_LINK, is_binary
+from snapshotter.model import ChangeStatus, FileDiff
+
+ContentLoader = Callable[[str, bytes, int], bytes | None]
+"""(path, object id, git mode) -> content, for one side of a comparison;
+None for content too large to diff line by line (reported like a binary file)."""
+
+
+def status_of(change: Change) -> ChangeStatus:
+    if change.old is None:
+        return ChangeStatus.ADDED
+    if change.new is None:
+        return ChangeStatus.DELETED
+    if (change.old[0] == MODE_LINK) != (change.new[0] == MODE_LINK):
+        return ChangeStatus.TYPE_CHANGED
+    return ChangeStatus.MODIFIED
+
+
+def file_diff(change: Change, load_old: ContentLoader, load_new: ContentLoader) -> FileDiff:
+    """The FileDiff of one change, reading both sides' content once for the counts."""
+    loaded_old = load_old(change.path, change.old[1], change.old[0]) if change.old else b""
+    loaded_new = load_new(change.path, change.new[1], change.new[0]) if change.new else b""
+    too_large = loaded_old is None or loaded_new is None
+    old, new = loaded_old or b"", loaded_new or b""
+    binary = too_large or is_binary(old) or is_binary(new)
+    same_content = change.old is not None and change.new is not None and change.old[1] == change.new[1]
+    if binary or same_content:
+        additions = deletions = 0
+    else:
+        additions, deletions = linediff.numstat(old, new)
+
+    def make_patch() -> str:
+        return render_patch(change, old, new, binary)
+
+    return FileDiff(
+        path=change.path,
+        status=status_of(change),
+        additions=additions,
+        deletions=deletions,
+        binary=binary,
+        old_mode=change.old[0] if change.old else None,
+        new_mode=change.new[0] if change.new else None,
+        old_id=change.old[1].hex() if change.old else None,
+        new_id=change.new[1].hex() if change.new else None,
+        _patch_fn=make_patch,
+    )
+
+
+def unreadable_diff(path: str, recorded: tuple[int, bytes] | None) -> FileDiff:
+    """A workspace path that exists but cannot be read: no line counts, no patch;
+    ``recorded`` is what the other side holds at that path, if anything."""
+    return FileDiff(
+        path=path,
+        status=ChangeStatus.UNREADABLE,
+        additions=0,
+        deletions=0,
+        binary=False,
+        old_mode=recorded[0] if recorded else None,
+        new_mode=None,
+        old_id=recorded[1].hex() if recorded else None,
+    )
+
+
+def render_patch(change: Change, old: bytes, new: bytes, binary: bool) -> str:
+    """A ``git diff``-style patch for one path."""
+    path = change.path
+    lines = [f"diff --git a/{path} b/{path}\n"]
+    old_mode = f"{change.old[0]:06o}" if change.old else None
+    new_mode = f"{change.new[0]:06o}" if change.new else None
+    old_short = change.old[1].hex()[:7] if change.old else "0000000"
+    new_short = change.new[1].hex()[:7] if change.new else "0000000"
+    if change.old is None:
+        lines.append(f"new file mode {new_mode}\n")
+        lines.append(f"index {old_short}..{new_short}\n")
+    elif change.new is None:
+        lines.append(f"deleted file mode {old_mode}\n")
+        lines.append(f"index {old_short}..{new_short}\n")
+    elif old_mode != new_mode:
+        lines.append(f"old mode {old_mode}\nnew mode {new_mode}\n")
+        if old_short != new_short:
+            lines.append(f"index {old_short}..{new_short}\n")
+    else:
+        lines.append(f"index {old_short}..{new_short} {old_mode}\n")
+    if change.old is not None and change.new is not None and change.old[1] == change.new[1]:
+        return "".join(lines)
+    a_name = f"a/{path}" if change.old else "/dev/null"
+    b_name = f"b/{path}" if change.new else "/dev/null"
+    if binary:
+        lines.append(f"Binary files {a_name} and {b_name} differ\n")
+        return "".join(lines)
+    lines.append(f"--- {a_name}\n+++ {b_name}\n")
+    lines.append(linediff.unified_hunks(old, new))
+    return "".join(lines)

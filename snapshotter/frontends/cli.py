@@ -1,0 +1,506 @@
+"""The ``snapshotter`` command (also ``python -m snapshotter``).
+
+Exit codes: 0 ok, 1 error (or nothing to undo/redo, a failed verify, a
+declined confirmation), 2 usage (also: a dangerous command that cannot ask and
+was not given ``--yes``), 3 snapshot, ref or path not found, 4 store locked,
+5 restore refused (conflict or unsafe snapshot), 141 output pipe closed (as
+git). Errors are one line on stderr, never a traceback unless ``--debug``;
+with ``--json`` the error is also printed as a JSON document on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from snapshotter import __version__
+from snapshotter.api import Snapshotter
+from snapshotter.errors import (
+    InvalidRef,
+    PathNotFound,
+    RestoreConflict,
+    SnapshotError,
+    SnapshotNotFound,
+    StoreLocked,
+    UnsafeTree,
+)
+from snapshotter.frontends import config, rendering
+from snapshotter.gitstore.store import canonical_workspace, store_path_for
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_LOCKED, EXIT_REFUSED = 0, 1, 2, 3, 4, 5
+EXIT_PIPE = 141
+"""The output pipe closed early (``snapshotter log | head -1``): what git's exit by SIGPIPE looks like."""
+_ALIASES = {"track": "snapshot"}
+
+
+class CommandFailed(Exception):
+    """A command that ran but did not succeed; ``kind`` is its public name in JSON."""
+
+    def __init__(self, kind: str, message: str, result: Any = None, code: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.result = result
+        self.code = code
+
+
+def _meta(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
+    return value
+
+
+def _global_options(parser: argparse.ArgumentParser, on_subcommand: bool) -> None:
+    """The options every command takes, before or after its name.
+
+    On a subcommand they default to "not given" (SUPPRESS), so a value given
+    before the subcommand is never overwritten by the subcommand's default.
+    """
+
+    def default(value: Any) -> Any:
+        return argparse.SUPPRESS if on_subcommand else value
+
+    add = parser.add_argument
+    add("-C", "--workspace", default=default("."), help="the workspace folder (default: current folder)")
+    add("--home", default=default(None), help="where stores live (default: $SNAPSHOTTER_HOME or user data)")
+    add("--json", action="store_true", default=default(False), help="print one JSON document (docs/cli.md)")
+    add("--debug", action="store_true", default=default(False), help="show tracebacks")
+    add(
+        "--exclude",
+        action="append",
+        default=default([]),
+        metavar="PATTERN",
+        help="also leave out paths matching this gitignore pattern (repeatable)",
+    )
+    add(
+        "--no-default-excludes",
+        dest="use_default_excludes",
+        action="store_false",
+        default=default(None),
+        help="record .env, node_modules and the other built-in excludes too",
+    )
+    add(
+        "--allow-unsafe-root",
+        action="store_true",
+        default=default(None),
+        help="allow a home, Desktop, Documents, Downloads or filesystem-root folder",
+    )
+    for flag, help_text in (
+        ("--max-new-file-size", "skip new files larger than this many bytes"),
+        ("--max-workspace-entries", "refuse folders with more tracked entries (0: no cap)"),
+        ("--max-workspace-bytes", "refuse folders with more tracked bytes (0: no cap)"),
+    ):
+        add(flag, type=_count, default=default(None), metavar="N", help=help_text)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="snapshotter",
+        description="Snapshots of a folder in a hidden git store: take, list, diff, restore, undo.",
+        epilog="REF: an id, a 7+ digit id prefix, a label, @ (the base: what the folder was last made "
+        "equal to) or @~N (N snapshots before the base).",
+    )
+    _global_options(parser, on_subcommand=False)
+    parser.add_argument("--version", action="version", version=f"snapshotter {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, help_text: str, aliases: Sequence[str] = ()) -> argparse.ArgumentParser:
+        made = sub.add_parser(name, aliases=list(aliases), help=help_text, description=help_text)
+        _global_options(made, on_subcommand=True)
+        return made
+
+    snap = command("snapshot", "record the folder now", aliases=["track"])
+    snap.add_argument("-m", "--message", default="", help="a message for the snapshot")
+    snap.add_argument("--label", default=None, help="a label usable wherever a ref is")
+    snap.add_argument("--meta", action="append", type=_meta, default=[], metavar="KEY=VALUE", help="metadata")
+
+    log = command("log", "list snapshots, newest first; @ marks the base")
+    log.add_argument("-n", "--limit", type=_count, default=50, help="how many (default 50; 0 for all)")
+    log.add_argument("--label", default=None, help="only snapshots with this label")
+    log.add_argument("--meta", action="append", type=_meta, default=[], metavar="KEY=VALUE", help="only matching")
+
+    show = command("show", "one snapshot's details")
+    show.add_argument("ref", help="a REF (see below)")
+
+    diff = command("diff", "what changed: FROM (default @, the base) to TO (default the folder now); -- PATH...")
+    diff.add_argument("from_ref", nargs="?", default=None)
+    diff.add_argument("to_ref", nargs="?", default=None)
+    shape = diff.add_mutually_exclusive_group()
+    shape.add_argument("--stat", action="store_true", help="a summary per file")
+    shape.add_argument("--name-status", action="store_true", help="status letter and path per file")
+    shape.add_argument("--numstat", action="store_true", help="added and deleted lines per file")
+
+    command("status", "what changed since the base (@); -- PATH... to limit it")
+
+    restore = command("restore", "bring back a snapshot (all of it, or PATHs)")
+    restore.add_argument("ref", help="a REF")
+    restore.add_argument("paths", nargs="*", help="restore only these paths")
+    restore.add_argument("--dry-run", action="store_true", help="show the plan, change nothing")
+    restore.add_argument("-y", "--yes", action="store_true", help="do not ask (required where nobody can be asked)")
+    restore.add_argument(
+        "--overwrite-untracked",
+        action="store_true",
+        help="also replace ignored or too-large files in the way (saved in the safety snapshot first)",
+    )
+
+    command("undo", "go back to the last checkpoint")
+    command("redo", "return to what the last undo replaced")
+    turn = command("turn", "agent turns: begin, end, or revert N")
+    turn.add_argument("action", choices=["begin", "end", "revert"])
+    turn.add_argument("n", nargs="?", type=int, default=1, help="with revert: the n-th last turn (default 1)")
+    for name, text in (("pin", "keep a snapshot whatever retention says"), ("unpin", "release a pinned snapshot")):
+        command(name, text).add_argument("ref")
+    prune = command("prune", "drop snapshots the retention policy says must go, then compact")
+    prune.add_argument("--dry-run", action="store_true", help="only list what would go")
+    command("gc", "compact the store now")
+    command("stats", "size and contents of the store")
+    verify = command("verify", "check every snapshot can be read back")
+    verify.add_argument("--full", action="store_true", help="re-hash every object too")
+    cleanup = command("cleanup", "delete this folder's store and all its snapshots")
+    cleanup.add_argument("-y", "--yes", action="store_true", help="do not ask (required where nobody can be asked)")
+    command("where", "the store this folder's snapshots live in (creates nothing)")
+    command("config", "effective settings and where each came from")
+    command("mcp", "serve this folder's snapshots to an MCP client over stdio")
+    return parser
+
+
+_TAKES_PATHS = {"diff", "status", "restore"}
+
+
+def _parse(argv: Sequence[str]) -> argparse.Namespace:
+    """Parse, taking the paths after a ``--`` apart (``diff @~2 -- src/``)."""
+    parser = _parser()
+    head, paths = list(argv), []
+    if "--" in head:
+        at = head.index("--")
+        head, paths = head[:at], head[at + 1 :]
+    args = parser.parse_args(head)
+    args.command = _ALIASES.get(args.command, args.command)
+    if paths:
+        if args.command not in _TAKES_PATHS:
+            parser.error(f"{args.command} takes no paths after --")
+        args.paths = [*getattr(args, "paths", []), *paths]
+    elif not hasattr(args, "paths"):
+        args.paths = []
+    return args
+
+
+def _flags(args: argparse.Namespace) -> dict[str, Any]:
+    """Settings given on the command line (None: not given)."""
+    return {
+        "home": args.home,
+        "exclude": args.exclude or None,
+        "use_default_excludes": args.use_default_excludes,
+        "allow_unsafe_root": args.allow_unsafe_root,
+        "max_new_file_size": args.max_new_file_size,
+        "max_workspace_entries": args.max_workspace_entries,
+        "max_workspace_bytes": args.max_workspace_bytes,
+    }
+
+
+def _confirm(question: str, refusal: str, args: argparse.Namespace) -> None:
+    """Ask a person at a terminal; where nobody can be asked, refuse unless ``--yes``."""
+    if getattr(args, "yes", False):
+        return
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        raise CommandFailed(
+            "ConfirmationRequired", f"{refusal}; nothing was changed. Pass --yes to go ahead", code=EXIT_USAGE
+        )
+    sys.stderr.write(f"{question} [y/N] ")
+    sys.stderr.flush()
+    if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+        raise CommandFailed("Cancelled", "cancelled; nothing was changed")
+
+
+def _settings(args: argparse.Namespace) -> tuple[str, config.Resolved]:
+    workspace = canonical_workspace(os.path.abspath(args.workspace))
+    settings = config.resolve(workspace, _flags(args))
+    for warning in settings.warnings:
+        logging.getLogger("snapshotter").warning("%s", warning)
+    return workspace, settings
+
+
+def _open(args: argparse.Namespace, workspace: str, settings: config.Resolved) -> Snapshotter:
+    snap = Snapshotter(workspace, **config.snapshotter_options(settings))
+    if not args.json and sys.stderr.isatty():
+        snap.progress = rendering.ProgressLine()
+    return snap
+
+
+def _print(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
+
+
+def _printer(lines: Sequence[str]) -> Callable[[], None]:
+    def show() -> None:
+        for line in lines:
+            _print(line)
+
+    return show
+
+
+def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
+    """Run the command; returns (JSON result, text printer)."""
+    name = args.command
+    if name == "mcp":
+        from snapshotter.frontends.mcp_server import serve
+
+        serve(os.path.abspath(args.workspace), _flags(args))
+        return None, lambda: None
+    workspace, settings = _settings(args)
+    if name == "config":
+        result = {k: {"value": v, "source": s} for k, (v, s) in settings.values.items()}
+        return result, _printer([f"{k} = {v['value']!r}  ({v['source']})" for k, v in result.items()])
+    store = store_path_for(workspace, settings.value("home"))
+    if name == "where":
+        found = {"workspace": workspace, "store": store, "exists": os.path.isdir(store)}
+        return found, lambda: _print(store if found["exists"] else f"{store} (not created yet)")
+    new_store = name == "snapshot" and not os.path.isdir(store)
+    snap = _open(args, workspace, settings)
+    try:
+        result, show = _dispatch(name, snap, args)
+    finally:
+        if isinstance(snap.progress, rendering.ProgressLine):
+            snap.progress.finish()
+        snap.close()
+    if new_store and not args.json:
+
+        def show_with_hint() -> None:
+            show()
+            sys.stderr.write(
+                f"snapshotter: the first snapshot of this folder; its store is {store}\n"
+                "  next: edit files, then `snapshotter status`, `snapshotter diff`, `snapshotter restore @ --dry-run`\n"
+            )
+
+        return result, show_with_hint
+    return result, show
+
+
+def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
+    f = rendering
+    if name == "snapshot":
+        info = snap.snapshot(args.message, label=args.label, metadata=dict(args.meta) or None)
+
+        def show_snapshot() -> None:
+            _print(f.snapshot_line(info))
+            for skipped in info.skipped:
+                sys.stderr.write(f"skipped ({skipped.reason.value}): {skipped.path}\n")
+
+        return f.snapshot_json(info), show_snapshot
+    if name == "log":
+        infos = snap.list(limit=args.limit or None, label=args.label, metadata=dict(args.meta) or None)
+        base = snap.base()
+        base_id = base.id if base is not None else None
+        return [f.snapshot_json(i) for i in infos], _printer([f.snapshot_line(i, i.id == base_id) for i in infos])
+    if name == "show":
+        info = snap.get(args.ref)
+        return f.snapshot_json(info), _printer(f.show_lines(info))
+    if name == "diff":
+        diffs = snap.diff(args.from_ref, args.to_ref, files=args.paths or None)
+        return [f.diff_json(d, with_patch=True) for d in diffs], lambda: _print_diff(diffs, args)
+    if name == "status":
+        changes = snap.status(args.paths or None)
+        rows = [f"{f.STATUS_LETTER[c.status.value]} {c.path}" for c in changes]
+        return [f.change_json(c) for c in changes], _printer(rows)
+    if name == "restore":
+        if not args.paths and not args.dry_run:
+            plan = snap.restore(args.ref, dry_run=True, overwrite_untracked=args.overwrite_untracked)
+            _confirm(
+                f"restore {plan.target_id[:12]}: write {plan.written}, delete {plan.deleted} files?",
+                f"a full restore would write {plan.written} and delete {plan.deleted} files",
+                args,
+            )
+        result = snap.restore(
+            args.ref, args.paths or None, dry_run=args.dry_run, overwrite_untracked=args.overwrite_untracked
+        )
+        return f.restore_json(result), lambda: _print_restore(result)
+    if name in ("undo", "redo"):
+        outcome = snap.undo() if name == "undo" else snap.redo()
+        if not outcome.ok:
+            raise CommandFailed("NothingToDo", outcome.message, f.undo_json(outcome))
+        return f.undo_json(outcome), lambda: _print(outcome.message)
+    if name == "turn":
+        if args.action == "revert":
+            reverted = snap.revert_turn(args.n)
+            return f.restore_json(reverted), lambda: _print_restore(reverted)
+        info = snap.begin_turn() if args.action == "begin" else snap.end_turn()
+        return f.snapshot_json(info), lambda: _print(f.snapshot_line(info))
+    if name in ("pin", "unpin"):
+        info = snap.pin(args.ref) if name == "pin" else snap.unpin(args.ref)
+        return f.snapshot_json(info), lambda: _print(f"{name}ned {info.id[:12]}")
+    if name == "prune":
+        pruned = snap.prune(dry_run=args.dry_run)
+        verb = "would drop" if pruned.dry_run else "dropped"
+        line = f"{verb} {len(pruned.pruned)}, kept {pruned.kept}; "
+        line += f"store {pruned.bytes_before:,} -> {pruned.bytes_after:,} bytes"
+        return f.prune_json(pruned), _printer([line])
+    if name == "gc":
+        done = snap.gc()
+        return f.gc_json(done), lambda: _print(
+            f"kept {done.objects_kept:,} objects, removed {done.objects_removed:,}; "
+            f"store {done.bytes_before:,} -> {done.bytes_after:,} bytes in {done.seconds:.1f} s"
+        )
+    if name == "stats":
+        stats = f.stats_json(snap.store_stats())
+        return stats, _printer([f"{k}: {v}" for k, v in stats.items()])
+    if name == "verify":
+        checked = snap.verify(full=args.full)
+        if not checked.ok:
+            message = f"{len(checked.problems)} problems: " + "; ".join(checked.problems)
+            raise CommandFailed("VerifyFailed", message, f.verify_json(checked))
+        return f.verify_json(checked), lambda: _print(
+            f"ok: {checked.snapshots_checked} snapshots, {checked.objects_checked:,} objects checked"
+        )
+    if name == "cleanup":
+        count = len(snap.list(limit=None))
+        _confirm(
+            f"delete the store of {snap.workspace} and its {count} snapshots?",
+            f"cleanup would delete the store of {snap.workspace} and its {count} snapshots",
+            args,
+        )
+        store = snap.store_path
+        snap.cleanup()
+        return {"removed": store}, lambda: _print(f"removed {store}")
+    raise AssertionError(f"unknown command {name}")  # argparse refuses it first
+
+
+def _print_diff(diffs: Sequence[Any], args: argparse.Namespace) -> None:
+    if args.numstat:
+        for item in diffs:
+            counts = (
+                "-\t-" if item.binary or item.status.value == "unreadable" else f"{item.additions}\t{item.deletions}"
+            )
+            _print(f"{counts}\t{item.path}")
+    elif args.name_status:
+        for item in diffs:
+            _print(f"{rendering.STATUS_LETTER[item.status.value]}\t{item.path}")
+    elif args.stat:
+        for line in rendering.stat_lines(list(diffs)):
+            _print(line)
+    else:
+        patch = "".join(item.patch for item in diffs)
+        sys.stdout.write(rendering.colored_patch(patch) if rendering.wants_color(sys.stdout) else patch)
+        for item in diffs:
+            if item.status.value == "unreadable":
+                sys.stderr.write(f"unreadable (kept as last recorded): {item.path}\n")
+
+
+def _print_restore(result: Any) -> None:
+    for path in result.written_paths:
+        _print(f"write  {path}")
+    for path in result.deleted_paths:
+        _print(f"delete {path}")
+    for kept in result.kept:
+        _print(f"keep   {kept.path} ({kept.reason.value}: not tracked now, left as it is)")
+    for skipped in result.skipped:
+        _print(f"skip   {skipped.path} ({skipped.detail or skipped.reason.value}: not written here)")
+    done = ("would write", "would delete") if result.dry_run else ("wrote", "deleted")
+    _print(f"{done[0]} {result.written}, {done[1]} {result.deleted}, unchanged {result.unchanged}")
+    if result.safety_snapshot_id:
+        _print(f"undo with: snapshotter restore {result.safety_snapshot_id[:12]}")
+
+
+def _exit_code(error: BaseException) -> int:
+    if isinstance(error, CommandFailed):
+        return error.code
+    if isinstance(error, (SnapshotNotFound, InvalidRef, PathNotFound)):
+        return EXIT_NOT_FOUND
+    if isinstance(error, StoreLocked):
+        return EXIT_LOCKED
+    if isinstance(error, (RestoreConflict, UnsafeTree)):
+        return EXIT_REFUSED
+    return EXIT_ERROR
+
+
+class _Warnings(logging.Handler):
+    """The library's warnings during one command: on stderr as they come, and kept for ``--json``."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if text.startswith("snapshotter: "):
+            text = text[len("snapshotter: ") :]
+        self.seen.append(text)
+        sys.stderr.write(f"snapshotter: warning: {text}\n")
+
+
+@contextmanager
+def _warnings_shown() -> Iterator[_Warnings]:
+    logger = logging.getLogger("snapshotter")
+    handler = _Warnings()
+    logger.addHandler(handler)
+    propagate, logger.propagate = logger.propagate, False  # shown once, by us
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
+def _document(name: str, body: dict[str, Any], warnings: list[str]) -> str:
+    document: dict[str, Any] = {"schema": rendering.SCHEMA, "command": name, **body}
+    if warnings:
+        document["warnings"] = warnings
+    return json.dumps(document)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        code = _main(sys.argv[1:] if argv is None else argv)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+        return code
+    except BrokenPipeError:
+        # The reader went away (`snapshotter log | head -1`): stop quietly, as git does.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_PIPE
+
+
+def _main(argv: Sequence[str]) -> int:
+    args = _parse(argv)
+    name = args.command
+    with _warnings_shown() as warned:
+        try:
+            result, show = _run(args)
+        except (SnapshotError, CommandFailed) as error:
+            if args.debug:
+                raise
+            code = _exit_code(error)
+            message = error.for_cli() if isinstance(error, SnapshotError) else str(error)
+            sys.stderr.write(f"snapshotter: {message}\n")
+            if args.json:
+                kind = error.kind if isinstance(error, CommandFailed) else type(error).__name__
+                detail: dict[str, Any] = {"type": kind, "message": message, "exit_code": code}
+                if isinstance(error, CommandFailed) and error.result is not None:
+                    detail["result"] = error.result
+                _print(_document(name, {"error": detail}, warned.seen))
+            return code
+        except KeyboardInterrupt:
+            return 130
+    if name == "mcp":
+        return EXIT_OK
+    if args.json:
+        _print(_document(name, {"result": result}, warned.seen))
+    else:
+        show()
+    return EXIT_OK

@@ -1,0 +1,297 @@
+"""Settings for the command line and the MCP server, and where each came from.
+
+Lowest precedence first: built-in defaults, the user's config file (outside any
+workspace), the workspace's own files (``[tool.snapshotter]`` in its
+``pyproject.toml``, a ``snapshotter.toml``), ``SNAPSHOTTER_*`` environment
+variables, then command-line flags. The library itself takes keyword arguments
+only; this module turns settings into them.
+
+Who may set what: the caller (flags, environment, the user's config file) may
+set anything. A file inside the workspace can be written by the agent being
+guarded, so it may only make things safer: add excludes, tighten the size
+gates, keep more history, or tune harmless knobs. Anything else found there is
+ignored with a warning, and so is a file that cannot be read or parsed: the
+agent must not be able to stop snapshots by writing a bad file either.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from snapshotter.errors import InvalidInput
+from snapshotter.upkeep.retention import Retention
+from snapshotter.worktree.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+
+_DEFAULT_RETENTION = Retention()
+_MAX_DAYS = 999_999  # timedelta's own limit is 999,999,999 days: anything near it means "forever"
+CONFIG_ENV = "SNAPSHOTTER_CONFIG"
+"""Names the user's config file instead of the default location."""
+
+Policy = Callable[[Any, Any], bool]
+"""(value so far, value from a workspace file) -> may the workspace file's value stand?"""
+
+
+def _anything(current: Any, proposed: Any) -> bool:
+    return True
+
+
+def _never(current: Any, proposed: Any) -> bool:
+    return False
+
+
+def _only_true(current: Any, proposed: Any) -> bool:
+    return proposed is True
+
+
+def _only_false(current: Any, proposed: Any) -> bool:
+    return proposed is False
+
+
+def _only_lower_cap(current: Any, proposed: Any) -> bool:
+    """A cap where 0 means none: the workspace may only lower it, never lift it."""
+    return bool(proposed > 0 and (current == 0 or proposed <= current))
+
+
+def _only_longer_history(current: Any, proposed: Any) -> bool:
+    """A retention limit where 0 means none: the workspace may only keep more."""
+    return bool(current != 0 and (proposed == 0 or proposed >= current))
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting's type, default, help, and what a workspace file may do with it."""
+
+    kind: type
+    default: Any
+    help: str
+    from_workspace: Policy = _never
+    workspace_rule: str = "it is the caller's to set"
+
+
+SETTINGS: dict[str, Setting] = {
+    "home": Setting(str, None, "where stores live (default: the user data folder)"),
+    "exclude": Setting(list, [], "extra gitignore-style patterns", _anything, "a workspace file's patterns are added"),
+    "use_default_excludes": Setting(
+        bool, True, "apply the built-in excludes (.env, node_modules, ...)", _only_true, "it may not turn them off"
+    ),
+    "max_new_file_size": Setting(
+        int, 10 * 2**20, "skip new files larger than this many bytes", _only_lower_cap, "it may only lower it"
+    ),
+    "lock_timeout": Setting(float, 30.0, "seconds to wait for another writer", _anything),
+    "max_snapshots": Setting(
+        int,
+        _DEFAULT_RETENTION.max_snapshots,
+        "retention: keep at most this many (0: no limit)",
+        _only_longer_history,
+        "it may only keep more",
+    ),
+    "max_age_days": Setting(
+        float,
+        7.0,
+        "retention: drop snapshots older than this (0: no limit)",
+        _only_longer_history,
+        "it may only keep more",
+    ),
+    "max_store_bytes": Setting(int, _DEFAULT_RETENTION.max_store_bytes, "retention: store size cap (0: no limit)"),
+    "max_undo": Setting(
+        int,
+        _DEFAULT_RETENTION.max_undo,
+        "retention: undo points kept whatever the other limits say (0: all)",
+        _only_longer_history,
+        "it may only keep more",
+    ),
+    "allow_unsafe_root": Setting(bool, False, "allow home, Desktop, Documents, Downloads or a filesystem root"),
+    "max_workspace_bytes": Setting(
+        int, DEFAULT_MAX_BYTES, "refuse bigger workspaces (0: no cap)", _only_lower_cap, "it may only lower it"
+    ),
+    "max_workspace_entries": Setting(
+        int,
+        DEFAULT_MAX_ENTRIES,
+        "refuse workspaces with more entries (0: no cap)",
+        _only_lower_cap,
+        "it may only lower it",
+    ),
+    "trust_folder_mtimes": Setting(
+        bool,
+        True,
+        "skip re-listing folders whose mtime is unchanged (off: for filesystems that do not update it)",
+        _only_false,
+        "it may only turn it off",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """Every setting's effective value and source, and what was ignored, with why."""
+
+    values: Mapping[str, tuple[Any, str]]
+    warnings: tuple[str, ...] = field(default=())
+
+    def value(self, name: str) -> Any:
+        return self.values[name][0]
+
+
+def _coerce(name: str, value: Any, source: str) -> Any:
+    kind = SETTINGS[name].kind
+    try:
+        if kind is bool:
+            if isinstance(value, str):
+                lowered = value.strip().lower()
+                if lowered not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                    raise ValueError(value)
+                return lowered in ("1", "true", "yes", "on")
+            if not isinstance(value, bool):
+                raise ValueError(value)
+            return value
+        if kind is list:
+            if isinstance(value, str):
+                return [part for part in (p.strip() for p in value.split(",")) if part]
+            if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+                raise ValueError(value)
+            return list(value)
+        if kind is str:
+            if not isinstance(value, str):
+                raise ValueError(value)
+            return value
+        if isinstance(value, bool):
+            raise ValueError(value)
+        number = kind(value)
+        if number < 0 or number != number:  # negative, or NaN
+            raise ValueError(value)
+        return number
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidInput(
+            f"setting {name} from {source} has a bad value {value!r}; expected a non-negative {kind.__name__}"
+        ) from None
+
+
+def _read_toml(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as handle:
+            loaded: dict[str, Any] = tomllib.load(handle)
+            return loaded
+    except FileNotFoundError:
+        return {}
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"cannot read {path}: {exc}; fix or remove it") from None
+
+
+def user_config_path(environ: Mapping[str, str] | None = None) -> str:
+    """The user's own config file: ``$SNAPSHOTTER_CONFIG``, else ``config.toml`` in
+    the platform's per-user config folder (never inside a workspace)."""
+    environ = os.environ if environ is None else environ
+    named = environ.get(CONFIG_ENV)
+    if named:
+        return named
+    import platformdirs
+
+    return os.path.join(platformdirs.user_config_dir("snapshotter", appauthor=False), "config.toml")
+
+
+def resolve(workspace: str, flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Resolved:
+    """Every setting's effective value and the source it came from."""
+    environ = os.environ if environ is None else environ
+    out: dict[str, tuple[Any, str]] = {name: (s.default, "default") for name, s in SETTINGS.items()}
+    warnings: list[str] = []
+
+    def caller_layer(source: str, values: Mapping[str, Any]) -> None:
+        for name, raw in values.items():
+            if name not in SETTINGS:
+                raise InvalidInput(f"unknown setting {name!r} in {source}; `snapshotter config` lists them")
+            value = _coerce(name, raw, source)
+            if SETTINGS[name].kind is list:  # patterns add up, whoever sets them
+                value = list(out[name][0]) + [p for p in value if p not in out[name][0]]
+                source = source if out[name][1] == "default" else f"{out[name][1]} + {source}"
+            out[name] = (value, source)
+
+    user_file = user_config_path(environ)
+    caller_layer(user_file, _read_toml(user_file))
+    for source, values in _workspace_files(workspace, warnings):
+        _workspace_layer(source, values, out, warnings)
+    from_env = {n: environ[f"SNAPSHOTTER_{n.upper()}"] for n in SETTINGS if f"SNAPSHOTTER_{n.upper()}" in environ}
+    caller_layer("environment", from_env)
+    caller_layer("command line", {n: v for n, v in flags.items() if v is not None and n in SETTINGS})
+    return Resolved(out, tuple(warnings))
+
+
+def _workspace_files(workspace: str, warnings: list[str]) -> list[tuple[str, Mapping[str, Any]]]:
+    pyproject = os.path.join(workspace, "pyproject.toml")
+    own = os.path.join(workspace, "snapshotter.toml")
+    layers: list[tuple[str, Mapping[str, Any]]] = []
+    for source, path, table in (
+        (f"{pyproject} [tool.snapshotter]", pyproject, ("tool", "snapshotter")),
+        (own, own, ()),
+    ):
+        try:
+            section: Any = _read_toml(path)
+        except InvalidInput as exc:
+            warnings.append(f"ignored {path}: {exc}")
+            continue
+        for key in table:
+            section = section.get(key, {}) if isinstance(section, dict) else None
+        if not isinstance(section, dict):
+            warnings.append(f"ignored {source}: not a table of settings")
+            continue
+        layers.append((source, section))
+    return layers
+
+
+def _workspace_layer(
+    source: str, values: Mapping[str, Any], out: dict[str, tuple[Any, str]], warnings: list[str]
+) -> None:
+    """A file inside the workspace: what makes things safer is taken, the rest is ignored with a warning."""
+    for name, raw in values.items():
+        setting = SETTINGS.get(name)
+        if setting is None:
+            warnings.append(f"ignored unknown setting {name!r} in {source}; `snapshotter config` lists them")
+            continue
+        try:
+            value = _coerce(name, raw, source)
+        except InvalidInput as exc:
+            warnings.append(f"ignored: {exc}")
+            continue
+        current = out[name][0]
+        if setting.kind is list:
+            where = source if out[name][1] == "default" else f"{out[name][1]} + {source}"
+            out[name] = (list(current) + [p for p in value if p not in current], where)
+        elif setting.from_workspace(current, value):
+            out[name] = (value, source)
+        elif value != current:
+            warnings.append(
+                f"ignored {name} = {raw!r} in {source}: a file inside the workspace may not weaken safety "
+                f"({setting.workspace_rule}); set it with a flag, the environment or {CONFIG_ENV}"
+            )
+
+
+def snapshotter_options(settings: Resolved) -> dict[str, Any]:
+    """Keyword arguments for :class:`~snapshotter.Snapshotter` from resolved settings."""
+    value = settings.value
+    age = value("max_age_days")
+    return {
+        "home": value("home"),
+        "exclude": tuple(value("exclude")),
+        "use_default_excludes": value("use_default_excludes"),
+        "max_new_file_size": value("max_new_file_size"),
+        "lock_timeout": value("lock_timeout"),
+        "retention": Retention(
+            max_snapshots=value("max_snapshots") or None,
+            max_age=timedelta(days=min(age, _MAX_DAYS)) if age else None,
+            max_store_bytes=value("max_store_bytes") or None,
+            max_undo=value("max_undo") or None,
+        ),
+        "allow_unsafe_root": value("allow_unsafe_root"),
+        "max_workspace_bytes": value("max_workspace_bytes"),
+        "max_workspace_entries": value("max_workspace_entries"),
+        "trust_folder_mtimes": value("trust_folder_mtimes"),
+    }

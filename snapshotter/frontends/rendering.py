@@ -1,0 +1,217 @@
+"""What the command line prints: stable JSON documents, text, colour and progress.
+
+JSON output (``--json``) is one object per command, ``{"schema": 1, "command":
+..., "result": ...}`` or ``{"schema": 1, "command": ..., "error": {...}}``;
+the shapes below are the documented schema, and fields are only ever added.
+Colour appears only on a terminal without ``NO_COLOR``; the progress line only
+on a terminal's stderr, never in pipes or with ``--json``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import fields, is_dataclass
+from datetime import datetime
+from enum import Enum
+from typing import Any, TextIO
+
+from snapshotter.model import FileChange, FileDiff, PruneResult, RestoreResult, SnapshotInfo, StoreStats, UndoResult
+from snapshotter.upkeep.compaction import GcResult
+from snapshotter.upkeep.integrity import VerifyResult
+
+SCHEMA = 1
+STATUS_LETTER = {"added": "A", "modified": "M", "deleted": "D", "type_changed": "T", "unreadable": "X"}
+"""git's letters; X (git's "unknown") marks a file that exists but cannot be read (kept as last recorded)."""
+
+
+def _mode(mode: int | None) -> str | None:
+    return f"{mode:06o}" if mode is not None else None
+
+
+def _value(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, float):
+        return round(value, 3)
+    if isinstance(value, (tuple, list)):
+        return [_value(v) for v in value]
+    if is_dataclass(value) and not isinstance(value, type):
+        return plain_json(value)
+    return value
+
+
+def plain_json(result: Any) -> dict[str, Any]:
+    """A result dataclass of flat fields as JSON: datetimes in ISO 8601, tuples as lists."""
+    return {f.name: _value(getattr(result, f.name)) for f in fields(result) if not f.name.startswith("_")}
+
+
+def snapshot_json(info: SnapshotInfo) -> dict[str, Any]:
+    return {
+        "id": info.id,
+        "tree_id": info.tree_id,
+        "sequence": info.sequence,
+        "message": info.message,
+        "label": info.label,
+        "created_at": info.created_at.isoformat(),
+        "files_changed": info.files_changed,
+        "additions": info.additions,
+        "deletions": info.deletions,
+        "metadata": dict(info.metadata),
+        "skipped": [{"path": s.path, "reason": s.reason.value} for s in info.skipped],
+    }
+
+
+def diff_json(item: FileDiff, with_patch: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "path": item.path,
+        "status": item.status.value,
+        "additions": item.additions,
+        "deletions": item.deletions,
+        "binary": item.binary,
+        "old_mode": _mode(item.old_mode),
+        "new_mode": _mode(item.new_mode),
+    }
+    if with_patch:
+        out["patch"] = item.patch
+    return out
+
+
+def change_json(change: FileChange) -> dict[str, Any]:
+    return {
+        "path": change.path,
+        "status": change.status.value,
+        "old_mode": _mode(change.old_mode),
+        "new_mode": _mode(change.new_mode),
+    }
+
+
+def restore_json(result: RestoreResult) -> dict[str, Any]:
+    return plain_json(result)
+
+
+def undo_json(result: UndoResult) -> dict[str, Any]:
+    return {
+        "ok": result.ok,
+        "action": result.action,
+        "message": result.message,
+        "target_id": result.target_id,
+        "saved_id": result.saved_id,
+        "restore": restore_json(result.restore) if result.restore is not None else None,
+    }
+
+
+def prune_json(result: PruneResult) -> dict[str, Any]:
+    return {**plain_json(result), "pruned": [snapshot_json(i) for i in result.pruned]}
+
+
+def gc_json(result: GcResult) -> dict[str, Any]:
+    return plain_json(result)
+
+
+def stats_json(stats: StoreStats) -> dict[str, Any]:
+    return plain_json(stats)
+
+
+def verify_json(result: VerifyResult) -> dict[str, Any]:
+    return plain_json(result)
+
+
+def snapshot_line(info: SnapshotInfo, is_base: bool = False) -> str:
+    """One line: id, time, counts against the snapshot before it, label, first line of the message;
+    ``@`` after the id marks the base."""
+    label = f" [{info.label}]" if info.label else ""
+    when = info.created_at.strftime("%Y-%m-%d %H:%M:%S")
+    first = info.message.splitlines()[0] if info.message else ""
+    stats = f"{info.files_changed} files +{info.additions} -{info.deletions}"
+    marker = " @" if is_base else "  "
+    return f"{info.id[:12]}{marker} {when}  {stats}{label}  {first}".rstrip()
+
+
+def show_lines(info: SnapshotInfo) -> list[str]:
+    """``show REF`` for a person: every fact of one snapshot, a line each."""
+    lines = [
+        f"snapshot  {info.id}",
+        f"sequence  {info.sequence}",
+        f"created   {info.created_at.strftime('%Y-%m-%d %H:%M:%S %Z')}",
+        f"label     {info.label if info.label else '-'}",
+        f"changes   {info.files_changed} files, +{info.additions} -{info.deletions} lines "
+        "(against the snapshot before it)",
+        f"tree      {info.tree_id}",
+    ]
+    for key, value in sorted(info.metadata.items()):
+        lines.append(f"meta      {key}={value}")
+    for skipped in info.skipped:
+        lines.append(f"skipped   {skipped.path} ({skipped.reason.value})")
+    lines.append("")
+    lines.extend(f"    {line}" for line in (info.message.splitlines() or ["(no message)"]))
+    return lines
+
+
+def wants_color(stream: TextIO) -> bool:
+    return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+def colored_patch(patch: str) -> str:
+    out = []
+    for line in patch.splitlines(keepends=True):
+        if line.startswith(
+            ("diff --git", "index ", "--- ", "+++ ", "new file", "deleted file", "old mode", "new mode")
+        ):
+            out.append(f"\x1b[1m{line.rstrip(chr(10))}\x1b[0m\n")
+        elif line.startswith("@@"):
+            out.append(f"\x1b[36m{line.rstrip(chr(10))}\x1b[0m\n")
+        elif line.startswith("+"):
+            out.append(f"\x1b[32m{line.rstrip(chr(10))}\x1b[0m\n")
+        elif line.startswith("-"):
+            out.append(f"\x1b[31m{line.rstrip(chr(10))}\x1b[0m\n")
+        else:
+            out.append(line)
+    return "".join(out)
+
+
+def stat_lines(diffs: list[FileDiff]) -> list[str]:
+    width = max((len(d.path) for d in diffs), default=0)
+    lines = []
+    for item in diffs:
+        counts = "Bin" if item.binary else f"{item.additions + item.deletions:>5} {'+' * min(item.additions, 30)}"
+        counts += "" if item.binary else "-" * min(item.deletions, 30)
+        lines.append(f" {item.path:<{width}} | {counts}")
+    added = sum(d.additions for d in diffs)
+    deleted = sum(d.deletions for d in diffs)
+    lines.append(f" {len(diffs)} files changed, {added} insertions(+), {deleted} deletions(-)")
+    return lines
+
+
+class ProgressLine:
+    """A one-line progress report on a terminal's stderr, at most ten updates a second."""
+
+    MIN_TOTAL = 200
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.started: dict[str, float] = {}
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if total < self.MIN_TOTAL:
+            return
+        now = time.monotonic()
+        start = self.started.setdefault(phase, now)
+        if done < total and now - self.last < 0.1:
+            return
+        self.last = now
+        rate = done / (now - start) if now > start else 0.0
+        self.stream.write(f"\r{phase} {done:,}/{total:,} files  {rate:,.0f} files/s ")
+        self.stream.flush()
+        self.shown = True
+
+    def finish(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False

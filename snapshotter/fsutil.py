@@ -1,0 +1,75 @@
+"""Small filesystem facts and helpers that every wing shares.
+
+- Durability. Atomic writes (temporary file, then rename) already protect against a killed
+process. Against a power cut, content must reach the disk before a name that
+points at it: object contents are fsynced as they are written, and the
+folders that received new names are fsynced before a ref or a deletion
+relies on them.
+- Stat keys: what must match for a file to be taken as unchanged.
+- When a timestamp has settled: a folder or file changed too recently may change
+  again within the same clock tick, so its stat cannot vouch for it yet.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+USE_CTIME = sys.platform != "win32"  # on Windows st_ctime is the creation time
+
+StatKey = tuple[int, int, int, int, int]
+"""(st_mode, size, mtime_ns, ctime_ns, inode): what must match to skip a read."""
+
+DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+"""Flags that open a folder for listing or as a ``dir_fd``."""
+NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+RECENT_NS = 100_000_000
+"""A folder changed less than this long before a walk began is listed again next
+time: timestamps advance by clock ticks (a few ms on Linux), and a change made
+right after the listing, within the tick of the change before it, would leave
+the folder's stat as recorded."""
+RECENT_COARSE_NS = 2_000_000_000
+"""The same for timestamps in whole seconds (FAT keeps 2-second ones)."""
+
+
+def stat_key(st: os.stat_result) -> StatKey:
+    return (
+        st.st_mode,
+        st.st_size,
+        st.st_mtime_ns,
+        st.st_ctime_ns if USE_CTIME else 0,
+        st.st_ino,
+    )
+
+
+def settled(own: os.stat_result, walk_began_ns: int) -> bool:
+    """Whether a folder last changed long enough before a walk began for its
+    stat to vouch for its listing (see ``RECENT_NS``)."""
+    ctime = own.st_ctime_ns
+    recent = RECENT_COARSE_NS if ctime % 1_000_000_000 == 0 else RECENT_NS
+    return ctime < walk_began_ns - recent
+
+
+def unlink_quietly(path: str, dir_fd: int | None = None) -> None:
+    """Remove a file if it is there; a file already gone, or not removable, is not an error here."""
+    try:
+        os.unlink(path, dir_fd=dir_fd)
+    except OSError:
+        pass
+
+
+def sync_folder(folder: str) -> None:
+    """fsync a folder, so the names created in it survive a power cut (POSIX only)."""
+    if os.name != "posix":
+        return  # Windows has no folder handles to sync; NTFS journals names itself
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,337 @@
+"""The persistent stat cache: what each tracked path looked like when last hashed.
+
+A file is reused without reading it only if its mode, size, mtime, ctime and
+inode all match its record **and** the record is not racy: its mtime must be
+strictly older than the moment the cache was written, as the filesystem's own
+clock saw it (the cache file's mtime), less the clock's granularity. A file
+rewritten within the same tick as the cache would otherwise look unchanged.
+
+Per folder the cache keeps the tree id and the number of tracked entries, so a
+folder whose entries are all unchanged reuses its tree id without serialising;
+and the names the ignore rules excluded, under a digest of the rules and the
+folder's listing, so an unchanged folder is not matched against the rules again.
+
+And per folder its shape: the folder's own (mtime, ctime, inode), the rules
+inside it and its tracked subfolders. A folder whose stat still equals its
+shape's (and is not racy, as for files) has the same entries as then, since
+creating, removing or renaming an entry changes its folder's mtime: its
+tracked files are the names in its table, and the walk ``lstat``s those
+without listing the folder again (git's "untracked cache" does the same).
+
+Records are grouped by folder (folder -> name -> record): a walk looks a file
+up by its name in its folder's small table, and a folder whose files all match
+hands that very table to the scan, so an unchanged folder costs no new objects.
+Such tables are shared and never changed in place; ``set`` copies one first.
+
+Every blob and tree id in the cache names an object already in the store: the
+cache is saved only after the objects it names are written.
+
+The file is a small binary format (fixed-size records plus one block of paths),
+checked by a trailing SHA-1 and versioned; a missing, old or corrupt cache is
+treated as empty, which costs a full re-hash and never a wrong snapshot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import hashlib
+import os
+import struct
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+_MAGIC = b"snapshotter-statcache\n"
+_VERSION = 6
+_HEADER = struct.Struct(
+    "<IIIIIIQQQq20s"
+)  # version; folders, files, dirs, listings, shapes; 3 blocks; generation; tracked
+_FOLDER = struct.Struct("<II")  # files recorded in the folder, size of its block of names
+_FILE = struct.Struct("<IQqqQ20s")  # st_mode, size, mtime_ns, ctime_ns, inode, blob id
+_DIR = struct.Struct("<I20s")  # tracked entries, tree id
+_LISTING = struct.Struct("<20sI")  # digest of rules + listing, number of ignored names
+_SHAPE = struct.Struct("<qqQ20s?I")  # folder's mtime_ns, ctime_ns, inode; rules fingerprint, has .gitignore, subfolders
+_TRAILER = 20
+
+# Timestamps of coarse filesystems (FAT: 2 s) look like whole seconds.
+_COARSE_GRANULARITY_NS = 2_000_000_000
+
+Record = tuple[int, int, int, int, int, bytes]
+"""A stat key followed by the blob id: one flat tuple, exactly as the file stores
+it, so loading 100,000 records builds no second tuple per record."""
+
+
+Buffer = bytes | memoryview
+Listings = dict[str, tuple[bytes, frozenset[str]]]
+"""Folder -> (digest of its rules and listing, the names they ignore)."""
+Shape = tuple[int, int, int, bytes, bool, tuple[str, ...]]
+"""A folder as last listed: its own (mtime_ns, ctime_ns, inode), the fingerprint
+of the rules inside it, whether it has a ``.gitignore``, and its tracked subfolders.
+Its tracked files are the names in its table of records."""
+Folder = dict[str, Record]
+"""One folder's records by file name; shared between caches and scans, so never changed in place."""
+
+_NO_RECORDS: Folder = {}
+
+
+@dataclass
+class StatCache:
+    """Folder -> name -> record (stat key, blob id), folder -> (entry count, tree
+    id), folder -> (digest of its rules and listing, the names they ignore), and
+    folder -> shape (see ``Shape``)."""
+
+    folders: dict[str, Folder] = field(default_factory=dict)
+    dirs: dict[str, tuple[int, bytes]] = field(default_factory=dict)
+    listings: Listings = field(default_factory=dict)
+    shapes: dict[str, Shape] = field(default_factory=dict)
+    written_ns: int = 0
+    """The cache file's mtime when loaded; 0 means every record is racy."""
+    packed: dict[str, tuple[Folder, Buffer, Buffer]] = field(default_factory=dict, repr=False, compare=False)
+    """Folder -> (table, its names and records as saved): a table that is still
+    the same object is saved again from these bytes, not packed record by record.
+    Pass it on to the cache that succeeds this one."""
+    generation: int = 0
+    """The store generation its ids were valid in (see ``Store.generation``)."""
+    tracked: bytes = b""
+    """The checksum of the paths tracked whatever the rules say (the user's git
+    index) when it was made: when it differs, folders holding ignored names are
+    listed again, since which of those names are tracked may have changed."""
+
+    @classmethod
+    def from_paths(cls, records: dict[str, Record], dirs: dict[str, tuple[int, bytes]] | None = None) -> StatCache:
+        """A cache from path -> record (tests and small tools; scans build folders directly)."""
+        cache = cls()
+        cache.apply(records)
+        cache.dirs.update(dirs or {})
+        return cache
+
+    def folder(self, rel: str) -> Folder:
+        """The records of folder ``rel`` (``""``: the root); do not change the result."""
+        return self.folders.get(rel, _NO_RECORDS)
+
+    def apply(self, changes: Mapping[str, Record | None]) -> None:
+        """Record each path's new record (None: forget it), and forget the folder
+        records above every changed path and the shape of its folder (its table no
+        longer holds exactly the names listed). Each folder's table is copied once."""
+        tables: dict[str, Folder] = {}
+        for path, record in changes.items():
+            folder, _, name = path.rpartition("/")
+            table = tables.get(folder)
+            if table is None:
+                table = tables[folder] = dict(self.folders.get(folder, _NO_RECORDS))
+                self.shapes.pop(folder, None)
+            if record is None:
+                table.pop(name, None)
+            else:
+                table[name] = record
+            self._forget_dirs_above(path)
+        for folder, table in tables.items():
+            if table:
+                self.folders[folder] = table
+            else:
+                self.folders.pop(folder, None)
+
+    def paths(self) -> Iterator[tuple[str, Record]]:
+        """Every (path, record)."""
+        for folder, table in self.folders.items():
+            prefix = folder + "/" if folder else ""
+            for name, record in table.items():
+                yield prefix + name, record
+
+    def count(self) -> int:
+        return sum(len(table) for table in self.folders.values())
+
+    def racy_cutoff(self) -> int:
+        """Records whose mtime is at or above this value must be re-hashed."""
+        if self.written_ns == 0:
+            return -(2**63)
+        granularity = _COARSE_GRANULARITY_NS if self.written_ns % 1_000_000_000 == 0 else 0
+        return self.written_ns - granularity
+
+    def _forget_dirs_above(self, path: str) -> None:
+        parent = path
+        while parent:
+            parent = parent.rpartition("/")[0]
+            self.dirs.pop(parent, None)
+
+
+def load(path: str) -> StatCache:
+    """Read the cache at ``path``; anything unusable gives an empty cache."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+            written_ns = os.fstat(handle.fileno()).st_mtime_ns
+    except OSError:
+        return StatCache()
+    try:
+        with _collector_paused():
+            return _decode(data, written_ns)
+    except (ValueError, struct.error, UnicodeDecodeError):
+        return StatCache()
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Building or encoding 100,000 small tuples sets off the cyclic garbage
+    collector over and over although none of them can form a cycle: pausing
+    it halves the time (measured: 230 -> 110 ms to load 100,000 records)."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
+def _decode(data: bytes, written_ns: int) -> StatCache:
+    body, trailer = data[:-_TRAILER], data[-_TRAILER:]
+    if not data.startswith(_MAGIC) or hashlib.sha1(body).digest() != trailer:
+        raise ValueError("corrupt stat cache")
+    offset = len(_MAGIC)
+    version = struct.unpack_from("<I", body, offset)[0]
+    if version != _VERSION:
+        raise ValueError("old stat cache")
+    header = _HEADER.unpack_from(body, offset)
+    _, n_folders, n_files, n_dirs, n_listings, n_shapes, paths_len, ignored_len, subdirs_len, generation, tracked = (
+        header
+    )
+    offset += _HEADER.size
+    names = _split(body[offset : offset + paths_len])
+    offset += paths_len
+    ignored_names = _split(body[offset : offset + ignored_len])
+    offset += ignored_len
+    subdir_names = _split(body[offset : offset + subdirs_len])
+    offset += subdirs_len
+    if len(names) != n_folders + n_dirs + n_listings + n_shapes:
+        raise ValueError("corrupt stat cache")
+    end = offset + n_folders * _FOLDER.size
+    sizes = list(_FOLDER.iter_unpack(body[offset:end]))
+    name_offset = end
+    offset = end + sum(size for _, size in sizes)
+    end = offset + n_files * _FILE.size
+    records = list(_FILE.iter_unpack(body[offset:end]))
+    file_names = _split(body[name_offset:offset])  # every folder's block of names, in folder order
+    if len(file_names) != n_files or len(records) != n_files:
+        raise ValueError("corrupt stat cache")
+    view = memoryview(body)
+    folders: dict[str, Folder] = {}
+    packed: dict[str, tuple[Folder, Buffer, Buffer]] = {}
+    position = 0
+    for folder, (count, size) in zip(names, sizes):
+        end_position = position + count
+        table = folders[folder] = dict(zip(file_names[position:end_position], records[position:end_position]))
+        start = offset + position * _FILE.size
+        packed[folder] = (table, view[name_offset : name_offset + size], view[start : start + count * _FILE.size])
+        name_offset += size
+        position = end_position
+    if position != n_files:
+        raise ValueError("corrupt stat cache")
+    names = names[n_folders:]
+    offset, end = end, end + n_dirs * _DIR.size
+    dirs = {name: (count, tree) for name, (count, tree) in zip(names, _DIR.iter_unpack(body[offset:end]))}
+    offset, end = end, end + n_listings * _LISTING.size
+    listings = {}
+    position = 0
+    for name, (digest, count) in zip(names[n_dirs:], _LISTING.iter_unpack(body[offset:end])):
+        listings[name] = (digest, frozenset(ignored_names[position : position + count]))
+        position += count
+    offset, end = end, end + n_shapes * _SHAPE.size
+    shapes: dict[str, Shape] = {}
+    position = 0
+    for name, (mtime, ctime, inode, rules, has_gitignore, count) in zip(
+        names[n_dirs + n_listings :], _SHAPE.iter_unpack(body[offset:end])
+    ):
+        shapes[name] = (mtime, ctime, inode, rules, has_gitignore, tuple(subdir_names[position : position + count]))
+        position += count
+    if position != len(subdir_names):
+        raise ValueError("corrupt stat cache")
+    counts = (len(folders), len(dirs), len(listings), len(shapes), end)
+    if counts != (n_folders, n_dirs, n_listings, n_shapes, len(body)):
+        raise ValueError("corrupt stat cache")
+    return StatCache(
+        folders, dirs, listings, shapes, written_ns, packed, generation, tracked if tracked.strip(b"\0") else b""
+    )
+
+
+def _split(block: bytes) -> list[str]:
+    """NUL-terminated names; each name is followed by one NUL."""
+    if not block:
+        return []
+    return block[:-1].decode("utf-8", "surrogateescape").split("\0")
+
+
+def _join(names: list[str]) -> bytes:
+    return ("\0".join(names) + "\0").encode("utf-8", "surrogateescape") if names else b""
+
+
+def save(path: str, cache: StatCache) -> None:
+    """Write ``cache`` atomically (temp file in the same folder, then rename)."""
+    with _collector_paused():
+        body = _encode(cache)
+    write_atomically(path, body + hashlib.sha1(body).digest())
+    cache.written_ns = os.stat(path).st_mtime_ns
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Write a small file of the store's own (temp file in the same folder, then rename)."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".statcache-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _encode(cache: StatCache) -> bytes:
+    previous = cache.packed
+    packed: dict[str, tuple[Folder, Buffer, Buffer]] = {}
+    pack_file = _FILE.pack
+    for folder, table in cache.folders.items():
+        if not table:
+            continue
+        known = previous.get(folder)
+        if known is None or known[0] is not table:  # tables never change in place: same object, same bytes
+            known = (table, _join(list(table)), b"".join([pack_file(*record) for record in table.values()]))
+        packed[folder] = known
+    cache.packed = packed
+    path_block = _join(list(packed) + list(cache.dirs) + list(cache.listings) + list(cache.shapes))
+    ignored = [name for _, names in cache.listings.values() for name in sorted(names)]
+    ignored_block = _join(ignored)
+    subdirs_block = _join([name for shape in cache.shapes.values() for name in shape[5]])
+    parts: list[Buffer] = [
+        _MAGIC,
+        _HEADER.pack(
+            _VERSION,
+            len(packed),
+            sum(len(table) for table, _, _ in packed.values()),
+            len(cache.dirs),
+            len(cache.listings),
+            len(cache.shapes),
+            len(path_block),
+            len(ignored_block),
+            len(subdirs_block),
+            cache.generation,
+            cache.tracked,
+        ),
+        path_block,
+        ignored_block,
+        subdirs_block,
+    ]
+    pack_folder = _FOLDER.pack
+    parts.extend([pack_folder(len(table), len(names)) for table, names, _ in packed.values()])
+    parts.extend([names for _, names, _ in packed.values()])
+    parts.extend([records for _, _, records in packed.values()])
+    pack_dir = _DIR.pack
+    parts.extend(pack_dir(count, tree) for count, tree in cache.dirs.values())
+    pack_listing = _LISTING.pack
+    parts.extend(pack_listing(digest, len(names)) for digest, names in cache.listings.values())
+    pack_shape = _SHAPE.pack
+    parts.extend(pack_shape(*shape[:5], len(shape[5])) for shape in cache.shapes.values())
+    return b"".join(parts)
