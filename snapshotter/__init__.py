@@ -29,6 +29,7 @@ from snapshotter.model import (
     ChangeStatus,
     FileChange,
     FileDiff,
+    GcResult,
     PruneResult,
     RestoreResult,
     ScanStats,
@@ -37,9 +38,8 @@ from snapshotter.model import (
     SnapshotInfo,
     StoreStats,
     UndoResult,
+    VerifyResult,
 )
-from snapshotter.upkeep.compaction import GcResult
-from snapshotter.upkeep.integrity import VerifyResult
 from snapshotter.upkeep.retention import Retention
 from snapshotter.worktree.ignore import DEFAULT_EXCLUDES
 from snapshotter.worktree.watch import watch_available

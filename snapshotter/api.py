@@ -21,17 +21,17 @@ from snapshotter.guard import Guard
 from snapshotter.model import (
     FileChange,
     FileDiff,
+    GcResult,
     PruneResult,
     RestoreResult,
     ScanStats,
     SnapshotInfo,
     StoreStats,
     UndoResult,
+    VerifyResult,
 )
 from snapshotter.session.engine import Engine
 from snapshotter.upkeep import integrity
-from snapshotter.upkeep.compaction import GcResult
-from snapshotter.upkeep.integrity import VerifyResult
 from snapshotter.upkeep.retention import Retention
 from snapshotter.worktree import statcache
 from snapshotter.worktree.gitrepo import find_repository, tracked_paths

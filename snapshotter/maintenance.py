@@ -14,7 +14,7 @@ import time
 from datetime import datetime, timezone
 
 from snapshotter.history import REDO, TURNS, UNDO
-from snapshotter.model import PruneResult, SnapshotInfo, StoreStats
+from snapshotter.model import GcResult, PruneResult, SnapshotInfo, StoreStats
 from snapshotter.session.engine import Engine
 from snapshotter.upkeep import compaction, consolidation
 from snapshotter.upkeep.retention import Retention, by_count_and_age, droppable
@@ -90,7 +90,7 @@ def estimated_usage(engine: Engine) -> tuple[int, int, int]:
     return measured
 
 
-def gc(engine: Engine, dead_roots: list[bytes] | None = None) -> compaction.GcResult:
+def gc(engine: Engine, dead_roots: list[bytes] | None = None) -> GcResult:
     """Compact; ``dead_roots`` are snapshots just dropped, whose objects need no grace."""
     engine.usage_base = None
     generation = engine.store.bump_generation()  # before anything is deleted: every writer's caches go stale

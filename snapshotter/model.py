@@ -179,3 +179,26 @@ class StoreStats:
     oldest: datetime | None
     newest: datetime | None
     last_gc: datetime | None
+
+
+@dataclass(frozen=True)
+class GcResult:
+    """What a compaction did."""
+
+    objects_kept: int
+    objects_removed: int
+    packs_removed: int
+    temp_files_removed: int
+    bytes_before: int
+    bytes_after: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """What ``verify()`` found; ``ok`` when nothing."""
+
+    ok: bool
+    snapshots_checked: int
+    objects_checked: int
+    problems: tuple[str, ...]

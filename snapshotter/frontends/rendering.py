@@ -17,9 +17,17 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, TextIO
 
-from snapshotter.model import FileChange, FileDiff, PruneResult, RestoreResult, SnapshotInfo, StoreStats, UndoResult
-from snapshotter.upkeep.compaction import GcResult
-from snapshotter.upkeep.integrity import VerifyResult
+from snapshotter.model import (
+    FileChange,
+    FileDiff,
+    GcResult,
+    PruneResult,
+    RestoreResult,
+    SnapshotInfo,
+    StoreStats,
+    UndoResult,
+    VerifyResult,
+)
 
 SCHEMA = 1
 STATUS_LETTER = {"added": "A", "modified": "M", "deleted": "D", "type_changed": "T", "unreadable": "X"}

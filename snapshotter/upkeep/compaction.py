@@ -24,7 +24,6 @@ import re
 import time
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import cast
 
 from dulwich.errors import ApplyDeltaError, ChecksumMismatch
@@ -36,6 +35,7 @@ from snapshotter.gitstore.objects import MODE_LINK, MODE_TREE, STREAM_THRESHOLD,
 from snapshotter.gitstore.packread import StoredEntries
 from snapshotter.gitstore.packs import PackBuilder
 from snapshotter.gitstore.store import TEMP_NAME, Store
+from snapshotter.model import GcResult
 
 _DAMAGED = (KeyError, ValueError, zlib.error, ApplyDeltaError, ChecksumMismatch, StoreError)
 """What reading a damaged or missing object raises."""
@@ -46,19 +46,6 @@ PACK_LEVEL = 6
 _LEVEL_CLASS = 2
 """zlib's header class for PACK_LEVEL: a stored stream of this class or more is copied as it is."""
 _LOOSE_NAME = re.compile(r"[0-9a-f]{38}")
-
-
-@dataclass(frozen=True)
-class GcResult:
-    """What a compaction did."""
-
-    objects_kept: int
-    objects_removed: int
-    packs_removed: int
-    temp_files_removed: int
-    bytes_before: int
-    bytes_after: int
-    seconds: float
 
 
 def disk_usage(store: Store) -> int:

@@ -34,7 +34,8 @@ from snapshotter.gitstore.packindex import PackDamaged, read_through, write_inde
 from snapshotter.gitstore.packs import PackBuilder
 from snapshotter.gitstore.packset import unindexed
 from snapshotter.gitstore.store import Store
-from snapshotter.upkeep.compaction import GRACE_SECONDS, GcResult, disk_usage, loose_objects
+from snapshotter.model import GcResult
+from snapshotter.upkeep.compaction import GRACE_SECONDS, disk_usage, loose_objects
 
 _UNREADABLE = (KeyError, ValueError, zlib.error, ApplyDeltaError, StoreError)
 FACTOR = 2

@@ -13,20 +13,9 @@ reported. Problems are reported per snapshot; the others remain restorable.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from snapshotter.gitstore.objects import MODE_TREE, commit_tree, parse_tree
 from snapshotter.gitstore.store import Store
-
-
-@dataclass(frozen=True)
-class VerifyResult:
-    """What ``verify()`` found; ``ok`` when nothing."""
-
-    ok: bool
-    snapshots_checked: int
-    objects_checked: int
-    problems: tuple[str, ...]
+from snapshotter.model import VerifyResult
 
 
 def verify(store: Store, full: bool = False) -> VerifyResult:
