@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from snapshotter.compare import linediff, xdiff, xprepare
-from snapshotter.gitstore.objects import count_lines
+from snapshotter.gitstore.objects import count_lines, is_binary
 
 lines = st.lists(st.sampled_from([b"a\n", b"b\n", b"c\n", b"}\n", b"\n"]), max_size=40)
 
@@ -122,8 +122,8 @@ def test_counting_lines_and_binary_rule() -> None:
     assert count_lines(b"") == 0
     assert count_lines(b"a") == 1
     assert count_lines(b"a\nb\n") == 2
-    assert linediff.is_binary(b"x" * 7999 + b"\0")
-    assert not linediff.is_binary(b"x" * 8000 + b"\0")
+    assert is_binary(b"x" * 7999 + b"\0")
+    assert not is_binary(b"x" * 8000 + b"\0")
     assert linediff.split_lines(b"a\r\nb\rc") == [b"a\r\n", b"b\rc"]
     assert linediff.line_keys(b"a\nb") == [b"a", b"b\n"]  # a last line without newline is its own line
     assert linediff.line_keys(b"a\nb\n") == [b"a", b"b"]
