@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timezone
@@ -45,8 +46,9 @@ from snapshotter.gitstore.catalog import Catalog
 from snapshotter.gitstore.inflate import ObjectTooLarge
 from snapshotter.gitstore.locking import StoreLock
 from snapshotter.gitstore.objects import EMPTY_TREE, MODE_LINK, STREAM_THRESHOLD
-from snapshotter.gitstore.store import Store
+from snapshotter.gitstore.store import Store, store_path_for
 from snapshotter.model import ChangeStatus, FileChange, FileDiff, RestoreResult, ScanStats, SkippedPath, SnapshotInfo
+from snapshotter.options import Options
 from snapshotter.session.checkout import (
     SAVEABLE,
     Plan,
@@ -60,8 +62,8 @@ from snapshotter.worktree import hostfs, statcache
 from snapshotter.worktree.fsops import Workspace
 from snapshotter.worktree.gitrepo import TrackedPaths, UserRepository, find_repository, tracked_paths
 from snapshotter.worktree.ignore import root_stack
-from snapshotter.worktree.limits import WorkspaceLimits
-from snapshotter.worktree.listing import Prelisting
+from snapshotter.worktree.limits import WorkspaceLimits, check_root
+from snapshotter.worktree.listing import Prelisting, measure
 from snapshotter.worktree.pathnames import NameCheck, names_checker
 from snapshotter.worktree.walker import Incremental, Scan, git_mode_of, scan
 from snapshotter.worktree.watch import ChangeJournal
@@ -87,6 +89,27 @@ _STORE_FAILURES: tuple[type[Exception], ...] = (
 """What a damaged store raises from below; reported as StoreError."""
 
 
+def open_engine(workspace: str, options: Options) -> Engine:
+    """The engine of the canonical ``workspace``'s store, made if new. A new store
+    is made only after the workspace passed the size caps: the check lists every
+    folder, and the first scan takes over what it found."""
+    check_root(workspace, options.allow_unsafe_root)
+    path = store_path_for(workspace, options.home)
+    listings: statcache.Listings = {}
+    prelisting = None
+    if not os.path.isdir(path):  # a new store: refuse a huge folder before creating anything
+        prelisting = Prelisting(time.time_ns())
+        repository = find_repository(workspace)
+        rules = root_stack(workspace, options.exclude, options.use_default_excludes, repository)
+        rules = rules.with_tracked(tracked_paths(repository) if repository is not None else None)
+        measure(workspace, rules, limits_of(options), listings, prelisting, options.max_new_file_size)
+    return Engine(workspace, Store.open_or_create(path, workspace), options, listings, prelisting)
+
+
+def limits_of(options: Options) -> WorkspaceLimits:
+    return WorkspaceLimits(options.max_workspace_entries, options.max_workspace_bytes)
+
+
 class Engine:
     """Snapshots of one canonical workspace in one opened store."""
 
@@ -94,29 +117,19 @@ class Engine:
         self,
         workspace: str,
         store: Store,
-        *,
-        exclude: tuple[str, ...],
-        use_default_excludes: bool,
-        max_new_file_size: int,
-        lock_timeout: float,
-        limits: WorkspaceLimits | None = None,
-        watch: bool = False,
+        options: Options,
         listings: statcache.Listings | None = None,
-        trust_folder_mtimes: bool = True,
         prelisting: Prelisting | None = None,
     ) -> None:
         self.workspace = workspace
         self.store = store
+        self.options = options
+        self.limits = limits_of(options)
         self.host = hostfs.detect(workspace)
         """What the workspace's filesystem can do (exec bits, symlinks, case...)."""
         self.catalog = Catalog(store)
-        self.lock = StoreLock(os.path.join(store.meta_dir, "lock"), lock_timeout, on_recover=store.recover)
+        self.lock = StoreLock(os.path.join(store.meta_dir, "lock"), options.lock_timeout, on_recover=store.recover)
         self.last_scan = ScanStats()
-        self._exclude = exclude
-        self._use_default_excludes = use_default_excludes
-        self._max_new_file_size = max_new_file_size
-        self._trust_folder_mtimes = trust_folder_mtimes
-        self.limits = limits
         self.clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
         """When a snapshot is taken; tests move it to make old snapshots."""
         self.progress: Callable[[str, int, int], None] | None = None
@@ -141,7 +154,7 @@ class Engine:
         self._kept_bytes = 0
         self.compared: Comparison | None = None
         """During a restore: its target compared with the scan its safety snapshot recorded."""
-        if watch:
+        if options.watch:
             journal = ChangeJournal(workspace)
             self.journal = journal if journal.start() else None
 
@@ -179,7 +192,8 @@ class Engine:
             self._cache = statcache.load(self._cache_path)
             if self._cache.generation != generation:  # made before a gc: it may name deleted objects
                 self._cache = statcache.StatCache(generation=generation)
-        ignores = root_stack(self.workspace, self._exclude, self._use_default_excludes, self.repository)
+        options = self.options
+        ignores = root_stack(self.workspace, options.exclude, options.use_default_excludes, self.repository)
         forced_paths = TrackedPaths.of([os.fsencode(p) for p in forced]) if forced else None
         known_repos = self._nested_repositories()
         ignores = ignores.with_tracked(self._tracked_paths(known_repos), forced_paths)
@@ -203,13 +217,13 @@ class Engine:
             self._cache,
             self.store.writer,
             write=write,
-            max_new_file_size=self._max_new_file_size,
+            max_new_file_size=options.max_new_file_size,
             limits=self.limits,
             progress=self._phase("hashing"),
             host=self.host,
             previous_mode=previous,
             incremental=incremental,
-            trust_folders=self._trust_folder_mtimes,
+            trust_folders=options.trust_folder_mtimes,
             prelisting=prelisting,
             known_repos=known_repos,
         )
@@ -466,7 +480,7 @@ class Engine:
     def _stored(self, info: SnapshotInfo, check_names: NameCheck | None = None) -> StoredTree:
         """A snapshot's tree, allowed to yield a few times what the workspace caps let a
         workspace hold: a forged tree can double at every level."""
-        cap = self.limits.max_entries if self.limits is not None else 0
+        cap = self.limits.max_entries
         budget = 4 * cap if cap else MAX_ENTRIES_READ
         return StoredTree(self.store, bytes.fromhex(info.tree_id), check_names=check_names, budget=budget)
 
