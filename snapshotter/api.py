@@ -30,6 +30,7 @@ from snapshotter.model import (
     VerifyResult,
 )
 from snapshotter.options import DEFAULTS, OnError, Options, Retention, check_path
+from snapshotter.session import reading, restoring
 from snapshotter.session.engine import Engine, open_engine
 from snapshotter.upkeep import integrity
 
@@ -262,7 +263,7 @@ class Snapshotter:
     def status(self, files: Sequence[str | os.PathLike[str]] | None = None) -> builtins.list[FileChange]:
         """What differs between the base (see ``base()``) and the workspace now,
         or only ``files`` (paths or folders) in it."""
-        return self._engine_ok().status(_paths(files))
+        return reading.status(self._engine_ok(), _paths(files))
 
     @_public()
     def diff(
@@ -278,7 +279,7 @@ class Snapshotter:
         old = engine.catalog.get(from_ref) if from_ref is not None else engine.catalog.base()
         if old is None:
             raise SnapshotNotFound("no snapshots yet", FIRST_SNAPSHOT)
-        return engine.diff(old, engine.catalog.get(to_ref) if to_ref is not None else None, _paths(files))
+        return reading.diff(engine, old, engine.catalog.get(to_ref) if to_ref is not None else None, _paths(files))
 
     @_public(mutates=True)
     def restore(
@@ -301,8 +302,12 @@ class Snapshotter:
         first saves the ignored and too-large ones in the safety snapshot.
         """
         engine = self._engine_ok()
-        return engine.restore(
-            engine.catalog.get(ref), _paths(files), dry_run=dry_run, overwrite_untracked=bool(overwrite_untracked)
+        return restoring.restore(
+            engine,
+            engine.catalog.get(ref),
+            _paths(files),
+            dry_run=dry_run,
+            overwrite_untracked=bool(overwrite_untracked),
         )
 
     # -- lifecycle: retention, pins, compaction ---------------------------------------------
