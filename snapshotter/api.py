@@ -7,13 +7,13 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from typing import Any, TypeVar, cast
 
-from snapshotter import history, maintenance
+from snapshotter import arguments, history, maintenance
 from snapshotter.background import Background, SnapshotHandle, finished
-from snapshotter.errors import FIRST_SNAPSHOT, InvalidInput, SnapshotError, SnapshotNotFound, StoreError
+from snapshotter.errors import FIRST_SNAPSHOT, SnapshotError, SnapshotNotFound, StoreError
 from snapshotter.gitstore import trailers
 from snapshotter.gitstore.store import canonical_workspace
 from snapshotter.guard import Guard
@@ -52,7 +52,7 @@ def _public(failure: object = None, mutates: bool = False, maintain: bool = True
             try:
                 with self._lock:
                     engine = self._engine_ok()
-                    with engine.errors(), _maybe(engine.lock, mutates):
+                    with engine.errors(), engine.lock if mutates else nullcontext():
                         result = method(self, *args, **kwargs)
                         if mutates and maintain and self._engine is not None:
                             maintenance.maintain(self._engine, self._options.retention)
@@ -67,15 +67,6 @@ def _public(failure: object = None, mutates: bool = False, maintain: bool = True
         return cast(_Method, run)
 
     return wrap
-
-
-@contextmanager
-def _maybe(lock: Any, take: bool) -> Iterator[None]:
-    if take:
-        with lock:
-            yield
-    else:
-        yield
 
 
 class Snapshotter:
@@ -210,8 +201,8 @@ class Snapshotter:
         A ``label`` already in use moves to the new snapshot (a warning is
         logged); the older snapshot keeps its id and stays listed."""
         engine = self._engine_ok()
-        checked = _checked(message, label, metadata)
-        with _moving_label(engine, label):
+        checked = arguments.snapshot_text(message, label, metadata)
+        with arguments.moving_label(engine, label):
             return engine.snapshot(*checked)
 
     track = snapshot
@@ -229,7 +220,7 @@ class Snapshotter:
         takes milliseconds. Bad arguments are refused at once.
         """
         try:
-            checked = _checked(message, label, metadata)
+            checked = arguments.snapshot_text(message, label, metadata)
         except SnapshotError as exc:
             if self._options.on_error == "raise":
                 raise
@@ -243,9 +234,7 @@ class Snapshotter:
     ) -> builtins.list[SnapshotInfo]:
         """Snapshots, newest first (``limit=None``: all), optionally only those
         with ``label`` and all the given ``metadata`` pairs."""
-        if limit is not None and (not isinstance(limit, int) or limit < 0):
-            raise InvalidInput("limit must be a non-negative integer or None")
-        return self._engine_ok().catalog.select(limit, label, trailers.validate_metadata(metadata))
+        return self._engine_ok().catalog.select(arguments.limit(limit), label, trailers.validate_metadata(metadata))
 
     @_public()
     def get(self, ref: str | SnapshotInfo) -> SnapshotInfo:
@@ -263,7 +252,7 @@ class Snapshotter:
     def status(self, files: Sequence[str | os.PathLike[str]] | None = None) -> builtins.list[FileChange]:
         """What differs between the base (see ``base()``) and the workspace now,
         or only ``files`` (paths or folders) in it."""
-        return reading.status(self._engine_ok(), _paths(files))
+        return reading.status(self._engine_ok(), arguments.paths(files))
 
     @_public()
     def diff(
@@ -279,7 +268,9 @@ class Snapshotter:
         old = engine.catalog.get(from_ref) if from_ref is not None else engine.catalog.base()
         if old is None:
             raise SnapshotNotFound("no snapshots yet", FIRST_SNAPSHOT)
-        return reading.diff(engine, old, engine.catalog.get(to_ref) if to_ref is not None else None, _paths(files))
+        return reading.diff(
+            engine, old, engine.catalog.get(to_ref) if to_ref is not None else None, arguments.paths(files)
+        )
 
     @_public(mutates=True)
     def restore(
@@ -305,7 +296,7 @@ class Snapshotter:
         return restoring.restore(
             engine,
             engine.catalog.get(ref),
-            _paths(files),
+            arguments.paths(files),
             dry_run=dry_run,
             overwrite_untracked=bool(overwrite_untracked),
         )
@@ -364,8 +355,8 @@ class Snapshotter:
     ) -> SnapshotInfo:
         """Snapshot the workspace as an undo point; clears what could be redone."""
         engine = self._engine_ok()
-        checked = _checked(message, label, metadata)
-        with _moving_label(engine, label):
+        checked = arguments.snapshot_text(message, label, metadata)
+        with arguments.moving_label(engine, label):
             return history.checkpoint(engine, *checked)
 
     @_public(failure=False, mutates=True, maintain=False)
@@ -390,21 +381,20 @@ class Snapshotter:
     @_public(mutates=True)
     def begin_turn(self, message: str = "", *, metadata: Mapping[str, str] | None = None) -> SnapshotInfo:
         """Checkpoint labelled ``pre-turn:<n>`` for the next turn number n."""
-        return history.begin_turn(self._engine_ok(), *_checked(message, None, metadata)[::2])
+        return history.begin_turn(self._engine_ok(), *arguments.snapshot_text(message, None, metadata)[::2])
 
     @_public(mutates=True)
     def end_turn(self, message: str = "", *, metadata: Mapping[str, str] | None = None) -> SnapshotInfo:
         """Snapshot labelled ``post-turn:<n>`` for the turn begun last."""
-        return history.end_turn(self._engine_ok(), *_checked(message, None, metadata)[::2])
+        return history.end_turn(self._engine_ok(), *arguments.snapshot_text(message, None, metadata)[::2])
 
     @_public(mutates=True)
     def tool_snapshot(
         self, call_id: str, message: str = "", *, metadata: Mapping[str, str] | None = None
     ) -> SnapshotInfo:
         """Snapshot labelled ``tool:<call_id>``, e.g. before a file-editing tool call."""
-        if not isinstance(call_id, str) or not call_id:
-            raise InvalidInput("call_id must be a non-empty string")
-        return self._engine_ok().snapshot(*_checked(message, f"tool:{call_id}", metadata))
+        label = f"tool:{arguments.call_id(call_id)}"
+        return self._engine_ok().snapshot(*arguments.snapshot_text(message, label, metadata))
 
     @_public(mutates=True)
     def revert_turn(self, n: int = 1) -> RestoreResult:
@@ -437,32 +427,6 @@ class Snapshotter:
     def guard(self, verify: Callable[[], object] | None = None) -> Guard:
         """A context manager that rolls the workspace back if its block fails."""
         return Guard(self, verify)
-
-
-@contextmanager
-def _moving_label(engine: Engine, label: str | None) -> Iterator[None]:
-    """Warn, once the new snapshot exists, that ``label`` now names it and no longer an older one."""
-    previous = engine.catalog.labelled(label) if label is not None else None
-    yield
-    if previous is not None:
-        log.warning(
-            "label %r now names the new snapshot; it named %s before (still listed, by id)", label, previous.id[:12]
-        )
-
-
-def _paths(files: Sequence[str | os.PathLike[str]] | None) -> Sequence[str | os.PathLike[str]] | None:
-    if isinstance(files, (str, os.PathLike)):
-        raise InvalidInput("files= takes a list of paths, not a single path")
-    return files
-
-
-def _checked(
-    message: str, label: str | None, metadata: Mapping[str, str] | None
-) -> tuple[str, str | None, dict[str, str]]:
-    if not isinstance(message, str):
-        raise InvalidInput("message must be a string")
-    trailers.check_text("message", message)
-    return message, trailers.validate_label(label), trailers.validate_metadata(metadata)
 
 
 def guard(workspace: str | os.PathLike[str], verify: Callable[[], object] | None = None, **options: Any) -> Guard:
