@@ -40,7 +40,7 @@ from snapshotter.model import (
     UndoResult,
     VerifyResult,
 )
-from snapshotter.upkeep.retention import Retention
+from snapshotter.options import Retention
 from snapshotter.worktree.ignore import DEFAULT_EXCLUDES
 from snapshotter.worktree.watch import watch_available
 

@@ -7,16 +7,15 @@ import functools
 import logging
 import os
 import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from typing import Any, Literal, TypeVar, cast
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
+from typing import Any, TypeVar, cast
 
-from snapshotter import history, maintenance
+from snapshotter import arguments, history, maintenance
 from snapshotter.background import Background, SnapshotHandle, finished
-from snapshotter.errors import FIRST_SNAPSHOT, InvalidInput, SnapshotError, SnapshotNotFound, StoreError
+from snapshotter.errors import FIRST_SNAPSHOT, SnapshotError, SnapshotNotFound, StoreError
 from snapshotter.gitstore import trailers
-from snapshotter.gitstore.store import Store, canonical_workspace, store_path_for
+from snapshotter.gitstore.store import canonical_workspace
 from snapshotter.guard import Guard
 from snapshotter.model import (
     FileChange,
@@ -30,18 +29,13 @@ from snapshotter.model import (
     UndoResult,
     VerifyResult,
 )
-from snapshotter.session.engine import Engine
+from snapshotter.options import DEFAULTS, OnError, Options, Retention, check_path
+from snapshotter.session import reading, restoring
+from snapshotter.session.engine import Engine, open_engine
 from snapshotter.upkeep import integrity
-from snapshotter.upkeep.retention import Retention
-from snapshotter.worktree import statcache
-from snapshotter.worktree.gitrepo import find_repository, tracked_paths
-from snapshotter.worktree.ignore import root_stack
-from snapshotter.worktree.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES, WorkspaceLimits, check_root
-from snapshotter.worktree.listing import Prelisting, measure
 
 log = logging.getLogger("snapshotter")
 
-OnError = Literal["raise", "warn"]
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
@@ -58,13 +52,13 @@ def _public(failure: object = None, mutates: bool = False, maintain: bool = True
             try:
                 with self._lock:
                     engine = self._engine_ok()
-                    with engine.errors(), _maybe(engine.lock, mutates):
+                    with engine.errors(), engine.lock if mutates else nullcontext():
                         result = method(self, *args, **kwargs)
                         if mutates and maintain and self._engine is not None:
-                            maintenance.maintain(self._engine, self._retention)
+                            maintenance.maintain(self._engine, self._options.retention)
                         return result
             except Exception as exc:
-                if self._on_error == "raise":
+                if self._options.on_error == "raise":
                     raise
                 log.warning("snapshotter: %s failed: %s", method.__name__, exc)
                 log.debug("snapshotter: %s failure details", method.__name__, exc_info=True)
@@ -73,15 +67,6 @@ def _public(failure: object = None, mutates: bool = False, maintain: bool = True
         return cast(_Method, run)
 
     return wrap
-
-
-@contextmanager
-def _maybe(lock: Any, take: bool) -> Iterator[None]:
-    if take:
-        with lock:
-            yield
-    else:
-        yield
 
 
 class Snapshotter:
@@ -100,61 +85,34 @@ class Snapshotter:
         self,
         workspace: str | os.PathLike[str],
         *,
-        home: str | os.PathLike[str] | None = None,
-        exclude: Sequence[str] = (),
-        use_default_excludes: bool = True,
-        max_new_file_size: int = 10 * 2**20,
-        on_error: OnError = "raise",
-        lock_timeout: float = 30.0,
+        home: str | os.PathLike[str] | None = DEFAULTS.home,
+        exclude: Sequence[str] = DEFAULTS.exclude,
+        use_default_excludes: bool = DEFAULTS.use_default_excludes,
+        max_new_file_size: int = DEFAULTS.max_new_file_size,
+        on_error: OnError = DEFAULTS.on_error,
+        lock_timeout: float = DEFAULTS.lock_timeout,
         retention: Retention | None = None,
-        allow_unsafe_root: bool = False,
-        max_workspace_bytes: int = DEFAULT_MAX_BYTES,
-        max_workspace_entries: int = DEFAULT_MAX_ENTRIES,
-        watch: bool = False,
-        trust_folder_mtimes: bool = True,
+        allow_unsafe_root: bool = DEFAULTS.allow_unsafe_root,
+        max_workspace_bytes: int = DEFAULTS.max_workspace_bytes,
+        max_workspace_entries: int = DEFAULTS.max_workspace_entries,
+        watch: bool = DEFAULTS.watch,
+        trust_folder_mtimes: bool = DEFAULTS.trust_folder_mtimes,
     ) -> None:
-        if on_error not in ("raise", "warn"):
-            raise InvalidInput('on_error must be "raise" or "warn"')
-        _check_path("workspace", workspace)
-        if home is not None:
-            _check_path("home", home)
-        if (
-            isinstance(exclude, str)
-            or not isinstance(exclude, Iterable)
-            or not all(isinstance(p, str) for p in exclude)
-        ):
-            raise InvalidInput("exclude= takes a sequence of gitignore pattern strings")
-        if retention is not None and not isinstance(retention, Retention):
-            raise InvalidInput("retention= takes a Retention(...) or None")
-        if isinstance(lock_timeout, bool) or not isinstance(lock_timeout, (int, float)) or not lock_timeout >= 0:
-            raise InvalidInput("lock_timeout must be a number of seconds, 0 or more")
-        for flag, given in (
-            ("use_default_excludes", use_default_excludes),
-            ("allow_unsafe_root", allow_unsafe_root),
-            ("watch", watch),
-            ("trust_folder_mtimes", trust_folder_mtimes),
-        ):
-            if not isinstance(given, bool) and given not in (0, 1):
-                raise InvalidInput(f"{flag} must be True or False")
-        if not isinstance(max_new_file_size, int) or max_new_file_size < 0:
-            raise InvalidInput("max_new_file_size must be a non-negative number of bytes")
-        for name, value in (
-            ("max_workspace_bytes", max_workspace_bytes),
-            ("max_workspace_entries", max_workspace_entries),
-        ):
-            if not isinstance(value, int) or value < 0:
-                raise InvalidInput(f"{name} must be a non-negative integer (0 disables the cap)")
-        self._on_error: OnError = on_error
-        self._home = home
-        self._retention = retention if retention is not None else Retention()
-        self._allow_unsafe_root = allow_unsafe_root
-        self._limits = WorkspaceLimits(max_workspace_entries, max_workspace_bytes)
-        self._exclude = tuple(exclude)
-        self._use_default_excludes = use_default_excludes
-        self._max_new_file_size = max_new_file_size
-        self._watch = bool(watch)
-        self._trust_folder_mtimes = bool(trust_folder_mtimes)
-        self._lock_timeout = float(lock_timeout)
+        check_path("workspace", workspace)
+        self._options = Options(
+            home=home,
+            exclude=exclude,
+            use_default_excludes=use_default_excludes,
+            max_new_file_size=max_new_file_size,
+            on_error=on_error,
+            lock_timeout=lock_timeout,
+            retention=DEFAULTS.retention if retention is None else retention,
+            allow_unsafe_root=allow_unsafe_root,
+            max_workspace_bytes=max_workspace_bytes,
+            max_workspace_entries=max_workspace_entries,
+            watch=watch,
+            trust_folder_mtimes=trust_folder_mtimes,
+        )
         self._lock = threading.RLock()
         self._background = Background()
         self._progress: Callable[[str, int, int], None] | None = None
@@ -163,37 +121,13 @@ class Snapshotter:
         try:
             self._engine = self._open(workspace)
         except SnapshotError as exc:
-            if on_error == "raise":
+            if self._options.on_error == "raise":
                 raise
             self._failure = exc  # inert: every call warns and returns its failure value
             log.warning("snapshotter: cannot open %s: %s", workspace, exc)
 
     def _open(self, workspace: str | os.PathLike[str]) -> Engine:
-        canonical = canonical_workspace(workspace)
-        check_root(canonical, self._allow_unsafe_root)
-        path = store_path_for(canonical, self._home)
-        listings: statcache.Listings = {}
-        prelisting = None
-        if not os.path.isdir(path):  # a new store: refuse a huge folder before creating anything
-            prelisting = Prelisting(time.time_ns())
-            repository = find_repository(canonical)
-            rules = root_stack(canonical, self._exclude, self._use_default_excludes, repository)
-            rules = rules.with_tracked(tracked_paths(repository) if repository is not None else None)
-            measure(canonical, rules, self._limits, listings, prelisting, self._max_new_file_size)
-        store = Store.open_or_create(path, canonical)
-        engine = Engine(
-            canonical,
-            store,
-            exclude=self._exclude,
-            use_default_excludes=self._use_default_excludes,
-            max_new_file_size=self._max_new_file_size,
-            lock_timeout=self._lock_timeout,
-            limits=self._limits,
-            watch=self._watch,
-            listings=listings,
-            trust_folder_mtimes=self._trust_folder_mtimes,
-            prelisting=prelisting,
-        )
+        engine = open_engine(canonical_workspace(workspace), self._options)
         engine.progress = self._progress
         return engine
 
@@ -267,8 +201,8 @@ class Snapshotter:
         A ``label`` already in use moves to the new snapshot (a warning is
         logged); the older snapshot keeps its id and stays listed."""
         engine = self._engine_ok()
-        checked = _checked(message, label, metadata)
-        with _moving_label(engine, label):
+        checked = arguments.snapshot_text(message, label, metadata)
+        with arguments.moving_label(engine, label):
             return engine.snapshot(*checked)
 
     track = snapshot
@@ -286,9 +220,9 @@ class Snapshotter:
         takes milliseconds. Bad arguments are refused at once.
         """
         try:
-            checked = _checked(message, label, metadata)
+            checked = arguments.snapshot_text(message, label, metadata)
         except SnapshotError as exc:
-            if self._on_error == "raise":
+            if self._options.on_error == "raise":
                 raise
             log.warning("snapshotter: snapshot_async refused: %s", exc)
             return finished(None)
@@ -300,9 +234,7 @@ class Snapshotter:
     ) -> builtins.list[SnapshotInfo]:
         """Snapshots, newest first (``limit=None``: all), optionally only those
         with ``label`` and all the given ``metadata`` pairs."""
-        if limit is not None and (not isinstance(limit, int) or limit < 0):
-            raise InvalidInput("limit must be a non-negative integer or None")
-        return self._engine_ok().catalog.select(limit, label, trailers.validate_metadata(metadata))
+        return self._engine_ok().catalog.select(arguments.limit(limit), label, trailers.validate_metadata(metadata))
 
     @_public()
     def get(self, ref: str | SnapshotInfo) -> SnapshotInfo:
@@ -320,7 +252,7 @@ class Snapshotter:
     def status(self, files: Sequence[str | os.PathLike[str]] | None = None) -> builtins.list[FileChange]:
         """What differs between the base (see ``base()``) and the workspace now,
         or only ``files`` (paths or folders) in it."""
-        return self._engine_ok().status(_paths(files))
+        return reading.status(self._engine_ok(), arguments.paths(files))
 
     @_public()
     def diff(
@@ -336,7 +268,9 @@ class Snapshotter:
         old = engine.catalog.get(from_ref) if from_ref is not None else engine.catalog.base()
         if old is None:
             raise SnapshotNotFound("no snapshots yet", FIRST_SNAPSHOT)
-        return engine.diff(old, engine.catalog.get(to_ref) if to_ref is not None else None, _paths(files))
+        return reading.diff(
+            engine, old, engine.catalog.get(to_ref) if to_ref is not None else None, arguments.paths(files)
+        )
 
     @_public(mutates=True)
     def restore(
@@ -359,8 +293,12 @@ class Snapshotter:
         first saves the ignored and too-large ones in the safety snapshot.
         """
         engine = self._engine_ok()
-        return engine.restore(
-            engine.catalog.get(ref), _paths(files), dry_run=dry_run, overwrite_untracked=bool(overwrite_untracked)
+        return restoring.restore(
+            engine,
+            engine.catalog.get(ref),
+            arguments.paths(files),
+            dry_run=dry_run,
+            overwrite_untracked=bool(overwrite_untracked),
         )
 
     # -- lifecycle: retention, pins, compaction ---------------------------------------------
@@ -369,7 +307,7 @@ class Snapshotter:
     def prune(self, dry_run: bool = False) -> PruneResult:
         """Drop the snapshots the retention policy says must go (oldest first) and
         compact; with ``dry_run``, only say which (count and age limits)."""
-        return maintenance.prune(self._engine_ok(), self._retention, dry_run)
+        return maintenance.prune(self._engine_ok(), self._options.retention, dry_run)
 
     @_public(mutates=True, maintain=False)
     def gc(self) -> GcResult:
@@ -417,8 +355,8 @@ class Snapshotter:
     ) -> SnapshotInfo:
         """Snapshot the workspace as an undo point; clears what could be redone."""
         engine = self._engine_ok()
-        checked = _checked(message, label, metadata)
-        with _moving_label(engine, label):
+        checked = arguments.snapshot_text(message, label, metadata)
+        with arguments.moving_label(engine, label):
             return history.checkpoint(engine, *checked)
 
     @_public(failure=False, mutates=True, maintain=False)
@@ -443,21 +381,20 @@ class Snapshotter:
     @_public(mutates=True)
     def begin_turn(self, message: str = "", *, metadata: Mapping[str, str] | None = None) -> SnapshotInfo:
         """Checkpoint labelled ``pre-turn:<n>`` for the next turn number n."""
-        return history.begin_turn(self._engine_ok(), *_checked(message, None, metadata)[::2])
+        return history.begin_turn(self._engine_ok(), *arguments.snapshot_text(message, None, metadata)[::2])
 
     @_public(mutates=True)
     def end_turn(self, message: str = "", *, metadata: Mapping[str, str] | None = None) -> SnapshotInfo:
         """Snapshot labelled ``post-turn:<n>`` for the turn begun last."""
-        return history.end_turn(self._engine_ok(), *_checked(message, None, metadata)[::2])
+        return history.end_turn(self._engine_ok(), *arguments.snapshot_text(message, None, metadata)[::2])
 
     @_public(mutates=True)
     def tool_snapshot(
         self, call_id: str, message: str = "", *, metadata: Mapping[str, str] | None = None
     ) -> SnapshotInfo:
         """Snapshot labelled ``tool:<call_id>``, e.g. before a file-editing tool call."""
-        if not isinstance(call_id, str) or not call_id:
-            raise InvalidInput("call_id must be a non-empty string")
-        return self._engine_ok().snapshot(*_checked(message, f"tool:{call_id}", metadata))
+        label = f"tool:{arguments.call_id(call_id)}"
+        return self._engine_ok().snapshot(*arguments.snapshot_text(message, label, metadata))
 
     @_public(mutates=True)
     def revert_turn(self, n: int = 1) -> RestoreResult:
@@ -490,37 +427,6 @@ class Snapshotter:
     def guard(self, verify: Callable[[], object] | None = None) -> Guard:
         """A context manager that rolls the workspace back if its block fails."""
         return Guard(self, verify)
-
-
-@contextmanager
-def _moving_label(engine: Engine, label: str | None) -> Iterator[None]:
-    """Warn, once the new snapshot exists, that ``label`` now names it and no longer an older one."""
-    previous = engine.catalog.labelled(label) if label is not None else None
-    yield
-    if previous is not None:
-        log.warning(
-            "label %r now names the new snapshot; it named %s before (still listed, by id)", label, previous.id[:12]
-        )
-
-
-def _check_path(name: str, value: object) -> None:
-    if not isinstance(value, (str, os.PathLike)):
-        raise InvalidInput(f"{name} must be a path (str or os.PathLike), not {type(value).__name__}")
-
-
-def _paths(files: Sequence[str | os.PathLike[str]] | None) -> Sequence[str | os.PathLike[str]] | None:
-    if isinstance(files, (str, os.PathLike)):
-        raise InvalidInput("files= takes a list of paths, not a single path")
-    return files
-
-
-def _checked(
-    message: str, label: str | None, metadata: Mapping[str, str] | None
-) -> tuple[str, str | None, dict[str, str]]:
-    if not isinstance(message, str):
-        raise InvalidInput("message must be a string")
-    trailers.check_text("message", message)
-    return message, trailers.validate_label(label), trailers.validate_metadata(metadata)
 
 
 def guard(workspace: str | os.PathLike[str], verify: Callable[[], object] | None = None, **options: Any) -> Guard:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from snapshotter.errors import BEGIN_TURN, InvalidInput, SnapshotError, SnapshotNotFound
 from snapshotter.model import RestoreResult, SnapshotInfo, UndoResult
 from snapshotter.session.engine import Engine
+from snapshotter.session.restoring import restore
 
 UNDO, REDO, TURNS = "undo", "redo", "turns"
 CHECKPOINT_LABEL = "checkpoint"
@@ -81,8 +82,8 @@ def undo(engine: Engine) -> UndoResult:
     if at_top and len(stack) < 2:
         return UndoResult(False, "undo", "nothing to undo: the workspace is at the first checkpoint")
     target = _info(engine, stack[-2]) if at_top else top
-    saved = engine.save_state(current, "before undo", "pre-undo", save_cache=False)  # the restore saves it
-    result = engine.restore(target, current=current)
+    saved = engine.save_state(current, "before undo", "pre-undo", save_cache=False).info  # the restore saves it
+    result = restore(engine, target, current=current)
     if at_top:
         engine.store.pop(UNDO)
     engine.store.push(REDO, bytes.fromhex(saved.id))
@@ -95,8 +96,8 @@ def redo(engine: Engine) -> UndoResult:
         return UndoResult(False, "redo", "nothing to redo")
     target = _info(engine, stack[-1])
     current = engine.scan(write=True)
-    saved = engine.save_state(current, "before redo", "pre-redo", save_cache=False)  # the restore saves it
-    result = engine.restore(target, current=current)
+    saved = engine.save_state(current, "before redo", "pre-redo", save_cache=False).info  # the restore saves it
+    result = restore(engine, target, current=current)
     engine.store.pop(REDO)
     engine.store.push(UNDO, bytes.fromhex(target.id))
     return UndoResult(True, "redo", f"restored {target.id[:12]}", target.id, saved.id, result)
@@ -124,4 +125,4 @@ def revert_turn(engine: Engine, n: int) -> RestoreResult:
         raise InvalidInput("revert_turn(n) takes n >= 1 (1 = the last turn)")
     if n > len(turns):
         raise SnapshotNotFound(f"only {len(turns)} turns are recorded; cannot revert {n}")
-    return engine.restore(_info(engine, turns[-n]), safety_label="pre-revert")
+    return restore(engine, _info(engine, turns[-n]), safety_label="pre-revert")

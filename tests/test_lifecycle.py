@@ -178,7 +178,7 @@ def test_gc_beside_a_snapshotting_process_loses_nothing(ws: Path, home: Path, ma
 
 def test_retention_runs_after_each_snapshot_by_default(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
     snap = make()
-    assert snap._retention == Retention()
+    assert snap._options.retention == Retention()
     _take(snap, ws, 55)
     assert len(snap.list(limit=None)) == 50
 

@@ -19,20 +19,18 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import timedelta
 from typing import Any
 
 from snapshotter.errors import InvalidInput
-from snapshotter.upkeep.retention import Retention
-from snapshotter.worktree.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES
+from snapshotter.options import DEFAULTS, Options, Retention
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
-_DEFAULT_RETENTION = Retention()
 _MAX_DAYS = 999_999  # timedelta's own limit is 999,999,999 days: anything near it means "forever"
 CONFIG_ENV = "SNAPSHOTTER_CONFIG"
 """Names the user's config file instead of the default location."""
@@ -78,57 +76,41 @@ class Setting:
     workspace_rule: str = "it is the caller's to set"
 
 
-SETTINGS: dict[str, Setting] = {
-    "home": Setting(str, None, "where stores live (default: the user data folder)"),
-    "exclude": Setting(list, [], "extra gitignore-style patterns", _anything, "a workspace file's patterns are added"),
-    "use_default_excludes": Setting(
-        bool, True, "apply the built-in excludes (.env, node_modules, ...)", _only_true, "it may not turn them off"
-    ),
-    "max_new_file_size": Setting(
-        int, 10 * 2**20, "skip new files larger than this many bytes", _only_lower_cap, "it may only lower it"
-    ),
-    "lock_timeout": Setting(float, 30.0, "seconds to wait for another writer", _anything),
-    "max_snapshots": Setting(
-        int,
-        _DEFAULT_RETENTION.max_snapshots,
-        "retention: keep at most this many (0: no limit)",
-        _only_longer_history,
-        "it may only keep more",
-    ),
-    "max_age_days": Setting(
-        float,
-        7.0,
-        "retention: drop snapshots older than this (0: no limit)",
-        _only_longer_history,
-        "it may only keep more",
-    ),
-    "max_store_bytes": Setting(int, _DEFAULT_RETENTION.max_store_bytes, "retention: store size cap (0: no limit)"),
-    "max_undo": Setting(
-        int,
-        _DEFAULT_RETENTION.max_undo,
-        "retention: undo points kept whatever the other limits say (0: all)",
-        _only_longer_history,
-        "it may only keep more",
-    ),
-    "allow_unsafe_root": Setting(bool, False, "allow home, Desktop, Documents, Downloads or a filesystem root"),
-    "max_workspace_bytes": Setting(
-        int, DEFAULT_MAX_BYTES, "refuse bigger workspaces (0: no cap)", _only_lower_cap, "it may only lower it"
-    ),
-    "max_workspace_entries": Setting(
-        int,
-        DEFAULT_MAX_ENTRIES,
-        "refuse workspaces with more entries (0: no cap)",
-        _only_lower_cap,
-        "it may only lower it",
-    ),
-    "trust_folder_mtimes": Setting(
-        bool,
-        True,
-        "skip re-listing folders whose mtime is unchanged (off: for filesystems that do not update it)",
-        _only_false,
-        "it may only turn it off",
-    ),
+_RULES: dict[str | None, tuple[Policy, str]] = {
+    None: (_never, "it is the caller's to set"),
+    "any": (_anything, "it is the caller's to set"),
+    "add": (_anything, "a workspace file's patterns are added"),
+    "only-on": (_only_true, "it may not turn them off"),
+    "only-off": (_only_false, "it may only turn it off"),
+    "lower": (_only_lower_cap, "it may only lower it"),
+    "keep-more": (_only_longer_history, "it may only keep more"),
 }
+"""What each ``options.WorkspaceRule`` lets a workspace file do, and how a refusal says why."""
+_DAY = timedelta(days=1)
+
+
+def _settings(knobs: object) -> dict[str, Setting]:
+    """The settings a frozen value of knobs offers (see ``options.setting``), in
+    field order; a knob holding such a value (the retention policy) offers its
+    own knobs in its place, and a duration is set in days."""
+    found: dict[str, Setting] = {}
+    for knob in fields(knobs):  # type: ignore[arg-type]
+        default = getattr(knobs, knob.name)
+        if is_dataclass(default):
+            found.update(_settings(default))
+        elif "help" in knob.metadata:
+            policy, rule = _RULES[knob.metadata["workspace"]]
+            name, kind = knob.name, knob.metadata["kind"]
+            if kind is timedelta:
+                name, kind, default = f"{name}_days", float, default / _DAY
+            elif kind is list:
+                default = list(default)
+            found[name] = Setting(kind, default, knob.metadata["help"], policy, rule)
+    return found
+
+
+SETTINGS: dict[str, Setting] = _settings(DEFAULTS)
+"""Every setting, read from :class:`~snapshotter.options.Options`: its name, kind, default and help."""
 
 
 @dataclass(frozen=True)
@@ -277,21 +259,19 @@ def _workspace_layer(
 def snapshotter_options(settings: Resolved) -> dict[str, Any]:
     """Keyword arguments for :class:`~snapshotter.Snapshotter` from resolved settings."""
     value = settings.value
-    age = value("max_age_days")
-    return {
-        "home": value("home"),
-        "exclude": tuple(value("exclude")),
-        "use_default_excludes": value("use_default_excludes"),
-        "max_new_file_size": value("max_new_file_size"),
-        "lock_timeout": value("lock_timeout"),
-        "retention": Retention(
-            max_snapshots=value("max_snapshots") or None,
-            max_age=timedelta(days=min(age, _MAX_DAYS)) if age else None,
-            max_store_bytes=value("max_store_bytes") or None,
-            max_undo=value("max_undo") or None,
-        ),
-        "allow_unsafe_root": value("allow_unsafe_root"),
-        "max_workspace_bytes": value("max_workspace_bytes"),
-        "max_workspace_entries": value("max_workspace_entries"),
-        "trust_folder_mtimes": value("trust_folder_mtimes"),
-    }
+    options = {knob.name: value(knob.name) for knob in fields(Options) if knob.name in SETTINGS}
+    options["exclude"] = tuple(options["exclude"])
+    options["retention"] = _retention(value)
+    return options
+
+
+def _retention(value: Callable[[str], Any]) -> Retention:
+    """The retention policy from its settings, where 0 means no limit (None)."""
+    limits: dict[str, Any] = {}
+    for knob in fields(Retention):
+        if knob.metadata["kind"] is timedelta:
+            days = value(f"{knob.name}_days")
+            limits[knob.name] = timedelta(days=min(days, _MAX_DAYS)) if days else None
+        else:
+            limits[knob.name] = value(knob.name) or None
+    return Retention(**limits)

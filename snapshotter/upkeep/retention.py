@@ -5,41 +5,19 @@ the newest ``max_undo`` undo points are never dropped; older undo points
 (every turn begun is one) are ordinary snapshots under the limits. Dropping a
 snapshot removes only its ref; the ids of the others never change (snapshots
 are parentless commits), and :mod:`compaction` later reclaims the objects
-nothing else refers to.
+nothing else refers to. The policy itself, :class:`Retention`, is one of the
+``Options``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from snapshotter.errors import InvalidInput
 from snapshotter.model import SnapshotInfo
+from snapshotter.options import Retention
 
-
-@dataclass(frozen=True)
-class Retention:
-    """How many, how old and how big. ``None`` or 0 disables a limit."""
-
-    max_snapshots: int | None = 50
-    max_age: timedelta | None = timedelta(days=7)
-    max_store_bytes: int | None = 500 * 2**20
-    max_undo: int | None = 100
-    """How many undo points (checkpoints, turns begun) stay protected from the
-    other limits; older ones may be dropped like any snapshot."""
-
-    def __post_init__(self) -> None:
-        for name in ("max_snapshots", "max_store_bytes", "max_undo"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value < 0):
-                raise InvalidInput(f"Retention.{name} must be a non-negative integer or None")
-        if self.max_age is not None and (not isinstance(self.max_age, timedelta) or self.max_age.total_seconds() < 0):
-            raise InvalidInput("Retention.max_age must be a non-negative timedelta or None")
-
-    @classmethod
-    def unlimited(cls) -> Retention:
-        return cls(max_snapshots=None, max_age=None, max_store_bytes=None, max_undo=None)
+__all__ = ["Retention", "by_count_and_age", "droppable"]
 
 
 def droppable(snapshots: Sequence[SnapshotInfo], protected: set[str]) -> list[SnapshotInfo]:

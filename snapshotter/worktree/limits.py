@@ -15,16 +15,14 @@ from dataclasses import dataclass
 
 from snapshotter.errors import MAX_BYTES, MAX_ENTRIES, UNSAFE_ROOT, UnsafeWorkspace, WorkspaceTooLarge
 
-DEFAULT_MAX_BYTES = 2 * 2**30
-DEFAULT_MAX_ENTRIES = 200_000
-
 
 @dataclass(frozen=True)
 class WorkspaceLimits:
-    """Caps on what one workspace may hold (tracked files and folders only)."""
+    """Caps on what one workspace may hold (tracked files and folders only);
+    their defaults are the ``Options`` ones."""
 
-    max_entries: int = DEFAULT_MAX_ENTRIES
-    max_bytes: int = DEFAULT_MAX_BYTES
+    max_entries: int
+    max_bytes: int
 
     def check(self, workspace: str, entries: int, size: int) -> None:
         """Raise WorkspaceTooLarge if a cap is passed (called while counting)."""

@@ -1,0 +1,64 @@
+"""The checks every public call makes on its arguments before anything runs.
+
+A bad argument is refused with ``InvalidInput`` (one line, naming it) before
+the store is touched, so a refused call records and changes nothing. A good
+one may still deserve a word: a label taken from an older snapshot is warned
+about once the new snapshot holds it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+
+from snapshotter.errors import InvalidInput
+from snapshotter.gitstore import trailers
+from snapshotter.session.engine import Engine
+
+log = logging.getLogger("snapshotter")
+
+Paths = Sequence[str | os.PathLike[str]]
+
+
+def paths(files: Paths | None) -> Paths | None:
+    """A ``files=`` argument: a list of paths (their own checks come with the workspace), or None."""
+    if isinstance(files, (str, os.PathLike)):
+        raise InvalidInput("files= takes a list of paths, not a single path")
+    return files
+
+
+def snapshot_text(
+    message: str, label: str | None, metadata: Mapping[str, str] | None
+) -> tuple[str, str | None, dict[str, str]]:
+    """A new snapshot's message, label and metadata, as its commit will hold them."""
+    if not isinstance(message, str):
+        raise InvalidInput("message must be a string")
+    trailers.check_text("message", message)
+    return message, trailers.validate_label(label), trailers.validate_metadata(metadata)
+
+
+def limit(value: int | None) -> int | None:
+    """How many snapshots ``list()`` returns at most (None: all)."""
+    if value is not None and (not isinstance(value, int) or value < 0):
+        raise InvalidInput("limit must be a non-negative integer or None")
+    return value
+
+
+def call_id(value: str) -> str:
+    """A tool call's id, for its snapshot's ``tool:<id>`` label."""
+    if not isinstance(value, str) or not value:
+        raise InvalidInput("call_id must be a non-empty string")
+    return value
+
+
+@contextmanager
+def moving_label(engine: Engine, label: str | None) -> Iterator[None]:
+    """Warn, once the new snapshot exists, that ``label`` now names it and no longer an older one."""
+    previous = engine.catalog.labelled(label) if label is not None else None
+    yield
+    if previous is not None:
+        log.warning(
+            "label %r now names the new snapshot; it named %s before (still listed, by id)", label, previous.id[:12]
+        )

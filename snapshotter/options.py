@@ -1,0 +1,130 @@
+"""The knobs of an opened workspace, each with its default, written once.
+
+:class:`Options` is what ``Snapshotter(...)`` builds from its keyword arguments
+and what the session runs with; :class:`Retention`, how much history a store
+keeps, is one of its knobs. Both refuse a bad value with ``InvalidInput`` when
+built, so nothing below them checks again.
+
+A knob that the command line, the environment and config files may set is
+declared with :func:`setting`: its help line and what a file inside the
+workspace may do with it travel with it, and ``frontends.config`` reads them
+from here. Adding a knob is one field plus its use.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Literal
+
+from snapshotter.errors import InvalidInput
+
+OnError = Literal["raise", "warn"]
+WorkspaceRule = Literal["add", "any", "only-on", "only-off", "lower", "keep-more"]
+"""What a file inside the workspace (which the guarded agent can write) may do
+with a setting: add patterns, set it freely, only turn it on, only turn it off,
+only lower a cap (0: none), only keep more history. Without a rule it may not
+set it at all."""
+
+
+def setting(default: Any, help: str, *, workspace: WorkspaceRule | None = None, kind: type | None = None) -> Any:
+    """A field the front ends offer as a setting: ``help`` for ``snapshotter
+    config``, the ``workspace`` rule, and the ``kind`` its text is read as
+    (the default's type unless given)."""
+    return field(default=default, metadata={"help": help, "workspace": workspace, "kind": kind or type(default)})
+
+
+def check_path(name: str, value: object) -> None:
+    if not isinstance(value, (str, os.PathLike)):
+        raise InvalidInput(f"{name} must be a path (str or os.PathLike), not {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How many, how old and how big. ``None`` or 0 disables a limit."""
+
+    max_snapshots: int | None = setting(50, "retention: keep at most this many (0: no limit)", workspace="keep-more")
+    max_age: timedelta | None = setting(
+        timedelta(days=7), "retention: drop snapshots older than this (0: no limit)", workspace="keep-more"
+    )
+    max_store_bytes: int | None = setting(500 * 2**20, "retention: store size cap (0: no limit)")
+    max_undo: int | None = setting(
+        100, "retention: undo points kept whatever the other limits say (0: all)", workspace="keep-more"
+    )
+    """How many undo points (checkpoints, turns begun) stay protected from the
+    other limits; older ones may be dropped like any snapshot."""
+
+    def __post_init__(self) -> None:
+        for name in ("max_snapshots", "max_store_bytes", "max_undo"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 0):
+                raise InvalidInput(f"Retention.{name} must be a non-negative integer or None")
+        if self.max_age is not None and (not isinstance(self.max_age, timedelta) or self.max_age.total_seconds() < 0):
+            raise InvalidInput("Retention.max_age must be a non-negative timedelta or None")
+
+    @classmethod
+    def unlimited(cls) -> Retention:
+        return cls(max_snapshots=None, max_age=None, max_store_bytes=None, max_undo=None)
+
+
+@dataclass(frozen=True)
+class Options:
+    """Every knob of ``Snapshotter(...)`` but the workspace (see its docstring)."""
+
+    home: str | os.PathLike[str] | None = setting(None, "where stores live (default: the user data folder)", kind=str)
+    exclude: Sequence[str] = setting((), "extra gitignore-style patterns", workspace="add", kind=list)
+    use_default_excludes: bool = setting(
+        True, "apply the built-in excludes (.env, node_modules, ...)", workspace="only-on"
+    )
+    max_new_file_size: int = setting(10 * 2**20, "skip new files larger than this many bytes", workspace="lower")
+    on_error: OnError = "raise"
+    lock_timeout: float = setting(30.0, "seconds to wait for another writer", workspace="any")
+    retention: Retention = Retention()
+    allow_unsafe_root: bool = setting(False, "allow home, Desktop, Documents, Downloads or a filesystem root")
+    max_workspace_bytes: int = setting(2 * 2**30, "refuse bigger workspaces (0: no cap)", workspace="lower")
+    max_workspace_entries: int = setting(200_000, "refuse workspaces with more entries (0: no cap)", workspace="lower")
+    watch: bool = False
+    trust_folder_mtimes: bool = setting(
+        True,
+        "skip re-listing folders whose mtime is unchanged (off: for filesystems that do not update it)",
+        workspace="only-off",
+    )
+
+    def __post_init__(self) -> None:
+        """Refuse a bad value (in the order the facade always checked them), and
+        hold the rest in one shape: a tuple of patterns, real bools, a float."""
+        if self.on_error not in ("raise", "warn"):
+            raise InvalidInput('on_error must be "raise" or "warn"')
+        if self.home is not None:
+            check_path("home", self.home)
+        exclude: Any = self.exclude
+        if isinstance(exclude, str) or not isinstance(exclude, Iterable):
+            raise InvalidInput("exclude= takes a sequence of gitignore pattern strings")
+        patterns = tuple(exclude)
+        if not all(isinstance(p, str) for p in patterns):
+            raise InvalidInput("exclude= takes a sequence of gitignore pattern strings")
+        if not isinstance(self.retention, Retention):
+            raise InvalidInput("retention= takes a Retention(...) or None")
+        timeout: Any = self.lock_timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+            raise InvalidInput("lock_timeout must be a number of seconds, 0 or more")
+        flags = ("use_default_excludes", "allow_unsafe_root", "watch", "trust_folder_mtimes")
+        for flag in flags:
+            given = getattr(self, flag)
+            if not isinstance(given, bool) and given not in (0, 1):
+                raise InvalidInput(f"{flag} must be True or False")
+        if not isinstance(self.max_new_file_size, int) or self.max_new_file_size < 0:
+            raise InvalidInput("max_new_file_size must be a non-negative number of bytes")
+        for name in ("max_workspace_bytes", "max_workspace_entries"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 0:
+                raise InvalidInput(f"{name} must be a non-negative integer (0 disables the cap)")
+        object.__setattr__(self, "exclude", patterns)
+        object.__setattr__(self, "lock_timeout", float(timeout))
+        for flag in flags:
+            object.__setattr__(self, flag, bool(getattr(self, flag)))
+
+
+DEFAULTS = Options()

@@ -1,0 +1,111 @@
+"""Recording a written scan: its numstat against the newest snapshot, then its commit.
+
+A snapshot commit carries (files changed, lines added, lines deleted) from the
+snapshot before it. When a restore records the state it replaces, the newest
+snapshot is often the very one it restores: the comparison made for the
+counts is handed back (a :class:`Recorded`'s ``compared``) so that the
+restore's plan need not compare the same trees again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from snapshotter.compare.diff import ContentLoader, file_diff
+from snapshotter.compare.treediff import Change, Comparison, ScannedTree, StoredTree, changes
+from snapshotter.gitstore import trailers
+from snapshotter.gitstore.catalog import Catalog
+from snapshotter.gitstore.objects import EMPTY_TREE
+from snapshotter.gitstore.store import Store
+from snapshotter.model import SnapshotInfo
+from snapshotter.worktree.walker import Scan, git_mode_of
+
+Numstat = tuple[int, int, int]
+"""(files changed, lines added, lines deleted)."""
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """The snapshot that holds a scan, and, when the scan was compared with a
+    restore's target on the way, that comparison (for the restore's plan)."""
+
+    info: SnapshotInfo
+    compared: Comparison | None = None
+
+
+def numstat(
+    store: Store, current: Scan, base: bytes, read: ContentLoader, base_side: StoredTree | None = None
+) -> tuple[Numstat, Comparison | None]:
+    """The numstat from the stored tree ``base`` to ``current``; blobs are read
+    through ``read``. ``base_side``, a restore's target read with its names
+    checked: if it is ``base``, the comparison goes through it and is returned."""
+    line_counts = current.line_counts
+    additions = deletions = 0
+    compared = None
+    if base == EMPTY_TREE:  # a first snapshot: every file is added, and no tree is compared
+        files, additions, to_count = _all_added(current)
+    elif base_side is not None and base_side.tree_id(base_side.root()) == base:
+        folders: dict[str, tuple[int, bytes]] = {}
+        to_count = changes(base_side, ScannedTree(current), old_folders=folders)
+        compared = Comparison(base, current, to_count, folders)
+        files = len(to_count)
+    else:
+        to_count = changes(StoredTree(store, base), ScannedTree(current))  # no tree read back
+        files = len(to_count)
+    for change in to_count:
+        if change.old is None and change.new is not None and change.new[1] in line_counts:
+            additions += line_counts[change.new[1]] or 0  # added: no need to read it back
+            continue
+        counted = file_diff(change, read, read)
+        additions += counted.additions
+        deletions += counted.deletions
+    return (files, additions, deletions), compared
+
+
+def _all_added(current: Scan) -> tuple[int, int, list[Change]]:
+    """A first snapshot's files, the lines of those this scan hashed, and the
+    files it did not hash (their lines are read back)."""
+    line_counts = current.line_counts
+    additions = 0
+    to_count: list[Change] = []
+    for path, record in current.tracked_records():
+        lines = line_counts.get(record[5], -1)
+        if lines == -1:  # not hashed by this scan: read it back
+            to_count.append(Change(path, None, (git_mode_of(record[0]), record[5])))
+        else:
+            additions += lines or 0
+    return current.tracked_count(), additions, to_count
+
+
+def commit(
+    store: Store,
+    catalog: Catalog,
+    current: Scan,
+    message: str,
+    label: str | None,
+    metadata: dict[str, str],
+    stats: Numstat,
+    when: datetime,
+) -> SnapshotInfo:
+    """Write the snapshot commit of ``current`` and its ref (the next free
+    number, whatever other writers took), and make it the base."""
+    seq = max(store.snapshot_refs(), default=0) + 1
+    while True:
+        sha = store.write_commit(
+            trailers.build_commit(
+                current.tree_id,
+                message,
+                seq=seq,
+                label=label,
+                metadata=metadata,
+                stats=stats,
+                skipped=current.skipped,
+                when=when,
+            )
+        )
+        if store.add_snapshot_ref(seq, sha):
+            break
+        seq += 1  # another writer took this number; take the next one
+    store.set_base(sha)
+    return catalog.info(seq, sha)

@@ -1,0 +1,204 @@
+"""One restore through an opened engine: save the state it replaces, plan, apply.
+
+A :class:`Restore` owns what it carries from its safety snapshot to its
+writes: the safety snapshot's comparison with the target (its plan is that
+comparison reversed, when the target was the newest snapshot) and the blobs
+read for its line counts (written again without reading the store twice).
+Both live as long as the restore, and no longer.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+
+from snapshotter.compare.treediff import Change, Comparison, ScannedTree, StoredTree, path_in_tree
+from snapshotter.errors import OVERWRITE_UNTRACKED, PathNotFound, RestoreConflict, StoreError
+from snapshotter.model import RestoreResult, SkippedPath, SnapshotInfo
+from snapshotter.session.checkout import (
+    SAVEABLE,
+    Plan,
+    apply_plan,
+    make_plan,
+    normalize_selection,
+    selection_filter,
+    untracked_in_the_way,
+)
+from snapshotter.session.engine import Engine
+from snapshotter.worktree.fsops import Workspace
+from snapshotter.worktree.pathnames import names_checker
+from snapshotter.worktree.statcache import StatCache
+from snapshotter.worktree.walker import Scan
+
+PRE_RESTORE_LABEL = "pre-restore"
+KEEP_BLOBS_BYTES = 64 << 20
+"""A restore keeps the blobs its safety snapshot read for line counts, up to this
+many bytes, for its writes: most often the state it replaces was last compared
+with the very snapshot it restores, so each blob would be read twice."""
+
+
+def restore(
+    engine: Engine,
+    target: SnapshotInfo,
+    files: Sequence[str | os.PathLike[str]] | None = None,
+    *,
+    dry_run: bool = False,
+    safety_label: str = PRE_RESTORE_LABEL,
+    current: Scan | None = None,
+    overwrite_untracked: bool = False,
+) -> RestoreResult:
+    """Make the workspace (or ``files``) match ``target``.
+
+    Unless ``dry_run``, the state being replaced is saved first (``current``,
+    if the caller already scanned and saved it). If applying fails part-way,
+    the saved state is put back before the error is raised, so a failed
+    restore leaves the workspace as it was.
+
+    A file the scan does not track (ignored, too large, unreadable...) is
+    never overwritten: a whole restore keeps it and says so, a selective
+    one is refused. With ``overwrite_untracked`` the ignored and too-large
+    ones are tracked for this restore, so the safety snapshot holds their
+    content before they are replaced.
+    """
+    return Restore(engine, target, files, overwrite_untracked).run(dry_run, safety_label, current)
+
+
+class Restore:
+    """One restore of ``target`` (see :func:`restore`)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        target: SnapshotInfo,
+        files: Sequence[str | os.PathLike[str]] | None,
+        overwrite_untracked: bool,
+    ) -> None:
+        self.engine = engine
+        self.target = target
+        self.selection = normalize_selection(engine.workspace, files) if files is not None else None
+        self.within = selection_filter(self.selection) if self.selection is not None else None
+        self.overwrite_untracked = overwrite_untracked
+        self.tree = engine.stored(target, check_names=names_checker(engine.host))
+        self._kept: dict[bytes, bytes] = {}
+        self._kept_bytes = 0
+
+    def run(self, dry_run: bool, safety_label: str, current: Scan | None) -> RestoreResult:
+        engine = self.engine
+        if self.selection is not None:
+            self._check_selection(self.selection)
+        if current is None:
+            current = engine.scan(write=not dry_run)
+        safety: SnapshotInfo | None = None
+        workspace = Workspace(engine.workspace, engine.host)
+        try:
+            current, untracked, found = self._untracked(current, workspace, dry_run)
+            compared: Comparison | None = None
+            if not dry_run:
+                message = f"before restoring {self.target.id[:12]}"
+                recorded = engine.save_state(
+                    current, message, safety_label, save_cache=False, base_side=self.tree, read=self._read_and_keep
+                )
+                safety, compared = recorded.info, recorded.compared
+            plan = make_plan(
+                self.tree, ScannedTree(current), workspace, current, self.within, compared, untracked, found
+            )
+            workspace.close()  # writing starts from fresh checks of every folder, never from the plan's
+            if safety is not None:
+                self._apply(plan, workspace, safety, current)
+        finally:
+            workspace.close()
+        return _result(plan, self.target, safety, dry_run)
+
+    def _untracked(
+        self, current: Scan, workspace: Workspace, dry_run: bool
+    ) -> tuple[Scan, list[SkippedPath] | None, list[Change] | None]:
+        """The scan to restore over, the untracked paths in the target's way and
+        the comparison that found them; a whole restore finds them in its plan,
+        without comparing twice. Refuses a selective restore over one."""
+        untracked: list[SkippedPath] | None = None
+        found: list[Change] | None = None
+        if self.selection is not None or self.overwrite_untracked:
+            untracked, found = untracked_in_the_way(self.tree, current, workspace, self.within)
+        if untracked and self.overwrite_untracked and any(item.reason in SAVEABLE for item in untracked):
+            saveable = [item.path for item in untracked if item.reason in SAVEABLE]
+            current = self.engine.scan(write=not dry_run, forced=saveable)
+            untracked, found = [item for item in untracked if item.reason not in SAVEABLE], None
+        if untracked and self.selection is not None:
+            raise RestoreConflict(
+                _untracked_message(untracked), OVERWRITE_UNTRACKED if not self.overwrite_untracked else None
+            )
+        return current, untracked, found
+
+    def _check_selection(self, selection: list[str]) -> None:
+        """Refuse, before anything is written, a path that is neither in the
+        snapshot (as a file, symlink or folder) nor in the workspace."""
+        for path in selection:
+            if os.path.lexists(os.path.join(self.engine.workspace, *path.split("/"))):
+                continue
+            if not path_in_tree(self.tree, path):
+                raise PathNotFound(f"{path} is neither in snapshot {self.target.id[:12]} nor in the workspace")
+
+    def _read_and_keep(self, path: str, sha: bytes, mode: int) -> bytes | None:
+        """A blob read for the safety snapshot's line counts, kept for the writes."""
+        content = self.engine.read_for_stats(path, sha, mode)
+        if content is not None and self._kept_bytes + len(content) <= KEEP_BLOBS_BYTES:
+            self._kept[sha] = content
+            self._kept_bytes += len(content)
+        return content
+
+    def _blob_chunks(self, sha: bytes) -> Iterable[bytes]:
+        """A blob for the writes: kept from the line counts, or from the store."""
+        kept = self._kept.get(sha)
+        return (kept,) if kept is not None else self.engine.store.blob_chunks(sha)
+
+    def _apply(self, plan: Plan, workspace: Workspace, safety: SnapshotInfo, current: Scan) -> None:
+        engine = self.engine
+        with engine.watch_paused(len(plan.writes) + len(plan.chmods) + len(plan.deletes)):
+            self._apply_or_put_back(plan, workspace, safety)
+        for leftover in current.leftovers:  # from a restore killed mid-write
+            workspace.delete(leftover)
+        if self.selection is None:
+            engine.store.set_base(bytes.fromhex(self.target.id))
+
+    def _apply_or_put_back(self, plan: Plan, workspace: Workspace, safety: SnapshotInfo) -> None:
+        engine = self.engine
+        cache = engine.cache_for_writes()
+        try:
+            apply_plan(plan, workspace, self._blob_chunks, cache, engine.phase("writing"))
+        except BaseException as failure:
+            engine.drop_cache()  # records may describe half-applied writes: reload from disk
+            try:
+                back = engine.scan(write=False)
+                undo = make_plan(
+                    StoredTree(engine.store, bytes.fromhex(safety.tree_id)), ScannedTree(back), workspace, None, None
+                )
+                apply_plan(undo, workspace, engine.store.blob_chunks, StatCache())
+            except BaseException:
+                raise StoreError(
+                    f"restore failed part-way ({failure}) and putting the workspace back failed too; "
+                    f"restore {safety.id[:12]} to recover"
+                ) from None
+            raise
+        engine.save_cache(cache)
+
+
+def _result(plan: Plan, target: SnapshotInfo, safety: SnapshotInfo | None, dry_run: bool) -> RestoreResult:
+    written = tuple(p for p, _ in plan.writes + plan.chmods)
+    return RestoreResult(
+        written=len(written),
+        deleted=len(plan.deletes),
+        unchanged=max(plan.unchanged, 0),
+        written_paths=tuple(sorted(written)),
+        deleted_paths=plan.deletes,
+        dry_run=dry_run,
+        target_id=target.id,
+        safety_snapshot_id=safety.id if safety is not None else None,
+        kept=plan.kept,
+        skipped=plan.left_out,
+    )
+
+
+def _untracked_message(untracked: Sequence[SkippedPath]) -> str:
+    shown = ", ".join(f"{item.path} ({item.reason.value})" for item in untracked[:5])
+    more = f" and {len(untracked) - 5} more" if len(untracked) > 5 else ""
+    return f"restore refused, nothing was written: untracked {shown}{more} stand where the snapshot has a file"
