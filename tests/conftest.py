@@ -6,8 +6,10 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -225,3 +227,23 @@ def tree_modes(snap: Snapshotter, tree_id: str) -> dict[str, int]:
             else:
                 out[path] = mode
     return out
+
+
+@contextmanager
+def kernel_limit(path: Path, value: int) -> Iterator[None]:
+    """Set a system-wide kernel limit (a file under /proc/sys) for the block, then put it back.
+
+    Every test run on the machine shares the limit, so changes are serialised
+    across processes: a second run waits, and never reads our temporary value
+    as the original it must put back (two interleaved runs once left the inotify
+    queue at 8 events, and every later watch-mode test fell back to full walks)."""
+    import fcntl
+
+    with open(os.path.join(tempfile.gettempdir(), "snapshotter-tests-kernel-limits.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        original = path.read_text()
+        try:
+            path.write_text(f"{value}\n")
+            yield
+        finally:
+            path.write_text(original)

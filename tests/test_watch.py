@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import kernel_limit
 
 from snapshotter import RestoreConflict, Snapshotter, watch_available
 
@@ -174,22 +175,18 @@ def test_real_inotify_overflow_is_noticed(tmp_path: Path, caplog: pytest.LogCapt
         pytest.skip("needs a writable /proc/sys/fs/inotify/max_queued_events (root on Linux)")
     ws = tmp_path / "ws"
     ws.mkdir()
-    original = limit.read_text()
     with Snapshotter(ws, home=tmp_path / "h", watch=True) as snap, Snapshotter(ws, home=tmp_path / "f") as full:
         snap.snapshot()
-        try:
-            limit.write_text("8\n")  # applies to inotify instances created from now on
-            with Snapshotter(ws, home=tmp_path / "small", watch=True) as small:
-                small.snapshot()
-                with caplog.at_level(logging.WARNING, logger="watchdog"):
-                    for i in range(3000):
-                        (ws / f"f{i}.txt").write_text("x")
-                    seen = small.snapshot()
-                if not any("overflow" in r.getMessage().lower() for r in caplog.records):
-                    pytest.skip("the kernel queue did not overflow on this run")
-                assert not small.last_scan.incremental
-        finally:
-            limit.write_text(original)
+        # The limit applies to inotify instances created from now on.
+        with kernel_limit(limit, 8), Snapshotter(ws, home=tmp_path / "small", watch=True) as small:
+            small.snapshot()
+            with caplog.at_level(logging.WARNING, logger="watchdog"):
+                for i in range(3000):
+                    (ws / f"f{i}.txt").write_text("x")
+                seen = small.snapshot()
+            if not any("overflow" in r.getMessage().lower() for r in caplog.records):
+                pytest.skip("the kernel queue did not overflow on this run")
+            assert not small.last_scan.incremental
         assert seen.tree_id == full.snapshot().tree_id == snap.snapshot().tree_id
 
 
@@ -323,14 +320,10 @@ def test_the_real_watch_limit_is_noticed(tmp_path: Path) -> None:
     for name in ("a", "b", "c", "d"):
         (ws / name).mkdir(parents=True)
         (ws / name / "f.txt").write_text(name)
-    original = limit.read_text()
-    try:
-        limit.write_text(f"{_user_watch_count() + 2}\n")  # the root and one folder; watchdog skips the rest
-        with Snapshotter(ws, home=tmp_path / "h", watch=True) as snap:
-            assert not snap.watching
-            assert snap.snapshot().files_changed == 4
-    finally:
-        limit.write_text(original)
+    # The root and one folder; watchdog skips the rest.
+    with kernel_limit(limit, _user_watch_count() + 2), Snapshotter(ws, home=tmp_path / "h", watch=True) as snap:
+        assert not snap.watching
+        assert snap.snapshot().files_changed == 4
 
 
 def test_a_big_restore_pauses_watching_then_watches_afresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
