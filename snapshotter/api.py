@@ -37,8 +37,8 @@ from snapshotter.worktree import statcache
 from snapshotter.worktree.gitrepo import find_repository, tracked_paths
 from snapshotter.worktree.ignore import root_stack
 from snapshotter.worktree.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES, WorkspaceLimits, check_root
-from snapshotter.worktree.listing import Prelisting
 from snapshotter.worktree.sizecheck import measure
+from snapshotter.worktree.trust import Prelisting
 
 log = logging.getLogger("snapshotter")
 

@@ -61,9 +61,10 @@ from snapshotter.worktree.fsops import Workspace
 from snapshotter.worktree.gitrepo import TrackedPaths, UserRepository, find_repository, tracked_paths
 from snapshotter.worktree.ignore import root_stack
 from snapshotter.worktree.limits import WorkspaceLimits
-from snapshotter.worktree.listing import Prelisting
 from snapshotter.worktree.pathnames import NameCheck, names_checker
-from snapshotter.worktree.walker import Incremental, Scan, git_mode_of, scan
+from snapshotter.worktree.trust import Prelisting
+from snapshotter.worktree.walker import Incremental, Scan, scan
+from snapshotter.worktree.walkstate import git_mode_of
 from snapshotter.worktree.watch import ChangeJournal
 
 PRE_RESTORE_LABEL = "pre-restore"

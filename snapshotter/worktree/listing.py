@@ -1,10 +1,12 @@
-"""One folder's entries, as the walker wants them.
+"""List one folder: its entries, as the walker wants them.
 
 A folder is listed through a descriptor where the OS allows it (its files are
 then ``lstat``ed relative to it, and a folder swapped for a symlink is refused),
 split into subfolders and files in C-speed passes, rid of ``.git`` and of our
 own leftover files, and judged against the ignore rules, with the verdicts
-cached per folder under a digest of its rules and listing.
+cached per folder under a digest of its rules and listing. Whether a folder
+must be listed at all, or its own stat vouches for its last listing, is
+``trust.py``'s call.
 """
 
 from __future__ import annotations
@@ -12,13 +14,12 @@ from __future__ import annotations
 import bisect
 import hashlib
 import os
-from dataclasses import dataclass, field
 
-from snapshotter.fsutil import DIR_FLAGS, NO_FOLLOW, settled
+from snapshotter.fsutil import DIR_FLAGS, NO_FOLLOW
 from snapshotter.worktree.fsops import LEFTOVER_PREFIX, is_leftover
 from snapshotter.worktree.ignore import IgnoreSource, IgnoreStack
 from snapshotter.worktree.pathnames import git_spelling
-from snapshotter.worktree.statcache import Listings, Shape
+from snapshotter.worktree.statcache import Listings
 
 
 def join_path(prefix: str, name: str) -> str:
@@ -28,71 +29,6 @@ def join_path(prefix: str, name: str) -> str:
 
 def has_gitignore(entries: list[os.DirEntry[str]]) -> bool:
     return any(entry.name == ".gitignore" for entry in entries)
-
-
-def same_stat(own: os.stat_result, mtime_ns: int, ctime_ns: int, inode: int) -> bool:
-    """Whether a folder's stat still shows the (mtime, ctime, inode) seen before."""
-    return own.st_ctime_ns == ctime_ns and own.st_mtime_ns == mtime_ns and own.st_ino == inode
-
-
-def unchanged_folder(
-    own: os.stat_result, shape: Shape | None, cutoff: int, rules: IgnoreStack, prefix: str, base: str
-) -> IgnoreStack | None:
-    """The rules inside folder ``prefix`` if it still holds the entries its ``shape``
-    recorded, else None.
-
-    Creating, removing or renaming an entry changes a folder's mtime and ctime.
-    A shape whose ctime is at or above ``cutoff`` is racy: the folder may have
-    changed again within the same clock tick (the ctime, unlike the mtime,
-    cannot be set back). A shape recorded under other rules may have other verdicts.
-    """
-    if shape is None or shape[1] >= cutoff or not same_stat(own, shape[0], shape[1], shape[2]):
-        return None
-    inner = own_rules(rules, shape[4], prefix, base)
-    return inner if inner.fingerprint == shape[3] else None
-
-
-def shape_of(
-    own: os.stat_result, rules: IgnoreStack, gitignore: bool, dirs: list[str], walk_began_ns: int
-) -> Shape | None:
-    """The shape of a folder just listed, from its stat taken before the listing
-    (a change made while listing makes the shape stale, never wrong); None if
-    the folder changed too recently to be trusted by its stat."""
-    if not settled(own, walk_began_ns):
-        return None
-    return (own.st_mtime_ns, own.st_ctime_ns, own.st_ino, rules.fingerprint, gitignore, tuple(dirs))
-
-
-@dataclass(frozen=True)
-class Listed:
-    """One folder as the size check listed it: its own stat, taken before the
-    listing, its entries, and the ``lstat`` of each file it counted."""
-
-    own: os.stat_result
-    entries: list[os.DirEntry[str]]
-    stats: dict[str, os.stat_result]
-
-
-@dataclass
-class Prelisting:
-    """What the size check of a new store listed, for the store's first scan.
-
-    A folder whose stat still equals the one taken before its listing (and
-    had settled then, as for shapes) holds the same entries: the scan takes
-    them instead of listing and ``lstat``ing the folder again. Only which
-    entries exist is trusted this way; every file is read afresh when hashed.
-    """
-
-    began_ns: int
-    folders: dict[str, Listed] = field(default_factory=dict)
-
-    def take(self, rel: str, own: os.stat_result) -> Listed | None:
-        """Folder ``rel``'s listing, if its stat ``own`` shows it unchanged (each is taken once)."""
-        listed = self.folders.pop(rel, None)
-        if listed is None or not settled(own, self.began_ns):
-            return None
-        before = listed.own
-        return listed if same_stat(own, before.st_mtime_ns, before.st_ctime_ns, before.st_ino) else None
 
 
 def own_rules(rules: IgnoreStack, gitignore: bool, prefix: str, base: str) -> IgnoreStack:
@@ -194,7 +130,7 @@ def _is_dir(entry: os.DirEntry[str]) -> bool | None:
         return None
 
 
-_LIST_BY_FD = os.scandir in os.supports_fd and hasattr(os, "O_DIRECTORY")
+LIST_BY_FD = os.scandir in os.supports_fd and hasattr(os, "O_DIRECTORY")
 """Folders are listed through descriptors, and their files ``lstat``ed relative to them."""
 
 
@@ -208,7 +144,7 @@ def open_folder(path: str, is_root: bool) -> int:
     100,000 files). A subfolder swapped for a symlink since its parent was
     listed is refused, never followed.
     """
-    if not _LIST_BY_FD:
+    if not LIST_BY_FD:
         return -1
     return os.open(path, DIR_FLAGS if is_root else DIR_FLAGS | NO_FOLLOW)
 

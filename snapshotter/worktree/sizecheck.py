@@ -4,7 +4,7 @@ hashed or stored (see ``limits``).
 
 What it lists is not wasted: every folder's ignore verdicts go to the first
 scan's stat cache, and where folders are listed through descriptors each
-folder's listing and its files' stats go to a ``listing.Prelisting``, for the
+folder's listing and its files' stats go to a ``trust.Prelisting``, for the
 first scan to take the folders unchanged since.
 """
 
@@ -15,17 +15,9 @@ import stat
 
 from snapshotter.worktree.ignore import IgnoreStack
 from snapshotter.worktree.limits import WorkspaceLimits, stored_size
-from snapshotter.worktree.listing import (
-    Listed,
-    Prelisting,
-    has_gitignore,
-    join_path,
-    list_folder,
-    open_folder,
-    own_rules,
-    tracked_entries,
-)
+from snapshotter.worktree.listing import has_gitignore, join_path, list_folder, open_folder, own_rules, tracked_entries
 from snapshotter.worktree.statcache import Listings
+from snapshotter.worktree.trust import Listed, Prelisting
 
 
 def measure(
