@@ -97,6 +97,32 @@ def tracked_entries(
                 leftovers.extend(join_path(prefix, name) for name in sorted(found))
             files = [entry for entry in files if entry.name not in found]
             names = [name for name in names if name not in found]
+    ignored = _ignored(names, dirs, files, prefix, rules, cached, fresh, hits)
+    if ignored and (rules.tracked is not None or rules.forced is not None):
+        kept_dirs = {name for name in dirs if name in ignored and rules.rescues(join_path(prefix, name), True)}
+        kept_files = {e.name for e in files if e.name in ignored and rules.rescues(join_path(prefix, e.name), False)}
+        if rescued is not None:
+            rescued.update(kept_dirs)
+        ignored = ignored - kept_dirs - kept_files
+    if ignored:
+        dirs = [name for name in dirs if name not in ignored]
+        files = [entry for entry in files if entry.name not in ignored]
+    return dirs, files
+
+
+def _ignored(
+    names: list[str],
+    dirs: list[str],
+    files: list[os.DirEntry[str]],
+    prefix: str,
+    rules: IgnoreStack,
+    cached: Listings,
+    fresh: Listings,
+    hits: list[int] | None,
+) -> frozenset[str]:
+    """The names of folder ``prefix`` that the rules ignore: its cached verdicts
+    if its rules and listing (``names``) are the same as then, else judged now.
+    Either way they go to ``fresh``, under the digest of both."""
     digest = hashlib.sha1(rules.fingerprint)
     digest.update("\0".join(names).encode("utf-8", "surrogateescape"))
     key = digest.digest()
@@ -111,16 +137,7 @@ def tracked_entries(
             + [entry.name for entry in files if rules.by_rules(join_path(prefix, entry.name), False)]
         )
     fresh[prefix] = (key, ignored)  # the rules' verdicts only: what tracked paths keep is asked afresh
-    if ignored and (rules.tracked is not None or rules.forced is not None):
-        kept_dirs = {name for name in dirs if name in ignored and rules.rescues(join_path(prefix, name), True)}
-        kept_files = {e.name for e in files if e.name in ignored and rules.rescues(join_path(prefix, e.name), False)}
-        if rescued is not None:
-            rescued.update(kept_dirs)
-        ignored = ignored - kept_dirs - kept_files
-    if ignored:
-        dirs = [name for name in dirs if name not in ignored]
-        files = [entry for entry in files if entry.name not in ignored]
-    return dirs, files
+    return ignored
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool | None:
