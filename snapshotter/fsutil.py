@@ -7,7 +7,10 @@ folders that received new names are fsynced before a ref or a deletion
 relies on them.
 - Stat keys: what must match for a file to be taken as unchanged.
 - When a timestamp has settled: a folder or file changed too recently may change
-  again within the same clock tick, so its stat cannot vouch for it yet.
+  again within the same clock tick, so its stat cannot vouch for it yet. This is
+  the plain timestamp predicate, shared by the worktree and the store (for its
+  refs); when a folder's stat may vouch for its listing is the rule of
+  ``worktree/trust.py``, and of it alone.
 """
 
 from __future__ import annotations
@@ -25,10 +28,11 @@ DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC
 NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 RECENT_NS = 100_000_000
-"""A folder changed less than this long before a walk began is listed again next
-time: timestamps advance by clock ticks (a few ms on Linux), and a change made
-right after the listing, within the tick of the change before it, would leave
-the folder's stat as recorded."""
+"""A stat changed less than this long before a moment has not settled then:
+timestamps advance by clock ticks (a few ms on Linux), and a change made right
+after that moment, within the tick of the change before it, would leave the
+stat as it was (so a folder changed this recently before a walk is listed again
+next time)."""
 RECENT_COARSE_NS = 2_000_000_000
 """The same for timestamps in whole seconds (FAT keeps 2-second ones)."""
 
@@ -44,8 +48,9 @@ def stat_key(st: os.stat_result) -> StatKey:
 
 
 def settled(own: os.stat_result, walk_began_ns: int) -> bool:
-    """Whether a folder last changed long enough before a walk began for its
-    stat to vouch for its listing (see ``RECENT_NS``)."""
+    """Whether ``own`` (a folder's or file's stat) last changed long enough before
+    the moment ``walk_began_ns`` that a later change cannot hide within the same
+    clock tick (see ``RECENT_NS``)."""
     ctime = own.st_ctime_ns
     recent = RECENT_COARSE_NS if ctime % 1_000_000_000 == 0 else RECENT_NS
     return ctime < walk_began_ns - recent

@@ -276,14 +276,14 @@ def test_a_new_stores_first_scan_reuses_the_size_checks_listing_and_sees_later_c
     folders unchanged since instead of listing them again, and lists those
     changed in between. What it snapshots equals a cold snapshot of the end state."""
     from snapshotter import SkipReason
-    from snapshotter.worktree import walker
+    from snapshotter.worktree import readdir
 
     write(ws, _tree())
     os.symlink("root.txt", ws / "d1" / "link")
     _settle()
     listed: list[str] = []
-    real_list = walker.list_folder
-    monkeypatch.setattr(walker, "list_folder", lambda path, fd: listed.append(path) or real_list(path, fd))
+    real_list = readdir.list_folder
+    monkeypatch.setattr(readdir, "list_folder", lambda path, fd: listed.append(path) or real_list(path, fd))
     snap = make(max_new_file_size=1000)
     (ws / "d0" / "new.txt").write_text("created after the size check\n")  # d0 changes
     (ws / "d2" / "sub" / "f1.txt").unlink()  # d2/sub changes
@@ -294,7 +294,7 @@ def test_a_new_stores_first_scan_reuses_the_size_checks_listing_and_sees_later_c
     first = snap.snapshot()
     assert sorted(os.path.relpath(p, ws) for p in listed) == ["d0", "d1", "d2/sub"]
     assert [(s.path, s.reason) for s in first.skipped] == [("d4/top.txt", SkipReason.TOO_LARGE)]
-    monkeypatch.setattr(walker, "list_folder", real_list)
+    monkeypatch.setattr(readdir, "list_folder", real_list)
     assert first.tree_id == _cold_tree(ws, tmp_path / "cold", max_new_file_size=1000)
     assert snap.snapshot().tree_id == first.tree_id
     assert snap.last_scan.dirs_listed == 4  # no shape yet: the three changed ones, and d4 (a skipped file)
@@ -306,11 +306,11 @@ def test_the_first_scan_lists_again_folders_too_recent_or_untrusted(  # type: ig
     """A folder changed just before the size check may change again within
     the same clock tick unseen: its listing is not reused. Nor is any without
     trust_folder_mtimes."""
-    from snapshotter.worktree import walker
+    from snapshotter.worktree import readdir
 
     listed: list[str] = []
-    real_list = walker.list_folder
-    monkeypatch.setattr(walker, "list_folder", lambda path, fd: listed.append(path) or real_list(path, fd))
+    real_list = readdir.list_folder
+    monkeypatch.setattr(readdir, "list_folder", lambda path, fd: listed.append(path) or real_list(path, fd))
     write(ws, _tree())
     make(home=tmp_path / "recent").snapshot()  # no settling: every folder is too recent
     assert len(listed) == 13

@@ -19,7 +19,8 @@ from snapshotter.gitstore.store import DAMAGED_OBJECT, Store
 from snapshotter.worktree.hostfs import recorded_mode
 from snapshotter.worktree.listing import join_path
 from snapshotter.worktree.pathnames import NameCheck
-from snapshotter.worktree.walker import DirNode, Scan, git_mode_of
+from snapshotter.worktree.walker import Scan
+from snapshotter.worktree.walkstate import DirNode, git_mode_of
 
 MAX_TREE_DEPTH = 2048
 """Deeper than any path the operating systems we run on can hold (PATH_MAX is 4,096 bytes)."""

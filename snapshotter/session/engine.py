@@ -35,8 +35,9 @@ from snapshotter.worktree import hostfs, statcache
 from snapshotter.worktree.gitrepo import TrackedPaths, find_repository, tracked_paths
 from snapshotter.worktree.ignore import root_stack
 from snapshotter.worktree.limits import WorkspaceLimits, check_root
-from snapshotter.worktree.listing import Prelisting, measure
 from snapshotter.worktree.pathnames import NameCheck
+from snapshotter.worktree.sizecheck import measure
+from snapshotter.worktree.trust import Prelisting
 from snapshotter.worktree.walker import Incremental, Scan, scan
 from snapshotter.worktree.watch import ChangeJournal
 

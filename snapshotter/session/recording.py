@@ -19,7 +19,8 @@ from snapshotter.gitstore.catalog import Catalog
 from snapshotter.gitstore.objects import EMPTY_TREE
 from snapshotter.gitstore.store import Store
 from snapshotter.model import SnapshotInfo
-from snapshotter.worktree.walker import Scan, git_mode_of
+from snapshotter.worktree.walker import Scan
+from snapshotter.worktree.walkstate import git_mode_of
 
 Numstat = tuple[int, int, int]
 """(files changed, lines added, lines deleted)."""

@@ -1,10 +1,12 @@
-"""One folder's entries, as the walker wants them.
+"""List one folder: its entries, as the walker wants them.
 
 A folder is listed through a descriptor where the OS allows it (its files are
 then ``lstat``ed relative to it, and a folder swapped for a symlink is refused),
 split into subfolders and files in C-speed passes, rid of ``.git`` and of our
 own leftover files, and judged against the ignore rules, with the verdicts
-cached per folder under a digest of its rules and listing.
+cached per folder under a digest of its rules and listing. Whether a folder
+must be listed at all, or its own stat vouches for its last listing, is
+``trust.py``'s call.
 """
 
 from __future__ import annotations
@@ -12,15 +14,12 @@ from __future__ import annotations
 import bisect
 import hashlib
 import os
-import stat
-from dataclasses import dataclass, field
 
-from snapshotter.fsutil import DIR_FLAGS, NO_FOLLOW, settled
+from snapshotter.fsutil import DIR_FLAGS, NO_FOLLOW
 from snapshotter.worktree.fsops import LEFTOVER_PREFIX, is_leftover
 from snapshotter.worktree.ignore import IgnoreSource, IgnoreStack
-from snapshotter.worktree.limits import WorkspaceLimits, stored_size
 from snapshotter.worktree.pathnames import git_spelling
-from snapshotter.worktree.statcache import Listings, Shape
+from snapshotter.worktree.statcache import Listings
 
 
 def join_path(prefix: str, name: str) -> str:
@@ -30,71 +29,6 @@ def join_path(prefix: str, name: str) -> str:
 
 def has_gitignore(entries: list[os.DirEntry[str]]) -> bool:
     return any(entry.name == ".gitignore" for entry in entries)
-
-
-def same_stat(own: os.stat_result, mtime_ns: int, ctime_ns: int, inode: int) -> bool:
-    """Whether a folder's stat still shows the (mtime, ctime, inode) seen before."""
-    return own.st_ctime_ns == ctime_ns and own.st_mtime_ns == mtime_ns and own.st_ino == inode
-
-
-def unchanged_folder(
-    own: os.stat_result, shape: Shape | None, cutoff: int, rules: IgnoreStack, prefix: str, base: str
-) -> IgnoreStack | None:
-    """The rules inside folder ``prefix`` if it still holds the entries its ``shape``
-    recorded, else None.
-
-    Creating, removing or renaming an entry changes a folder's mtime and ctime.
-    A shape whose ctime is at or above ``cutoff`` is racy: the folder may have
-    changed again within the same clock tick (the ctime, unlike the mtime,
-    cannot be set back). A shape recorded under other rules may have other verdicts.
-    """
-    if shape is None or shape[1] >= cutoff or not same_stat(own, shape[0], shape[1], shape[2]):
-        return None
-    inner = own_rules(rules, shape[4], prefix, base)
-    return inner if inner.fingerprint == shape[3] else None
-
-
-def shape_of(
-    own: os.stat_result, rules: IgnoreStack, gitignore: bool, dirs: list[str], walk_began_ns: int
-) -> Shape | None:
-    """The shape of a folder just listed, from its stat taken before the listing
-    (a change made while listing makes the shape stale, never wrong); None if
-    the folder changed too recently to be trusted by its stat."""
-    if not settled(own, walk_began_ns):
-        return None
-    return (own.st_mtime_ns, own.st_ctime_ns, own.st_ino, rules.fingerprint, gitignore, tuple(dirs))
-
-
-@dataclass(frozen=True)
-class Listed:
-    """One folder as the size check listed it: its own stat, taken before the
-    listing, its entries, and the ``lstat`` of each file it counted."""
-
-    own: os.stat_result
-    entries: list[os.DirEntry[str]]
-    stats: dict[str, os.stat_result]
-
-
-@dataclass
-class Prelisting:
-    """What the size check of a new store listed, for the store's first scan.
-
-    A folder whose stat still equals the one taken before its listing (and
-    had settled then, as for shapes) holds the same entries: the scan takes
-    them instead of listing and ``lstat``ing the folder again. Only which
-    entries exist is trusted this way; every file is read afresh when hashed.
-    """
-
-    began_ns: int
-    folders: dict[str, Listed] = field(default_factory=dict)
-
-    def take(self, rel: str, own: os.stat_result) -> Listed | None:
-        """Folder ``rel``'s listing, if its stat ``own`` shows it unchanged (each is taken once)."""
-        listed = self.folders.pop(rel, None)
-        if listed is None or not settled(own, self.began_ns):
-            return None
-        before = listed.own
-        return listed if same_stat(own, before.st_mtime_ns, before.st_ctime_ns, before.st_ino) else None
 
 
 def own_rules(rules: IgnoreStack, gitignore: bool, prefix: str, base: str) -> IgnoreStack:
@@ -163,6 +97,32 @@ def tracked_entries(
                 leftovers.extend(join_path(prefix, name) for name in sorted(found))
             files = [entry for entry in files if entry.name not in found]
             names = [name for name in names if name not in found]
+    ignored = _ignored(names, dirs, files, prefix, rules, cached, fresh, hits)
+    if ignored and (rules.tracked is not None or rules.forced is not None):
+        kept_dirs = {name for name in dirs if name in ignored and rules.rescues(join_path(prefix, name), True)}
+        kept_files = {e.name for e in files if e.name in ignored and rules.rescues(join_path(prefix, e.name), False)}
+        if rescued is not None:
+            rescued.update(kept_dirs)
+        ignored = ignored - kept_dirs - kept_files
+    if ignored:
+        dirs = [name for name in dirs if name not in ignored]
+        files = [entry for entry in files if entry.name not in ignored]
+    return dirs, files
+
+
+def _ignored(
+    names: list[str],
+    dirs: list[str],
+    files: list[os.DirEntry[str]],
+    prefix: str,
+    rules: IgnoreStack,
+    cached: Listings,
+    fresh: Listings,
+    hits: list[int] | None,
+) -> frozenset[str]:
+    """The names of folder ``prefix`` that the rules ignore: its cached verdicts
+    if its rules and listing (``names``) are the same as then, else judged now.
+    Either way they go to ``fresh``, under the digest of both."""
     digest = hashlib.sha1(rules.fingerprint)
     digest.update("\0".join(names).encode("utf-8", "surrogateescape"))
     key = digest.digest()
@@ -177,16 +137,7 @@ def tracked_entries(
             + [entry.name for entry in files if rules.by_rules(join_path(prefix, entry.name), False)]
         )
     fresh[prefix] = (key, ignored)  # the rules' verdicts only: what tracked paths keep is asked afresh
-    if ignored and (rules.tracked is not None or rules.forced is not None):
-        kept_dirs = {name for name in dirs if name in ignored and rules.rescues(join_path(prefix, name), True)}
-        kept_files = {e.name for e in files if e.name in ignored and rules.rescues(join_path(prefix, e.name), False)}
-        if rescued is not None:
-            rescued.update(kept_dirs)
-        ignored = ignored - kept_dirs - kept_files
-    if ignored:
-        dirs = [name for name in dirs if name not in ignored]
-        files = [entry for entry in files if entry.name not in ignored]
-    return dirs, files
+    return ignored
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool | None:
@@ -196,64 +147,7 @@ def _is_dir(entry: os.DirEntry[str]) -> bool | None:
         return None
 
 
-def measure(
-    workspace: str,
-    ignores: IgnoreStack,
-    limits: WorkspaceLimits,
-    listings: Listings,
-    prelisting: Prelisting | None = None,
-    max_new_file_size: int | None = None,
-) -> tuple[int, int]:
-    """Count tracked entries and bytes, raising WorkspaceTooLarge as soon as a cap is passed.
-    A file over ``max_new_file_size`` will be left out of the first snapshot, so
-    its bytes count toward no cap; a sparse file counts what it occupies.
-
-    ``listings`` receives every folder's ignore verdicts, as the stat cache keeps
-    them: handed to the first scan, they spare it judging every name again.
-    ``prelisting`` (where folders are listed through descriptors) receives each
-    folder's listing and its files' stats, for the first scan to reuse.
-    """
-    entries = size = 0
-    stack = [("", workspace, ignores)]
-    while stack:
-        prefix, path, rules = stack.pop()
-        try:
-            fd = open_folder(path, not prefix)
-        except OSError:
-            continue
-        try:
-            own = os.fstat(fd) if fd >= 0 and prelisting is not None else None
-            found = list_folder(path, fd)
-            base = path if path.endswith(os.sep) else path + os.sep
-            rules = own_rules(rules, has_gitignore(found), prefix, base)
-            rescued: set[str] = set()
-            dirs, files = tracked_entries(found, prefix, rules, {}, listings, rescued=rescued)
-            stats: dict[str, os.stat_result] = {}
-            if prelisting is not None and own is not None:
-                prelisting.folders[prefix] = Listed(own, found, stats)
-            for name in dirs:
-                entries += 1
-                child = join_path(prefix, name)
-                stack.append((child, base + name, rules.inside(child) if name in rescued else rules))
-                limits.check(workspace, entries, size)
-            for entry in files:
-                entries += 1
-                try:
-                    st = stats[entry.name] = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                if max_new_file_size is None or stat.S_ISLNK(st.st_mode) or st.st_size <= max_new_file_size:
-                    size += stored_size(st)
-                limits.check(workspace, entries, size)
-        except OSError:
-            continue
-        finally:
-            if fd >= 0:
-                os.close(fd)
-    return entries, size
-
-
-_LIST_BY_FD = os.scandir in os.supports_fd and hasattr(os, "O_DIRECTORY")
+LIST_BY_FD = os.scandir in os.supports_fd and hasattr(os, "O_DIRECTORY")
 """Folders are listed through descriptors, and their files ``lstat``ed relative to them."""
 
 
@@ -267,7 +161,7 @@ def open_folder(path: str, is_root: bool) -> int:
     100,000 files). A subfolder swapped for a symlink since its parent was
     listed is refused, never followed.
     """
-    if not _LIST_BY_FD:
+    if not LIST_BY_FD:
         return -1
     return os.open(path, DIR_FLAGS if is_root else DIR_FLAGS | NO_FOLLOW)
 

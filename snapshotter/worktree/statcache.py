@@ -12,11 +12,8 @@ and the names the ignore rules excluded, under a digest of the rules and the
 folder's listing, so an unchanged folder is not matched against the rules again.
 
 And per folder its shape: the folder's own (mtime, ctime, inode), the rules
-inside it and its tracked subfolders. A folder whose stat still equals its
-shape's (and is not racy, as for files) has the same entries as then, since
-creating, removing or renaming an entry changes its folder's mtime: its
-tracked files are the names in its table, and the walk ``lstat``s those
-without listing the folder again (git's "untracked cache" does the same).
+inside it and its tracked subfolders, with which a walk may take a folder
+unchanged without listing it again; when it may is ``trust``'s rule alone.
 
 Records are grouped by folder (folder -> name -> record): a walk looks a file
 up by its name in its folder's small table, and a folder whose files all match
@@ -68,7 +65,7 @@ Listings = dict[str, tuple[bytes, frozenset[str]]]
 Shape = tuple[int, int, int, bytes, bool, tuple[str, ...]]
 """A folder as last listed: its own (mtime_ns, ctime_ns, inode), the fingerprint
 of the rules inside it, whether it has a ``.gitignore``, and its tracked subfolders.
-Its tracked files are the names in its table of records."""
+Its tracked files are the names in its table of records (see ``trust``)."""
 Folder = dict[str, Record]
 """One folder's records by file name; shared between caches and scans, so never changed in place."""
 
