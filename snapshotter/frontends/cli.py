@@ -1,4 +1,6 @@
-"""The ``snapshotter`` command (also ``python -m snapshotter``).
+"""The ``snapshotter`` command (also ``python -m snapshotter``): runs the command
+a parse names (the grammar is in ``arguments``) and prints its result, as text
+or as one JSON document.
 
 Exit codes: 0 ok, 1 error (or nothing to undo/redo, a failed verify, a
 declined confirmation), 2 usage (also: a dangerous command that cannot ask and
@@ -19,7 +21,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from snapshotter import __version__
 from snapshotter.api import Snapshotter
 from snapshotter.errors import (
     InvalidRef,
@@ -30,13 +31,12 @@ from snapshotter.errors import (
     StoreLocked,
     UnsafeTree,
 )
-from snapshotter.frontends import config, rendering
+from snapshotter.frontends import arguments, config, rendering
 from snapshotter.gitstore.store import canonical_workspace, store_path_for
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_LOCKED, EXIT_REFUSED = 0, 1, 2, 3, 4, 5
 EXIT_PIPE = 141
 """The output pipe closed early (``snapshotter log | head -1``): what git's exit by SIGPIPE looks like."""
-_ALIASES = {"track": "snapshot"}
 
 
 class CommandFailed(Exception):
@@ -47,171 +47,6 @@ class CommandFailed(Exception):
         self.kind = kind
         self.result = result
         self.code = code
-
-
-def _meta(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return key, value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
-    return value
-
-
-def _global_options(parser: argparse.ArgumentParser, on_subcommand: bool) -> None:
-    """The options every command takes, before or after its name.
-
-    On a subcommand they default to "not given" (SUPPRESS), so a value given
-    before the subcommand is never overwritten by the subcommand's default.
-    """
-
-    def default(value: Any) -> Any:
-        return argparse.SUPPRESS if on_subcommand else value
-
-    add = parser.add_argument
-    add("-C", "--workspace", default=default("."), help="the workspace folder (default: current folder)")
-    add("--home", default=default(None), help="where stores live (default: $SNAPSHOTTER_HOME or user data)")
-    add("--json", action="store_true", default=default(False), help="print one JSON document (docs/cli.md)")
-    add("--debug", action="store_true", default=default(False), help="show tracebacks")
-    add(
-        "--exclude",
-        action="append",
-        default=default([]),
-        metavar="PATTERN",
-        help="also leave out paths matching this gitignore pattern (repeatable)",
-    )
-    add(
-        "--no-default-excludes",
-        dest="use_default_excludes",
-        action="store_false",
-        default=default(None),
-        help="record .env, node_modules and the other built-in excludes too",
-    )
-    add(
-        "--allow-unsafe-root",
-        action="store_true",
-        default=default(None),
-        help="allow a home, Desktop, Documents, Downloads or filesystem-root folder",
-    )
-    for flag, help_text in (
-        ("--max-new-file-size", "skip new files larger than this many bytes"),
-        ("--max-workspace-entries", "refuse folders with more tracked entries (0: no cap)"),
-        ("--max-workspace-bytes", "refuse folders with more tracked bytes (0: no cap)"),
-    ):
-        add(flag, type=_count, default=default(None), metavar="N", help=help_text)
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="snapshotter",
-        description="Snapshots of a folder in a hidden git store: take, list, diff, restore, undo.",
-        epilog="REF: an id, a 7+ digit id prefix, a label, @ (the base: what the folder was last made "
-        "equal to) or @~N (N snapshots before the base).",
-    )
-    _global_options(parser, on_subcommand=False)
-    parser.add_argument("--version", action="version", version=f"snapshotter {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    def command(name: str, help_text: str, aliases: Sequence[str] = ()) -> argparse.ArgumentParser:
-        made = sub.add_parser(name, aliases=list(aliases), help=help_text, description=help_text)
-        _global_options(made, on_subcommand=True)
-        return made
-
-    snap = command("snapshot", "record the folder now", aliases=["track"])
-    snap.add_argument("-m", "--message", default="", help="a message for the snapshot")
-    snap.add_argument("--label", default=None, help="a label usable wherever a ref is")
-    snap.add_argument("--meta", action="append", type=_meta, default=[], metavar="KEY=VALUE", help="metadata")
-
-    log = command("log", "list snapshots, newest first; @ marks the base")
-    log.add_argument("-n", "--limit", type=_count, default=50, help="how many (default 50; 0 for all)")
-    log.add_argument("--label", default=None, help="only snapshots with this label")
-    log.add_argument("--meta", action="append", type=_meta, default=[], metavar="KEY=VALUE", help="only matching")
-
-    show = command("show", "one snapshot's details")
-    show.add_argument("ref", help="a REF (see below)")
-
-    diff = command("diff", "what changed: FROM (default @, the base) to TO (default the folder now); -- PATH...")
-    diff.add_argument("from_ref", nargs="?", default=None)
-    diff.add_argument("to_ref", nargs="?", default=None)
-    shape = diff.add_mutually_exclusive_group()
-    shape.add_argument("--stat", action="store_true", help="a summary per file")
-    shape.add_argument("--name-status", action="store_true", help="status letter and path per file")
-    shape.add_argument("--numstat", action="store_true", help="added and deleted lines per file")
-
-    command("status", "what changed since the base (@); -- PATH... to limit it")
-
-    restore = command("restore", "bring back a snapshot (all of it, or PATHs)")
-    restore.add_argument("ref", help="a REF")
-    restore.add_argument("paths", nargs="*", help="restore only these paths")
-    restore.add_argument("--dry-run", action="store_true", help="show the plan, change nothing")
-    restore.add_argument("-y", "--yes", action="store_true", help="do not ask (required where nobody can be asked)")
-    restore.add_argument(
-        "--overwrite-untracked",
-        action="store_true",
-        help="also replace ignored or too-large files in the way (saved in the safety snapshot first)",
-    )
-
-    command("undo", "go back to the last checkpoint")
-    command("redo", "return to what the last undo replaced")
-    turn = command("turn", "agent turns: begin, end, or revert N")
-    turn.add_argument("action", choices=["begin", "end", "revert"])
-    turn.add_argument("n", nargs="?", type=int, default=1, help="with revert: the n-th last turn (default 1)")
-    for name, text in (("pin", "keep a snapshot whatever retention says"), ("unpin", "release a pinned snapshot")):
-        command(name, text).add_argument("ref")
-    prune = command("prune", "drop snapshots the retention policy says must go, then compact")
-    prune.add_argument("--dry-run", action="store_true", help="only list what would go")
-    command("gc", "compact the store now")
-    command("stats", "size and contents of the store")
-    verify = command("verify", "check every snapshot can be read back")
-    verify.add_argument("--full", action="store_true", help="re-hash every object too")
-    cleanup = command("cleanup", "delete this folder's store and all its snapshots")
-    cleanup.add_argument("-y", "--yes", action="store_true", help="do not ask (required where nobody can be asked)")
-    command("where", "the store this folder's snapshots live in (creates nothing)")
-    command("config", "effective settings and where each came from")
-    command("mcp", "serve this folder's snapshots to an MCP client over stdio")
-    return parser
-
-
-_TAKES_PATHS = {"diff", "status", "restore"}
-
-
-def _parse(argv: Sequence[str]) -> argparse.Namespace:
-    """Parse, taking the paths after a ``--`` apart (``diff @~2 -- src/``)."""
-    parser = _parser()
-    head, paths = list(argv), []
-    if "--" in head:
-        at = head.index("--")
-        head, paths = head[:at], head[at + 1 :]
-    args = parser.parse_args(head)
-    args.command = _ALIASES.get(args.command, args.command)
-    if paths:
-        if args.command not in _TAKES_PATHS:
-            parser.error(f"{args.command} takes no paths after --")
-        args.paths = [*getattr(args, "paths", []), *paths]
-    elif not hasattr(args, "paths"):
-        args.paths = []
-    return args
-
-
-def _flags(args: argparse.Namespace) -> dict[str, Any]:
-    """Settings given on the command line (None: not given)."""
-    return {
-        "home": args.home,
-        "exclude": args.exclude or None,
-        "use_default_excludes": args.use_default_excludes,
-        "allow_unsafe_root": args.allow_unsafe_root,
-        "max_new_file_size": args.max_new_file_size,
-        "max_workspace_entries": args.max_workspace_entries,
-        "max_workspace_bytes": args.max_workspace_bytes,
-    }
 
 
 def _confirm(question: str, refusal: str, args: argparse.Namespace) -> None:
@@ -230,7 +65,7 @@ def _confirm(question: str, refusal: str, args: argparse.Namespace) -> None:
 
 def _settings(args: argparse.Namespace) -> tuple[str, config.Resolved]:
     workspace = canonical_workspace(os.path.abspath(args.workspace))
-    settings = config.resolve(workspace, _flags(args))
+    settings = config.resolve(workspace, arguments.flags(args))
     for warning in settings.warnings:
         logging.getLogger("snapshotter").warning("%s", warning)
     return workspace, settings
@@ -261,7 +96,7 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
     if name == "mcp":
         from snapshotter.frontends.mcp_server import serve
 
-        serve(os.path.abspath(args.workspace), _flags(args))
+        serve(os.path.abspath(args.workspace), arguments.flags(args))
         return None, lambda: None
     workspace, settings = _settings(args)
     if name == "config":
@@ -477,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str]) -> int:
-    args = _parse(argv)
+    args = arguments.parse(argv)
     name = args.command
     with _warnings_shown() as warned:
         try:
