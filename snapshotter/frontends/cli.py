@@ -263,25 +263,10 @@ def _exit_code(error: BaseException) -> int:
     return EXIT_ERROR
 
 
-class _Warnings(logging.Handler):
-    """The library's warnings during one command: on stderr as they come, and kept for ``--json``."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.seen: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        text = record.getMessage()
-        if text.startswith("snapshotter: "):
-            text = text[len("snapshotter: ") :]
-        self.seen.append(text)
-        sys.stderr.write(f"snapshotter: warning: {text}\n")
-
-
 @contextmanager
-def _warnings_shown() -> Iterator[_Warnings]:
+def _warnings_shown() -> Iterator[rendering.CaughtWarnings]:
     logger = logging.getLogger("snapshotter")
-    handler = _Warnings()
+    handler = rendering.CaughtWarnings(echo=True)
     logger.addHandler(handler)
     propagate, logger.propagate = logger.propagate, False  # shown once, by us
     try:
@@ -328,14 +313,14 @@ def _main(argv: Sequence[str]) -> int:
                 detail: dict[str, Any] = {"type": kind, "message": message, "exit_code": code}
                 if isinstance(error, CommandFailed) and error.result is not None:
                     detail["result"] = error.result
-                _print(_document(name, {"error": detail}, warned.seen))
+                _print(_document(name, {"error": detail}, warned.messages))
             return code
         except KeyboardInterrupt:
             return 130
     if name == "mcp":
         return EXIT_OK
     if args.json:
-        _print(_document(name, {"result": result}, warned.seen))
+        _print(_document(name, {"result": result}, warned.messages))
     else:
         show()
     return EXIT_OK

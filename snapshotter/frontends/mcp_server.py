@@ -28,15 +28,6 @@ _Tool = TypeVar("_Tool", bound=Callable[..., Any])
 INSTALL_HINT = 'the MCP server needs the mcp extra: pip install "workspace-snapshotter[mcp]" (".[mcp]" from a checkout)'
 
 
-class _Caught(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage().removeprefix("snapshotter: "))
-
-
 def build_server(workspace: str, flags: Mapping[str, Any]) -> Any:
     """An MCPServer whose tools act on ``workspace`` only."""
     try:
@@ -65,7 +56,7 @@ def build_server(workspace: str, flags: Mapping[str, Any]) -> Any:
     def tool(function: _Tool) -> _Tool:
         @functools.wraps(function)  # the SDK reads the parameters from the signature
         def run(*args: Any, **kwargs: Any) -> Any:
-            caught = _Caught()
+            caught = rendering.CaughtWarnings()
             logger.addHandler(caught)
             try:
                 result = function(*args, **kwargs)

@@ -1,4 +1,5 @@
-"""What the command line prints: stable JSON documents, text, colour and progress.
+"""What the command line prints: stable JSON documents, text, colour, progress
+and the library's warnings (the MCP server's tools return the same JSON shapes).
 
 JSON output (``--json``) is one object per command, ``{"schema": 1, "command":
 ..., "result": ...}`` or ``{"schema": 1, "command": ..., "error": {...}}``;
@@ -9,6 +10,7 @@ on a terminal's stderr, never in pipes or with ``--json``.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
@@ -223,3 +225,20 @@ class ProgressLine:
             self.stream.write("\r\x1b[K")
             self.stream.flush()
             self.shown = False
+
+
+class CaughtWarnings(logging.Handler):
+    """The library's warnings during one command or tool call, kept to go with its
+    result (``--json``, an MCP tool's answer); with ``echo`` also written to stderr
+    as they come, so a person at the command line sees them at once."""
+
+    def __init__(self, echo: bool = False) -> None:
+        super().__init__(logging.WARNING)
+        self.echo = echo
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage().removeprefix("snapshotter: ")
+        self.messages.append(text)
+        if self.echo:
+            sys.stderr.write(f"snapshotter: warning: {text}\n")
