@@ -15,7 +15,7 @@ from snapshotter import arguments, history, maintenance
 from snapshotter.background import Background, SnapshotHandle, finished
 from snapshotter.errors import FIRST_SNAPSHOT, SnapshotError, SnapshotNotFound, StoreError
 from snapshotter.gitstore import trailers
-from snapshotter.gitstore.store import canonical_workspace
+from snapshotter.gitstore.location import canonical_workspace
 from snapshotter.guard import Guard
 from snapshotter.model import (
     FileChange,

@@ -23,7 +23,7 @@ from typing import Any
 
 from snapshotter.api import Snapshotter
 from snapshotter.errors import SnapshotError
-from snapshotter.gitstore.store import canonical_workspace, store_path_for
+from snapshotter.gitstore.location import canonical_workspace, store_path_for
 from snapshotter.model import ChangeStatus
 from snapshotter.model import SnapshotInfo as _Info
 

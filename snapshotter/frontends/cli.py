@@ -32,7 +32,7 @@ from snapshotter.errors import (
     UnsafeTree,
 )
 from snapshotter.frontends import arguments, config, rendering
-from snapshotter.gitstore.store import canonical_workspace, store_path_for
+from snapshotter.gitstore.location import canonical_workspace, store_path_for
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_LOCKED, EXIT_REFUSED = 0, 1, 2, 3, 4, 5
 EXIT_PIPE = 141

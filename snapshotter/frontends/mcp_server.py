@@ -20,7 +20,7 @@ from snapshotter import __version__
 from snapshotter.api import Snapshotter
 from snapshotter.errors import InvalidInput, SnapshotError
 from snapshotter.frontends import config, rendering
-from snapshotter.gitstore.store import canonical_workspace
+from snapshotter.gitstore.location import canonical_workspace
 from snapshotter.model import UndoResult
 from snapshotter.worktree.watch import watch_available
 

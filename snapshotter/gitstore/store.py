@@ -1,7 +1,6 @@
-"""Where a workspace's store lives, and the store itself: a bare git repository.
+"""A workspace's store: a bare git repository (where it lives: ``location``).
 
-``<home>/snapshots/<key>/`` where ``<key>`` is a short stable hash of the
-canonical workspace path; a ``workspace`` file inside records that path. The
+A ``workspace`` file inside records the canonical workspace path it belongs to. The
 store is created whole in a temporary folder and renamed into place, so a crash
 never leaves a half-made store under the final name. It is owner-only (0700),
 never auto-gcs (``gc.auto=0``), and every snapshot is a parentless commit
@@ -11,11 +10,9 @@ pinned by ``refs/snapshots/<seq>``.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 import shutil
-import sys
 import tempfile
 import time
 import weakref
@@ -29,7 +26,7 @@ from dulwich.objects import Commit, ObjectID
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
-from snapshotter.errors import HOME_OUTSIDE, StoreError, WorkspaceError
+from snapshotter.errors import StoreError
 from snapshotter.fsutil import USE_CTIME, settled, sync_folder
 from snapshotter.gitstore.objectstore import StoredObjects
 
@@ -50,7 +47,6 @@ _STACK_PREFIX = b"refs/snapshotter/"
 _BASE_REF = Ref(b"refs/snapshotter/base")
 _GENERATION = "generation"
 _SEQ_WIDTH = 10
-_CASE_INSENSITIVE = sys.platform in ("win32", "darwin")
 _STORE_CONFIG = b"""[core]
 \trepositoryformatversion = 0
 \tfilemode = true
@@ -60,51 +56,6 @@ _STORE_CONFIG = b"""[core]
 [gc]
 \tauto = 0
 """
-
-
-def default_home() -> str:
-    """``$SNAPSHOTTER_HOME``, else the platform's per-user data folder."""
-    env = os.environ.get("SNAPSHOTTER_HOME")
-    if env:
-        return env
-    import platformdirs
-
-    return platformdirs.user_data_dir("snapshotter", appauthor=False)
-
-
-def canonical_workspace(workspace: str | os.PathLike[str]) -> str:
-    """The resolved workspace path; raises WorkspaceError if it is not a folder."""
-    path = os.path.realpath(os.fspath(workspace))
-    if not os.path.exists(path):
-        raise WorkspaceError(f"workspace {path} does not exist; create it or pass an existing folder")
-    if not os.path.isdir(path):
-        raise WorkspaceError(f"workspace {path} is not a folder; pass a folder")
-    return path
-
-
-def store_key(canonical: str) -> str:
-    identity = canonical.lower() if _CASE_INSENSITIVE else canonical
-    return hashlib.sha256(os.fsencode(identity)).hexdigest()[:20]
-
-
-def _is_within(path: str, folder: str) -> bool:
-    try:
-        return os.path.commonpath([path, folder]) == folder
-    except ValueError:  # different drives on Windows
-        return False
-
-
-def store_path_for(canonical: str, home: str | os.PathLike[str] | None) -> str:
-    """The store folder of a canonical workspace; refuses overlapping locations."""
-    home_path = os.path.realpath(os.path.abspath(os.fspath(home) if home is not None else default_home()))
-    store = os.path.join(home_path, "snapshots", store_key(canonical))
-    if _is_within(home_path, canonical):
-        raise WorkspaceError(f"the snapshot home {home_path} is inside the workspace {canonical}", HOME_OUTSIDE)
-    if _is_within(canonical, home_path):
-        raise WorkspaceError(
-            f"the workspace {canonical} is inside the snapshot home {home_path}; snapshot a folder outside it"
-        )
-    return store
 
 
 class Store(StoredObjects):

@@ -24,9 +24,10 @@ from snapshotter.compare.treediff import MAX_ENTRIES_READ, RecordedModes, Stored
 from snapshotter.errors import VERIFY, SnapshotError, StoreError, StoreLocked, WorkspaceError, what_to_check
 from snapshotter.gitstore.catalog import Catalog
 from snapshotter.gitstore.inflate import ObjectTooLarge
+from snapshotter.gitstore.location import store_path_for
 from snapshotter.gitstore.locking import StoreLock
 from snapshotter.gitstore.objects import EMPTY_TREE, STREAM_THRESHOLD
-from snapshotter.gitstore.store import Store, store_path_for
+from snapshotter.gitstore.store import Store
 from snapshotter.model import ScanStats, SnapshotInfo
 from snapshotter.options import Options
 from snapshotter.session.indexes import UserIndexes

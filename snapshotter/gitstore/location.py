@@ -1,0 +1,62 @@
+"""Where a workspace's store lives: ``<home>/snapshots/<key>/``.
+
+``<home>`` is ``$SNAPSHOTTER_HOME`` or the per-user data folder, ``<key>`` a
+short stable hash of the canonical (resolved) workspace path. Apart from the
+store itself because the front ends and the compat adapters ask where a store
+is (``where``, ``shadow_path``) without opening or creating one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+
+from snapshotter.errors import HOME_OUTSIDE, WorkspaceError
+
+_CASE_INSENSITIVE = sys.platform in ("win32", "darwin")
+
+
+def default_home() -> str:
+    """``$SNAPSHOTTER_HOME``, else the platform's per-user data folder."""
+    env = os.environ.get("SNAPSHOTTER_HOME")
+    if env:
+        return env
+    import platformdirs
+
+    return platformdirs.user_data_dir("snapshotter", appauthor=False)
+
+
+def canonical_workspace(workspace: str | os.PathLike[str]) -> str:
+    """The resolved workspace path; raises WorkspaceError if it is not a folder."""
+    path = os.path.realpath(os.fspath(workspace))
+    if not os.path.exists(path):
+        raise WorkspaceError(f"workspace {path} does not exist; create it or pass an existing folder")
+    if not os.path.isdir(path):
+        raise WorkspaceError(f"workspace {path} is not a folder; pass a folder")
+    return path
+
+
+def store_key(canonical: str) -> str:
+    identity = canonical.lower() if _CASE_INSENSITIVE else canonical
+    return hashlib.sha256(os.fsencode(identity)).hexdigest()[:20]
+
+
+def _is_within(path: str, folder: str) -> bool:
+    try:
+        return os.path.commonpath([path, folder]) == folder
+    except ValueError:  # different drives on Windows
+        return False
+
+
+def store_path_for(canonical: str, home: str | os.PathLike[str] | None) -> str:
+    """The store folder of a canonical workspace; refuses overlapping locations."""
+    home_path = os.path.realpath(os.path.abspath(os.fspath(home) if home is not None else default_home()))
+    store = os.path.join(home_path, "snapshots", store_key(canonical))
+    if _is_within(home_path, canonical):
+        raise WorkspaceError(f"the snapshot home {home_path} is inside the workspace {canonical}", HOME_OUTSIDE)
+    if _is_within(canonical, home_path):
+        raise WorkspaceError(
+            f"the workspace {canonical} is inside the snapshot home {home_path}; snapshot a folder outside it"
+        )
+    return store
