@@ -118,16 +118,16 @@ def run_command(
 def deny_reading(monkeypatch: pytest.MonkeyPatch, suffix: str) -> None:
     """Make files whose path ends with ``suffix`` unreadable to the walker (root
     reads anything, so permissions cannot do it in the suite)."""
-    from snapshotter.gitstore import objects
+    from snapshotter.gitstore import objectwriter
 
-    real_open = objects.open_for_read
+    real_open = objectwriter.open_for_read
 
     def no_permission(path: str) -> int:
         if path.endswith(suffix):
             raise PermissionError(13, "Permission denied", path)
         return real_open(path)
 
-    monkeypatch.setattr(objects, "open_for_read", no_permission)
+    monkeypatch.setattr(objectwriter, "open_for_read", no_permission)
 
 
 def write(root: Path, files: dict[str, str | bytes]) -> None:

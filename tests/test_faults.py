@@ -20,7 +20,7 @@ import pytest
 from conftest import read_tree, tree_modes, write
 
 from snapshotter import Snapshotter, StoreError, WorkspaceError
-from snapshotter.gitstore import objects
+from snapshotter.gitstore import objects, objectwriter
 
 # -- helpers ---------------------------------------------------------------------------
 
@@ -179,14 +179,14 @@ def test_restore_refused_by_permissions_injected(ws: Path, make, monkeypatch: py
 
 def test_file_deleted_between_listing_and_reading_is_reported(ws: Path, make, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     write(ws, {"a.txt": "a", "gone.txt": "g"})
-    real_open = objects.open_for_read
+    real_open = objectwriter.open_for_read
 
     def vanish(path: str) -> int:
         if path.endswith("gone.txt"):
             os.unlink(path)
         return real_open(path)
 
-    monkeypatch.setattr(objects, "open_for_read", vanish)
+    monkeypatch.setattr(objectwriter, "open_for_read", vanish)
     info = make().snapshot()
     assert [(s.path, s.reason.value) for s in info.skipped] == [("gone.txt", "vanished")]
     assert set(tree_modes(make(), info.tree_id)) == {"a.txt"}
@@ -196,7 +196,7 @@ def test_file_replaced_between_listing_and_reading_records_what_was_read(
     ws: Path, make, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
     write(ws, {"a.txt": "a", "swap.txt": "old content"})
-    real_open = objects.open_for_read
+    real_open = objectwriter.open_for_read
 
     def replace(path: str) -> int:
         if path.endswith("swap.txt") and not replaced:
@@ -206,7 +206,7 @@ def test_file_replaced_between_listing_and_reading_records_what_was_read(
         return real_open(path)
 
     replaced: list[str] = []
-    monkeypatch.setattr(objects, "open_for_read", replace)
+    monkeypatch.setattr(objectwriter, "open_for_read", replace)
     snap = make()
     info = snap.snapshot()
     monkeypatch.undo()

@@ -24,7 +24,8 @@ from dulwich.objects import Commit
 from snapshotter.errors import VERIFY, StoreError
 from snapshotter.gitstore.inflate import MAX_WHOLE, ObjectTooLarge
 from snapshotter.gitstore.loose import loose_header, read_loose, stream_loose
-from snapshotter.gitstore.objects import STREAM_THRESHOLD, TYPE_NAMES, ObjectWriter, object_id
+from snapshotter.gitstore.objects import STREAM_THRESHOLD, TYPE_NAMES, object_id
+from snapshotter.gitstore.objectwriter import ObjectWriter
 from snapshotter.gitstore.packread import MAX_CHAIN, BaseById
 from snapshotter.gitstore.packset import PackSet
 

@@ -14,15 +14,8 @@ import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-from snapshotter.gitstore.objects import (
-    MODE_TREE,
-    FileChanged,
-    Hashed,
-    ObjectWriter,
-    describe_lines,
-    object_id,
-    serialize_tree,
-)
+from snapshotter.gitstore.objects import MODE_TREE, describe_lines, object_id, serialize_tree
+from snapshotter.gitstore.objectwriter import FileChanged, Hashed, ObjectWriter
 from snapshotter.model import SkippedPath, SkipReason
 from snapshotter.worktree.statcache import StatCache
 from snapshotter.worktree.walkstate import DirNode, Pending, Walk, git_mode_of

@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from snapshotter.errors import WorkspaceError
-from snapshotter.gitstore.objects import EMPTY_TREE, ObjectWriter
+from snapshotter.gitstore.objects import EMPTY_TREE
+from snapshotter.gitstore.objectwriter import ObjectWriter
 from snapshotter.model import ScanStats, SkippedPath, SkipReason
 from snapshotter.worktree.classify import classify
 from snapshotter.worktree.hashing import write_objects
