@@ -156,10 +156,7 @@ class ObjectWriter:
                 os.fsync(out.fileno())
             if total != size or digest.digest() != sha:
                 raise StoreError(f"object {sha.hex()} does not match its id; the store is damaged", VERIFY)
-            path = self.loose_path(sha)
-            self._ensure_folder(os.path.dirname(path))
-            self._move_into_place(tmp, path)
-            self._unsynced_dirs.add(os.path.dirname(path))
+            self._place(tmp, self.loose_path(sha))
         finally:
             unlink_quietly(tmp)  # gone already once moved into place
 
@@ -203,15 +200,17 @@ class ObjectWriter:
                     os.fsync(handle.fileno())  # a ref written later must never name lost content
             except OSError as exc:
                 raise StoreError(f"cannot write to the store: {exc.strerror}; {what_to_check(exc)}") from None
-            self._move_into_place(tmp, path)
-            self._unsynced_dirs.add(os.path.dirname(path))
+            self._place(tmp, path)
             size, loose, packs = self.written
             self.written = (size + count, loose + 1, packs)
         except BaseException:
             unlink_quietly(tmp)
             raise
 
-    def _move_into_place(self, tmp: str, path: str) -> None:
+    def _place(self, tmp: str, path: str) -> None:
+        """Move a written and synced temporary file in as the loose object at
+        ``path``; its folder is synced before a ref names it (``make_durable``)."""
+        self._ensure_folder(os.path.dirname(path))
         try:
             os.replace(tmp, path)
         except OSError as exc:
@@ -220,6 +219,7 @@ class ObjectWriter:
             if not os.path.exists(path):
                 raise StoreError(f"cannot write {path}: {exc.strerror}; {what_to_check(exc)}") from None
             unlink_quietly(tmp)
+        self._unsynced_dirs.add(os.path.dirname(path))
 
     def hash_file(self, path: str, write: bool) -> Hashed:
         """Hash (and with ``write``, store) the regular file at ``path``.
@@ -288,10 +288,7 @@ class ObjectWriter:
                 out.close()
                 out = None
                 if not self.exists(sha):
-                    path = self.loose_path(sha)
-                    self._ensure_folder(os.path.dirname(path))
-                    self._move_into_place(tmp, path)
-                    self._unsynced_dirs.add(os.path.dirname(path))
+                    self._place(tmp, self.loose_path(sha))
                     size_so_far, loose, packs = self.written
                     self.written = (size_so_far + stored, loose + 1, packs)
             return sha, counter.lines()
