@@ -132,13 +132,6 @@ def _occurrences(key: bytes, content: bytes) -> int:
     return content.count(b"\n" + line) + content.startswith(line)
 
 
-def python_numstat(old: bytes, new: bytes) -> tuple[int, int]:
-    """:func:`numstat` without the accelerator."""
-    if old == new:
-        return 0, 0
-    return xdiff.counts(line_keys(old), line_keys(new))
-
-
 @cache
 def accelerator() -> Callable[[bytes, bytes], tuple[int, int]] | None:
     """libgit2's line counts through pygit2, if installed and not turned off; else None.
