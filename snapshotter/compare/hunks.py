@@ -116,25 +116,22 @@ class Side:
         blanks after, indent after) of a split just above line ``split``."""
         end_of_file = split >= self.n
         indent = -1 if end_of_file else self.indent(split)
-        pre_blank, pre_indent = 0, -1
-        for i in range(split - 1, -1, -1):
-            pre_indent = self.indent(i)
-            if pre_indent != -1:
-                break
-            pre_blank += 1
-            if pre_blank == MAX_BLANKS:
-                pre_indent = 0
-                break
-        post_blank, post_indent = 0, -1
-        for i in range(split + 1, self.n):
-            post_indent = self.indent(i)
-            if post_indent != -1:
-                break
-            post_blank += 1
-            if post_blank == MAX_BLANKS:
-                post_indent = 0
-                break
+        pre_blank, pre_indent = self._blanks(range(split - 1, -1, -1))
+        post_blank, post_indent = self._blanks(range(split + 1, self.n))
         return end_of_file, indent, pre_blank, pre_indent, post_blank, post_indent
+
+    def _blanks(self, lines: range) -> tuple[int, int]:
+        """(blank lines, indent of the first other line) walking ``lines`` away from
+        a split: -1 if none follows; after ``MAX_BLANKS`` blanks, (MAX_BLANKS, 0)."""
+        blank = 0
+        for i in lines:
+            indent = self.indent(i)
+            if indent != -1:
+                return blank, indent
+            blank += 1
+            if blank == MAX_BLANKS:
+                return blank, 0
+        return blank, -1
 
 
 def _score(measured: tuple[int, int, int, int, int, int]) -> tuple[int, int]:
