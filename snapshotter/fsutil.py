@@ -56,12 +56,14 @@ def settled(own: os.stat_result, walk_began_ns: int) -> bool:
     return ctime < walk_began_ns - recent
 
 
-def unlink_quietly(path: str, dir_fd: int | None = None) -> None:
-    """Remove a file if it is there; a file already gone, or not removable, is not an error here."""
+def unlink_quietly(path: str, dir_fd: int | None = None) -> bool:
+    """Remove a file if it is there; a file already gone, or not removable, is not
+    an error here. True if this call removed it."""
     try:
         os.unlink(path, dir_fd=dir_fd)
     except OSError:
-        pass
+        return False
+    return True
 
 
 def sync_folder(folder: str) -> None:

@@ -27,7 +27,7 @@ from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from snapshotter.errors import StoreError
-from snapshotter.fsutil import USE_CTIME, settled, sync_folder
+from snapshotter.fsutil import USE_CTIME, settled, sync_folder, unlink_quietly
 from snapshotter.gitstore.objectstore import StoredObjects
 
 DAMAGED_OBJECT: tuple[type[Exception], ...] = (
@@ -340,13 +340,8 @@ class Store(StoredObjects):
         for dirpath, _, filenames in os.walk(os.path.join(self.path, "refs")):
             candidates.extend(os.path.join(dirpath, n) for n in filenames if n.endswith(".lock"))
         for path in candidates:
-            try:
-                os.unlink(path)
-                removed += 1
-            except FileNotFoundError:
-                continue
-            except OSError:
-                continue  # left for the next recovery; the operation needing it will report it
+            # One that stays is left for the next recovery; the operation needing it will report it.
+            removed += unlink_quietly(path)
         return removed
 
     def recover(self) -> int:
@@ -368,12 +363,8 @@ class Store(StoredObjects):
             except OSError:
                 continue
             for name in names:
-                if TEMP_NAME.match(name):
-                    try:
-                        os.unlink(os.path.join(folder, name))
-                        removed += 1
-                    except OSError:
-                        continue  # left for gc, which removes old temporary files too
+                if TEMP_NAME.match(name):  # one that stays is left for gc, which removes old ones too
+                    removed += unlink_quietly(os.path.join(folder, name))
         return removed
 
     def remove(self) -> None:

@@ -28,6 +28,7 @@ import zlib
 from dulwich.errors import ApplyDeltaError
 
 from snapshotter.errors import StoreError
+from snapshotter.fsutil import unlink_quietly
 from snapshotter.gitstore.inflate import ObjectTooLarge
 from snapshotter.gitstore.objects import STREAM_THRESHOLD, TYPE_NAMES
 from snapshotter.gitstore.packindex import PackDamaged, read_through, write_index
@@ -105,15 +106,17 @@ def consolidate(store: Store) -> GcResult:
         store.writer.make_durable()
         packed |= placed
     store.release_packs()  # Windows cannot delete open files
+    # A file that cannot go now (held open elsewhere on Windows) is left to the next
+    # consolidation: its objects are in the new pack too.
     removed_packs = 0
     for base, ids in merged.items():
         whole = base != written and packed.issuperset(ids)  # a damaged object keeps its pack
-        if whole and _remove_quietly(base + ".idx"):  # the index first: readers skip a pack without one
+        if whole and unlink_quietly(base + ".idx"):  # the index first: readers skip a pack without one
             removed_packs += 1
-            _remove_quietly(base + ".pack")
+            unlink_quietly(base + ".pack")
     for sha, path, _ in loose:
         if sha in packed:
-            _remove_quietly(path)
+            unlink_quietly(path)
     return GcResult(
         objects_kept=len(packed),
         objects_removed=0,
@@ -163,17 +166,7 @@ def _settle_unindexed(store: Store, pack_dir: str, now: float) -> int:
         except (OSError, PackDamaged):
             continue
         if all(store.has_object(sha) for sha in contents.ids):
-            removed += _remove_quietly(base + ".pack")
+            removed += unlink_quietly(base + ".pack")
         elif not os.path.exists(base + ".idx"):
             write_index(base, contents)
     return removed
-
-
-def _remove_quietly(path: str) -> bool:
-    """Delete ``path``; a file already gone or held open elsewhere (Windows) is
-    left to the next consolidation: its objects are in the new pack too."""
-    try:
-        os.unlink(path)
-        return True
-    except OSError:
-        return False
