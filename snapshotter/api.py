@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from typing import Any, TypeVar, cast
 
-from snapshotter import arguments, history, maintenance
+from snapshotter import history, inputs, maintenance
 from snapshotter.background import Background, SnapshotHandle, finished
 from snapshotter.errors import FIRST_SNAPSHOT, SnapshotError, SnapshotNotFound, StoreError
 from snapshotter.gitstore import trailers
@@ -201,8 +201,8 @@ class Snapshotter:
         A ``label`` already in use moves to the new snapshot (a warning is
         logged); the older snapshot keeps its id and stays listed."""
         engine = self._engine_ok()
-        checked = arguments.snapshot_text(message, label, metadata)
-        with arguments.moving_label(engine, label):
+        checked = inputs.snapshot_text(message, label, metadata)
+        with inputs.moving_label(engine, label):
             return engine.snapshot(*checked)
 
     track = snapshot
@@ -220,7 +220,7 @@ class Snapshotter:
         takes milliseconds. Bad arguments are refused at once.
         """
         try:
-            checked = arguments.snapshot_text(message, label, metadata)
+            checked = inputs.snapshot_text(message, label, metadata)
         except SnapshotError as exc:
             if self._options.on_error == "raise":
                 raise
@@ -234,7 +234,7 @@ class Snapshotter:
     ) -> builtins.list[SnapshotInfo]:
         """Snapshots, newest first (``limit=None``: all), optionally only those
         with ``label`` and all the given ``metadata`` pairs."""
-        return self._engine_ok().catalog.select(arguments.limit(limit), label, trailers.validate_metadata(metadata))
+        return self._engine_ok().catalog.select(inputs.limit(limit), label, trailers.validate_metadata(metadata))
 
     @_public()
     def get(self, ref: str | SnapshotInfo) -> SnapshotInfo:
@@ -252,7 +252,7 @@ class Snapshotter:
     def status(self, files: Sequence[str | os.PathLike[str]] | None = None) -> builtins.list[FileChange]:
         """What differs between the base (see ``base()``) and the workspace now,
         or only ``files`` (paths or folders) in it."""
-        return reading.status(self._engine_ok(), arguments.paths(files))
+        return reading.status(self._engine_ok(), inputs.paths(files))
 
     @_public()
     def diff(
@@ -269,7 +269,7 @@ class Snapshotter:
         if old is None:
             raise SnapshotNotFound("no snapshots yet", FIRST_SNAPSHOT)
         return reading.diff(
-            engine, old, engine.catalog.get(to_ref) if to_ref is not None else None, arguments.paths(files)
+            engine, old, engine.catalog.get(to_ref) if to_ref is not None else None, inputs.paths(files)
         )
 
     @_public(mutates=True)
@@ -296,7 +296,7 @@ class Snapshotter:
         return restoring.restore(
             engine,
             engine.catalog.get(ref),
-            arguments.paths(files),
+            inputs.paths(files),
             dry_run=dry_run,
             overwrite_untracked=bool(overwrite_untracked),
         )
@@ -355,8 +355,8 @@ class Snapshotter:
     ) -> SnapshotInfo:
         """Snapshot the workspace as an undo point; clears what could be redone."""
         engine = self._engine_ok()
-        checked = arguments.snapshot_text(message, label, metadata)
-        with arguments.moving_label(engine, label):
+        checked = inputs.snapshot_text(message, label, metadata)
+        with inputs.moving_label(engine, label):
             return history.checkpoint(engine, *checked)
 
     @_public(failure=False, mutates=True, maintain=False)
@@ -381,20 +381,20 @@ class Snapshotter:
     @_public(mutates=True)
     def begin_turn(self, message: str = "", *, metadata: Mapping[str, str] | None = None) -> SnapshotInfo:
         """Checkpoint labelled ``pre-turn:<n>`` for the next turn number n."""
-        return history.begin_turn(self._engine_ok(), *arguments.snapshot_text(message, None, metadata)[::2])
+        return history.begin_turn(self._engine_ok(), *inputs.snapshot_text(message, None, metadata)[::2])
 
     @_public(mutates=True)
     def end_turn(self, message: str = "", *, metadata: Mapping[str, str] | None = None) -> SnapshotInfo:
         """Snapshot labelled ``post-turn:<n>`` for the turn begun last."""
-        return history.end_turn(self._engine_ok(), *arguments.snapshot_text(message, None, metadata)[::2])
+        return history.end_turn(self._engine_ok(), *inputs.snapshot_text(message, None, metadata)[::2])
 
     @_public(mutates=True)
     def tool_snapshot(
         self, call_id: str, message: str = "", *, metadata: Mapping[str, str] | None = None
     ) -> SnapshotInfo:
         """Snapshot labelled ``tool:<call_id>``, e.g. before a file-editing tool call."""
-        label = f"tool:{arguments.call_id(call_id)}"
-        return self._engine_ok().snapshot(*arguments.snapshot_text(message, label, metadata))
+        label = f"tool:{inputs.call_id(call_id)}"
+        return self._engine_ok().snapshot(*inputs.snapshot_text(message, label, metadata))
 
     @_public(mutates=True)
     def revert_turn(self, n: int = 1) -> RestoreResult:

@@ -6,7 +6,7 @@ pack index pointing at the wrong entry, or a loose file holding another
 object's content all raise StoreError instead of reaching the workspace. A
 blob above the streaming threshold is read a piece at a time and never held
 whole, so it is checked when its last piece has been read: a restore writing
-it then fails and puts the workspace back (``engine._apply_or_put_back``).
+it then fails and puts the workspace back (``session.restoring``).
 Sizes are read from headers first, so nothing is inflated past a caller's
 limit (``inflate``). Hashing costs ~1.8 GB/s here; a restore spends it once
 per object, on what it reads anyway.

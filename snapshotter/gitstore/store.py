@@ -123,7 +123,7 @@ class Store(StoredObjects):
 
     def _refs_stamp(self, base: bytes) -> tuple[tuple[int, ...] | None, bool]:
         """The stats of ``base``'s folder and of ``packed-refs``, taken before
-        reading them, and whether both had settled (see ``listing.settled``):
+        reading them, and whether both had settled (see ``fsutil.settled``):
         any ref created, removed or rewritten (by rename) changes one of them.
         No stamp where that cannot be told (no ctime on Windows, no folder yet)."""
         if not USE_CTIME:

@@ -105,7 +105,7 @@ class Engine:
         self._cache: statcache.StatCache | None = statcache.StatCache(listings=listings) if listings else None
         """None until loaded; a new store starts from the ignore verdicts its size check found."""
         self._prelisting = prelisting
-        """A new store's size check listing, for the first scan only (see ``listing.Prelisting``)."""
+        """A new store's size check listing, for the first scan only (see ``trust.Prelisting``)."""
         self.repository = find_repository(workspace)
         """The user's own git repository the workspace is, or lies inside (read only)."""
         self._indexes = UserIndexes(workspace, self.repository, store.meta_dir)
