@@ -69,12 +69,8 @@ def open_engine(workspace: str, options: Options) -> Engine:
         repository = find_repository(workspace)
         rules = root_stack(workspace, options.exclude, options.use_default_excludes, repository)
         rules = rules.with_tracked(tracked_paths(repository) if repository is not None else None)
-        measure(workspace, rules, limits_of(options), listings, prelisting, options.max_new_file_size)
+        measure(workspace, rules, WorkspaceLimits.of(options), listings, prelisting, options.max_new_file_size)
     return Engine(workspace, Store.open_or_create(path, workspace), options, listings, prelisting)
-
-
-def limits_of(options: Options) -> WorkspaceLimits:
-    return WorkspaceLimits(options.max_workspace_entries, options.max_workspace_bytes)
 
 
 class Engine:
@@ -91,7 +87,7 @@ class Engine:
         self.workspace = workspace
         self.store = store
         self.options = options
-        self.limits = limits_of(options)
+        self.limits = WorkspaceLimits.of(options)
         self.host = hostfs.detect(workspace)
         """What the workspace's filesystem can do (exec bits, symlinks, case...)."""
         self.catalog = Catalog(store)
@@ -172,13 +168,11 @@ class Engine:
             cache,
             self.store.writer,
             write=write,
-            max_new_file_size=options.max_new_file_size,
-            limits=self.limits,
+            options=options,
             progress=self.phase("hashing"),
             host=self.host,
             previous_mode=previous,
             incremental=incremental,
-            trust_folders=options.trust_folder_mtimes,
             prelisting=prelisting,
             known_repos=known_repos,
         )

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 
 from snapshotter.errors import MAX_BYTES, MAX_ENTRIES, UNSAFE_ROOT, UnsafeWorkspace, WorkspaceTooLarge
+from snapshotter.options import Options
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,10 @@ class WorkspaceLimits:
 
     max_entries: int
     max_bytes: int
+
+    @classmethod
+    def of(cls, options: Options) -> WorkspaceLimits:
+        return cls(options.max_workspace_entries, options.max_workspace_bytes)
 
     def check(self, workspace: str, entries: int, size: int) -> None:
         """Raise WorkspaceTooLarge if a cap is passed (called while counting)."""

@@ -27,6 +27,7 @@ from snapshotter.errors import WorkspaceError
 from snapshotter.gitstore.objects import EMPTY_TREE
 from snapshotter.gitstore.objectwriter import ObjectWriter
 from snapshotter.model import ScanStats, SkippedPath, SkipReason
+from snapshotter.options import DEFAULTS, Options
 from snapshotter.worktree.classify import classify
 from snapshotter.worktree.hashing import write_objects
 from snapshotter.worktree.hostfs import POSIX, HostFS
@@ -126,13 +127,11 @@ def scan(
     writer: ObjectWriter,
     *,
     write: bool,
-    max_new_file_size: int,
-    limits: WorkspaceLimits | None = None,
+    options: Options = DEFAULTS,
     progress: Callable[[int, int], None] | None = None,
     host: HostFS = POSIX,
     previous_mode: Callable[[str], int | None] | None = None,
     incremental: Incremental | None = None,
-    trust_folders: bool = True,
     prelisting: Prelisting | None = None,
     known_repos: tuple[str, ...] = (),
 ) -> Scan:
@@ -140,26 +139,29 @@ def scan(
 
     With ``write`` the blobs and trees are stored; without it ids are only
     computed (for status and dry runs), and the result must not be cached.
+    ``options`` gives the size cap for new files, the workspace caps and whether
+    folder stats may be trusted (``trust_folder_mtimes``).
     On a ``host`` without exec bits or symlinks a file's mode carries over from
     its stat-cache record, else from ``previous_mode(path)`` (the newest
     snapshot's ``st_mode`` for it), as git's ``core.fileMode``/``core.symlinks`` do.
     With ``incremental`` (watch mode) only the changed folders and the folders
     above them are listed; every other folder is taken from the previous scan
     as it was, so the result equals a full walk's if the changes are complete.
-    With ``trust_folders`` a folder whose own stat equals its shape in the cache is
-    not listed again (see ``trust``); turn it off where folder mtimes lie.
+    With ``trust_folder_mtimes`` a folder whose own stat equals its shape in the
+    cache is not listed again (see ``trust``); turn it off where folder mtimes lie.
     Under the same trust, a new store's first scan takes the folders that its
     size check listed and that have not changed since (``prelisting``).
     ``known_repos``: the nested repositories the previous scan found (see
     ``Scan.repositories``).
     """
     started = time.perf_counter()
-    walk = _begin(workspace, ignores, cache, host, max_new_file_size, limits, incremental, trust_folders, prelisting)
+    limits = WorkspaceLimits.of(options)
+    walk = _begin(workspace, ignores, cache, host, options, limits, incremental, prelisting)
     walk.previous_mode = previous_mode
     _visit_all(walk, [(walk.root, walk.workspace, ignores, incremental is not None)])
     if incremental is not None:
         walk.skipped.extend(skips_below(incremental.previous.skipped, walk.grafted))
-        if limits is not None:
+        if limits.max_entries or limits.max_bytes:
             limits.check(walk.workspace, sum(len(n.records) for n in walk.nodes.values()) + len(walk.nodes), 0)
     line_counts: dict[bytes, int | None] = {}
     hashed = write_objects(walk, writer, write, line_counts, progress)
@@ -176,10 +178,9 @@ def _begin(
     ignores: IgnoreStack,
     cache: StatCache,
     host: HostFS,
-    max_new_file_size: int,
-    limits: WorkspaceLimits | None,
+    options: Options,
+    limits: WorkspaceLimits,
     incremental: Incremental | None,
-    trust_folders: bool,
     prelisting: Prelisting | None,
 ) -> Walk:
     """A walk's context, before any folder is visited."""
@@ -189,15 +190,15 @@ def _begin(
         workspace=host.native(workspace),
         root=root,
         cache=cache,
-        trust=FolderTrust(cache, cutoff, trust_folders, ignores.checksum, prelisting),
+        trust=FolderTrust(cache, cutoff, options.trust_folder_mtimes, ignores.checksum, prelisting),
         host=host,
         carry_modes=host.needs_recorded_modes,
         cutoff=cutoff,
-        max_new_file_size=max_new_file_size,
+        max_new_file_size=options.max_new_file_size,
         forced=ignores.forced.has if ignores.forced is not None else never,  # tracked whatever their size
     )
     if incremental is None:  # an incremental walk checks the caps once, over the whole result
-        walk.limits = limits if limits is not None and (limits.max_entries or limits.max_bytes) else None
+        walk.limits = limits if limits.max_entries or limits.max_bytes else None
     else:  # start from the previous scan's folders: only what changed is walked again
         before = incremental.previous
         walk.previous_nodes = before.nodes
