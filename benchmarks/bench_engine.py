@@ -513,12 +513,13 @@ class Bench:
         for _ in range(self.runs):
             row.snapshotter.append(timed(lambda: python_walk(self.ws.root)))
 
-    def watch(self) -> None:
-        """The watch-mode rows, with a watch-mode Snapshotter on the same store."""
+    WATCH_ROWS = ("watch_no_change", "watch_changed_10", "watch_restore_exact", "watch_restore_10pct", "watch_diff_10")
+
+    def watch(self, keys: Sequence[str] = WATCH_ROWS) -> None:
+        """The watch-mode rows (``keys``, in this order), with a watch-mode Snapshotter on the same store."""
         if self.snap is not None:
             self.snap.close()
             self.snap = None
-        keys = ("watch_no_change", "watch_changed_10", "watch_restore_exact", "watch_restore_10pct", "watch_diff_10")
         try:
             watcher, why = watch_open(self.ws.root, home=self.home, **self.options)
         except Exception as exc:
@@ -532,11 +533,15 @@ class Bench:
             self.snap = watcher  # the same two rows as before, now in watch mode
             watcher.snapshot("watch start")
             running = getattr(watcher, "watching", True)
-            self.measure("watch_no_change", self.no_change)
-            self.measure("watch_changed_10", self.changed_10)
-            self.measure("watch_restore_exact", self.restore_exact)
-            self.measure("watch_restore_10pct", self.restore_10pct)
-            self.measure("watch_diff_10", self.diff_10)
+            bodies = {
+                "watch_no_change": self.no_change,
+                "watch_changed_10": self.changed_10,
+                "watch_restore_exact": self.restore_exact,
+                "watch_restore_10pct": self.restore_10pct,
+                "watch_diff_10": self.diff_10,
+            }
+            for key in keys:
+                self.measure(key, bodies[key])
             self.snap = None
             if not (running and getattr(watcher, "watching", True)):
                 for key in keys:  # the figures are then full walks: say so
@@ -621,6 +626,16 @@ def environment(runs: int) -> dict[str, Any]:
         "targets_at": TARGETS_AT,
         "targets": TARGETS,
     }
+
+
+def header_line(report: dict[str, Any]) -> str:
+    """The date, machine and versions of ``environment()``, on one line."""
+    return (
+        f"{report['date']}; {report['machine']['cores']} cores, {report['machine']['platform']}; "
+        f"Python {report['versions']['python']}, git {report['versions']['git']}, "
+        f"snapshotter {report['versions']['snapshotter']}, dulwich {report['versions']['dulwich']}, "
+        f"compressor {report['versions']['compressor']}"
+    )
 
 
 def seconds(value: float | None) -> str:
@@ -756,13 +771,7 @@ def main() -> None:
     report = environment(args.runs)
     report["workspaces"] = []
     failed = []
-    print(
-        f"{report['date']}; {report['machine']['cores']} cores, {report['machine']['platform']}; "
-        f"Python {report['versions']['python']}, git {report['versions']['git']}, "
-        f"snapshotter {report['versions']['snapshotter']}, dulwich {report['versions']['dulwich']}, "
-        f"compressor {report['versions']['compressor']}",
-        flush=True,
-    )
+    print(header_line(report), flush=True)
     for name in sizes:
         out = scratch / f"result-{name}.json"
         out.unlink(missing_ok=True)
