@@ -153,8 +153,7 @@ def lone(op: str, ws: Path, home: Path, options: dict[str, Any], before: str = "
 def lone_all(bench: GrowthBench) -> dict[str, dict[str, Any]]:
     """Each one-shot row once more in a lone process, on the settled store the rows left."""
     ws, rng = bench.ws, random.Random(3)
-    options = {k: v for k, v in bench.options.items() if k != "retention"}
-    options["retention"] = None  # rebuilt in the child: Retention(max_store_bytes=None)
+    options = {k: v for k, v in bench.options.items() if k != "retention"}  # the child adds the same retention
 
     def settle() -> str:
         time.sleep(1.1)  # every mtime past the racy window, then a snapshot that settles the stat cache
