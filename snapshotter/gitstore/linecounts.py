@@ -65,6 +65,8 @@ class LineCounts:
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
         try:
             os.write(fd, line)
+            if os.fstat(fd).st_size == self._read_size + len(line):  # nobody else wrote since it was read
+                self._read_size += len(line)
         finally:
             os.close(fd)
 
