@@ -10,13 +10,14 @@ compaction that deletes the tree they are counted from.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import GIT, git, git_env, needs_git, write
+from conftest import GIT, git, git_env, needs_git, run_command, write
 
 from snapshotter import Retention, SnapshotInfo, Snapshotter
 from snapshotter.gitstore import trailers
@@ -324,3 +325,20 @@ def test_a_store_with_kept_counts_passes_git_fsck_strict(ws: Path, tmp_path: Pat
     snap.gc()
     git("--git-dir", snap.store_path, "fsck", "--strict", "--no-dangling", env=env)
     assert GIT is not None and safety_id in git("--git-dir", snap.store_path, "log", "--all", "--format=%H", env=env)
+
+
+def test_the_command_line_shows_counted_lines(ws: Path, home: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    expected = _eager(tmp_path, make, [_state_a, _state_b])
+    _state_a(ws)
+    snap = make()
+    first = snap.snapshot("a")
+    _state_b(ws)
+    safety_id = snap.restore(first.id).safety_snapshot_id or ""
+    snap.close()
+    environment = {"SNAPSHOTTER_HOME": str(home)}
+    shown = json.loads(run_command("show", safety_id, "--json", "-C", str(ws), env=environment).stdout)["result"]
+    logged = json.loads(run_command("log", "--json", "-C", str(ws), env=environment).stdout)["result"]
+    listed = [e for e in logged if e["id"] == safety_id]
+    assert len(listed) == 1
+    for entry in [shown, *listed]:
+        assert (entry["files_changed"], entry["additions"], entry["deletions"]) == expected
