@@ -234,19 +234,23 @@ class Snapshotter:
     ) -> builtins.list[SnapshotInfo]:
         """Snapshots, newest first (``limit=None``: all), optionally only those
         with ``label`` and all the given ``metadata`` pairs."""
-        return self._engine_ok().catalog.select(inputs.limit(limit), label, trailers.validate_metadata(metadata))
+        catalog = self._engine_ok().catalog
+        return catalog.counted_all(catalog.select(inputs.limit(limit), label, trailers.validate_metadata(metadata)))
 
     @_public()
     def get(self, ref: str | SnapshotInfo) -> SnapshotInfo:
         """A snapshot by full id, unique id prefix (7+ hex digits) or label."""
-        return self._engine_ok().catalog.get(ref)
+        catalog = self._engine_ok().catalog
+        return catalog.counted(catalog.get(ref))
 
     @_public()
     def base(self) -> SnapshotInfo | None:
         """The snapshot the workspace was last made equal to (by a snapshot, a
         restore, undo or redo): what ``status()`` and ``diff()`` compare with by
         default, and what the ref ``@`` names. None before the first snapshot."""
-        return self._engine_ok().catalog.base()
+        catalog = self._engine_ok().catalog
+        base = catalog.base()
+        return catalog.counted(base) if base is not None else None
 
     @_public()
     def status(self, files: Sequence[str | os.PathLike[str]] | None = None) -> builtins.list[FileChange]:
@@ -317,15 +321,17 @@ class Snapshotter:
     @_public(mutates=True, maintain=False)
     def pin(self, ref: str | SnapshotInfo) -> SnapshotInfo:
         """Keep a snapshot whatever the retention policy says."""
-        info = self._engine_ok().catalog.get(ref)
+        catalog = self._engine_ok().catalog
+        info = catalog.get(ref)
         self._engine_ok().store.set_pin(bytes.fromhex(info.id), True)
-        return info
+        return catalog.counted(info)
 
     @_public(mutates=True, maintain=False)
     def unpin(self, ref: str | SnapshotInfo) -> SnapshotInfo:
-        info = self._engine_ok().catalog.get(ref)
+        catalog = self._engine_ok().catalog
+        info = catalog.get(ref)
         self._engine_ok().store.set_pin(bytes.fromhex(info.id), False)
-        return info
+        return catalog.counted(info)
 
     @_public()
     def verify(self, full: bool = False) -> VerifyResult:

@@ -93,6 +93,7 @@ def estimated_usage(engine: Engine) -> tuple[int, int, int]:
 def gc(engine: Engine, dead_roots: list[bytes] | None = None) -> GcResult:
     """Compact; ``dead_roots`` are snapshots just dropped, whose objects need no grace."""
     engine.usage_base = None
+    engine.catalog.settle()  # deferred line counts whose trees may go: counted and kept first
     generation = engine.store.bump_generation()  # before anything is deleted: every writer's caches go stale
     result, kept = compaction.collect(engine.store, dead_roots or ())
     engine.forget_objects_not_in(kept, generation)
@@ -103,13 +104,21 @@ def gc(engine: Engine, dead_roots: list[bytes] | None = None) -> GcResult:
 
 
 def prune(
-    engine: Engine, retention: Retention, dry_run: bool = False, dropped_before: list[bytes] | None = None
+    engine: Engine,
+    retention: Retention,
+    dry_run: bool = False,
+    dropped_before: list[bytes] | None = None,
+    report: bool = True,
 ) -> PruneResult:
     """Drop what the retention policy says must go, oldest first, then compact.
-    ``dropped_before``: snapshots the caller already dropped (their objects need no grace)."""
+    ``dropped_before``: snapshots the caller already dropped (their objects need no grace).
+    ``report``: the result goes to the user, so the dropped snapshots' deferred
+    line counts are counted (before their trees may go); the upkeep pass skips that."""
     snapshots = list(engine.catalog.newest_first())
     protected = protected_ids(engine, retention)
     drop = by_count_and_age(snapshots, protected, retention, datetime.now(timezone.utc))
+    if report:
+        drop = engine.catalog.counted_all(drop)
     before = compaction.disk_usage(engine.store)
     if dry_run:
         return PruneResult(tuple(drop), len(snapshots) - len(drop), True, before, before)
@@ -122,6 +131,8 @@ def prune(
         while after > retention.max_store_bytes and candidates:
             batch = candidates[: max(1, len(candidates) // 4)]
             candidates = candidates[len(batch) :]
+            if report:
+                batch = engine.catalog.counted_all(batch)
             dead = [_drop(engine, info) for info in batch]
             dropped.extend(batch)
             after = gc(engine, dead).bytes_after
@@ -143,7 +154,7 @@ def maintain(engine: Engine, retention: Retention) -> None:
     size, loose, packs = estimated_usage(engine)
     over = _over_size(size, retention)
     if over and (dead or not _stuck_at(engine, size)):
-        done = prune(engine, retention, dropped_before=dead)
+        done = prune(engine, retention, dropped_before=dead, report=False)
         _note_stuck(engine, retention, done.bytes_after)
         return
     if not over:

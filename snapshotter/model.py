@@ -39,7 +39,9 @@ class SnapshotInfo:
     """One snapshot: a parentless commit pinned by ``refs/snapshots/<seq>``.
 
     ``files_changed``, ``additions`` and ``deletions`` compare the snapshot with
-    the one taken before it (numstat, as ``git diff --numstat`` counts).
+    the one taken before it (numstat, as ``git diff --numstat`` counts). A
+    safety snapshot's (``pre-restore``...) line counts are counted when first
+    asked for, not while the restore runs: the values are the same.
     """
 
     id: str

@@ -5,17 +5,24 @@ snapshot whose commit cannot be read (missing, truncated, not a commit) is
 damaged: listing, the newest, the base and retention pass over it (with one
 warning per process), so it never blocks the others; asking for it by id
 says what is wrong, and ``verify()`` reports it.
+
+A safety snapshot's line counts are deferred (see ``linecounts``): what the
+catalog reads for its own use (the newest, the base, resolving refs) never
+counts them; :meth:`Catalog.counted` does, once per snapshot, through the
+counter the session gives it, and keeps the result.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from snapshotter.errors import LIST_SNAPSHOTS, VERIFY, InvalidRef, SnapshotNotFound, StoreError
 from snapshotter.gitstore import trailers
 from snapshotter.gitstore.inflate import MAX_WHOLE
+from snapshotter.gitstore.linecounts import LineCounts
 from snapshotter.gitstore.objects import EMPTY_TREE, TYPE_NAMES
 from snapshotter.gitstore.store import DAMAGED_OBJECT, MISSING_OR_DAMAGED, Store
 from snapshotter.model import SnapshotInfo
@@ -27,16 +34,22 @@ _RELATIVE = re.compile(r"@(?:~([0-9]*))?")
 ``@~N`` the snapshot N places older than it in sequence order (``@~`` = ``@~1``)."""
 
 Ref = str | SnapshotInfo
+LineCounter = Callable[[bytes, bytes], tuple[int, int]]
+"""(tree, tree counted from) -> (additions, deletions), as a snapshot's record counts them."""
 log = logging.getLogger("snapshotter")
 
 
 class Catalog:
-    """The snapshots of one store."""
+    """The snapshots of one store; ``count`` counts deferred line counts."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, count: LineCounter | None = None) -> None:
         self.store = store
+        self.count = count
         self._infos: dict[bytes, SnapshotInfo] = {}
         self._damaged: set[bytes] = set()
+        self._uncounted: dict[bytes, bytes] = {}
+        """Snapshots read whose lines are not counted yet: the tree to count from."""
+        self.line_counts = LineCounts(store.meta_dir)
 
     def newest_first(self) -> Iterator[SnapshotInfo]:
         """Every readable snapshot, newest first; damaged ones are passed over."""
@@ -104,9 +117,55 @@ class Catalog:
                 raise StoreError(f"snapshot {seq} does not point at a commit", VERIFY) from None
             except DAMAGED_OBJECT as exc:
                 raise StoreError(f"snapshot {seq} ({sha.hex()[:12]}) is damaged ({exc})", VERIFY) from None
-            info = trailers.parse_commit(commit, seq)
+            info, against = trailers.parse_snapshot(commit, seq)
+            if against is not None:
+                self._uncounted[sha] = against
             self._infos[sha] = info
         return info
+
+    def counted(self, info: SnapshotInfo) -> SnapshotInfo:
+        """``info`` with its line counts, counted now if they were deferred and
+        nobody counted them yet (then kept: a snapshot is counted once)."""
+        sha = bytes.fromhex(info.id)
+        against = self._uncounted.get(sha)
+        if against is None:
+            return info
+        found = self.line_counts.get(sha)
+        if found is None:
+            if self.count is None:
+                return info
+            try:
+                found = self.count(bytes.fromhex(info.tree_id), against)
+            except StoreError as exc:
+                log.warning("snapshotter: cannot count the lines of snapshot %s: %s", info.id[:12], exc)
+                return info
+            self.line_counts.keep(sha, *found)
+        counted = dataclasses.replace(info, additions=found[0], deletions=found[1])
+        self._infos[sha] = counted
+        del self._uncounted[sha]
+        return counted
+
+    def counted_all(self, infos: Iterable[SnapshotInfo]) -> list[SnapshotInfo]:
+        return [self.counted(info) for info in infos]
+
+    def settle(self) -> None:
+        """Before a compaction: count every kept snapshot whose lines are
+        uncounted and whose tree to count from no kept snapshot holds (the
+        compaction may delete it), then forget the counts of snapshots gone."""
+        kept = list(self.newest_first())
+        trees = {info.tree_id for info in kept}
+        orphans = [
+            info
+            for info in kept
+            if (against := self._uncounted.get(bytes.fromhex(info.id))) is not None
+            and against != EMPTY_TREE
+            and against.hex() not in trees
+        ]
+        for info in orphans:
+            self.counted(info)
+        if orphans:
+            self.line_counts.sync()  # on disk before the trees they come from may go
+        self.line_counts.keep_only(sha for _, sha in self.store.iter_snapshot_ids())
 
     def get(self, ref: Ref) -> SnapshotInfo:
         return self.info(*self.resolve(ref))

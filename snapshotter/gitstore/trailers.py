@@ -4,6 +4,15 @@ The message's first paragraph is the user's message; label, sequence, counts,
 metadata and skipped paths follow as git-style trailers in the last paragraph,
 so ``git log`` shows them. Author and committer are a fixed identity: never the
 user's git config.
+
+``Snapshot-Stats`` holds the numstat against the snapshot before:
+``files=3 additions=12 deletions=4``. A safety snapshot the library takes for
+itself (before a restore, undo, redo, revert) records its file count at once
+and defers its line counts: ``files=3 lines=uncounted against=<tree id>``
+names the tree they are to be counted from (the newest snapshot's when it was
+taken). ``catalog`` counts them on first request and keeps them beside the
+store (``linecounts``); the commit never changes. Readers that predate this
+see no ``additions``/``deletions`` and read them as 0.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from datetime import datetime, timezone
 from dulwich.objects import Commit
 
 from snapshotter.errors import InvalidInput
+from snapshotter.gitstore.objects import EMPTY_TREE
 from snapshotter.model import SkippedPath, SkipReason, SnapshotInfo
 
 IDENTITY = b"snapshotter <snapshotter@localhost>"
@@ -24,6 +34,7 @@ _TRAILER_LABEL = "Snapshot-Label"
 _TRAILER_STATS = "Snapshot-Stats"
 _TRAILER_META = "Snapshot-Metadata"
 _TRAILER_SKIPPED = "Snapshot-Skipped"
+_UNCOUNTED = "uncounted"
 _HEXLIKE = re.compile(r"[0-9a-fA-F]{7,40}")
 _MAX_LABEL = 200
 
@@ -76,15 +87,21 @@ def build_commit(
     stats: tuple[int, int, int],
     skipped: list[SkippedPath],
     when: datetime,
+    uncounted_against: bytes | None = None,
 ) -> Commit:
-    """A parentless commit recording one snapshot."""
+    """A parentless commit recording one snapshot. With ``uncounted_against``
+    (a tree id) its line counts are deferred: only ``stats``' file count is
+    recorded, and the lines are to be counted from that tree."""
     if not isinstance(message, str):
         raise InvalidInput("message must be a string")
     trailers = [f"{_TRAILER_SEQ}: {seq}"]
     if label is not None:
         trailers.append(f"{_TRAILER_LABEL}: {label}")
     files, additions, deletions = stats
-    trailers.append(f"{_TRAILER_STATS}: files={files} additions={additions} deletions={deletions}")
+    if uncounted_against is None:
+        trailers.append(f"{_TRAILER_STATS}: files={files} additions={additions} deletions={deletions}")
+    else:
+        trailers.append(f"{_TRAILER_STATS}: files={files} lines={_UNCOUNTED} against={uncounted_against.hex()}")
     if metadata:
         trailers.append(f"{_TRAILER_META}: {json.dumps(metadata, ensure_ascii=False, sort_keys=True)}")
     if skipped:
@@ -109,7 +126,15 @@ def is_snapshot_commit(raw: bytes) -> bool:
 
 
 def parse_commit(commit: Commit, seq: int) -> SnapshotInfo:
-    """The SnapshotInfo a snapshot commit records. Unknown trailers are ignored."""
+    """The SnapshotInfo a snapshot commit records. Unknown trailers are ignored.
+    A snapshot whose lines are not counted yet reads 0 additions and deletions
+    here (see :func:`parse_snapshot`)."""
+    return parse_snapshot(commit, seq)[0]
+
+
+def parse_snapshot(commit: Commit, seq: int) -> tuple[SnapshotInfo, bytes | None]:
+    """The SnapshotInfo a snapshot commit records and, if its line counts were
+    deferred, the tree they are to be counted from (None: they are recorded)."""
     text = commit.message.decode("utf-8", "replace")
     message, _, block = text.rpartition("\n\n")
     fields: dict[str, str] = {}
@@ -130,7 +155,16 @@ def parse_commit(commit: Commit, seq: int) -> SnapshotInfo:
         skipped = tuple(SkippedPath(str(p), SkipReason(r)) for p, r in raw_skipped)
     except (ValueError, TypeError):
         pass  # a damaged trailer loses its extras, never the snapshot
-    return SnapshotInfo(
+    against = stats.get("against", "") if stats.get("lines") == _UNCOUNTED else None
+    uncounted = None
+    if against is not None:
+        try:
+            uncounted = bytes.fromhex(against) if len(against) == 40 else None
+        except ValueError:
+            pass
+        if uncounted is None:  # damaged: count from nothing, as a damaged newest snapshot is counted
+            uncounted = EMPTY_TREE
+    info = SnapshotInfo(
         id=commit.id.decode("ascii"),
         tree_id=commit.tree.decode("ascii"),
         message=message,
@@ -143,6 +177,7 @@ def parse_commit(commit: Commit, seq: int) -> SnapshotInfo:
         skipped=skipped,
         sequence=seq,
     )
+    return info, uncounted
 
 
 def _int(value: str | None) -> int:

@@ -19,7 +19,6 @@ from datetime import datetime, timezone
 from dulwich import errors as dulwich_errors
 from dulwich.file import FileLocked
 
-from snapshotter.compare.diff import ContentLoader
 from snapshotter.compare.treediff import MAX_ENTRIES_READ, RecordedModes, StoredTree
 from snapshotter.errors import VERIFY, SnapshotError, StoreError, StoreLocked, WorkspaceError, what_to_check
 from snapshotter.gitstore.catalog import Catalog
@@ -31,7 +30,7 @@ from snapshotter.gitstore.store import Store
 from snapshotter.model import ScanStats, SnapshotInfo
 from snapshotter.options import Options
 from snapshotter.session.indexes import UserIndexes
-from snapshotter.session.recording import Recorded, commit, numstat
+from snapshotter.session.recording import Recorded, commit, numstat, stored_lines
 from snapshotter.worktree import hostfs, statcache
 from snapshotter.worktree.gitrepo import TrackedPaths, find_repository, tracked_paths
 from snapshotter.worktree.ignore import root_stack
@@ -90,7 +89,7 @@ class Engine:
         self.limits = WorkspaceLimits.of(options)
         self.host = hostfs.detect(workspace)
         """What the workspace's filesystem can do (exec bits, symlinks, case...)."""
-        self.catalog = Catalog(store)
+        self.catalog = Catalog(store, self.count_lines)
         self.lock = StoreLock(os.path.join(store.meta_dir, "lock"), options.lock_timeout, on_recover=store.recover)
         self.last_scan = ScanStats()
         self.clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
@@ -224,15 +223,15 @@ class Engine:
         *,
         save_cache: bool = True,
         base_side: StoredTree | None = None,
-        read: ContentLoader | None = None,
+        count_lines: bool = True,
     ) -> Recorded:
         """Commit a written scan as a new snapshot: object, then ref, then stat cache
         (kept in memory only without ``save_cache``: a restore saves it once, after writing).
 
         ``base_side``: a restore's target, read with its names checked; if it is
-        the newest snapshot's tree, the line counts compare through it and the
-        comparison comes back with the snapshot. ``read`` reads the blobs the
-        counts need (by default :meth:`read_for_stats`)."""
+        the newest snapshot's tree, the comparison comes back with the snapshot.
+        Without ``count_lines`` only files are counted now, the lines on first
+        request (:meth:`count_lines`, through ``catalog.counted``)."""
         tree_id = current.tree_id
         if current.root.tree_id is None:
             self.store.writer.write(b"tree", b"")
@@ -242,12 +241,14 @@ class Engine:
                 f"tree {tree_id.hex()} of this snapshot is no longer in the store (collected by another "
                 "writer); nothing was recorded: snapshot again"
             )
-        read = read or self.read_for_stats
+        base = self.catalog.latest_tree()
         try:
-            stats, compared = numstat(self.store, current, self.catalog.latest_tree(), read, base_side)
+            stats, compared = numstat(self.store, current, base, self.read_for_stats, base_side, lines=count_lines)
         except StoreError:  # the newest snapshot's tree is damaged: count against nothing instead
-            stats, compared = numstat(self.store, current, EMPTY_TREE, read)
-        info = commit(self.store, self.catalog, current, message, label, metadata, stats, self.clock())
+            base = EMPTY_TREE
+            stats, compared = numstat(self.store, current, base, self.read_for_stats, lines=count_lines)
+        against = None if count_lines else base
+        info = commit(self.store, self.catalog, current, message, label, metadata, stats, self.clock(), against)
         self._remember(current, save=save_cache)
         return Recorded(info, compared)
 
@@ -259,15 +260,26 @@ class Engine:
         *,
         save_cache: bool = True,
         base_side: StoredTree | None = None,
-        read: ContentLoader | None = None,
     ) -> Recorded:
-        """The newest snapshot if it already holds ``current``, else a new one (see ``record``)."""
+        """A safety snapshot of ``current``, taken for the library's own use
+        (before a restore, undo, redo): the newest snapshot if it already holds
+        ``current``, else a new one whose lines are counted only when asked
+        for (see ``record``)."""
         for held in (self.catalog.base(), self.catalog.latest()):  # the base first: it does not move then
             if held is not None and held.tree_id == current.tree_id.hex():
                 self.store.set_base(bytes.fromhex(held.id))
                 self._remember(current, save=save_cache)
                 return Recorded(held)
-        return self.record(current, message, label, {}, save_cache=save_cache, base_side=base_side, read=read)
+        return self.record(current, message, label, {}, save_cache=save_cache, base_side=base_side, count_lines=False)
+
+    def count_lines(self, tree: bytes, against: bytes) -> tuple[int, int]:
+        """The deferred line counts of a snapshot of ``tree`` taken when the newest
+        snapshot held ``against``; a damaged ``against`` counts from nothing, as
+        :meth:`record` does."""
+        try:
+            return stored_lines(self.store, tree, against, self.read_for_stats)
+        except StoreError:
+            return stored_lines(self.store, tree, EMPTY_TREE, self.read_for_stats)
 
     def phase(self, phase: str) -> Callable[[int, int], None] | None:
         """A progress callback for one phase ("hashing", "writing"), if anyone listens."""

@@ -5,10 +5,16 @@ snapshot before it. When a restore records the state it replaces, the newest
 snapshot is often the very one it restores: the comparison made for the
 counts is handed back (a :class:`Recorded`'s ``compared``) so that the
 restore's plan need not compare the same trees again.
+
+A safety snapshot (``record(..., count_lines=False)``) records its file count
+only: its lines are counted on first request by :func:`stored_lines`, through
+the same :func:`count_lines` as here, from the tree its commit names (see
+``gitstore/linecounts.py`` for where they are kept).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -36,13 +42,18 @@ class Recorded:
 
 
 def numstat(
-    store: Store, current: Scan, base: bytes, read: ContentLoader, base_side: StoredTree | None = None
+    store: Store,
+    current: Scan,
+    base: bytes,
+    read: ContentLoader,
+    base_side: StoredTree | None = None,
+    *,
+    lines: bool = True,
 ) -> tuple[Numstat, Comparison | None]:
     """The numstat from the stored tree ``base`` to ``current``; blobs are read
     through ``read``. ``base_side``, a restore's target read with its names
-    checked: if it is ``base``, the comparison goes through it and is returned."""
-    line_counts = current.line_counts
-    additions = deletions = 0
+    checked: if it is ``base``, the comparison goes through it and is returned.
+    Without ``lines`` only files are counted (no blob is read): 0 lines."""
     compared = None
     if base == EMPTY_TREE:  # a first snapshot: every file is added, and no tree is compared
         files, additions, to_count = _all_added(current)
@@ -50,18 +61,36 @@ def numstat(
         folders: dict[str, tuple[int, bytes]] = {}
         to_count = changes(base_side, ScannedTree(current), old_folders=folders)
         compared = Comparison(base, current, to_count, folders)
-        files = len(to_count)
+        files, additions = len(to_count), 0
     else:
         to_count = changes(StoredTree(store, base), ScannedTree(current))  # no tree read back
-        files = len(to_count)
+        files, additions = len(to_count), 0
+    if not lines:
+        return (files, 0, 0), compared
+    added, deletions = count_lines(to_count, read, current.line_counts)
+    return (files, additions + added, deletions), compared
+
+
+def count_lines(
+    to_count: Iterable[Change], read: ContentLoader, line_counts: Mapping[bytes, int | None] | None = None
+) -> tuple[int, int]:
+    """(lines added, lines deleted) over ``to_count``, git's numstat. An added
+    blob whose lines are in ``line_counts`` (a scan hashed it) is not read back."""
+    additions = deletions = 0
     for change in to_count:
-        if change.old is None and change.new is not None and change.new[1] in line_counts:
+        if line_counts and change.old is None and change.new is not None and change.new[1] in line_counts:
             additions += line_counts[change.new[1]] or 0  # added: no need to read it back
             continue
         counted = file_diff(change, read, read)
         additions += counted.additions
         deletions += counted.deletions
-    return (files, additions, deletions), compared
+    return additions, deletions
+
+
+def stored_lines(store: Store, tree: bytes, against: bytes, read: ContentLoader) -> tuple[int, int]:
+    """The deferred line counts of a snapshot of ``tree`` recorded against
+    ``against``: what :func:`numstat` would have counted when it was taken."""
+    return count_lines(changes(StoredTree(store, against), StoredTree(store, tree)), read)
 
 
 def _all_added(current: Scan) -> tuple[int, int, list[Change]]:
@@ -88,9 +117,11 @@ def commit(
     metadata: dict[str, str],
     stats: Numstat,
     when: datetime,
+    uncounted_against: bytes | None = None,
 ) -> SnapshotInfo:
     """Write the snapshot commit of ``current`` and its ref (the next free
-    number, whatever other writers took), and make it the base."""
+    number, whatever other writers took), and make it the base. With
+    ``uncounted_against`` its lines are not counted yet (see ``trailers``)."""
     seq = max(store.snapshot_refs(), default=0) + 1
     while True:
         sha = store.write_commit(
@@ -103,6 +134,7 @@ def commit(
                 stats=stats,
                 skipped=current.skipped,
                 when=when,
+                uncounted_against=uncounted_against,
             )
         )
         if store.add_snapshot_ref(seq, sha):

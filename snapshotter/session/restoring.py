@@ -2,15 +2,16 @@
 
 A :class:`Restore` owns what it carries from its safety snapshot to its
 writes: the safety snapshot's comparison with the target (its plan is that
-comparison reversed, when the target was the newest snapshot) and the blobs
-read for its line counts (written again without reading the store twice).
-Both live as long as the restore, and no longer.
+comparison reversed, when the target was the newest snapshot). It lives as
+long as the restore, and no longer. The safety snapshot counts its files but
+reads no blob for line counts: those are counted when someone asks for them
+(see ``recording``), not while the user waits for the restore.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from snapshotter.compare.treediff import Change, Comparison, ScannedTree, StoredTree, path_in_tree
 from snapshotter.errors import OVERWRITE_UNTRACKED, PathNotFound, RestoreConflict, StoreError
@@ -31,10 +32,6 @@ from snapshotter.worktree.statcache import StatCache
 from snapshotter.worktree.walker import Scan
 
 PRE_RESTORE_LABEL = "pre-restore"
-KEEP_BLOBS_BYTES = 64 << 20
-"""A restore keeps the blobs its safety snapshot read for line counts, up to this
-many bytes, for its writes: most often the state it replaces was last compared
-with the very snapshot it restores, so each blob would be read twice."""
 
 
 def restore(
@@ -79,8 +76,6 @@ class Restore:
         self.within = selection_filter(self.selection) if self.selection is not None else None
         self.overwrite_untracked = overwrite_untracked
         self.tree = engine.stored(target, check_names=names_checker(engine.host))
-        self._kept: dict[bytes, bytes] = {}
-        self._kept_bytes = 0
 
     def run(self, dry_run: bool, safety_label: str, current: Scan | None) -> RestoreResult:
         engine = self.engine
@@ -95,9 +90,7 @@ class Restore:
             compared: Comparison | None = None
             if not dry_run:
                 message = f"before restoring {self.target.id[:12]}"
-                recorded = engine.save_state(
-                    current, message, safety_label, save_cache=False, base_side=self.tree, read=self._read_and_keep
-                )
+                recorded = engine.save_state(current, message, safety_label, save_cache=False, base_side=self.tree)
                 safety, compared = recorded.info, recorded.compared
             plan = make_plan(
                 self.tree, ScannedTree(current), workspace, current, self.within, compared, untracked, found
@@ -138,19 +131,6 @@ class Restore:
             if not path_in_tree(self.tree, path):
                 raise PathNotFound(f"{path} is neither in snapshot {self.target.id[:12]} nor in the workspace")
 
-    def _read_and_keep(self, path: str, sha: bytes, mode: int) -> bytes | None:
-        """A blob read for the safety snapshot's line counts, kept for the writes."""
-        content = self.engine.read_for_stats(path, sha, mode)
-        if content is not None and self._kept_bytes + len(content) <= KEEP_BLOBS_BYTES:
-            self._kept[sha] = content
-            self._kept_bytes += len(content)
-        return content
-
-    def _blob_chunks(self, sha: bytes) -> Iterable[bytes]:
-        """A blob for the writes: kept from the line counts, or from the store."""
-        kept = self._kept.get(sha)
-        return (kept,) if kept is not None else self.engine.store.blob_chunks(sha)
-
     def _apply(self, plan: Plan, workspace: Workspace, safety: SnapshotInfo, current: Scan) -> None:
         engine = self.engine
         with engine.watch_paused(len(plan.writes) + len(plan.chmods) + len(plan.deletes)):
@@ -164,7 +144,7 @@ class Restore:
         engine = self.engine
         cache = engine.cache_for_writes()
         try:
-            apply_plan(plan, workspace, self._blob_chunks, cache, engine.phase("writing"))
+            apply_plan(plan, workspace, engine.store.blob_chunks, cache, engine.phase("writing"))
         except BaseException as failure:
             engine.drop_cache()  # records may describe half-applied writes: reload from disk
             try:
