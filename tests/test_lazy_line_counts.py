@@ -233,6 +233,21 @@ def test_damaged_kept_counts_are_counted_again(ws: Path, make, counter_calls) ->
     assert len(counter_calls) == 2
 
 
+def test_a_store_that_cannot_keep_counts_still_answers(ws: Path, make, counter_calls) -> None:  # type: ignore[no-untyped-def]
+    """Counting is a cache: where its file cannot be written (here a folder stands
+    in its place), reads still return the counts, kept in memory only."""
+    _state_a(ws)
+    snap = make()
+    first = snap.snapshot("a")
+    _state_b(ws)
+    safety_id = snap.restore(first.id).safety_snapshot_id or ""
+    Path(snap.store_path, "snapshotter", FILE_NAME).mkdir()
+    counted = make().get(safety_id)
+    assert (counted.additions, counted.deletions) != (0, 0)
+    assert [info.id for info in snap.list()][0] == safety_id and snap.get(safety_id) == counted
+    assert len(counter_calls) == 2  # one count per instance: nothing could be kept for the other
+
+
 def test_every_public_result_carries_the_counts(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
     _state_a(ws)
     snap = make(retention=Retention(max_snapshots=1, max_age=None, max_store_bytes=None))

@@ -34,7 +34,7 @@ import re
 import tempfile
 from collections.abc import Iterable
 
-from snapshotter.fsutil import sync_folder
+from snapshotter.fsutil import sync_folder, unlink_quietly
 
 FILE_NAME = "line-counts"
 _LINE = re.compile(rb"([0-9a-f]{40}) ([0-9]{1,18}) ([0-9]{1,18})")
@@ -59,14 +59,21 @@ class LineCounts:
         return found
 
     def keep(self, sha: bytes, additions: int, deletions: int) -> None:
-        """Remember counts (appended to the file, not synced: see :meth:`sync`)."""
+        """Remember counts (appended to the file, not synced: see :meth:`sync`).
+        A store that cannot be written (read-only, full) keeps them for this
+        process only: a read never fails for the sake of a cache."""
         self._counts[sha] = (additions, deletions)
         line = f"{sha.hex()} {additions} {deletions}\n".encode("ascii")
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
+        except OSError:
+            return
         try:
             os.write(fd, line)
             if os.fstat(fd).st_size == self._read_size + len(line):  # nobody else wrote since it was read
                 self._read_size += len(line)
+        except OSError:
+            pass  # a short or failed write leaves a line that is ignored, and a recount
         finally:
             os.close(fd)
 
@@ -101,10 +108,7 @@ class LineCounts:
                 os.fsync(handle.fileno())
             os.replace(tmp, self.path)
         except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+            unlink_quietly(tmp)
             raise
         sync_folder(folder)
         self._counts = kept

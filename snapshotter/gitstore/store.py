@@ -41,7 +41,7 @@ DAMAGED_OBJECT: tuple[type[Exception], ...] = (
 MISSING_OR_DAMAGED: tuple[type[Exception], ...] = (KeyError, *DAMAGED_OBJECT)
 SNAPSHOT_REF_PREFIX = b"refs/snapshots/"
 _HEX40 = re.compile(rb"[0-9a-f]{40}")
-TEMP_NAME = re.compile(r"tmp_obj_|tmp_pack_|tmp_idx_|\.statcache-.*\.tmp$|\.generation-.*\.tmp$")
+TEMP_NAME = re.compile(r"tmp_obj_|tmp_pack_|tmp_idx_|\.(statcache|generation|line-counts)-.*\.tmp$")
 """Temporary files writers make in the store (then rename into place)."""
 _STACK_PREFIX = b"refs/snapshotter/"
 _BASE_REF = Ref(b"refs/snapshotter/base")
