@@ -203,7 +203,7 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
             f"ok: {checked.snapshots_checked} snapshots, {checked.objects_checked:,} objects checked"
         )
     if name == "cleanup":
-        count = len(snap.list(limit=None))
+        count = snap.store_stats().snapshots  # not list(): it would count safety snapshots' lines first
         _confirm(
             f"delete the store of {snap.workspace} and its {count} snapshots?",
             f"cleanup would delete the store of {snap.workspace} and its {count} snapshots",
