@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from pathlib import Path
@@ -179,3 +180,32 @@ def test_a_pipe_in_place_of_a_tracked_file_drops_it_and_nothing_else(ws: Path, m
     assert [(s.path, s.reason.value) for s in second.skipped] == [("d/f.txt", "not-a-regular-file")]
     third = snap.snapshot()
     assert third.tree_id == second.tree_id and snap.last_scan.files_hashed == 0
+
+
+def test_a_cache_of_the_previous_format_is_ignored_not_misread(tmp_path: Path) -> None:
+    """Version 6 held each folder's sizes where version 7 holds end offsets: a
+    v6 file, checksum and all, loads as an empty cache (a full re-hash), never
+    as records read at the wrong offsets."""
+    records = {f"d{i % 3}/f{i}": (0o100644, i, i, i, i, bytes([i]) * 20) for i in range(30)}
+    cache = StatCache.from_paths(records, {"d0": (10, b"\1" * 20)})
+    path = str(tmp_path / "cache")
+    statcache.save(path, cache)
+    body = bytearray(Path(path).read_bytes()[:-20])
+    at = len(statcache._MAGIC)
+    header = list(statcache._HEADER.unpack_from(body, at))
+    header[0] = 6
+    statcache._HEADER.pack_into(body, at, *header)
+    index = at + statcache._HEADER.size + sum(header[6:9])
+    previous = (0, 0)
+    for n in range(header[1]):  # v6: (files, size of names) per folder, not running ends
+        ends = statcache._FOLDER.unpack_from(body, index + n * statcache._FOLDER.size)
+        statcache._FOLDER.pack_into(
+            body, index + n * statcache._FOLDER.size, ends[0] - previous[0], ends[1] - previous[1]
+        )
+        previous = ends
+    Path(path).write_bytes(bytes(body) + hashlib.sha1(bytes(body)).digest())
+    old = statcache.load(path)
+    assert old.folders == {} and old.dirs == {} and old.shapes == {} and old.folder_count() == 0
+    assert old.folder("d1") == {}
+    statcache.save(path, cache)  # rewritten in the current format, it reads back whole
+    assert dict(statcache.load(path).paths()) == records

@@ -26,6 +26,11 @@ cache is saved only after the objects it names are written.
 The file is a small binary format (fixed-size records plus one block of paths),
 checked by a trailing SHA-1 and versioned; a missing, old or corrupt cache is
 treated as empty, which costs a full re-hash and never a wrong snapshot.
+Loading checks the whole file and reads the folder records (tree ids, shapes,
+listings) but leaves each folder's table of file records packed until the
+walk first asks for it (``folder``): at 100,000 files a load is a few
+milliseconds, and the walk builds each table as it reaches the folder. The
+folder index holds every folder's end offsets, so a folder is found at once.
 """
 
 from __future__ import annotations
@@ -40,11 +45,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 _MAGIC = b"snapshotter-statcache\n"
-_VERSION = 6
+_VERSION = 7  # 7: the folder index holds end offsets (6 held sizes); tables decoded lazily
 _HEADER = struct.Struct(
     "<IIIIIIQQQq20s"
 )  # version; folders, files, dirs, listings, shapes; 3 blocks; generation; tracked
-_FOLDER = struct.Struct("<II")  # files recorded in the folder, size of its block of names
+_FOLDER = struct.Struct("<II")  # ends of the folder's records (in records) and names (in bytes)
 _FILE = struct.Struct("<IQqqQ20s")  # st_mode, size, mtime_ns, ctime_ns, inode, blob id
 _DIR = struct.Struct("<I20s")  # tracked entries, tree id
 _LISTING = struct.Struct("<20sI")  # digest of rules + listing, number of ignored names
@@ -73,12 +78,25 @@ _NO_RECORDS: Folder = {}
 
 
 @dataclass
+class _Packed:
+    """The tables a load has not decoded yet: folder -> its position in ``ends``,
+    the (records end, names end) of each folder in file order."""
+
+    index: dict[str, int]
+    ends: list[tuple[int, int]]
+    names: memoryview
+    """Every folder's block of names, in folder order."""
+    records: memoryview
+
+
+@dataclass
 class StatCache:
     """Folder -> name -> record (stat key, blob id), folder -> (entry count, tree
     id), folder -> (digest of its rules and listing, the names they ignore), and
     folder -> shape (see ``Shape``)."""
 
-    folders: dict[str, Folder] = field(default_factory=dict)
+    tables: dict[str, Folder] = field(default_factory=dict)
+    """The tables decoded so far (see ``folders``)."""
     dirs: dict[str, tuple[int, bytes]] = field(default_factory=dict)
     listings: Listings = field(default_factory=dict)
     shapes: dict[str, Shape] = field(default_factory=dict)
@@ -94,6 +112,19 @@ class StatCache:
     """The checksum of the paths tracked whatever the rules say (the user's git
     index) when it was made: when it differs, folders holding ignored names are
     listed again, since which of those names are tracked may have changed."""
+    undecoded: _Packed | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def folders(self) -> dict[str, Folder]:
+        """Every folder's table (decoding those not read yet)."""
+        if self.undecoded is not None:
+            for rel in list(self.undecoded.index):
+                self.folder(rel)
+        return self.tables
+
+    def folder_count(self) -> int:
+        """How many folders have records, without decoding any."""
+        return len(self.tables) + (len(self.undecoded.index) if self.undecoded is not None else 0)
 
     @classmethod
     def from_paths(cls, records: dict[str, Record], dirs: dict[str, tuple[int, bytes]] | None = None) -> StatCache:
@@ -105,7 +136,25 @@ class StatCache:
 
     def folder(self, rel: str) -> Folder:
         """The records of folder ``rel`` (``""``: the root); do not change the result."""
-        return self.folders.get(rel, _NO_RECORDS)
+        table = self.tables.get(rel)
+        if table is not None:
+            return table
+        packed = self.undecoded
+        if packed is None:
+            return _NO_RECORDS
+        position = packed.index.pop(rel, None)
+        if position is None:
+            return _NO_RECORDS
+        start, name_start = packed.ends[position - 1] if position else (0, 0)
+        end, name_end = packed.ends[position]
+        names = packed.names[name_start:name_end]
+        records = packed.records[start * _FILE.size : end * _FILE.size]
+        file_names = str(names[:-1], "utf-8", "surrogateescape").split("\0") if names else []
+        if len(file_names) != end - start:  # the file's checksum held, so only a writer's bug gets here
+            return _NO_RECORDS  # its files are hashed again: never a wrong record
+        table = self.tables[rel] = dict(zip(file_names, _FILE.iter_unpack(records)))
+        self.packed[rel] = (table, names, records)
+        return table
 
     def apply(self, changes: Mapping[str, Record | None]) -> None:
         """Record each path's new record (None: forget it), and forget the folder
@@ -116,7 +165,7 @@ class StatCache:
             folder, _, name = path.rpartition("/")
             table = tables.get(folder)
             if table is None:
-                table = tables[folder] = dict(self.folders.get(folder, _NO_RECORDS))
+                table = tables[folder] = dict(self.folder(folder))
                 self.shapes.pop(folder, None)
             if record is None:
                 table.pop(name, None)
@@ -125,9 +174,9 @@ class StatCache:
             self._forget_dirs_above(path)
         for folder, table in tables.items():
             if table:
-                self.folders[folder] = table
+                self.tables[folder] = table
             else:
-                self.folders.pop(folder, None)
+                self.tables.pop(folder, None)
 
     def paths(self) -> Iterator[tuple[str, Record]]:
         """Every (path, record)."""
@@ -204,27 +253,16 @@ def _decode(data: bytes, written_ns: int) -> StatCache:
     if len(names) != n_folders + n_dirs + n_listings + n_shapes:
         raise ValueError("corrupt stat cache")
     end = offset + n_folders * _FOLDER.size
-    sizes = list(_FOLDER.iter_unpack(body[offset:end]))
-    name_offset = end
-    offset = end + sum(size for _, size in sizes)
+    ends = list(_FOLDER.iter_unpack(body[offset:end]))
+    names_len = ends[-1][1] if ends else 0
+    offset = end + names_len
     end = offset + n_files * _FILE.size
-    records = list(_FILE.iter_unpack(body[offset:end]))
-    file_names = _split(body[name_offset:offset])  # every folder's block of names, in folder order
-    if len(file_names) != n_files or len(records) != n_files:
+    if (ends[-1][0] if ends else 0) != n_files or end > len(body):
         raise ValueError("corrupt stat cache")
     view = memoryview(body)
-    folders: dict[str, Folder] = {}
-    packed: dict[str, tuple[Folder, Buffer, Buffer]] = {}
-    position = 0
-    for folder, (count, size) in zip(names, sizes):
-        end_position = position + count
-        table = folders[folder] = dict(zip(file_names[position:end_position], records[position:end_position]))
-        start = offset + position * _FILE.size
-        packed[folder] = (table, view[name_offset : name_offset + size], view[start : start + count * _FILE.size])
-        name_offset += size
-        position = end_position
-    if position != n_files:
-        raise ValueError("corrupt stat cache")
+    packed = _Packed(
+        dict(zip(names[:n_folders], range(n_folders))), ends, view[offset - names_len : offset], view[offset:end]
+    )
     names = names[n_folders:]
     offset, end = end, end + n_dirs * _DIR.size
     dirs = {name: (count, tree) for name, (count, tree) in zip(names, _DIR.iter_unpack(body[offset:end]))}
@@ -244,12 +282,11 @@ def _decode(data: bytes, written_ns: int) -> StatCache:
         position += count
     if position != len(subdir_names):
         raise ValueError("corrupt stat cache")
-    counts = (len(folders), len(dirs), len(listings), len(shapes), end)
+    counts = (len(packed.index), len(dirs), len(listings), len(shapes), end)
     if counts != (n_folders, n_dirs, n_listings, n_shapes, len(body)):
         raise ValueError("corrupt stat cache")
-    return StatCache(
-        folders, dirs, listings, shapes, written_ns, packed, generation, tracked if tracked.strip(b"\0") else b""
-    )
+    tracked = tracked if tracked.strip(b"\0") else b""
+    return StatCache({}, dirs, listings, shapes, written_ns, {}, generation, tracked, packed)
 
 
 def _split(block: bytes) -> list[str]:
@@ -322,7 +359,11 @@ def _encode(cache: StatCache) -> bytes:
         subdirs_block,
     ]
     pack_folder = _FOLDER.pack
-    parts.extend([pack_folder(len(table), len(names)) for table, names, _ in packed.values()])
+    records_end = names_end = 0
+    for table, names, _ in packed.values():
+        records_end += len(table)
+        names_end += len(names)
+        parts.append(pack_folder(records_end, names_end))
     parts.extend([names for _, names, _ in packed.values()])
     parts.extend([records for _, _, records in packed.values()])
     pack_dir = _DIR.pack

@@ -282,7 +282,7 @@ def _outcome(
         full
         and not walk.pending
         and walk.root.clean
-        and walk.shared_tables == len(cache.folders)
+        and walk.shared_tables == cache.folder_count()
         and walk.listing_hits[0] == len(walk.listings) == len(cache.listings)
         and walk.shape_hits == len(shapes) == len(walk.trust.shapes)
         and not walk.trust.tracked_moved
