@@ -209,3 +209,18 @@ def test_a_cache_of_the_previous_format_is_ignored_not_misread(tmp_path: Path) -
     assert old.folder("d1") == {}
     statcache.save(path, cache)  # rewritten in the current format, it reads back whole
     assert dict(statcache.load(path).paths()) == records
+
+
+def test_a_loaded_cache_unpacks_each_folder_when_first_asked(tmp_path: Path) -> None:
+    records = {f"d{i % 4}/f{i}": (0o100644, i, i, i, i, bytes([i]) * 20) for i in range(40)}
+    cache = StatCache.from_paths(records)
+    path = str(tmp_path / "cache")
+    statcache.save(path, cache)
+    loaded = statcache.load(path)
+    assert loaded.tables == {} and loaded.folder_count() == 4  # nothing unpacked yet
+    assert loaded.folder("d2") == cache.folder("d2") and loaded.folder("d2") is loaded.folder("d2")
+    assert set(loaded.tables) == {"d2"} and loaded.folder_count() == 4
+    assert loaded.folder("nowhere") == {} and loaded.folder("") == {}
+    loaded.apply({"d3/f3": None})  # a change to a folder not unpacked yet keeps its other records
+    assert set(loaded.folder("d3")) == {f"f{i}" for i in range(7, 40, 4)}
+    assert loaded.folders == {**cache.folders, "d3": loaded.folder("d3")} and loaded.folder_count() == 4
