@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from dulwich import errors as dulwich_errors
 from dulwich.file import FileLocked
 
-from snapshotter.compare.treediff import MAX_ENTRIES_READ, RecordedModes, StoredTree
+from snapshotter.compare.treediff import MAX_ENTRIES_READ, RecordedModes, ScannedTree, StoredTree
 from snapshotter.errors import VERIFY, SnapshotError, StoreError, StoreLocked, WorkspaceError, what_to_check
 from snapshotter.gitstore.catalog import Catalog
 from snapshotter.gitstore.inflate import ObjectTooLarge
@@ -334,6 +334,13 @@ class Engine:
         cap = self.limits.max_entries
         budget = 4 * cap if cap else MAX_ENTRIES_READ
         return StoredTree(self.store, bytes.fromhex(info.tree_id), check_names=check_names, budget=budget)
+
+    def held(self, tree_id: bytes) -> ScannedTree | None:
+        """The tree ``tree_id`` as watch mode holds it in memory (the newest recorded
+        scan, whose objects are in the store), or None: compared through it, a diff
+        or status reads no stored tree. Equal tree ids are equal trees."""
+        last = self._last
+        return ScannedTree(last) if last is not None and last.tree_id == tree_id else None
 
     def read_stored(self, path: str, sha: bytes, mode: int) -> bytes | None:
         """A stored blob for diffing; None if too large to diff (found from its

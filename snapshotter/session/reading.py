@@ -27,7 +27,8 @@ def status(engine: Engine, files: Sequence[str | os.PathLike[str]] | None = None
     """What differs between the base and the workspace (or ``files`` in it)."""
     within = _within(engine, files)
     current = engine.scan(write=False)
-    base = StoredTree(engine.store, engine.catalog.base_tree())
+    base_tree = engine.catalog.base_tree()
+    base: TreeSide = engine.held(base_tree) or StoredTree(engine.store, base_tree)
     found = [
         FileChange(c.path, status_of(c), c.old[0] if c.old else None, c.new[0] if c.new else None)
         for c in changes(base, ScannedTree(current), within)
@@ -50,7 +51,7 @@ def diff(
 ) -> list[FileDiff]:
     """Per-file differences from ``old_info`` to ``new_info`` (None: the workspace now)."""
     within = _within(engine, files)
-    old = engine.stored(old_info)
+    old: TreeSide = engine.held(bytes.fromhex(old_info.tree_id)) or engine.stored(old_info)
     new: TreeSide
     unreadable: list[str] = []
     workspace = Workspace(engine.workspace, engine.host)
