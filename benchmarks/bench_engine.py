@@ -64,6 +64,7 @@ WORDS = [
 OPERATIONS = {
     "cold": "cold snapshot (fresh store)",
     "no_change": "no-change snapshot",
+    "diff_none": "diff, nothing changed",
     "changed_10": "snapshot, 10 files changed",
     "restore_exact": "exact restore after 10 changed",
     "restore_10pct": "restore A<->B, 10% of files differ",
@@ -83,8 +84,11 @@ TARGETS = {
     "restore_exact": 1.0,
     "restore_10pct": 1.0,
     "watch_no_change": 0.1,
+    "watch_diff_10": 0.1,
 }
 """Target ratios to git at 100,000 files."""
+TARGETS_VS_NO_CHANGE = {"diff_none": 1.5}
+"""Target ratios to the no-change snapshot of the same run, at 100,000 files."""
 
 BIG_FILES = 20
 DEFAULT_MAX_NEW_FILE = 10 * 2**20
@@ -441,6 +445,25 @@ class Bench:
                 action = snap.snapshot if side == "snapshotter" else self.git.snapshot
                 self.time_side(row, side, action, snap)
 
+    def diff_none(self, row: Row) -> None:
+        """Diff against the newest snapshot with nothing changed since: the stat
+        cache and the cached folder trees answer, as for a no-change snapshot."""
+        snap = self.snap
+        assert snap is not None
+        before, tree = self.sync()
+
+        def ours() -> None:
+            found = snap.diff(before.id)
+            if found:
+                raise RuntimeError(f"nothing changed, yet diff found {len(found)} changes")
+
+        for run in range(self.runs):
+            for side in stay_fair(run):
+                if side == "snapshotter":
+                    self.time_side(row, side, ours, snap)
+                else:
+                    self.time_side(row, side, lambda: self.git.diff(tree))
+
     def changed_10(self, row: Row) -> None:
         snap = self.snap
         assert snap is not None
@@ -559,6 +582,7 @@ class Bench:
             return
         for key, body in (
             ("no_change", self.no_change),
+            ("diff_none", self.diff_none),
             ("changed_10", self.changed_10),
             ("restore_exact", self.restore_exact),
             ("restore_10pct", self.restore_10pct),
@@ -592,6 +616,7 @@ def measure_one(name: str, scratch: Path, runs: int, big_mib: int, out: Path) ->
         "files": len(ws.paths),
         "bytes": total,
         "operations": {key: row.as_json(OPERATIONS[key]) for key, row in bench.rows.items()},
+        "vs_no_change": vs_no_change(bench.rows),
         "tree_mismatches": bench.tree_mismatches,
         "seconds_total": time.perf_counter() - started,
         # Only our own process: a git child's ru_maxrss counts the memory it
@@ -600,6 +625,16 @@ def measure_one(name: str, scratch: Path, runs: int, big_mib: int, out: Path) ->
         "peak_rss_mib": {"snapshotter_process": max_rss_mib(resource.RUSAGE_SELF)},
     }
     out.write_text(json.dumps(result, indent=2))
+
+
+def vs_no_change(rows: dict[str, Row]) -> dict[str, float | None]:
+    """Each row of ``TARGETS_VS_NO_CHANGE``: its median over the no-change snapshot's, same run."""
+    base = statistics.median(rows["no_change"].snapshotter) if rows["no_change"].snapshotter else None
+    out: dict[str, float | None] = {}
+    for key in TARGETS_VS_NO_CHANGE:
+        times = rows[key].snapshotter
+        out[key] = statistics.median(times) / base if times and base and rows[key].status == "ok" else None
+    return out
 
 
 # -- the parent: one child per workspace, then the report ----------------------------------
@@ -625,6 +660,7 @@ def environment(runs: int) -> dict[str, Any]:
         },
         "targets_at": TARGETS_AT,
         "targets": TARGETS,
+        "targets_vs_no_change": TARGETS_VS_NO_CHANGE,
     }
 
 
@@ -665,6 +701,10 @@ def print_table(result: dict[str, Any], runs: int) -> None:
         if with_target:
             line += f" {TARGETS[key]:>7.2f}" if key in TARGETS else f" {'':>7}"
         print(line)
+    for key, ratio in result.get("vs_no_change", {}).items():
+        target = f" (target {TARGETS_VS_NO_CHANGE[key]:.2f})" if with_target and key in TARGETS_VS_NO_CHANGE else ""
+        shown = f"{ratio:.2f}" if ratio is not None else "-"
+        print(f"{OPERATIONS[key]} / no-change snapshot, snapshotter: {shown}{target}")
     rss = result["peak_rss_mib"]
     print(f"peak RSS of the process running snapshotter (and the benchmark): {rss['snapshotter_process']:.0f} MiB")
     for row in result["operations"].values():
