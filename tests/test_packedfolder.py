@@ -93,6 +93,7 @@ def test_a_folder_whose_names_do_not_fit_its_records_empties_the_cache(tmp_path:
 def test_a_reopened_no_change_walk_decodes_no_table_and_still_sees_a_change(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
     write(ws, {f"d{i % 4}/f{i}.txt": f"content {i}\n" for i in range(40)})
     _age(ws)
+    time.sleep(0.2)  # every folder's ctime (set by the ageing) older than the walks by 100 ms: trusted
     make().snapshot()
     first = make().snapshot()  # its cache holds every folder's shape: the next walk lists none
     snap = make()  # a new load of the saved cache

@@ -234,8 +234,10 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _decode(data: bytes, written_ns: int) -> StatCache:
-    body, trailer = data[:-_TRAILER], data[-_TRAILER:]
-    if not data.startswith(_MAGIC) or hashlib.sha1(body).digest() != trailer:
+    body, size = data, len(data) - _TRAILER  # not sliced off: a copy of the whole file would double the peak
+    if size < len(_MAGIC) + _HEADER.size or not data.startswith(_MAGIC):
+        raise ValueError("corrupt stat cache")
+    if hashlib.sha1(memoryview(data)[:size]).digest() != data[size:]:
         raise ValueError("corrupt stat cache")
     offset = len(_MAGIC)
     version = struct.unpack_from("<I", body, offset)[0]
@@ -259,7 +261,7 @@ def _decode(data: bytes, written_ns: int) -> StatCache:
     names_len = ends[-1][1] if ends else 0
     offset = end + names_len
     end = offset + n_files * _FILE.size
-    if (ends[-1][0] if ends else 0) != n_files or end > len(body):
+    if (ends[-1][0] if ends else 0) != n_files or end > size:
         raise ValueError("corrupt stat cache")
     names_at = offset - names_len
     count = name_end = 0
@@ -290,7 +292,7 @@ def _decode(data: bytes, written_ns: int) -> StatCache:
     if position != len(subdir_names):
         raise ValueError("corrupt stat cache")
     counts = (len(packed.index), len(dirs), len(listings), len(shapes), end)
-    if counts != (n_folders, n_dirs, n_listings, n_shapes, len(body)):
+    if counts != (n_folders, n_dirs, n_listings, n_shapes, size):
         raise ValueError("corrupt stat cache")
     tracked = tracked if tracked.strip(b"\0") else b""
     return StatCache({}, dirs, listings, shapes, written_ns, {}, generation, tracked, packed)
