@@ -80,6 +80,10 @@ class PackedFolder(Mapping[str, Record]):
             return None
         return total
 
+    def as_dict(self) -> dict[str, Record]:
+        """Its records decoded (once), for a caller that looks up many: do not change the result."""
+        return self._decoded()
+
     def _decoded(self) -> dict[str, Record]:
         table = self._table
         if table is None:
