@@ -80,7 +80,7 @@ def load_index(base: str) -> PackIndex:
         header, trailer = pack.read_at(12, 0), pack.read_at(20, size - 20)
     finally:
         pack.close()
-    if size < 32 or trailer != data[-40:-20] or header[8:12] != struct.pack(">I", len(index.ids())):
+    if size < 32 or trailer != data[-40:-20] or header[8:12] != struct.pack(">I", index.count()):
         raise IndexDamaged("does not match its pack")
     return index
 

@@ -200,7 +200,7 @@ class Engine:
         stamp the cache with the generation the gc started (see ``Store.generation``)."""
         cache = statcache.load(self._cache_path)
         self._last = None  # it may name objects that are gone now: walk everything next time
-        folders = {}
+        folders: dict[str, statcache.Folder] = {}
         shapes = dict(cache.shapes)
         for rel, table in cache.folders.items():
             kept_table = {name: record for name, record in table.items() if record[5] in kept}

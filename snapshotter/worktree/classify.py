@@ -13,6 +13,7 @@ import os
 from snapshotter.fsutil import USE_CTIME
 from snapshotter.model import SkippedPath, SkipReason
 from snapshotter.worktree.limits import stored_size
+from snapshotter.worktree.packedfolder import PackedItems
 from snapshotter.worktree.readdir import Lstat, Pairs
 from snapshotter.worktree.statcache import Folder, Record
 from snapshotter.worktree.walkstate import DirNode, Pending, Walk
@@ -27,6 +28,16 @@ Miss = tuple[str, Record | None, os.stat_result]
 def classify(walk: Walk, node: DirNode, base: str, pairs: Pairs, lstat: Lstat, fd: int, table: Folder) -> None:
     """Check folder ``node``'s tracked files (``pairs``, whose records come from
     ``table``) and set its records to those that still match."""
+    if type(pairs) is PackedItems and USE_CTIME and not walk.carry_modes:
+        # A folder as loaded, trusted unchanged: checked on the packed bytes,
+        # decoding nothing; at the first file that differs, checked below.
+        total = pairs.folder.all_match(lstat, fd, walk.cutoff)
+        if total is not None:
+            walk.files_seen += len(table)
+            walk.bytes_seen += total
+            node.records = table
+            walk.shared_tables += bool(table)
+            return
     prefix = node.rel + "/" if node.rel else ""
     cutoff = walk.cutoff
     carry_modes = walk.carry_modes

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from snapshotter.gitstore.objects import MODE_TREE, describe_lines, object_id, serialize_tree
 from snapshotter.gitstore.objectwriter import FileChanged, Hashed, ObjectWriter
 from snapshotter.model import SkippedPath, SkipReason
-from snapshotter.worktree.statcache import StatCache
+from snapshotter.worktree.statcache import Record, StatCache
 from snapshotter.worktree.walkstate import DirNode, Pending, Walk, git_mode_of
 
 _THREAD_MIN_SIZE = 1 << 20
@@ -96,7 +96,7 @@ def _hash_pending(
                 reason = _skip_reason(result)
                 skipped.append(SkippedPath(item.rel, reason))
                 if reason is SkipReason.UNREADABLE and item.record is not None:
-                    item.node.records[item.name] = item.record  # kept as last recorded, never dropped
+                    _own_records(item.node)[item.name] = item.record  # kept as last recorded, never dropped
                 continue
             # A new file that grew past the cap since its lstat; forced paths are tracked whatever their size.
             if item.new and not item.is_link and result.size > max_new_file_size and not forced(item.rel):
@@ -105,7 +105,7 @@ def _hash_pending(
             key = result.key
             if host.needs_recorded_modes:
                 key = (host.effective_mode(key[0], item.recorded), *key[1:])
-            item.node.records[item.name] = (*key, result.sha)
+            _own_records(item.node)[item.name] = (*key, result.sha)
             line_counts[result.sha] = result.lines
             hashed += 1
             total += result.size
@@ -115,6 +115,15 @@ def _hash_pending(
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
     return hashed, total
+
+
+def _own_records(node: DirNode) -> dict[str, Record]:
+    """Folder ``node``'s records, to change: a folder with a file to hash was
+    given a table of its own by ``classify`` (a shared one would be copied)."""
+    records = node.records
+    if not isinstance(records, dict):
+        records = node.records = dict(records)
+    return records
 
 
 def _build_trees(order: list[DirNode], cache: StatCache, writer: ObjectWriter, write: bool) -> None:

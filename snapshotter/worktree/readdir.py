@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Iterator
 from snapshotter.model import SkippedPath
 from snapshotter.worktree.ignore import IgnoreStack
 from snapshotter.worktree.listing import has_gitignore, list_folder, own_rules, tracked_entries
+from snapshotter.worktree.packedfolder import PackedFolder
 from snapshotter.worktree.statcache import Folder, Listings, Record
 from snapshotter.worktree.walkstate import DirNode, Walk
 
@@ -84,7 +85,7 @@ def _list(
         walk.repos_found,
     )
     walk.listed.add(node.rel)
-    table_get = table.get
+    table_get = (table.as_dict() if isinstance(table, PackedFolder) else table).get  # a C lookup per entry
     pairs = [(entry.name, table_get(entry.name)) for entry in files]
     if own is not None and len(leftovers) == leftovers_before:  # a leftover is yet to be removed
         node.shape = walk.trust.shape(own, rules, gitignore, dirs, known is not None)

@@ -27,10 +27,13 @@ The file is a small binary format (fixed-size records plus one block of paths),
 checked by a trailing SHA-1 and versioned; a missing, old or corrupt cache is
 treated as empty, which costs a full re-hash and never a wrong snapshot.
 Loading checks the whole file and reads the folder records (tree ids, shapes,
-listings) but leaves each folder's table of file records packed until the
-walk first asks for it (``folder``): at 100,000 files a load is a few
-milliseconds, and the walk builds each table as it reaches the folder. The
-folder index holds every folder's end offsets, so a folder is found at once.
+listings) but leaves each folder's table of file records packed: ``folder``
+hands out a ``PackedFolder``, a view of the bytes as loaded that decodes its
+records only when one is asked for. A walk checks a trusted folder's files
+against the packed bytes themselves (``PackedFolder.all_match``), so a
+no-change snapshot builds no object per file that outlives its folder, and a
+folder that matched is saved again from the same bytes. The folder index
+holds every folder's end offsets, so a folder is found at once.
 """
 
 from __future__ import annotations
@@ -44,13 +47,16 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from snapshotter.worktree.packedfolder import RECORD, Buffer, PackedFolder
+from snapshotter.worktree.packedfolder import Record as Record  # re-exported: the walk names it from here
+
 _MAGIC = b"snapshotter-statcache\n"
 _VERSION = 7  # 7: the folder index holds end offsets (6 held sizes); tables decoded lazily
 _HEADER = struct.Struct(
     "<IIIIIIQQQq20s"
 )  # version; folders, files, dirs, listings, shapes; 3 blocks; generation; tracked
 _FOLDER = struct.Struct("<II")  # ends of the folder's records (in records) and names (in bytes)
-_FILE = struct.Struct("<IQqqQ20s")  # st_mode, size, mtime_ns, ctime_ns, inode, blob id
+_FILE = RECORD  # st_mode, size, mtime_ns, ctime_ns, inode, blob id
 _DIR = struct.Struct("<I20s")  # tracked entries, tree id
 _LISTING = struct.Struct("<20sI")  # digest of rules + listing, number of ignored names
 _SHAPE = struct.Struct("<qqQ20s?I")  # folder's mtime_ns, ctime_ns, inode; rules fingerprint, has .gitignore, subfolders
@@ -59,34 +65,30 @@ _TRAILER = 20
 # Timestamps of coarse filesystems (FAT: 2 s) look like whole seconds.
 _COARSE_GRANULARITY_NS = 2_000_000_000
 
-Record = tuple[int, int, int, int, int, bytes]
-"""A stat key followed by the blob id: one flat tuple, exactly as the file stores
-it, so loading 100,000 records builds no second tuple per record."""
-
-
-Buffer = bytes | memoryview
 Listings = dict[str, tuple[bytes, frozenset[str]]]
 """Folder -> (digest of its rules and listing, the names they ignore)."""
 Shape = tuple[int, int, int, bytes, bool, tuple[str, ...]]
 """A folder as last listed: its own (mtime_ns, ctime_ns, inode), the fingerprint
 of the rules inside it, whether it has a ``.gitignore``, and its tracked subfolders.
 Its tracked files are the names in its table of records (see ``trust``)."""
-Folder = dict[str, Record]
-"""One folder's records by file name; shared between caches and scans, so never changed in place."""
+Folder = Mapping[str, Record]
+"""One folder's records by file name (a dict, or a ``PackedFolder`` as loaded);
+shared between caches and scans, so never changed in place."""
 
 _NO_RECORDS: Folder = {}
 
 
 @dataclass
 class _Packed:
-    """The tables a load has not decoded yet: folder -> its position in ``ends``,
-    the (records end, names end) of each folder in file order."""
+    """The tables a load has not handed out yet: folder -> its position in
+    ``ends``, the (records end, names end) of each folder in file order."""
 
     index: dict[str, int]
     ends: list[tuple[int, int]]
-    names: memoryview
-    """Every folder's block of names, in folder order."""
-    records: memoryview
+    body: bytes
+    names_at: int
+    """Where every folder's block of names starts in ``body``, in folder order."""
+    records_at: int
 
 
 @dataclass
@@ -96,7 +98,7 @@ class StatCache:
     folder -> shape (see ``Shape``)."""
 
     tables: dict[str, Folder] = field(default_factory=dict)
-    """The tables decoded so far (see ``folders``)."""
+    """The tables handed out so far (see ``folders``)."""
     dirs: dict[str, tuple[int, bytes]] = field(default_factory=dict)
     listings: Listings = field(default_factory=dict)
     shapes: dict[str, Shape] = field(default_factory=dict)
@@ -104,8 +106,8 @@ class StatCache:
     """The cache file's mtime when loaded; 0 means every record is racy."""
     packed: dict[str, tuple[Folder, Buffer, Buffer]] = field(default_factory=dict, repr=False, compare=False)
     """Folder -> (table, its names and records as saved): a table that is still
-    the same object is saved again from these bytes, not packed record by record.
-    Pass it on to the cache that succeeds this one."""
+    the same object is saved again from these bytes, not packed record by record
+    (a ``PackedFolder`` carries its own). Pass it on to the cache that succeeds this one."""
     generation: int = 0
     """The store generation its ids were valid in (see ``Store.generation``)."""
     tracked: bytes = b""
@@ -116,14 +118,14 @@ class StatCache:
 
     @property
     def folders(self) -> dict[str, Folder]:
-        """Every folder's table (decoding those not read yet)."""
+        """Every folder's table (those not handed out yet as ``PackedFolder``s, undecoded)."""
         if self.undecoded is not None:
             for rel in list(self.undecoded.index):
                 self.folder(rel)
         return self.tables
 
     def folder_count(self) -> int:
-        """How many folders have records, without decoding any."""
+        """How many folders have records, without handing out any."""
         return len(self.tables) + (len(self.undecoded.index) if self.undecoded is not None else 0)
 
     @classmethod
@@ -147,20 +149,20 @@ class StatCache:
             return _NO_RECORDS
         start, name_start = packed.ends[position - 1] if position else (0, 0)
         end, name_end = packed.ends[position]
-        names = packed.names[name_start:name_end]
-        records = packed.records[start * _FILE.size : end * _FILE.size]
-        file_names = str(names[:-1], "utf-8", "surrogateescape").split("\0") if names else []
-        if len(file_names) != end - start:  # the file's checksum held, so only a writer's bug gets here
-            return _NO_RECORDS  # its files are hashed again: never a wrong record
-        table = self.tables[rel] = dict(zip(file_names, _FILE.iter_unpack(records)))
-        self.packed[rel] = (table, names, records)
+        table = self.tables[rel] = PackedFolder(
+            packed.body,
+            packed.names_at + name_start,
+            packed.names_at + name_end,
+            packed.records_at + start * _FILE.size,
+            end - start,
+        )
         return table
 
     def apply(self, changes: Mapping[str, Record | None]) -> None:
         """Record each path's new record (None: forget it), and forget the folder
         records above every changed path and the shape of its folder (its table no
         longer holds exactly the names listed). Each folder's table is copied once."""
-        tables: dict[str, Folder] = {}
+        tables: dict[str, dict[str, Record]] = {}
         for path, record in changes.items():
             folder, _, name = path.rpartition("/")
             table = tables.get(folder)
@@ -232,8 +234,10 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _decode(data: bytes, written_ns: int) -> StatCache:
-    body, trailer = data[:-_TRAILER], data[-_TRAILER:]
-    if not data.startswith(_MAGIC) or hashlib.sha1(body).digest() != trailer:
+    body, size = data, len(data) - _TRAILER  # not sliced off: a copy of the whole file would double the peak
+    if size < len(_MAGIC) + _HEADER.size or not data.startswith(_MAGIC):
+        raise ValueError("corrupt stat cache")
+    if hashlib.sha1(memoryview(data)[:size]).digest() != data[size:]:
         raise ValueError("corrupt stat cache")
     offset = len(_MAGIC)
     version = struct.unpack_from("<I", body, offset)[0]
@@ -257,12 +261,17 @@ def _decode(data: bytes, written_ns: int) -> StatCache:
     names_len = ends[-1][1] if ends else 0
     offset = end + names_len
     end = offset + n_files * _FILE.size
-    if (ends[-1][0] if ends else 0) != n_files or end > len(body):
+    if (ends[-1][0] if ends else 0) != n_files or end > size:
         raise ValueError("corrupt stat cache")
-    view = memoryview(body)
-    packed = _Packed(
-        dict(zip(names[:n_folders], range(n_folders))), ends, view[offset - names_len : offset], view[offset:end]
-    )
+    names_at = offset - names_len
+    count = name_end = 0
+    for records_end, names_end in ends:  # each folder's names: one per record, each ended by a NUL
+        if records_end < count or body.count(b"\0", names_at + name_end, names_at + names_end) != records_end - count:
+            raise ValueError("corrupt stat cache")  # the checksum held, so only a writer's bug gets here
+        if names_end > name_end and body[names_at + names_end - 1] != 0:
+            raise ValueError("corrupt stat cache")
+        count, name_end = records_end, names_end
+    packed = _Packed(dict(zip(names[:n_folders], range(n_folders))), ends, body, names_at, offset)
     names = names[n_folders:]
     offset, end = end, end + n_dirs * _DIR.size
     dirs = {name: (count, tree) for name, (count, tree) in zip(names, _DIR.iter_unpack(body[offset:end]))}
@@ -283,7 +292,7 @@ def _decode(data: bytes, written_ns: int) -> StatCache:
     if position != len(subdir_names):
         raise ValueError("corrupt stat cache")
     counts = (len(packed.index), len(dirs), len(listings), len(shapes), end)
-    if counts != (n_folders, n_dirs, n_listings, n_shapes, len(body)):
+    if counts != (n_folders, n_dirs, n_listings, n_shapes, size):
         raise ValueError("corrupt stat cache")
     tracked = tracked if tracked.strip(b"\0") else b""
     return StatCache({}, dirs, listings, shapes, written_ns, {}, generation, tracked, packed)
@@ -326,15 +335,19 @@ def write_atomically(path: str, data: bytes) -> None:
 def _encode(cache: StatCache) -> bytes:
     previous = cache.packed
     packed: dict[str, tuple[Folder, Buffer, Buffer]] = {}
+    kept: dict[str, tuple[Folder, Buffer, Buffer]] = {}
     pack_file = _FILE.pack
     for folder, table in cache.folders.items():
         if not table:
             continue
+        if isinstance(table, PackedFolder):  # saved from the bytes it was loaded from
+            packed[folder] = (table, *table.packed())
+            continue
         known = previous.get(folder)
         if known is None or known[0] is not table:  # tables never change in place: same object, same bytes
             known = (table, _join(list(table)), b"".join([pack_file(*record) for record in table.values()]))
-        packed[folder] = known
-    cache.packed = packed
+        packed[folder] = kept[folder] = known
+    cache.packed = kept
     path_block = _join(list(packed) + list(cache.dirs) + list(cache.listings) + list(cache.shapes))
     ignored = [name for _, names in cache.listings.values() for name in sorted(names)]
     ignored_block = _join(ignored)
