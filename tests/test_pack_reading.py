@@ -164,3 +164,30 @@ def test_tree_parsing_agrees_with_dulwich_and_refuses_malformed_trees() -> None:
     ):
         with pytest.raises(ValueError):
             parse_tree(bad)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_inflating_whole_gives_the_content_or_leaves_it_to_streams(fast: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ISA-L or zlib alike: a stream that ends within the bytes given and
+    inflates to the declared size comes back whole; a short, overlong, cut or
+    damaged one comes back as None (a Stream then reads on, or says what is wrong)."""
+    import zlib
+
+    from snapshotter.gitstore import inflate
+
+    if fast and inflate._isal is None:
+        pytest.skip("the fast extra (isal) is not installed")
+    if not fast:
+        monkeypatch.setattr(inflate, "_isal", None)
+    content = b"def value(self):\n    return data\n" * 40
+    packed = zlib.compress(content, 1)
+    assert inflate.inflate_whole(packed + b"next entry", len(content)) == content
+    assert inflate.inflate_whole(packed, len(content) - 1) is None  # longer than declared: never past size + 1
+    assert inflate.inflate_whole(packed, len(content) + 1) is None  # shorter than declared
+    assert inflate.inflate_whole(packed[: len(packed) // 2], len(content)) is None  # cut: read on
+    damaged = packed[:-4] + bytes(4)  # a wrong checksum
+    if fast:
+        assert inflate.inflate_whole(damaged, len(content)) is None
+    else:
+        with pytest.raises(zlib.error):
+            inflate.inflate_whole(damaged, len(content))

@@ -151,3 +151,59 @@ def test_a_chain_deeper_than_any_path_is_refused_not_a_recursion_error(ws: Path,
     assert read_tree(ws) == {"a.txt": ("file", b"a\n")}
     if GIT is not None:
         git("--git-dir", snap.store_path, "cat-file", "-t", forged, env=git_env(Path(snap.store_path).parent))
+
+
+NAME_SAMPLES = [
+    ["a.py", "b.py", "sub"],
+    ["ok", ".gitignore"],
+    ["ok", "gitx", "Git~1"],
+    ["ok", "git~1"],
+    ["ok", ".GIT"],
+    ["ok", "a/b"],
+    ["ok", "a\0b"],
+    ["ok", ""],
+    ["ok", "."],
+    ["ok", ".."],
+    ["ok", "ok"],
+    ["caf\u00e9", "ok"],
+    [".g\u200cit", "ok"],
+    ["x\\y", "CON", "trail.", "a:b"],
+    ["Readme", "README"],
+    ["only"],
+]
+
+
+@pytest.mark.parametrize("host_name", ["posix", "windows", "case_insensitive"])
+def test_the_one_pass_name_check_agrees_with_one_by_one(host_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check of a folder whose names are all plain (one pass over them all)
+    says what checking every name one by one says, on every kind of host."""
+    from dataclasses import replace
+
+    from snapshotter.worktree import pathnames
+
+    host = {
+        "posix": hostfs.POSIX,
+        "windows": replace(hostfs.POSIX, windows_names=True),
+        "case_insensitive": replace(hostfs.POSIX, case_insensitive=True),
+    }[host_name]
+
+    def verdict(names: list[str]) -> object:
+        try:
+            return pathnames.names_checker(host)(names, "t")
+        except UnsafeTree as exc:
+            return ("refused", str(exc))
+
+    fast = [verdict(names) for names in NAME_SAMPLES]
+    monkeypatch.setattr(pathnames, "_plain", lambda names, host: False)
+    slow = [verdict(names) for names in NAME_SAMPLES]
+    assert fast == slow
+    assert any(isinstance(v, tuple) for v in fast) and any(v for v in fast if isinstance(v, dict))
+
+
+def test_names_decode_in_one_call_as_one_by_one() -> None:
+    import os
+
+    from snapshotter.compare.treediff import _decoded
+
+    for raw in ([], [b"a"], [b"a", b"b.py", b"c"], [b"caf\xc3\xa9", b"x"], [b"bad\xff", b"\xc3", b"ok"]):
+        assert _decoded(raw) == [os.fsdecode(name) for name in raw]

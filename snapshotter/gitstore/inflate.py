@@ -12,8 +12,17 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Iterator
+from types import ModuleType
 
 from snapshotter.errors import StoreError
+
+_isal: ModuleType | None = None
+try:
+    from isal import isal_zlib
+except ImportError:  # the optional ``fast`` extra is not installed
+    pass
+else:
+    _isal = isal_zlib
 
 PIECE = 1 << 20
 """The most a streamed object yields at a time."""
@@ -34,6 +43,26 @@ class ObjectTooLarge(StoreError):
 
 def too_large(sha: bytes, size: int, limit: int) -> ObjectTooLarge:
     return ObjectTooLarge(f"object {sha.hex()} is {size:,} bytes, more than the {limit:,} read whole")
+
+
+def inflate_whole(data: bytes, size: int) -> bytes | None:
+    """The content of the zlib stream that starts ``data``, if it ends within
+    ``data`` and inflates to exactly ``size`` bytes (never inflated past
+    ``size + 1``); else None: read on with a :class:`Stream`, which also says
+    what is wrong with a damaged one. ISA-L's inflate, when installed, takes
+    about half of zlib's time on the small objects a restore reads by the
+    thousand; anything it finds wrong goes the zlib way.
+    """
+    if _isal is not None:
+        try:
+            inflater = _isal.decompressobj()
+            content: bytes = inflater.decompress(data, size + 1)
+        except _isal.error:
+            return None
+        return content if inflater.eof and len(content) == size else None
+    plain = zlib.decompressobj()
+    content = plain.decompress(data, size + 1)
+    return content if plain.eof and len(content) == size else None
 
 
 class Stream:

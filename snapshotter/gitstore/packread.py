@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from dulwich.pack import apply_delta
 
-from snapshotter.gitstore.inflate import MAX_WHOLE, PIECE, Stream, too_large
+from snapshotter.gitstore.inflate import MAX_WHOLE, PIECE, Stream, inflate_whole, too_large
 
 _MAGIC = b"\377tOc\0\0\0\2"
 _OFS_DELTA = 6
@@ -250,10 +250,8 @@ def _inflate_at(
             raise zlib.error(f"object {sha.hex()} is truncated in its pack")
     if size > limit:
         raise too_large(sha, size, limit)
-    inflater = zlib.decompressobj()  # most objects are small: all in ``head``, inflated in one call
-    content = inflater.decompress(head[used:], size + 1)
-    if not inflater.eof or len(content) != size:
-        content = _entry_stream(pack, offset, head, used, size, sha).exact(size)
+    whole = inflate_whole(head[used:], size)  # most objects are small: all in ``head``, inflated in one call
+    content = whole if whole is not None else _entry_stream(pack, offset, head, used, size, sha).exact(size)
     return kind, content, base
 
 

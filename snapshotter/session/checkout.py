@@ -170,7 +170,11 @@ def _untracked_among(found: Sequence[Change], scanned: Scan, workspace: Workspac
     for change in found:
         if change.new is None:
             continue  # only a tracked path is ever deleted
-        reason = skipped.get(change.path) or next((skipped[p] for p in _parents(change.path) if p in skipped), None)
+        reason = (
+            (skipped.get(change.path) or next((skipped[p] for p in _parents(change.path) if p in skipped), None))
+            if skipped
+            else None
+        )
         if scanned.entry(change.path) is not None and reason is None:
             continue
         st = workspace.lstat(change.path) if reason is None else None

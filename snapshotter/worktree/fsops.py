@@ -32,6 +32,7 @@ from snapshotter.fsutil import DIR_FLAGS, NO_FOLLOW, unlink_quietly
 from snapshotter.worktree.hostfs import POSIX, HostFS
 
 _DIR_NO_FOLLOW = DIR_FLAGS | NO_FOLLOW
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
 _HELD = 64
 """Folder descriptors a Workspace keeps open at most."""
 LEFTOVER_PREFIX = ".snapshotter-tmp-"
@@ -99,6 +100,10 @@ class Workspace:
         parent is its path below the root (for messages, see :meth:`_shown`);
         without one it is the absolute path every call goes through."""
         parent, _, name = rel.rpartition("/")
+        held = self._held.get(parent)
+        if held is not None:  # a restore writes in path order: mostly the folder used last
+            self._held[parent] = self._held.pop(parent)  # most recently used last
+            return held, name, parent
         parts = parent.split("/") if parent else []
         if not self.host.dir_fd:
             path = self._io_root
@@ -135,10 +140,8 @@ class Workspace:
         if depth == 0 and "" not in held:
             held[""] = os.open(self._io_root, _DIR_NO_FOLLOW)
         fd = held["/".join(parts[:depth])]
-        walked = os.path.join(self.root, *parts[:depth])
         for index in range(depth, len(parts)):
             part = parts[index]
-            walked = os.path.join(walked, part)
             try:
                 child = os.open(part, _DIR_NO_FOLLOW, dir_fd=fd)
             except FileNotFoundError:
@@ -151,6 +154,7 @@ class Workspace:
                 child = os.open(part, _DIR_NO_FOLLOW, dir_fd=fd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                    walked = os.path.join(self.root, *parts[: index + 1])
                     raise RestoreConflict(
                         f"{walked} is a symlink or a file, not a folder; refusing to write through it"
                     ) from None
@@ -174,11 +178,10 @@ class Workspace:
 
     def write_file(self, rel: str, content: bytes | Iterable[bytes], executable: bool) -> os.stat_result:
         """Atomically replace ``rel`` with ``content`` (bytes or pieces of it); returns the new file's stat."""
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
         mode = 0o777 if executable else 0o666  # less the umask, as git does
 
         def create(fd: int | None, path: str) -> os.stat_result:
-            out = os.open(path, flags, mode, dir_fd=fd)
+            out = os.open(path, _NEW_FILE, mode, dir_fd=fd)
             try:
                 try:
                     for piece in (content,) if isinstance(content, bytes) else content:

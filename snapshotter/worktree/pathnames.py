@@ -86,6 +86,28 @@ def unholdable_reason(name: str, host: HostFS = POSIX) -> str | None:
     return None
 
 
+_SUSPECT_START = re.compile("\0[.gG]")
+
+
+def _plain(names: Sequence[str], host: HostFS) -> bool:
+    """Whether no name of a folder needs a closer look: all ASCII, none with a
+    ``/`` or NUL, none empty, ``.`` or ``..``, none starting with ``.``, ``g`` or
+    ``G`` (so no spelling of ``.git``), on a host without Windows' rules. One pass
+    over the joined names instead of one call per name (restores read thousands
+    of folders)."""
+    if not names or host.windows_names:
+        return False
+    joined = "\0".join(names)
+    return (
+        joined.isascii()
+        and "/" not in joined
+        and joined.count("\0") == len(names) - 1
+        and "" not in names
+        and joined[:1] not in ".gG"
+        and _SUSPECT_START.search(joined) is None
+    )
+
+
 def names_checker(host: HostFS) -> NameCheck:
     """The check a restore runs on each folder of a target tree it reads: a
     hostile name (or one listed twice) refuses the whole restore; a name this
@@ -94,7 +116,7 @@ def names_checker(host: HostFS) -> NameCheck:
 
     def check(names: Sequence[str], where: str) -> dict[str, str]:
         left_out: dict[str, str] = {}
-        for name in names:
+        for name in names if not _plain(names, host) else ():
             if is_hostile(name):
                 raise UnsafeTree(
                     f"snapshot holds the unsafe name {name!r} (in {where}); restore refused, nothing was written"

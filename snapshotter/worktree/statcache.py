@@ -169,11 +169,11 @@ class StatCache:
             if table is None:
                 table = tables[folder] = dict(self.folder(folder))
                 self.shapes.pop(folder, None)
+                self._forget_dirs_above(path)  # the same folders for every path in this one
             if record is None:
                 table.pop(name, None)
             else:
                 table[name] = record
-            self._forget_dirs_above(path)
         for folder, table in tables.items():
             if table:
                 self.tables[folder] = table
