@@ -17,11 +17,29 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Protocol
 
 USE_CTIME = sys.platform != "win32"  # on Windows st_ctime is the creation time
 
 StatKey = tuple[int, int, int, int, int]
 """(st_mode, size, mtime_ns, ctime_ns, inode): what must match to skip a read."""
+
+
+class FileStat(Protocol):
+    """What the walk reads of a file's ``lstat``: an ``os.stat_result``, or a
+    smaller stand-in keeping just these (see ``trust.KnownStat``)."""
+
+    @property
+    def st_mode(self) -> int: ...
+    @property
+    def st_size(self) -> int: ...
+    @property
+    def st_mtime_ns(self) -> int: ...
+    @property
+    def st_ctime_ns(self) -> int: ...
+    @property
+    def st_ino(self) -> int: ...
+
 
 DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 """Flags that open a folder for listing or as a ``dir_fd``."""
