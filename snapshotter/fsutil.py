@@ -55,14 +55,17 @@ RECENT_COARSE_NS = 2_000_000_000
 """The same for timestamps in whole seconds (FAT keeps 2-second ones)."""
 
 
+_MODES: dict[int, int] = {}
+
+
 def stat_key(st: os.stat_result) -> StatKey:
-    return (
-        st.st_mode,
-        st.st_size,
-        st.st_mtime_ns,
-        st.st_ctime_ns if USE_CTIME else 0,
-        st.st_ino,
-    )
+    """The key of a file's stat. Every file's record keeps one, so equal numbers
+    share one int: the mode (a few values in a workspace) and a ctime equal to
+    the mtime (a file written once): 60 bytes less per file."""
+    mode = st.st_mode
+    mtime = st.st_mtime_ns
+    ctime = st.st_ctime_ns if USE_CTIME else 0
+    return (_MODES.setdefault(mode, mode), st.st_size, mtime, mtime if ctime == mtime else ctime, st.st_ino)
 
 
 def settled(own: os.stat_result, walk_began_ns: int) -> bool:

@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from snapshotter.fsutil import settled
+from snapshotter.fsutil import settled, stat_key
 from snapshotter.worktree.ignore import IgnoreStack
 from snapshotter.worktree.listing import LIST_BY_FD, own_rules
 from snapshotter.worktree.statcache import Folder, Shape, StatCache
@@ -71,11 +71,7 @@ class KnownStat:
     __slots__ = ("st_blocks", "st_ctime_ns", "st_ino", "st_mode", "st_mtime_ns", "st_size")
 
     def __init__(self, st: os.stat_result) -> None:
-        self.st_mode = st.st_mode
-        self.st_size = st.st_size
-        self.st_mtime_ns = st.st_mtime_ns
-        self.st_ctime_ns = st.st_ctime_ns
-        self.st_ino = st.st_ino
+        self.st_mode, self.st_size, self.st_mtime_ns, self.st_ctime_ns, self.st_ino = stat_key(st)  # shared ints
         self.st_blocks: int | None = getattr(st, "st_blocks", None)
 
 
