@@ -17,11 +17,29 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Protocol
 
 USE_CTIME = sys.platform != "win32"  # on Windows st_ctime is the creation time
 
 StatKey = tuple[int, int, int, int, int]
 """(st_mode, size, mtime_ns, ctime_ns, inode): what must match to skip a read."""
+
+
+class FileStat(Protocol):
+    """What the walk reads of a file's ``lstat``: an ``os.stat_result``, or a
+    smaller stand-in keeping just these (see ``trust.KnownStat``)."""
+
+    @property
+    def st_mode(self) -> int: ...
+    @property
+    def st_size(self) -> int: ...
+    @property
+    def st_mtime_ns(self) -> int: ...
+    @property
+    def st_ctime_ns(self) -> int: ...
+    @property
+    def st_ino(self) -> int: ...
+
 
 DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 """Flags that open a folder for listing or as a ``dir_fd``."""
@@ -37,14 +55,17 @@ RECENT_COARSE_NS = 2_000_000_000
 """The same for timestamps in whole seconds (FAT keeps 2-second ones)."""
 
 
+_MODES: dict[int, int] = {}
+
+
 def stat_key(st: os.stat_result) -> StatKey:
-    return (
-        st.st_mode,
-        st.st_size,
-        st.st_mtime_ns,
-        st.st_ctime_ns if USE_CTIME else 0,
-        st.st_ino,
-    )
+    """The key of a file's stat. Every file's record keeps one, so equal numbers
+    share one int: the mode (a few values in a workspace) and a ctime equal to
+    the mtime (a file written once): 60 bytes less per file."""
+    mode = st.st_mode
+    mtime = st.st_mtime_ns
+    ctime = st.st_ctime_ns if USE_CTIME else 0
+    return (_MODES.setdefault(mode, mode), st.st_size, mtime, mtime if ctime == mtime else ctime, st.st_ino)
 
 
 def settled(own: os.stat_result, walk_began_ns: int) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import random
 import zlib
@@ -71,3 +72,23 @@ def test_many_changed_folders_go_to_one_pack_even_with_nothing_to_hash(tmp_path:
         assert len(set((objects / "pack").glob("*.pack")) - packs_before) == 1
         snap.restore(snap.list()[1].id)
         assert all((ws / f"d{i}" / "drop.txt").exists() for i in range(100))
+
+
+@pytest.mark.parametrize("count", [1, 300, 20_000])
+def test_a_built_packs_streamed_index_equals_dulwichs(tmp_path: Path, count: int) -> None:
+    """The index a batch writes table by table (its ids in several pieces past
+    16,384 objects) is dulwich's, byte for byte, for the pack it sealed."""
+    from snapshotter.gitstore.packindex import read_through
+    from snapshotter.gitstore.packs import PackBuilder
+
+    builder = PackBuilder(str(tmp_path / "pack"))
+    for n in range(count):
+        content = b"object %d\n" % n
+        builder.add(b"blob", hashlib.sha1(b"blob %d\0" % len(content) + content).digest(), content)
+    base = builder.finish()
+    assert base is not None
+    contents = read_through(base + ".pack")
+    assert len(contents.ids) == count
+    expected = io.BytesIO()
+    write_pack_index_v2(expected, sorted(zip(contents.ids, contents.offsets, contents.crcs)), contents.checksum)
+    assert Path(base + ".idx").read_bytes() == expected.getvalue()

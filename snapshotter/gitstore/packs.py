@@ -15,9 +15,12 @@ import bisect
 import hashlib
 import os
 import struct
+import sys
 import tempfile
 import threading
 import zlib
+from array import array
+from collections.abc import Iterator, Sequence
 
 from snapshotter.errors import StoreError, what_to_check
 from snapshotter.fsutil import sync_folder, unlink_quietly
@@ -27,6 +30,11 @@ TYPE_NUMBERS = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 """git's object type numbers, as packs and dulwich's raw reads use them."""
 OFS_DELTA = 6
 _HEADER = struct.Struct(">4sII")
+_U32 = "I" if array("I").itemsize == 4 else "L"
+"""The array type code of 4-byte unsigned numbers."""
+_IDS_AT_ONCE = 1 << 14
+_CRC_BITS = 32
+_CRC_MASK = (1 << _CRC_BITS) - 1
 
 
 def _entry_header(type_num: int, size: int) -> bytes:
@@ -44,7 +52,7 @@ def _entry_header(type_num: int, size: int) -> bytes:
     return bytes(out)
 
 
-def index_v2(ids: list[bytes], offsets: list[int], crcs: list[int], pack_checksum: bytes) -> bytes:
+def index_v2(ids: list[bytes], offsets: Sequence[int], crcs: Sequence[int], pack_checksum: bytes) -> bytes:
     """A version 2 pack index for the objects ``ids`` at ``offsets`` with ``crcs``.
 
     The layout git documents (gitformat-pack): magic and version; 256 running
@@ -54,29 +62,39 @@ def index_v2(ids: list[bytes], offsets: list[int], crcs: list[int], pack_checksu
     table, sorting positions rather than (id, offset, crc) tuples: dulwich's
     writer takes 0.73 s for 100,000 objects, this 0.33 s.
     """
-    count = len(ids)
-    order = sorted(range(count), key=ids.__getitem__)
-    sorted_ids = [ids[i] for i in order]
-    sorted_offsets = [offsets[i] for i in order]
-    sorted_crcs = [crcs[i] for i in order]
+    order = sorted(range(len(ids)), key=ids.__getitem__)
+    sorted_offsets = array("Q", [offsets[i] for i in order])
+    sorted_crcs = array(_U32, [crcs[i] for i in order])
+    body = b"".join(index_tables([ids[i] for i in order], sorted_offsets, sorted_crcs, pack_checksum))
+    return body + hashlib.sha1(body).digest()
+
+
+def index_tables(
+    sorted_ids: list[bytes], offsets: array[int], crcs: array[int], pack_checksum: bytes
+) -> Iterator[bytes]:
+    """``index_v2``'s body, table by table (its ids in pieces), from the ids
+    sorted and their offsets and CRCs in the same order: a pack of a million
+    objects is indexed without its index, or a list of numbers, whole in memory."""
+    count = len(sorted_ids)
     fanout = [bisect.bisect_right(sorted_ids, bytes([byte]) + b"\xff" * 20) for byte in range(256)]
-    large = [offset for offset in sorted_offsets if offset >= 1 << 31]
+    yield b"\377tOc" + struct.pack(">I", 2) + struct.pack(">256I", *fanout)
+    for start in range(0, count, _IDS_AT_ONCE):
+        yield b"".join(sorted_ids[start : start + _IDS_AT_ONCE])
+    yield _big_endian(crcs)
+    large = array("Q", [offset for offset in offsets if offset >= 1 << 31])
     if large:
         positions = iter(range(len(large)))
-        sorted_offsets = [offset if offset < 1 << 31 else (1 << 31) | next(positions) for offset in sorted_offsets]
-    body = b"".join(
-        [
-            b"\377tOc",
-            struct.pack(">I", 2),
-            struct.pack(">256I", *fanout),
-            *sorted_ids,
-            struct.pack(f">{count}I", *sorted_crcs),
-            struct.pack(f">{count}I", *sorted_offsets),
-            struct.pack(f">{len(large)}Q", *large),
-            pack_checksum,
-        ]
-    )
-    return body + hashlib.sha1(body).digest()
+        offsets = array("Q", [offset if offset < 1 << 31 else (1 << 31) | next(positions) for offset in offsets])
+    yield _big_endian(array(_U32, offsets))
+    yield _big_endian(large)
+    yield pack_checksum
+
+
+def _big_endian(numbers: array[int]) -> bytes:
+    if sys.byteorder == "little":
+        numbers = array(numbers.typecode, numbers)
+        numbers.byteswap()
+    return numbers.tobytes()
 
 
 def _offset_bytes(distance: int) -> bytes:
@@ -110,7 +128,10 @@ class PackBuilder:
                 unlink_quietly(self._tmp)
             raise StoreError(f"cannot write a pack in {pack_dir}: {exc.strerror}; {what_to_check(exc)}") from None
         self._offset = _HEADER.size
-        self._entries: dict[bytes, tuple[int, int]] = {}
+        self._entries: dict[bytes, int] = {}
+        """Each object's offset and CRC as one number (``offset << 32 | crc``):
+        one int per object, where a tuple of two held three (a cold snapshot of
+        100,000 files has 105,000 objects)."""
         self._lock = threading.Lock()
 
     def __contains__(self, sha: bytes) -> bool:
@@ -145,14 +166,14 @@ class PackBuilder:
             if sha in self._entries:
                 return
             if base is not None:
-                header += _offset_bytes(self._offset - self._entries[base][0])
+                header += _offset_bytes(self._offset - (self._entries[base] >> _CRC_BITS))
             crc = zlib.crc32(data, zlib.crc32(header))
             try:
                 self._file.write(header)
                 self._file.write(data)
             except OSError as exc:
                 raise StoreError(f"cannot write to the store: {exc.strerror}; {what_to_check(exc)}") from None
-            self._entries[sha] = (self._offset, crc)
+            self._entries[sha] = self._offset << _CRC_BITS | crc
             self._offset += len(header) + len(data)
 
     def finish(self) -> str | None:
@@ -183,9 +204,15 @@ class PackBuilder:
             idx_fd, idx_tmp = tempfile.mkstemp(dir=self._dir, prefix="tmp_idx_")
             try:
                 with os.fdopen(idx_fd, "wb") as idx:
-                    places = list(self._entries.values())  # in the order written: no lookup per id
-                    offsets, crcs = [p[0] for p in places], [p[1] for p in places]
-                    idx.write(index_v2(list(self._entries), offsets, crcs, checksum))
+                    entries = self._entries
+                    ids = sorted(entries)
+                    offsets = array("Q", [entries[sha] >> _CRC_BITS for sha in ids])
+                    crcs = array(_U32, [entries[sha] & _CRC_MASK for sha in ids])
+                    digest = hashlib.sha1()
+                    for piece in index_tables(ids, offsets, crcs, checksum):
+                        digest.update(piece)
+                        idx.write(piece)
+                    idx.write(digest.digest())
                     idx.flush()
                     os.fsync(idx.fileno())
                 os.replace(self._tmp, base + ".pack")

@@ -247,6 +247,7 @@ class Engine:
         except StoreError:  # the newest snapshot's tree is damaged: count against nothing instead
             base = EMPTY_TREE
             stats, compared = numstat(self.store, current, base, self.read_for_stats, lines=count_lines)
+        current.line_counts = {}  # counted: a cold snapshot's are 10 MiB at 100k files (recording again reads back)
         against = None if count_lines else base
         info = commit(self.store, self.catalog, current, message, label, metadata, stats, self.clock(), against)
         self._remember(current, save=save_cache)

@@ -8,9 +8,7 @@ and new files over ``max_new_file_size``.
 
 from __future__ import annotations
 
-import os
-
-from snapshotter.fsutil import USE_CTIME
+from snapshotter.fsutil import USE_CTIME, FileStat
 from snapshotter.model import SkippedPath, SkipReason
 from snapshotter.worktree.limits import stored_size
 from snapshotter.worktree.packedfolder import PackedItems
@@ -22,7 +20,7 @@ _S_IFMT = 0o170000
 _S_IFREG = 0o100000
 _S_IFLNK = 0o120000
 
-Miss = tuple[str, Record | None, os.stat_result]
+Miss = tuple[str, Record | None, FileStat]
 
 
 def classify(walk: Walk, node: DirNode, base: str, pairs: Pairs, lstat: Lstat, fd: int, table: Folder) -> None:
@@ -122,7 +120,7 @@ def _examine(
             skipped.append(SkippedPath(rel, SkipReason.TOO_LARGE))
             bytes_seen -= stored_size(st)  # left out: it counts toward no cap
             continue
-        pending.append(Pending(node, name, rel, base + name, is_link, key, recorded, record))
+        pending.append(Pending(node, name, base, is_link, st.st_size, key if is_link else None, recorded, record))
     walk.files_seen += seen
     walk.bytes_seen += bytes_seen
     return hits

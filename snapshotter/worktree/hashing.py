@@ -43,10 +43,10 @@ def write_objects(
 
 
 def _hash_one(item: Pending, writer: ObjectWriter, write: bool) -> Hashed:
-    if item.is_link:
+    if item.link_key is not None:
         target = os.fsencode(os.readlink(item.path))
         sha = writer.write(b"blob", target) if write else object_id(b"blob", target)
-        return Hashed(sha, item.lstat_key, len(target), describe_lines(target))
+        return Hashed(sha, item.link_key, len(target), describe_lines(target))
     return writer.hash_file(item.path, write)
 
 
@@ -80,7 +80,7 @@ def _hash_pending(
     # Threads pay only for big files: for small ones the GIL hand-offs cost
     # more than hashing and compressing (measured: 2x slower on 2 cores).
     results: Iterator[Hashed | BaseException]
-    big = [item for item in pending if item.lstat_key[1] >= _THREAD_MIN_SIZE]
+    big = [item for item in pending if item.size >= _THREAD_MIN_SIZE]
     pool = None
     if len(big) >= 2:
         pool = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="snapshotter-hash")

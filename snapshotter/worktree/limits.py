@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 
 from snapshotter.errors import MAX_BYTES, MAX_ENTRIES, UNSAFE_ROOT, UnsafeWorkspace, WorkspaceTooLarge
+from snapshotter.fsutil import FileStat
 from snapshotter.options import Options
 
 
@@ -42,7 +43,7 @@ class WorkspaceLimits:
             )
 
 
-def stored_size(st: os.stat_result) -> int:
+def stored_size(st: FileStat) -> int:
     """The bytes a file would bring into the store, for the workspace caps: its
     size, or what it really occupies on disk if less (a sparse file of 3 GiB
     using 8 KiB must not refuse a whole workspace)."""

@@ -12,14 +12,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Collection, Iterator
 
+from snapshotter.fsutil import FileStat
 from snapshotter.model import SkippedPath
 from snapshotter.worktree.ignore import IgnoreStack
 from snapshotter.worktree.listing import has_gitignore, list_folder, own_rules, tracked_entries
 from snapshotter.worktree.packedfolder import PackedFolder
 from snapshotter.worktree.statcache import Folder, Listings, Record
+from snapshotter.worktree.trust import KnownStat
 from snapshotter.worktree.walkstate import DirNode, Walk
 
-Lstat = Callable[..., os.stat_result]
+Lstat = Callable[..., FileStat]
 Pairs = Collection[tuple[str, Record | None]]
 """Each tracked file of a folder, and its stat-cache record if any."""
 Contents = tuple[IgnoreStack, list[str], set[str], Pairs, Lstat]
@@ -125,12 +127,12 @@ def descend(
         stack.append((child, base + name, inner, may_reuse and rel not in deep))
 
 
-def lstat_known(stats: dict[str, os.stat_result]) -> Lstat:
+def lstat_known(stats: dict[str, KnownStat]) -> Lstat:
     """``os.stat`` answered from the size check's stats where it took one. Those
     only say which files are there and their kind: each file is read afresh
     when hashed, its record taken then, and its size checked again."""
 
-    def known(name: str, dir_fd: int, follow_symlinks: bool) -> os.stat_result:
+    def known(name: str, dir_fd: int, follow_symlinks: bool) -> FileStat:
         found = stats.get(name)
         return found if found is not None else os.stat(name, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
 

@@ -17,7 +17,7 @@ from snapshotter.worktree.ignore import IgnoreStack
 from snapshotter.worktree.limits import WorkspaceLimits, stored_size
 from snapshotter.worktree.listing import has_gitignore, join_path, list_folder, open_folder, own_rules, tracked_entries
 from snapshotter.worktree.statcache import Listings
-from snapshotter.worktree.trust import Listed, Prelisting
+from snapshotter.worktree.trust import KnownStat, Listed, Prelisting
 
 
 def measure(
@@ -52,7 +52,7 @@ def measure(
             rules = own_rules(rules, has_gitignore(found), prefix, base)
             rescued: set[str] = set()
             dirs, files = tracked_entries(found, prefix, rules, {}, listings, rescued=rescued)
-            stats: dict[str, os.stat_result] = {}
+            stats: dict[str, KnownStat] = {}
             if prelisting is not None and own is not None:
                 prelisting.folders[prefix] = Listed(own, found, stats)
             for name in dirs:
@@ -62,10 +62,16 @@ def measure(
                 limits.check(workspace, entries, size)
             for entry in files:
                 entries += 1
-                try:
-                    st = stats[entry.name] = entry.stat(follow_symlinks=False)
+                try:  # not entry.stat(): the entry, kept in the prelisting, would keep its stat too (650 bytes)
+                    st = (
+                        os.stat(entry.name, dir_fd=fd, follow_symlinks=False)
+                        if fd >= 0
+                        else entry.stat(follow_symlinks=False)
+                    )
                 except OSError:
                     continue
+                if prelisting is not None:
+                    stats[entry.name] = KnownStat(st)
                 if max_new_file_size is None or stat.S_ISLNK(st.st_mode) or st.st_size <= max_new_file_size:
                     size += stored_size(st)
                 limits.check(workspace, entries, size)

@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from snapshotter.fsutil import settled
+from snapshotter.fsutil import settled, stat_key
 from snapshotter.worktree.ignore import IgnoreStack
 from snapshotter.worktree.listing import LIST_BY_FD, own_rules
 from snapshotter.worktree.statcache import Folder, Shape, StatCache
@@ -63,6 +63,18 @@ def shape_of(
     return (own.st_mtime_ns, own.st_ctime_ns, own.st_ino, rules.fingerprint, gitignore, tuple(dirs))
 
 
+class KnownStat:
+    """What the first scan reads of a file's ``lstat`` taken by the size check.
+    Kept for every file of a new workspace until the walk reaches its folder:
+    an ``os.stat_result`` holds about 650 bytes with its numbers, this about 200."""
+
+    __slots__ = ("st_blocks", "st_ctime_ns", "st_ino", "st_mode", "st_mtime_ns", "st_size")
+
+    def __init__(self, st: os.stat_result) -> None:
+        self.st_mode, self.st_size, self.st_mtime_ns, self.st_ctime_ns, self.st_ino = stat_key(st)  # shared ints
+        self.st_blocks: int | None = getattr(st, "st_blocks", None)
+
+
 @dataclass(frozen=True)
 class Listed:
     """One folder as the size check listed it: its own stat, taken before the
@@ -70,7 +82,7 @@ class Listed:
 
     own: os.stat_result
     entries: list[os.DirEntry[str]]
-    stats: dict[str, os.stat_result]
+    stats: dict[str, KnownStat]
 
 
 @dataclass

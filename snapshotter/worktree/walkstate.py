@@ -42,16 +42,20 @@ class DirNode:
     """How many tracked files it listed: its shape holds only if each has a record."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Pending:
-    """A file to hash: new, or not matching its stat-cache record."""
+    """A file to hash: new, or not matching its stat-cache record. A cold
+    snapshot holds one per file until hashing ends: slots, and its paths made
+    when asked (``base`` is its folder's path, shared), keep it at 100 bytes."""
 
     node: DirNode
     name: str
-    rel: str
-    path: str
+    base: str
     is_link: bool
-    lstat_key: StatKey
+    size: int
+    """Its size when ``lstat``ed (a regular file is hashed with the stat of the open file)."""
+    link_key: StatKey | None
+    """A symlink's stat key, from its ``lstat``; None for a regular file."""
     recorded: int | None
     """The st_mode recorded for this path before, on hosts that need it (see hostfs)."""
     record: Record | None
@@ -61,6 +65,16 @@ class Pending:
     @property
     def new(self) -> bool:
         return self.record is None
+
+    @property
+    def rel(self) -> str:
+        """Its path in the workspace."""
+        return self.node.rel + "/" + self.name if self.node.rel else self.name
+
+    @property
+    def path(self) -> str:
+        """Its path on the host."""
+        return self.base + self.name
 
 
 _GIT_MODES: dict[int, int] = {}
