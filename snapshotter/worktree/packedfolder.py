@@ -9,9 +9,10 @@ object per file that outlives the folder, and saving it again copies its bytes.
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Callable, ItemsView, Iterator, Mapping
+
+from snapshotter.fsutil import FileStat
 
 RECORD = struct.Struct("<IQqqQ20s")
 """A record as saved: st_mode, size, mtime_ns, ctime_ns, inode, blob id."""
@@ -56,7 +57,7 @@ class PackedFolder(Mapping[str, Record]):
         view, at = memoryview(self._body), self._records_at
         return view[self._names_at : self._names_end], view[at : at + self._count * RECORD.size]
 
-    def all_match(self, lstat: Callable[..., os.stat_result], fd: int, cutoff: int) -> int | None:
+    def all_match(self, lstat: Callable[..., FileStat], fd: int, cutoff: int) -> int | None:
         """The total size of its files if ``lstat`` (in folder ``fd``) finds each
         with its recorded mode, size, mtime, ctime and inode and an mtime below
         ``cutoff`` (not racy), compared on the packed bytes; None at the first
