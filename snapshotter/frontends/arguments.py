@@ -150,6 +150,7 @@ def _parser() -> argparse.ArgumentParser:
     command("where", "the store this folder's snapshots live in (creates nothing)")
     command("config", "effective settings and where each came from")
     command("mcp", "serve this folder's snapshots to an MCP client over stdio")
+    command("watch", "keep this folder watched and serve its commands to later `snapshotter` calls (docs/watch.md)")
     return parser
 
 

@@ -17,11 +17,11 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TextIO
 
-from snapshotter.api import Snapshotter
 from snapshotter.errors import (
     InvalidRef,
     PathNotFound,
@@ -31,8 +31,11 @@ from snapshotter.errors import (
     StoreLocked,
     UnsafeTree,
 )
-from snapshotter.frontends import arguments, config, rendering
+from snapshotter.frontends import arguments, config, relay, rendering
 from snapshotter.gitstore.location import canonical_workspace, store_path_for
+
+if TYPE_CHECKING:  # imported when a command runs here: a relayed one never loads the engine
+    from snapshotter.api import Snapshotter
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_LOCKED, EXIT_REFUSED = 0, 1, 2, 3, 4, 5
 EXIT_PIPE = 141
@@ -49,37 +52,65 @@ class CommandFailed(Exception):
         self.code = code
 
 
+@dataclass
+class Console:
+    """Where one command prints and what it may ask: this process's own streams, or
+    (in a watcher serving the command for another process, see ``watchserver``)
+    buffers standing for the requesting process's streams, with its terminal
+    flags and environment, and the watcher's open Snapshotter."""
+
+    out: TextIO
+    err: TextIO
+    interactive: bool
+    """stdin and stderr are both terminals: a person can be asked."""
+    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    shared: Snapshotter | None = None
+    """An open Snapshotter to run on (never closed here), else a fresh one is opened."""
+
+    @classmethod
+    def standard(cls) -> Console:
+        return cls(sys.stdout, sys.stderr, sys.stdin.isatty() and sys.stderr.isatty())
+
+
+_console = Console(sys.stdout, sys.stderr, False)
+"""The console of the command running now (one at a time in a process)."""
+
+
 def _confirm(question: str, refusal: str, args: argparse.Namespace) -> None:
     """Ask a person at a terminal; where nobody can be asked, refuse unless ``--yes``."""
     if getattr(args, "yes", False):
         return
-    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+    if not _console.interactive:
         raise CommandFailed(
             "ConfirmationRequired", f"{refusal}; nothing was changed. Pass --yes to go ahead", code=EXIT_USAGE
         )
-    sys.stderr.write(f"{question} [y/N] ")
-    sys.stderr.flush()
+    _console.err.write(f"{question} [y/N] ")
+    _console.err.flush()
     if sys.stdin.readline().strip().lower() not in ("y", "yes"):
         raise CommandFailed("Cancelled", "cancelled; nothing was changed")
 
 
 def _settings(args: argparse.Namespace) -> tuple[str, config.Resolved]:
     workspace = canonical_workspace(os.path.abspath(args.workspace))
-    settings = config.resolve(workspace, arguments.flags(args))
+    settings = config.resolve(workspace, arguments.flags(args), _console.environ)
     for warning in settings.warnings:
         logging.getLogger("snapshotter").warning("%s", warning)
     return workspace, settings
 
 
 def _open(args: argparse.Namespace, workspace: str, settings: config.Resolved) -> Snapshotter:
+    if _console.shared is not None:
+        return _console.shared
+    from snapshotter.api import Snapshotter
+
     snap = Snapshotter(workspace, **config.snapshotter_options(settings))
-    if not args.json and sys.stderr.isatty():
-        snap.progress = rendering.ProgressLine()
+    if not args.json and _console.err.isatty():
+        snap.progress = rendering.ProgressLine(_console.err)
     return snap
 
 
 def _print(text: str = "") -> None:
-    sys.stdout.write(text + "\n")
+    _console.out.write(text + "\n")
 
 
 def _printer(lines: Sequence[str]) -> Callable[[], None]:
@@ -99,6 +130,13 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
         serve(os.path.abspath(args.workspace), arguments.flags(args))
         return None, lambda: None
     workspace, settings = _settings(args)
+    if name == "watch":
+        from snapshotter.frontends import watchserver
+
+        refused = watchserver.serve(workspace, settings, run, Console)
+        if refused is not None:
+            raise CommandFailed("WatcherRunning", refused)
+        return None, lambda: None
     if name == "config":
         result = {k: {"value": v, "source": s} for k, (v, s) in settings.values.items()}
         return result, _printer([f"{k} = {v['value']!r}  ({v['source']})" for k, v in result.items()])
@@ -113,12 +151,13 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
     finally:
         if isinstance(snap.progress, rendering.ProgressLine):
             snap.progress.finish()
-        snap.close()
+        if snap is not _console.shared:
+            snap.close()
     if new_store and not args.json:
 
         def show_with_hint() -> None:
             show()
-            sys.stderr.write(
+            _console.err.write(
                 f"snapshotter: the first snapshot of this folder; its store is {store}\n"
                 "  next: edit files, then `snapshotter status`, `snapshotter diff`, `snapshotter restore @ --dry-run`\n"
             )
@@ -135,7 +174,7 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
         def show_snapshot() -> None:
             _print(f.snapshot_line(info))
             for skipped in info.skipped:
-                sys.stderr.write(f"skipped ({skipped.reason.value}): {skipped.path}\n")
+                _console.err.write(f"skipped ({skipped.reason.value}): {skipped.path}\n")
 
         return f.snapshot_json(info), show_snapshot
     if name == "log":
@@ -230,10 +269,11 @@ def _print_diff(diffs: Sequence[Any], args: argparse.Namespace) -> None:
             _print(line)
     else:
         patch = "".join(item.patch for item in diffs)
-        sys.stdout.write(rendering.colored_patch(patch) if rendering.wants_color(sys.stdout) else patch)
+        color = rendering.wants_color(_console.out, _console.environ)
+        _console.out.write(rendering.colored_patch(patch) if color else patch)
         for item in diffs:
             if item.status.value == "unreadable":
-                sys.stderr.write(f"unreadable (kept as last recorded): {item.path}\n")
+                _console.err.write(f"unreadable (kept as last recorded): {item.path}\n")
 
 
 def _print_restore(result: Any) -> None:
@@ -266,7 +306,7 @@ def _exit_code(error: BaseException) -> int:
 @contextmanager
 def _warnings_shown() -> Iterator[rendering.CaughtWarnings]:
     logger = logging.getLogger("snapshotter")
-    handler = rendering.CaughtWarnings(echo=True)
+    handler = rendering.CaughtWarnings(echo=True, stream=_console.err)
     logger.addHandler(handler)
     propagate, logger.propagate = logger.propagate, False  # shown once, by us
     try:
@@ -284,8 +324,11 @@ def _document(name: str, body: dict[str, Any], warnings: list[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     try:
-        code = _main(sys.argv[1:] if argv is None else argv)
+        code = relay.hand_over(argv)  # to a watcher serving this workspace, if one answers
+        if code is None:
+            code = run(argv, Console.standard())
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
         return code
     except BrokenPipeError:
@@ -294,6 +337,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
         return EXIT_PIPE
+
+
+def run(argv: Sequence[str], console: Console) -> int:
+    """Run one command line, printing to ``console``; returns its exit code."""
+    global _console
+    saved, _console = _console, console
+    try:
+        return _main(argv)
+    finally:
+        _console = saved
 
 
 def _main(argv: Sequence[str]) -> int:
@@ -307,7 +360,7 @@ def _main(argv: Sequence[str]) -> int:
                 raise
             code = _exit_code(error)
             message = error.for_cli() if isinstance(error, SnapshotError) else str(error)
-            sys.stderr.write(f"snapshotter: {message}\n")
+            _console.err.write(f"snapshotter: {message}\n")
             if args.json:
                 kind = error.kind if isinstance(error, CommandFailed) else type(error).__name__
                 detail: dict[str, Any] = {"type": kind, "message": message, "exit_code": code}
@@ -317,7 +370,7 @@ def _main(argv: Sequence[str]) -> int:
             return code
         except KeyboardInterrupt:
             return 130
-    if name == "mcp":
+    if name in ("mcp", "watch"):
         return EXIT_OK
     if args.json:
         _print(_document(name, {"result": result}, warned.messages))

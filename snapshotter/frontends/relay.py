@@ -1,0 +1,201 @@
+"""Handing a command line to a watcher (``snapshotter watch``) that serves the
+workspace, instead of opening the store in this process.
+
+A fresh process pays for the interpreter, the engine's imports and a walk of
+the workspace; a watcher already holds an open ``Snapshotter`` in watch mode,
+so it answers in milliseconds. This module is the client side, which ``cli``
+tries first: it imports only the grammar, the settings and the store's
+location, never the engine. Whatever goes wrong before the watcher accepted
+the command (no watcher, a stale socket, a key that does not match, a watcher
+that is busy or stuck, or one that declines because its settings or version
+differ) makes the caller run the command itself, silently. Once accepted, the
+command runs exactly once, there: if the watcher dies before answering, that
+is reported as an error, never retried.
+
+Transport: ``multiprocessing.connection`` over a Unix socket in the store
+folder (mode 0600; a named pipe on Windows), both sides proving they hold the
+key the watcher wrote in the store (mode 0600), and only JSON bytes on the
+wire (never pickle). ``SNAPSHOTTER_NO_WATCHER=1`` turns relaying off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import logging
+import os
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from multiprocessing.connection import Client, Connection, deliver_challenge
+from typing import Any
+
+from snapshotter import __version__
+from snapshotter.errors import SnapshotError
+from snapshotter.frontends import arguments, config, rendering
+from snapshotter.gitstore.location import canonical_workspace, store_path_for
+
+log = logging.getLogger("snapshotter")
+
+DISABLE_ENV = "SNAPSHOTTER_NO_WATCHER"
+"""Set (to anything but empty or 0) to run every command in its own process."""
+NOT_RELAYED = frozenset({"watch", "mcp", "config", "where", "cleanup"})
+"""Commands always run in the calling process (cleanup removes the watcher's store)."""
+META, SOCKET_NAME, KEY_NAME = "snapshotter", "watch.sock", "watch.key"
+"""The watcher's socket and key, in the store's own private folder (not counted in its size)."""
+HANDSHAKE_TIMEOUT = 0.2
+"""Seconds to connect and prove the key, both ways; past it the caller runs the command itself."""
+DECISION_TIMEOUT = 1.0
+"""Seconds for the watcher to accept or decline a command it was handed."""
+MAX_MESSAGE = 1 << 20
+"""A request is small; anything bigger is not ours."""
+RELEVANT_ENV = ("NO_COLOR", "TERM")
+"""Besides ``SNAPSHOTTER_*``: the environment the command line reads."""
+
+
+def address_of(store: str) -> str:
+    """Where the watcher of ``store`` listens: a socket in it, or (Windows) a pipe named after it."""
+    if sys.platform == "win32":
+        return r"\\.\pipe\snapshotter-" + hashlib.sha256(os.fsencode(store)).hexdigest()[:32]
+    return os.path.join(store, META, SOCKET_NAME)
+
+
+def family() -> str:
+    return "AF_PIPE" if sys.platform == "win32" else "AF_UNIX"
+
+
+def key_path(store: str) -> str:
+    return os.path.join(store, META, KEY_NAME)
+
+
+def read_key(store: str) -> bytes | None:
+    try:
+        with open(key_path(store), "rb") as handle:
+            key = handle.read(4096)
+    except OSError:
+        return None
+    return key if len(key) >= 32 else None
+
+
+def relevant_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment variables the command line reads (settings, colour)."""
+    return {k: v for k, v in environ.items() if k.startswith("SNAPSHOTTER_") or k in RELEVANT_ENV}
+
+
+def settings_document(settings: config.Resolved) -> dict[str, Any]:
+    """Resolved settings as JSON, to compare a request's with a watcher's."""
+    return {name: value for name, (value, _source) in settings.values.items()}
+
+
+def connect(address: str, key: bytes, timeout: float = HANDSHAKE_TIMEOUT) -> Connection | None:
+    """A connection to the watcher at ``address`` that proved it holds ``key`` (and we
+    proved it to the watcher), within ``timeout`` seconds; None if not."""
+    box: dict[str, Any] = {}
+
+    def attempt() -> None:
+        try:
+            conn = Client(address, family=family(), authkey=key)  # we prove the key
+            deliver_challenge(conn, key)  # the watcher proves it, so a squatter learns nothing
+            box["conn"] = conn
+        except Exception as exc:  # anything: refused, stale, wrong key, closed
+            box["error"] = exc
+
+    worker = threading.Thread(target=attempt, name="snapshotter-relay", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():  # a watcher that never answers: leave the attempt behind
+        log.debug("watcher at %s did not answer within %.1f s", address, timeout)
+        return None
+    if "error" in box:
+        log.debug("no watcher at %s: %s", address, box["error"])
+        return None
+    conn: Connection = box["conn"]
+    return conn
+
+
+def quiet_parse(argv: Sequence[str]) -> Any:
+    """The parse, or None where the direct run will print the usage error (or help) itself."""
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            return arguments.parse(argv)
+        except SystemExit:
+            return None
+
+
+def relayable(args: Any, interactive: bool) -> bool:
+    if args is None or args.command in NOT_RELAYED or args.debug:
+        return False
+    asks = args.command == "restore" and not (args.paths or args.dry_run or args.yes)
+    return not (asks and interactive)  # a person will be asked: here, not in the watcher
+
+
+def hand_over(argv: Sequence[str]) -> int | None:
+    """Run ``argv`` in the watcher serving its workspace and print what it printed;
+    returns the exit code, or None when the caller must run the command itself."""
+    if os.environ.get(DISABLE_ENV, "") not in ("", "0"):
+        return None
+    interactive = sys.stdin.isatty() and sys.stderr.isatty()
+    args = quiet_parse(argv)
+    if not relayable(args, interactive):
+        return None
+    try:
+        workspace = canonical_workspace(os.path.abspath(args.workspace))
+        settings = config.resolve(workspace, arguments.flags(args))
+        store = store_path_for(workspace, settings.value("home"))
+    except SnapshotError:
+        return None  # the direct run reports it
+    address = address_of(store)
+    if family() == "AF_UNIX" and not os.path.exists(address):
+        return None
+    key = read_key(store)
+    conn = connect(address, key) if key is not None else None
+    if conn is None:
+        return None
+    request = {
+        "version": __version__,
+        "argv": list(argv),
+        "cwd": os.getcwd(),
+        "env": relevant_env(os.environ),
+        "interactive": interactive,
+        "stdout_tty": sys.stdout.isatty(),
+        "stderr_tty": sys.stderr.isatty(),
+        "store": store,
+        "settings": settings_document(settings),
+    }
+    with conn:
+        try:
+            conn.send_bytes(json.dumps(request).encode())
+            if not conn.poll(DECISION_TIMEOUT):
+                log.debug("the watcher did not take the command within %.1f s", DECISION_TIMEOUT)
+                return None
+            decision = json.loads(conn.recv_bytes(MAX_MESSAGE))
+            if not decision.get("accept"):
+                log.debug("the watcher declined: %s", decision.get("why"))
+                return None
+            conn.send_bytes(b'"go"')  # from here the command is the watcher's: never run it twice
+        except (OSError, EOFError, ValueError) as exc:
+            log.debug("the watcher went away before taking the command: %s", exc)
+            return None
+        try:
+            answer = json.loads(conn.recv_bytes())
+            code, out, err = int(answer["code"]), str(answer["out"]), str(answer["err"])
+        except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:
+            return _lost(args, exc)
+    sys.stdout.write(out)
+    sys.stderr.write(err)
+    return code
+
+
+def _lost(args: Any, exc: BaseException) -> int:
+    message = (
+        f"the watcher serving this workspace stopped before answering ({type(exc).__name__}); "
+        "the command may have run: see `snapshotter log` and `snapshotter status`"
+    )
+    sys.stderr.write(f"snapshotter: {message}\n")
+    if args.json:
+        error = {"type": "WatcherLost", "message": message, "exit_code": 1}
+        document = {"schema": rendering.SCHEMA, "command": args.command, "error": error}
+        sys.stdout.write(json.dumps(document) + "\n")
+    return 1
