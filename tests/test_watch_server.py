@@ -16,7 +16,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from multiprocessing.connection import Listener, answer_challenge
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ import pytest
 from conftest import COMMAND, run_command, write
 
 from snapshotter import watch_available
-from snapshotter.frontends import relay, watchserver
+from snapshotter.frontends import relay, watchserver, wire
 from snapshotter.gitstore.location import store_path_for
 
 pytestmark = [
@@ -256,14 +255,14 @@ def fake_watcher(store: str, key: bytes, behave: str) -> threading.Thread:
 
         thread = threading.Thread(target=silent, daemon=True)
     else:
-        listener = Listener(address, family="AF_UNIX", authkey=key)
+        listener = wire.Listener(address)
 
         def dies() -> None:
             conn = listener.accept()
-            answer_challenge(conn, key)
-            conn.recv_bytes()
-            conn.send_bytes(b'{"accept": true}')
-            assert conn.recv_bytes() == b'"go"'
+            wire.greet(conn, key, 5.0)
+            conn.recv()
+            conn.send(b'{"accept": true}')
+            assert conn.recv() == b'"go"'
             conn.close()  # gone before answering
             listener.close()
 
@@ -316,20 +315,17 @@ def test_a_squatter_without_the_key_gets_nothing(tmp_path: Path) -> None:
     (it cannot know the key) is not sent the command."""
     store = str(tmp_path / "store")
     os.makedirs(os.path.dirname(relay.key_path(store)))
-    listener = Listener(relay.address_of(store), family="AF_UNIX")
+    listener = wire.Listener(relay.address_of(store))
     heard: list[bytes] = []
 
     def squat() -> None:
         conn = listener.accept()
-        conn.send_bytes(b"#CHALLENGE#" + os.urandom(40))  # the legacy challenge every Python answers
-        conn.recv_bytes()  # the caller's digest: useless without the key
-        conn.send_bytes(b"#WELCOME#")
-        conn.recv_bytes()  # the caller's challenge to us, which we cannot answer
-        conn.send_bytes(b"guess")
+        conn.send(os.urandom(wire.NONCE))
+        heard.append(conn.recv(5.0))  # the caller's nonce and proof: useless without the key
+        conn.send(os.urandom(32))  # a guess at our proof
         try:
-            while conn.poll(1.0):
-                heard.append(conn.recv_bytes())
-        except EOFError:
+            heard.append(conn.recv(2.0))
+        except (EOFError, OSError):
             pass
 
     thread = threading.Thread(target=squat, daemon=True)
@@ -339,7 +335,7 @@ def test_a_squatter_without_the_key_gets_nothing(tmp_path: Path) -> None:
         thread.join(5)
     finally:
         listener.close()
-    assert heard == [b"#FAILURE#"]  # the caller's verdict on our guess, and no command
+    assert len(heard) == 1 and len(heard[0]) == 64  # the handshake only, never a command
 
 
 def test_peer_uid_check() -> None:

@@ -31,11 +31,12 @@ from snapshotter.errors import (
     StoreLocked,
     UnsafeTree,
 )
-from snapshotter.frontends import arguments, config, relay, rendering
+from snapshotter.frontends import arguments, config, relay
 from snapshotter.gitstore.location import canonical_workspace, store_path_for
 
-if TYPE_CHECKING:  # imported when a command runs here: a relayed one never loads the engine
+if TYPE_CHECKING:  # imported when a command runs here (``run``): a relayed one needs neither
     from snapshotter.api import Snapshotter
+    from snapshotter.frontends import rendering
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_LOCKED, EXIT_REFUSED = 0, 1, 2, 3, 4, 5
 EXIT_PIPE = 141
@@ -341,7 +342,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run(argv: Sequence[str], console: Console) -> int:
     """Run one command line, printing to ``console``; returns its exit code."""
-    global _console
+    global _console, rendering
+    from snapshotter.frontends import rendering  # noqa: F401 (for the whole module, once a command runs here)
+
     saved, _console = _console, console
     try:
         return _main(argv)

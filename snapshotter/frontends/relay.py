@@ -12,10 +12,10 @@ differ) makes the caller run the command itself, silently. Once accepted, the
 command runs exactly once, there: if the watcher dies before answering, that
 is reported as an error, never retried.
 
-Transport: ``multiprocessing.connection`` over a Unix socket in the store
-folder (mode 0600; a named pipe on Windows), both sides proving they hold the
-key the watcher wrote in the store (mode 0600), and only JSON bytes on the
-wire (never pickle). ``SNAPSHOTTER_NO_WATCHER=1`` turns relaying off.
+Transport (``wire``): a Unix socket in the store's private folder (mode 0600;
+a named pipe on Windows), both sides proving they hold the key the watcher
+wrote beside it (mode 0600), and only JSON on the wire (never pickle).
+``SNAPSHOTTER_NO_WATCHER=1`` turns relaying off.
 """
 
 from __future__ import annotations
@@ -24,20 +24,15 @@ import contextlib
 import hashlib
 import io
 import json
-import logging
 import os
 import sys
-import threading
 from collections.abc import Mapping, Sequence
-from multiprocessing.connection import Client, Connection, deliver_challenge
 from typing import Any
 
 from snapshotter import __version__
 from snapshotter.errors import SnapshotError
-from snapshotter.frontends import arguments, config, rendering
+from snapshotter.frontends import arguments, config, wire
 from snapshotter.gitstore.location import canonical_workspace, store_path_for
-
-log = logging.getLogger("snapshotter")
 
 DISABLE_ENV = "SNAPSHOTTER_NO_WATCHER"
 """Set (to anything but empty or 0) to run every command in its own process."""
@@ -60,10 +55,6 @@ def address_of(store: str) -> str:
     if sys.platform == "win32":
         return r"\\.\pipe\snapshotter-" + hashlib.sha256(os.fsencode(store)).hexdigest()[:32]
     return os.path.join(store, META, SOCKET_NAME)
-
-
-def family() -> str:
-    return "AF_PIPE" if sys.platform == "win32" else "AF_UNIX"
 
 
 def key_path(store: str) -> str:
@@ -89,30 +80,20 @@ def settings_document(settings: config.Resolved) -> dict[str, Any]:
     return {name: value for name, (value, _source) in settings.values.items()}
 
 
-def connect(address: str, key: bytes, timeout: float = HANDSHAKE_TIMEOUT) -> Connection | None:
-    """A connection to the watcher at ``address`` that proved it holds ``key`` (and we
-    proved it to the watcher), within ``timeout`` seconds; None if not."""
-    box: dict[str, Any] = {}
-
-    def attempt() -> None:
-        try:
-            conn = Client(address, family=family(), authkey=key)  # we prove the key
-            deliver_challenge(conn, key)  # the watcher proves it, so a squatter learns nothing
-            box["conn"] = conn
-        except Exception as exc:  # anything: refused, stale, wrong key, closed
-            box["error"] = exc
-
-    worker = threading.Thread(target=attempt, name="snapshotter-relay", daemon=True)
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():  # a watcher that never answers: leave the attempt behind
-        log.debug("watcher at %s did not answer within %.1f s", address, timeout)
+def connect(address: str, key: bytes, timeout: float = HANDSHAKE_TIMEOUT) -> wire.Channel | None:
+    """A channel to the watcher at ``address`` that proved it holds ``key`` (as we
+    proved it to the watcher), within about ``timeout`` seconds; None if not."""
+    try:
+        return wire.connect(address, key, timeout)
+    except (OSError, EOFError, wire.Refused) as exc:  # none there, stale, stuck, another key
+        _debug(f"no watcher at {address}: {exc!r}")
         return None
-    if "error" in box:
-        log.debug("no watcher at %s: %s", address, box["error"])
-        return None
-    conn: Connection = box["conn"]
-    return conn
+
+
+def _debug(message: str) -> None:
+    """A debug line, where logging is loaded at all (else nobody could have asked to see it)."""
+    if "logging" in sys.modules:
+        sys.modules["logging"].getLogger("snapshotter").debug("%s", message)
 
 
 def quiet_parse(argv: Sequence[str]) -> Any:
@@ -147,7 +128,7 @@ def hand_over(argv: Sequence[str]) -> int | None:
     except SnapshotError:
         return None  # the direct run reports it
     address = address_of(store)
-    if family() == "AF_UNIX" and not os.path.exists(address):
+    if sys.platform != "win32" and not os.path.exists(address):
         return None
     key = read_key(store)
     conn = connect(address, key) if key is not None else None
@@ -166,22 +147,19 @@ def hand_over(argv: Sequence[str]) -> int | None:
     }
     with conn:
         try:
-            conn.send_bytes(json.dumps(request).encode())
-            if not conn.poll(DECISION_TIMEOUT):
-                log.debug("the watcher did not take the command within %.1f s", DECISION_TIMEOUT)
-                return None
-            decision = json.loads(conn.recv_bytes(MAX_MESSAGE))
+            conn.send(json.dumps(request).encode())
+            decision = json.loads(conn.recv(DECISION_TIMEOUT, limit=MAX_MESSAGE))
             if not decision.get("accept"):
-                log.debug("the watcher declined: %s", decision.get("why"))
+                _debug(f"the watcher declined: {decision.get('why')}")
                 return None
-            conn.send_bytes(b'"go"')  # from here the command is the watcher's: never run it twice
-        except (OSError, EOFError, ValueError) as exc:
-            log.debug("the watcher went away before taking the command: %s", exc)
+            conn.send(b'"go"')  # from here the command is the watcher's: never run it twice
+        except (OSError, EOFError, ValueError, wire.Refused, AttributeError) as exc:
+            _debug(f"the watcher did not take the command: {exc!r}")
             return None
         try:
-            answer = json.loads(conn.recv_bytes())
+            answer = json.loads(conn.recv())
             code, out, err = int(answer["code"]), str(answer["out"]), str(answer["err"])
-        except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, EOFError, ValueError, KeyError, TypeError, wire.Refused) as exc:
             return _lost(args, exc)
     sys.stdout.write(out)
     sys.stderr.write(err)
@@ -195,6 +173,8 @@ def _lost(args: Any, exc: BaseException) -> int:
     )
     sys.stderr.write(f"snapshotter: {message}\n")
     if args.json:
+        from snapshotter.frontends import rendering
+
         error = {"type": "WatcherLost", "message": message, "exit_code": 1}
         document = {"schema": rendering.SCHEMA, "command": args.command, "error": error}
         sys.stdout.write(json.dumps(document) + "\n")

@@ -33,13 +33,13 @@ import stat
 import struct
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from multiprocessing.connection import Connection, Listener, answer_challenge
 from typing import Any
 
 from snapshotter import __version__
-from snapshotter.frontends import arguments, config, relay
+from snapshotter.frontends import arguments, config, relay, wire
 from snapshotter.gitstore.location import canonical_workspace, store_path_for
 
 log = logging.getLogger("snapshotter")
@@ -71,14 +71,9 @@ def peer_uid_allowed(sock: socket.socket, uid: int) -> bool:
     return bool(peer == uid)
 
 
-def _peer_ok(conn: Connection) -> bool:
-    if sys.platform == "win32":
-        return True
-    sock = socket.socket(fileno=os.dup(conn.fileno()))
-    try:
-        return peer_uid_allowed(sock, os.getuid())
-    finally:
-        sock.close()
+def _peer_ok(conn: wire.Channel) -> bool:
+    sock = conn.peer_socket()
+    return sock is None or peer_uid_allowed(sock, os.getuid())
 
 
 def _write_key(store: str) -> bytes:
@@ -96,33 +91,35 @@ def _write_key(store: str) -> bytes:
     return key
 
 
-def _answers(address: str, store: str) -> bool:
+def _answers(address: str) -> bool:
     """A live watcher listens at ``address`` (not a stale socket left by a killed one)."""
-    if relay.family() == "AF_UNIX":
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        probe.settimeout(relay.HANDSHAKE_TIMEOUT)
+    if sys.platform == "win32":
+        from multiprocessing.connection import Client
+
         try:
-            probe.connect(address)
+            Client(address, family="AF_PIPE").close()
             return True
         except OSError:
             return False
-        finally:
-            probe.close()
-    key = relay.read_key(store)
-    conn = relay.connect(address, key) if key is not None else None
-    if conn is not None:
-        conn.close()
-    return conn is not None
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(relay.HANDSHAKE_TIMEOUT)
+    try:
+        probe.connect(address)
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
 
 
-def _listen(address: str, key: bytes) -> Listener:
-    if relay.family() != "AF_UNIX":
-        return Listener(address, family="AF_PIPE", authkey=key)
+def _listen(address: str) -> wire.Listener:
+    if sys.platform == "win32":
+        return wire.Listener(address)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(address)  # a stale socket of a killed watcher
     saved = os.umask(0o177)
     try:
-        listener = Listener(address, family="AF_UNIX", authkey=key)
+        listener = wire.Listener(address)
     finally:
         os.umask(saved)
     os.chmod(address, 0o600)
@@ -142,7 +139,8 @@ class Server:
         self.settings = relay.settings_document(settings)
         self.address = relay.address_of(self.store)
         self.key = b""
-        self.listener: Listener | None = None
+        self.socket_inode = -1
+        self.listener: wire.Listener | None = None
         self.busy = threading.Lock()
         self.stopping = threading.Event()
         self.served = 0
@@ -174,14 +172,12 @@ class Server:
         own = {k: v for k, v in os.environ.items() if k not in relay.relevant_env(os.environ)}
         return {**own, **{str(k): str(v) for k, v in dict(request.get("env", {})).items()}}
 
-    def handle(self, conn: Connection) -> None:
+    def handle(self, conn: wire.Channel) -> None:
         if not _peer_ok(conn):
             log.warning("refused a connection from another user")
             return
-        answer_challenge(conn, self.key)  # the caller checks we hold the key too
-        if not conn.poll(relay.HANDSHAKE_TIMEOUT * 5):
-            return
-        request = json.loads(conn.recv_bytes(relay.MAX_MESSAGE))
+        wire.greet(conn, self.key, relay.HANDSHAKE_TIMEOUT * 5)
+        request = json.loads(conn.recv(relay.HANDSHAKE_TIMEOUT * 5, limit=relay.MAX_MESSAGE))
         here = os.getcwd()
         with self.busy:
             try:
@@ -194,15 +190,19 @@ class Server:
             finally:
                 os.chdir(here)
 
-    def _answer(self, conn: Connection, request: Mapping[str, Any], why: str | None) -> None:
-        conn.send_bytes(json.dumps({"accept": why is None, "why": why}).encode())
+    def _answer(self, conn: wire.Channel, request: Mapping[str, Any], why: str | None) -> None:
+        conn.send(json.dumps({"accept": why is None, "why": why}).encode())
         if why is not None:
             sys.stderr.write(f"snapshotter watch: declined {request.get('argv')}: {why}\n")
             return
-        if not conn.poll(relay.DECISION_TIMEOUT) or conn.recv_bytes(64) != b'"go"':
-            return  # the caller gave up waiting and runs the command itself
+        try:
+            if conn.recv(relay.DECISION_TIMEOUT * 2, limit=64) != b'"go"':
+                return
+        except (OSError, EOFError):  # the caller gave up waiting and runs the command itself
+            return
         out, err = Buffer(bool(request["stdout_tty"])), Buffer(bool(request["stderr_tty"]))
         console = self.console(out, err, bool(request["interactive"]), self.environ(request), self.snap)
+        started = time.monotonic()
         try:
             code = self.run(request["argv"], console)
         except SystemExit as exc:
@@ -211,15 +211,18 @@ class Server:
             err.write(traceback.format_exc())
             code = 1
         self.served += 1
-        sys.stderr.write(f"snapshotter watch: served {request['argv']} (exit {code})\n")
-        conn.send_bytes(json.dumps({"code": code, "out": out.getvalue(), "err": err.getvalue()}).encode())
+        seconds = time.monotonic() - started
+        sys.stderr.write(f"snapshotter watch: served {request['argv']} (exit {code}, {seconds:.3f} s)\n")
+        conn.send(json.dumps({"code": code, "out": out.getvalue(), "err": err.getvalue()}).encode())
 
     def accept_loop(self) -> None:
         assert self.listener is not None
         while not self.stopping.is_set():
             try:
-                conn = self.listener.accept()  # the caller proves the key here
-            except Exception as exc:  # a failed handshake, a closed listener
+                conn = self.listener.accept()
+            except TimeoutError:
+                continue
+            except Exception as exc:  # a closed listener
                 if not self.stopping.is_set():
                     log.debug("watch: a connection failed: %s", exc)
                     self.stopping.wait(0.01)
@@ -234,7 +237,9 @@ class Server:
 
     def serve(self) -> None:
         self.key = _write_key(self.store)
-        self.listener = _listen(self.address, self.key)
+        self.listener = _listen(self.address)
+        if sys.platform != "win32":
+            self.socket_inode = os.lstat(self.address).st_ino
         try:
             threading.Thread(target=self.accept_loop, name="snapshotter-watch", daemon=True).start()
             sys.stdout.write(f"watching {self.workspace}; serving its commands at {self.address}\n")
@@ -253,6 +258,9 @@ class Server:
             with contextlib.suppress(OSError):
                 self.listener.close()
         with contextlib.suppress(OSError):
+            if sys.platform != "win32" and os.lstat(self.address).st_ino == self.socket_inode:  # not a newer one's
+                os.unlink(self.address)
+        with contextlib.suppress(OSError):
             if relay.read_key(self.store) == self.key:  # not a newer watcher's
                 os.unlink(relay.key_path(self.store))
 
@@ -262,9 +270,9 @@ def serve(workspace: str, settings: config.Resolved, run: Runner, console: Conso
     why it did not start (a watcher already serves it)."""
     store = store_path_for(workspace, settings.value("home"))
     address = relay.address_of(store)
-    if relay.family() == "AF_UNIX" and len(os.fsencode(address)) > 100:
+    if sys.platform != "win32" and len(os.fsencode(address)) > 100:
         return f"the socket path {address} is too long for this system; set a shorter SNAPSHOTTER_HOME"
-    if os.path.isdir(store) and _answers(address, store):
+    if os.path.isdir(store) and _answers(address):
         return f"a watcher already serves {workspace} (at {address})"
     from snapshotter.api import Snapshotter
 
