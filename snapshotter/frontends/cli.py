@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -34,7 +33,9 @@ from snapshotter.errors import (
 from snapshotter.frontends import arguments, config, relay
 from snapshotter.gitstore.location import canonical_workspace, store_path_for
 
-if TYPE_CHECKING:  # imported when a command runs here (``run``): a relayed one needs neither
+if TYPE_CHECKING:  # imported when a command runs here (``run``): a relayed one needs none
+    import logging
+
     from snapshotter.api import Snapshotter
     from snapshotter.frontends import rendering
 
@@ -95,7 +96,7 @@ def _settings(args: argparse.Namespace) -> tuple[str, config.Resolved]:
     workspace = canonical_workspace(os.path.abspath(args.workspace))
     settings = config.resolve(workspace, arguments.flags(args), _console.environ)
     for warning in settings.warnings:
-        logging.getLogger("snapshotter").warning("%s", warning)
+        logging.getLogger("snapshotter").warning("%s", warning)  # loaded by ``run``
     return workspace, settings
 
 
@@ -342,8 +343,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run(argv: Sequence[str], console: Console) -> int:
     """Run one command line, printing to ``console``; returns its exit code."""
-    global _console, rendering
-    from snapshotter.frontends import rendering  # noqa: F401 (for the whole module, once a command runs here)
+    global _console, logging, rendering
+    import logging  # noqa: F401 (these two for the whole module, once a command runs here)
+
+    from snapshotter.frontends import rendering  # noqa: F401
 
     saved, _console = _console, console
     try:
