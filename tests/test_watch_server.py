@@ -374,3 +374,13 @@ def test_the_relay_path_does_not_load_the_engine(ws: Path, home: Path, watcher: 
     )
     assert done.returncode == 0 and done.stderr.strip() == "[]", done.stderr
     assert len(server.served()) == 1
+
+
+def test_every_public_name_loads_on_first_use() -> None:
+    probe = (
+        "import sys, snapshotter; assert 'snapshotter.api' not in sys.modules; "
+        "missing = [n for n in snapshotter.__all__ if getattr(snapshotter, n, None) is None]; "
+        "assert missing == [], missing; from snapshotter import *; print(Snapshotter.__name__)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0 and done.stdout == "Snapshotter\n", done.stderr
