@@ -9,9 +9,10 @@ the workspace, written in pure Python (no git binary needed).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # not ``typing``'s: importing typing costs a command line handed to a watcher
 if TYPE_CHECKING:
+    from typing import Any
+
     from snapshotter.api import Snapshotter, guard
     from snapshotter.background import SnapshotHandle
     from snapshotter.errors import (

@@ -384,3 +384,43 @@ def test_every_public_name_loads_on_first_use() -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0 and done.stdout == "Snapshotter\n", done.stderr
+
+
+def test_the_cheap_config_path_is_configs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from snapshotter.frontends import config
+
+    monkeypatch.delenv("SNAPSHOTTER_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    assert relay._user_config_path() == config.user_config_path()
+    monkeypatch.setenv("SNAPSHOTTER_CONFIG", str(tmp_path / "mine.toml"))
+    assert relay._user_config_path() == config.user_config_path() == str(tmp_path / "mine.toml")
+
+
+def test_home_from_the_user_config_file_is_found(tmp_path: Path, watcher: Any) -> None:
+    """A home named only in the user's config file: the caller still finds the watcher."""
+    ws, home = tmp_path / "ws", tmp_path / "h"
+    ws.mkdir()
+    write(ws, {"a.txt": "a\n"})
+    user_config = tmp_path / "user.toml"
+    user_config.write_text(f'home = "{home}"\n')
+    env = dict(os.environ, SNAPSHOTTER_CONFIG=str(user_config))
+    env.pop("SNAPSHOTTER_HOME", None)
+    server = Watcher.__new__(Watcher)
+    server.log = tmp_path / "w.log"
+    server.process = subprocess.Popen(
+        [*COMMAND, "watch"],
+        cwd=ws,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=server.log.open("w"),
+        text=True,
+    )
+    try:
+        assert server.process.stdout is not None and server.process.stdout.readline().startswith("watching ")
+        done = subprocess.run(
+            [*COMMAND, "--json", "status"], cwd=ws, env=env, capture_output=True, text=True, timeout=60, check=False
+        )
+        assert done.returncode == 0 and len(server.served()) == 1, (done.stderr, server.log.read_text())
+    finally:
+        server.stop()

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Any
 
 from snapshotter import __version__
+
+TYPE_CHECKING = False  # not ``typing``'s: the grammar is loaded by every command line, handed over or not
+if TYPE_CHECKING:
+    from typing import Any
 
 ALIASES = {"track": "snapshot"}
 """Another name a command answers to -> the command's own name."""

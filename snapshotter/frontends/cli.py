@@ -18,26 +18,26 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TextIO
 
-from snapshotter.errors import (
-    InvalidRef,
-    PathNotFound,
-    RestoreConflict,
-    SnapshotError,
-    SnapshotNotFound,
-    StoreLocked,
-    UnsafeTree,
-)
-from snapshotter.frontends import arguments, config, relay
+from snapshotter.frontends import arguments, relay
 from snapshotter.gitstore.location import canonical_workspace, store_path_for
 
-if TYPE_CHECKING:  # imported when a command runs here (``run``): a relayed one needs none
+TYPE_CHECKING = False  # not ``typing``'s: see ``_load``
+if TYPE_CHECKING:  # loaded by ``_load`` when a command runs in this process; a command handed to a watcher needs none
     import logging
+    from typing import Any, TextIO
 
     from snapshotter.api import Snapshotter
-    from snapshotter.frontends import rendering
+    from snapshotter.errors import (
+        InvalidRef,
+        PathNotFound,
+        RestoreConflict,
+        SnapshotError,
+        SnapshotNotFound,
+        StoreLocked,
+        UnsafeTree,
+    )
+    from snapshotter.frontends import config, rendering
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_LOCKED, EXIT_REFUSED = 0, 1, 2, 3, 4, 5
 EXIT_PIPE = 141
@@ -54,20 +54,25 @@ class CommandFailed(Exception):
         self.code = code
 
 
-@dataclass
 class Console:
     """Where one command prints and what it may ask: this process's own streams, or
     (in a watcher serving the command for another process, see ``watchserver``)
     buffers standing for the requesting process's streams, with its terminal
-    flags and environment, and the watcher's open Snapshotter."""
+    flags (``interactive``: stdin and stderr are both terminals, a person can be
+    asked) and environment, and the watcher's open Snapshotter (``shared``, never
+    closed here; else each command opens a fresh one)."""
 
-    out: TextIO
-    err: TextIO
-    interactive: bool
-    """stdin and stderr are both terminals: a person can be asked."""
-    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
-    shared: Snapshotter | None = None
-    """An open Snapshotter to run on (never closed here), else a fresh one is opened."""
+    def __init__(
+        self,
+        out: TextIO,
+        err: TextIO,
+        interactive: bool,
+        environ: Mapping[str, str] | None = None,
+        shared: Snapshotter | None = None,
+    ) -> None:
+        self.out, self.err, self.interactive = out, err, interactive
+        self.environ = os.environ if environ is None else environ
+        self.shared = shared
 
     @classmethod
     def standard(cls) -> Console:
@@ -343,16 +348,33 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run(argv: Sequence[str], console: Console) -> int:
     """Run one command line, printing to ``console``; returns its exit code."""
-    global _console, logging, rendering
-    import logging  # noqa: F401 (these two for the whole module, once a command runs here)
-
-    from snapshotter.frontends import rendering  # noqa: F401
-
+    global _console
+    _load()
     saved, _console = _console, console
     try:
         return _main(argv)
     finally:
         _console = saved
+
+
+def _load() -> None:
+    """Import what running a command here needs, for the whole module: the command
+    line imports only the grammar and ``relay`` first, so a command handed to a
+    watcher costs its process as little as possible (``python -X importtime``)."""
+    global logging, config, rendering
+    global InvalidRef, PathNotFound, RestoreConflict, SnapshotError, SnapshotNotFound, StoreLocked, UnsafeTree
+    import logging
+
+    from snapshotter.errors import (
+        InvalidRef,
+        PathNotFound,
+        RestoreConflict,
+        SnapshotError,
+        SnapshotNotFound,
+        StoreLocked,
+        UnsafeTree,
+    )
+    from snapshotter.frontends import config, rendering
 
 
 def _main(argv: Sequence[str]) -> int:

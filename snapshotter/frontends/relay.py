@@ -27,12 +27,16 @@ import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from snapshotter import __version__
-from snapshotter.errors import SnapshotError
-from snapshotter.frontends import arguments, config, wire
+from snapshotter.frontends import arguments, wire
 from snapshotter.gitstore.location import canonical_workspace, store_path_for
+
+TYPE_CHECKING = False  # not ``typing``'s: this module's imports are the price of every handed-over command
+if TYPE_CHECKING:
+    from typing import Any
+
+    from snapshotter.frontends import config
 
 DISABLE_ENV = "SNAPSHOTTER_NO_WATCHER"
 """Set (to anything but empty or 0) to run every command in its own process."""
@@ -48,6 +52,9 @@ MAX_MESSAGE = 1 << 20
 """A request is small; anything bigger is not ours."""
 RELEVANT_ENV = ("NO_COLOR", "TERM")
 """Besides ``SNAPSHOTTER_*``: the environment the command line reads."""
+PLATFORM_ENV = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "APPDATA", "LOCALAPPDATA", "USERPROFILE")
+"""Where the per-user folders are (the config file, the default home): a watcher
+serves only callers that agree with it on these."""
 
 
 def address_of(store: str) -> str:
@@ -71,8 +78,35 @@ def read_key(store: str) -> bytes | None:
 
 
 def relevant_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The environment variables the command line reads (settings, colour)."""
-    return {k: v for k, v in environ.items() if k.startswith("SNAPSHOTTER_") or k in RELEVANT_ENV}
+    """The environment variables the command line reads (settings, colour, per-user folders)."""
+    names = (*RELEVANT_ENV, *PLATFORM_ENV)
+    return {k: v for k, v in environ.items() if k.startswith("SNAPSHOTTER_") or k in names}
+
+
+def _user_config_path() -> str:
+    """``config.user_config_path()``, without loading the settings machinery."""
+    named = os.environ.get("SNAPSHOTTER_CONFIG")
+    if named:
+        return named
+    import platformdirs
+
+    return os.path.join(platformdirs.user_config_dir("snapshotter", appauthor=False), "config.toml")
+
+
+def _home(args: Any, workspace: str) -> str | None:
+    """The ``home`` setting as ``config.resolve`` finds it (a flag, then
+    ``SNAPSHOTTER_HOME``, then the user's config file; a workspace file may not
+    set it), reading the config file only where there is one."""
+    if args.home is not None:
+        return str(args.home)
+    if "SNAPSHOTTER_HOME" in os.environ:
+        return os.environ["SNAPSHOTTER_HOME"]
+    if not os.path.exists(_user_config_path()):
+        return None
+    from snapshotter.frontends import config
+
+    home: str | None = config.resolve(workspace, arguments.flags(args)).value("home")
+    return home
 
 
 def settings_document(settings: config.Resolved) -> dict[str, Any]:
@@ -123,10 +157,9 @@ def hand_over(argv: Sequence[str]) -> int | None:
         return None
     try:
         workspace = canonical_workspace(os.path.abspath(args.workspace))
-        settings = config.resolve(workspace, arguments.flags(args))
-        store = store_path_for(workspace, settings.value("home"))
-    except SnapshotError:
-        return None  # the direct run reports it
+        store = store_path_for(workspace, _home(args, workspace))
+    except Exception:  # a SnapshotError, or a bad setting: the direct run reports it
+        return None
     address = address_of(store)
     if sys.platform != "win32" and not os.path.exists(address):
         return None
@@ -143,7 +176,6 @@ def hand_over(argv: Sequence[str]) -> int | None:
         "stdout_tty": sys.stdout.isatty(),
         "stderr_tty": sys.stderr.isatty(),
         "store": store,
-        "settings": settings_document(settings),
     }
     with conn:
         try:

@@ -154,6 +154,10 @@ class Server:
         args = relay.quiet_parse(request["argv"])
         if not relay.relayable(args, bool(request.get("interactive"))):
             return "not a command to serve"
+        theirs = dict(request.get("env", {}))
+        for name in relay.PLATFORM_ENV:
+            if theirs.get(name) != os.environ.get(name):
+                return f"another {name}"
         environ = self.environ(request)
         try:
             workspace = canonical_workspace(os.path.join(request["cwd"], args.workspace))
@@ -162,8 +166,7 @@ class Server:
             return f"settings: {exc}"
         if workspace != self.workspace:
             return "another workspace"
-        resolved = relay.settings_document(settings)
-        if resolved != self.settings or resolved != request.get("settings"):
+        if relay.settings_document(settings) != self.settings:
             return "settings differ from the watcher's"
         return None
 

@@ -21,7 +21,10 @@ import os
 import socket
 import struct
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # not ``typing``'s: every handed-over command pays for this module's imports
+if TYPE_CHECKING:
+    from typing import Any
 
 NONCE = 32
 _LENGTH = struct.Struct(">I")
