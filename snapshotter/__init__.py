@@ -5,46 +5,109 @@ changed, and restore. Snapshots live in a hidden bare git repository outside
 the workspace, written in pure Python (no git binary needed).
 """
 
-from snapshotter.api import Snapshotter, guard
-from snapshotter.background import SnapshotHandle
-from snapshotter.errors import (
-    FileInUse,
-    InvalidInput,
-    InvalidRef,
-    PathNotFound,
-    Remedy,
-    RestoreConflict,
-    RollbackPerformed,
-    SnapshotError,
-    SnapshotNotFound,
-    StoreError,
-    StoreLocked,
-    UnsafeTree,
-    UnsafeWorkspace,
-    WorkspaceError,
-    WorkspaceTooLarge,
-)
-from snapshotter.guard import Guard
-from snapshotter.model import (
-    ChangeStatus,
-    FileChange,
-    FileDiff,
-    GcResult,
-    PruneResult,
-    RestoreResult,
-    ScanStats,
-    SkippedPath,
-    SkipReason,
-    SnapshotInfo,
-    StoreStats,
-    UndoResult,
-    VerifyResult,
-)
-from snapshotter.options import Retention
-from snapshotter.worktree.ignore import DEFAULT_EXCLUDES
-from snapshotter.worktree.watch import watch_available
+# ruff: noqa: F401  (``_load`` imports names only to publish them)
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # not ``typing``'s: importing typing costs a command line handed to a watcher
+if TYPE_CHECKING:
+    from typing import Any
+
+    from snapshotter.api import Snapshotter, guard
+    from snapshotter.background import SnapshotHandle
+    from snapshotter.errors import (
+        FileInUse,
+        InvalidInput,
+        InvalidRef,
+        PathNotFound,
+        Remedy,
+        RestoreConflict,
+        RollbackPerformed,
+        SnapshotError,
+        SnapshotNotFound,
+        StoreError,
+        StoreLocked,
+        UnsafeTree,
+        UnsafeWorkspace,
+        WorkspaceError,
+        WorkspaceTooLarge,
+    )
+    from snapshotter.guard import Guard
+    from snapshotter.model import (
+        ChangeStatus,
+        FileChange,
+        FileDiff,
+        GcResult,
+        PruneResult,
+        RestoreResult,
+        ScanStats,
+        SkippedPath,
+        SkipReason,
+        SnapshotInfo,
+        StoreStats,
+        UndoResult,
+        VerifyResult,
+    )
+    from snapshotter.options import Retention
+    from snapshotter.worktree.ignore import DEFAULT_EXCLUDES
+    from snapshotter.worktree.watch import watch_available
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    """The public names load on first use (PEP 562): ``import snapshotter.frontends.cli``
+    then does not load the engine, so the command line can hand a command to a
+    watcher (``snapshotter watch``) cheaply."""
+    if name not in __all__:
+        raise AttributeError(f"module 'snapshotter' has no attribute {name!r}")
+    _load()
+    return globals()[name]
+
+
+def _load() -> None:
+    """Import every public name into the package (the list above, for type checkers)."""
+    from snapshotter.api import Snapshotter, guard
+    from snapshotter.background import SnapshotHandle
+    from snapshotter.errors import (
+        FileInUse,
+        InvalidInput,
+        InvalidRef,
+        PathNotFound,
+        Remedy,
+        RestoreConflict,
+        RollbackPerformed,
+        SnapshotError,
+        SnapshotNotFound,
+        StoreError,
+        StoreLocked,
+        UnsafeTree,
+        UnsafeWorkspace,
+        WorkspaceError,
+        WorkspaceTooLarge,
+    )
+    from snapshotter.guard import Guard
+    from snapshotter.model import (
+        ChangeStatus,
+        FileChange,
+        FileDiff,
+        GcResult,
+        PruneResult,
+        RestoreResult,
+        ScanStats,
+        SkippedPath,
+        SkipReason,
+        SnapshotInfo,
+        StoreStats,
+        UndoResult,
+        VerifyResult,
+    )
+    from snapshotter.options import Retention
+    from snapshotter.worktree.ignore import DEFAULT_EXCLUDES
+    from snapshotter.worktree.watch import watch_available
+
+    globals().update({k: v for k, v in locals().items() if k in __all__})
+
 
 __all__ = [
     "VerifyResult",

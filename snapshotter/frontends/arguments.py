@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Any
 
 from snapshotter import __version__
+
+TYPE_CHECKING = False  # not ``typing``'s: the grammar is loaded by every command line, handed over or not
+if TYPE_CHECKING:
+    from typing import Any
 
 ALIASES = {"track": "snapshot"}
 """Another name a command answers to -> the command's own name."""
@@ -150,6 +153,7 @@ def _parser() -> argparse.ArgumentParser:
     command("where", "the store this folder's snapshots live in (creates nothing)")
     command("config", "effective settings and where each came from")
     command("mcp", "serve this folder's snapshots to an MCP client over stdio")
+    command("watch", "keep this folder watched and serve its commands to later `snapshotter` calls (docs/watch.md)")
     return parser
 
 

@@ -14,25 +14,30 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
 
-from snapshotter.api import Snapshotter
-from snapshotter.errors import (
-    InvalidRef,
-    PathNotFound,
-    RestoreConflict,
-    SnapshotError,
-    SnapshotNotFound,
-    StoreLocked,
-    UnsafeTree,
-)
-from snapshotter.frontends import arguments, config, rendering
+from snapshotter.frontends import arguments, relay
 from snapshotter.gitstore.location import canonical_workspace, store_path_for
+
+TYPE_CHECKING = False  # not ``typing``'s: see ``_load``
+if TYPE_CHECKING:  # loaded by ``_load`` when a command runs in this process; a command handed to a watcher needs none
+    import logging
+    from typing import Any, TextIO
+
+    from snapshotter.api import Snapshotter
+    from snapshotter.errors import (
+        InvalidRef,
+        PathNotFound,
+        RestoreConflict,
+        SnapshotError,
+        SnapshotNotFound,
+        StoreLocked,
+        UnsafeTree,
+    )
+    from snapshotter.frontends import config, rendering
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_LOCKED, EXIT_REFUSED = 0, 1, 2, 3, 4, 5
 EXIT_PIPE = 141
@@ -49,37 +54,70 @@ class CommandFailed(Exception):
         self.code = code
 
 
+class Console:
+    """Where one command prints and what it may ask: this process's own streams, or
+    (in a watcher serving the command for another process, see ``watchserver``)
+    buffers standing for the requesting process's streams, with its terminal
+    flags (``interactive``: stdin and stderr are both terminals, a person can be
+    asked) and environment, and the watcher's open Snapshotter (``shared``, never
+    closed here; else each command opens a fresh one)."""
+
+    def __init__(
+        self,
+        out: TextIO,
+        err: TextIO,
+        interactive: bool,
+        environ: Mapping[str, str] | None = None,
+        shared: Snapshotter | None = None,
+    ) -> None:
+        self.out, self.err, self.interactive = out, err, interactive
+        self.environ = os.environ if environ is None else environ
+        self.shared = shared
+
+    @classmethod
+    def standard(cls) -> Console:
+        return cls(sys.stdout, sys.stderr, sys.stdin.isatty() and sys.stderr.isatty())
+
+
+_console = Console(sys.stdout, sys.stderr, False)
+"""The console of the command running now (one at a time in a process)."""
+
+
 def _confirm(question: str, refusal: str, args: argparse.Namespace) -> None:
     """Ask a person at a terminal; where nobody can be asked, refuse unless ``--yes``."""
     if getattr(args, "yes", False):
         return
-    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+    if not _console.interactive:
         raise CommandFailed(
             "ConfirmationRequired", f"{refusal}; nothing was changed. Pass --yes to go ahead", code=EXIT_USAGE
         )
-    sys.stderr.write(f"{question} [y/N] ")
-    sys.stderr.flush()
+    _console.err.write(f"{question} [y/N] ")
+    _console.err.flush()
     if sys.stdin.readline().strip().lower() not in ("y", "yes"):
         raise CommandFailed("Cancelled", "cancelled; nothing was changed")
 
 
 def _settings(args: argparse.Namespace) -> tuple[str, config.Resolved]:
     workspace = canonical_workspace(os.path.abspath(args.workspace))
-    settings = config.resolve(workspace, arguments.flags(args))
+    settings = config.resolve(workspace, arguments.flags(args), _console.environ)
     for warning in settings.warnings:
-        logging.getLogger("snapshotter").warning("%s", warning)
+        logging.getLogger("snapshotter").warning("%s", warning)  # loaded by ``run``
     return workspace, settings
 
 
 def _open(args: argparse.Namespace, workspace: str, settings: config.Resolved) -> Snapshotter:
+    if _console.shared is not None:
+        return _console.shared
+    from snapshotter.api import Snapshotter
+
     snap = Snapshotter(workspace, **config.snapshotter_options(settings))
-    if not args.json and sys.stderr.isatty():
-        snap.progress = rendering.ProgressLine()
+    if not args.json and _console.err.isatty():
+        snap.progress = rendering.ProgressLine(_console.err)
     return snap
 
 
 def _print(text: str = "") -> None:
-    sys.stdout.write(text + "\n")
+    _console.out.write(text + "\n")
 
 
 def _printer(lines: Sequence[str]) -> Callable[[], None]:
@@ -99,6 +137,13 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
         serve(os.path.abspath(args.workspace), arguments.flags(args))
         return None, lambda: None
     workspace, settings = _settings(args)
+    if name == "watch":
+        from snapshotter.frontends import watchserver
+
+        refused = watchserver.serve(workspace, settings, run, Console)
+        if refused is not None:
+            raise CommandFailed("WatcherRunning", refused)
+        return None, lambda: None
     if name == "config":
         result = {k: {"value": v, "source": s} for k, (v, s) in settings.values.items()}
         return result, _printer([f"{k} = {v['value']!r}  ({v['source']})" for k, v in result.items()])
@@ -113,12 +158,13 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
     finally:
         if isinstance(snap.progress, rendering.ProgressLine):
             snap.progress.finish()
-        snap.close()
+        if snap is not _console.shared:
+            snap.close()
     if new_store and not args.json:
 
         def show_with_hint() -> None:
             show()
-            sys.stderr.write(
+            _console.err.write(
                 f"snapshotter: the first snapshot of this folder; its store is {store}\n"
                 "  next: edit files, then `snapshotter status`, `snapshotter diff`, `snapshotter restore @ --dry-run`\n"
             )
@@ -135,7 +181,7 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
         def show_snapshot() -> None:
             _print(f.snapshot_line(info))
             for skipped in info.skipped:
-                sys.stderr.write(f"skipped ({skipped.reason.value}): {skipped.path}\n")
+                _console.err.write(f"skipped ({skipped.reason.value}): {skipped.path}\n")
 
         return f.snapshot_json(info), show_snapshot
     if name == "log":
@@ -230,10 +276,11 @@ def _print_diff(diffs: Sequence[Any], args: argparse.Namespace) -> None:
             _print(line)
     else:
         patch = "".join(item.patch for item in diffs)
-        sys.stdout.write(rendering.colored_patch(patch) if rendering.wants_color(sys.stdout) else patch)
+        color = rendering.wants_color(_console.out, _console.environ)
+        _console.out.write(rendering.colored_patch(patch) if color else patch)
         for item in diffs:
             if item.status.value == "unreadable":
-                sys.stderr.write(f"unreadable (kept as last recorded): {item.path}\n")
+                _console.err.write(f"unreadable (kept as last recorded): {item.path}\n")
 
 
 def _print_restore(result: Any) -> None:
@@ -266,7 +313,7 @@ def _exit_code(error: BaseException) -> int:
 @contextmanager
 def _warnings_shown() -> Iterator[rendering.CaughtWarnings]:
     logger = logging.getLogger("snapshotter")
-    handler = rendering.CaughtWarnings(echo=True)
+    handler = rendering.CaughtWarnings(echo=True, stream=_console.err)
     logger.addHandler(handler)
     propagate, logger.propagate = logger.propagate, False  # shown once, by us
     try:
@@ -284,8 +331,11 @@ def _document(name: str, body: dict[str, Any], warnings: list[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     try:
-        code = _main(sys.argv[1:] if argv is None else argv)
+        code = relay.hand_over(argv)  # to a watcher serving this workspace, if one answers
+        if code is None:
+            code = run(argv, Console.standard())
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
         return code
     except BrokenPipeError:
@@ -294,6 +344,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
         return EXIT_PIPE
+
+
+def run(argv: Sequence[str], console: Console) -> int:
+    """Run one command line, printing to ``console``; returns its exit code."""
+    global _console
+    _load()
+    saved, _console = _console, console
+    try:
+        return _main(argv)
+    finally:
+        _console = saved
+
+
+def _load() -> None:
+    """Import what running a command here needs, for the whole module: the command
+    line imports only the grammar and ``relay`` first, so a command handed to a
+    watcher costs its process as little as possible (``python -X importtime``)."""
+    global logging, config, rendering
+    global InvalidRef, PathNotFound, RestoreConflict, SnapshotError, SnapshotNotFound, StoreLocked, UnsafeTree
+    import logging
+
+    from snapshotter.errors import (
+        InvalidRef,
+        PathNotFound,
+        RestoreConflict,
+        SnapshotError,
+        SnapshotNotFound,
+        StoreLocked,
+        UnsafeTree,
+    )
+    from snapshotter.frontends import config, rendering
 
 
 def _main(argv: Sequence[str]) -> int:
@@ -307,7 +388,7 @@ def _main(argv: Sequence[str]) -> int:
                 raise
             code = _exit_code(error)
             message = error.for_cli() if isinstance(error, SnapshotError) else str(error)
-            sys.stderr.write(f"snapshotter: {message}\n")
+            _console.err.write(f"snapshotter: {message}\n")
             if args.json:
                 kind = error.kind if isinstance(error, CommandFailed) else type(error).__name__
                 detail: dict[str, Any] = {"type": kind, "message": message, "exit_code": code}
@@ -317,7 +398,7 @@ def _main(argv: Sequence[str]) -> int:
             return code
         except KeyboardInterrupt:
             return 130
-    if name == "mcp":
+    if name in ("mcp", "watch"):
         return EXIT_OK
     if args.json:
         _print(_document(name, {"result": result}, warned.messages))

@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from datetime import datetime
 from enum import Enum
@@ -161,8 +162,9 @@ def show_lines(info: SnapshotInfo) -> list[str]:
     return lines
 
 
-def wants_color(stream: TextIO) -> bool:
-    return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+def wants_color(stream: TextIO, environ: Mapping[str, str] | None = None) -> bool:
+    environ = os.environ if environ is None else environ
+    return stream.isatty() and "NO_COLOR" not in environ and environ.get("TERM") != "dumb"
 
 
 def colored_patch(patch: str) -> str:
@@ -232,13 +234,14 @@ class CaughtWarnings(logging.Handler):
     result (``--json``, an MCP tool's answer); with ``echo`` also written to stderr
     as they come, so a person at the command line sees them at once."""
 
-    def __init__(self, echo: bool = False) -> None:
+    def __init__(self, echo: bool = False, stream: TextIO | None = None) -> None:
         super().__init__(logging.WARNING)
         self.echo = echo
+        self.stream = stream
         self.messages: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         text = record.getMessage().removeprefix("snapshotter: ")
         self.messages.append(text)
         if self.echo:
-            sys.stderr.write(f"snapshotter: warning: {text}\n")
+            (self.stream or sys.stderr).write(f"snapshotter: warning: {text}\n")

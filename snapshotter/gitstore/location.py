@@ -12,7 +12,9 @@ import hashlib
 import os
 import sys
 
-from snapshotter.errors import HOME_OUTSIDE, WorkspaceError
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from snapshotter.errors import WorkspaceError
 
 _CASE_INSENSITIVE = sys.platform in ("win32", "darwin")
 
@@ -30,11 +32,17 @@ def default_home() -> str:
 def canonical_workspace(workspace: str | os.PathLike[str]) -> str:
     """The resolved workspace path; raises WorkspaceError if it is not a folder."""
     path = os.path.realpath(os.fspath(workspace))
-    if not os.path.exists(path):
-        raise WorkspaceError(f"workspace {path} does not exist; create it or pass an existing folder")
     if not os.path.isdir(path):
-        raise WorkspaceError(f"workspace {path} is not a folder; pass a folder")
+        raise _refusal(path)
     return path
+
+
+def _refusal(path: str) -> WorkspaceError:
+    from snapshotter.errors import WorkspaceError  # only on this path: a command handed to a watcher skips it
+
+    if not os.path.exists(path):
+        return WorkspaceError(f"workspace {path} does not exist; create it or pass an existing folder")
+    return WorkspaceError(f"workspace {path} is not a folder; pass a folder")
 
 
 def store_key(canonical: str) -> str:
@@ -53,9 +61,12 @@ def store_path_for(canonical: str, home: str | os.PathLike[str] | None) -> str:
     """The store folder of a canonical workspace; refuses overlapping locations."""
     home_path = os.path.realpath(os.path.abspath(os.fspath(home) if home is not None else default_home()))
     store = os.path.join(home_path, "snapshots", store_key(canonical))
-    if _is_within(home_path, canonical):
-        raise WorkspaceError(f"the snapshot home {home_path} is inside the workspace {canonical}", HOME_OUTSIDE)
-    if _is_within(canonical, home_path):
+    inside_workspace, around_workspace = _is_within(home_path, canonical), _is_within(canonical, home_path)
+    if inside_workspace or around_workspace:
+        from snapshotter.errors import HOME_OUTSIDE, WorkspaceError
+
+        if inside_workspace:
+            raise WorkspaceError(f"the snapshot home {home_path} is inside the workspace {canonical}", HOME_OUTSIDE)
         raise WorkspaceError(
             f"the workspace {canonical} is inside the snapshot home {home_path}; snapshot a folder outside it"
         )

@@ -48,13 +48,19 @@ _LEVEL_CLASS = 2
 _LOOSE_NAME = re.compile(r"[0-9a-f]{38}")
 
 
+_NOT_COUNTED = frozenset({"lock", "watch.key", "watch.sock"})
+"""Files in the store's own folder that come and go with a process (``snapshotter watch``'s are named in
+``frontends/relay.py``)."""
+
+
 def disk_usage(store: Store) -> int:
     """Bytes used by the store's files (the lock file's holder record, present
-    only while someone holds it, is not counted: sizes must not depend on that)."""
+    only while someone holds it, and a running watcher's key and socket are not
+    counted: sizes must not depend on that)."""
     total = 0
     for dirpath, _, filenames in os.walk(store.path):
         for name in filenames:
-            if name == "lock" and dirpath == store.meta_dir:
+            if name in _NOT_COUNTED and dirpath == store.meta_dir:
                 continue
             try:
                 total += os.lstat(os.path.join(dirpath, name)).st_size
