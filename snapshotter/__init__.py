@@ -66,47 +66,16 @@ def __getattr__(name: str) -> Any:
 
 
 def _load() -> None:
-    """Import every public name into the package (the list above, for type checkers)."""
-    from snapshotter.api import Snapshotter, guard
-    from snapshotter.background import SnapshotHandle
-    from snapshotter.errors import (
-        FileInUse,
-        InvalidInput,
-        InvalidRef,
-        PathNotFound,
-        Remedy,
-        RestoreConflict,
-        RollbackPerformed,
-        SnapshotError,
-        SnapshotNotFound,
-        StoreError,
-        StoreLocked,
-        UnsafeTree,
-        UnsafeWorkspace,
-        WorkspaceError,
-        WorkspaceTooLarge,
-    )
-    from snapshotter.guard import Guard
-    from snapshotter.model import (
-        ChangeStatus,
-        FileChange,
-        FileDiff,
-        GcResult,
-        PruneResult,
-        RestoreResult,
-        ScanStats,
-        SkippedPath,
-        SkipReason,
-        SnapshotInfo,
-        StoreStats,
-        UndoResult,
-        VerifyResult,
-    )
-    from snapshotter.options import Retention
-    from snapshotter.worktree.ignore import DEFAULT_EXCLUDES
-    from snapshotter.worktree.watch import watch_available
+    """Publish every name of ``__all__`` from the module defining it (the list in
+    the ``TYPE_CHECKING`` block above, for type checkers)."""
+    from snapshotter import api, background, errors, model, options
+    from snapshotter import guard as guarding
+    from snapshotter.worktree import ignore, watch
 
-    globals().update({k: v for k, v in locals().items() if k in __all__})
+    found: dict[str, object] = {}
+    for module in (api, background, errors, guarding, model, options, ignore, watch):
+        found.update({name: getattr(module, name) for name in __all__ if name not in found and hasattr(module, name)})
+    globals().update(found)  # after the imports: importing ``snapshotter.guard`` set ``guard`` to that module
 
 
 __all__ = [

@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Protocol
 
 _isal: ModuleType | None = None
+"""ISA-L's zlib (the optional ``fast`` extra), or None: its inflate serves ``inflate`` too."""
 try:
     from isal import isal_zlib
 except ImportError:  # the optional ``fast`` extra is not installed

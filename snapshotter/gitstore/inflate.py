@@ -12,17 +12,9 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Iterator
-from types import ModuleType
 
 from snapshotter.errors import StoreError
-
-_isal: ModuleType | None = None
-try:
-    from isal import isal_zlib
-except ImportError:  # the optional ``fast`` extra is not installed
-    pass
-else:
-    _isal = isal_zlib
+from snapshotter.gitstore.deflate import _isal
 
 PIECE = 1 << 20
 """The most a streamed object yields at a time."""
