@@ -24,6 +24,7 @@ import pytest
 from conftest import kernel_limit
 
 from snapshotter import RestoreConflict, Snapshotter, watch_available
+from snapshotter.worktree.trust import lasting_shapes
 
 pytestmark = [
     pytest.mark.skipif(not watch_available(), reason="watch mode needs watchdog (pip install '.[watch]')"),
@@ -130,12 +131,23 @@ def test_watch_mode_snapshots_equal_full_walks(tmp_path: Path, seed: int) -> Non
             truth = full.snapshot(f"round {round_}")
             assert seen.tree_id == truth.tree_id, f"seed {seed}, round {round_}"
             assert seen.skipped == truth.skipped
+            _assert_bookkeeping_whole(watched)
             if rng.random() < 0.2:  # a restore is a burst of changes the watcher must see too
                 older = rng.choice(watched.list(limit=None))
                 with contextlib.suppress(RestoreConflict):  # refused: untracked files in the way
                     watched.restore(older.id)
                 assert watched.snapshot("after restore").tree_id == full.snapshot("after restore").tree_id
     assert incremental >= 20, "watch mode fell back to full walks: the comparison proved nothing"
+
+
+def _assert_bookkeeping_whole(watched: Snapshotter) -> None:
+    """What an incremental scan keeps up to date from the folders it walked (the
+    count the workspace caps check, the shapes for the next stat cache) equals
+    what counting over every folder gives."""
+    scan = watched._engine._last  # type: ignore[union-attr]
+    assert scan is not None
+    assert scan.entry_count() == scan.tracked_count() + len(scan.nodes)
+    assert scan.shapes == lasting_shapes(scan.nodes)
 
 
 def test_no_change_snapshot_walks_nothing(tmp_path: Path) -> None:

@@ -158,15 +158,17 @@ def forget_gone_subdirs(
     now: DirNode,
     nodes: dict[str, DirNode],
     listings: Listings,
+    forgotten: list[DirNode],
 ) -> None:
     """Drop what an incremental scan copied from subfolders that are no longer there
-    (deleted, ignored now, or turned into a file)."""
+    (deleted, ignored now, or turned into a file); those dropped go to ``forgotten``."""
     present = {sub.rel for sub in now.subdirs}
     stack = [sub for sub in before.subdirs if sub.rel not in present]
     while stack:
         gone = stack.pop()
         if nodes.get(gone.rel) is gone:
             del nodes[gone.rel]
+            forgotten.append(gone)
         listings.pop(gone.rel, None)
         stack.extend(gone.subdirs)
 

@@ -67,6 +67,8 @@ class Scan:
     """The checksum of the paths tracked whatever the rules said (see ``IgnoreStack.checksum``)."""
     repositories: tuple[str, ...] = ()
     """Folders holding a nested repository (a ``.git``), found listing or known from before."""
+    entries: int = -1
+    """Tracked files and folders, as the workspace caps count them (-1: not counted yet)."""
 
     @property
     def tree_id(self) -> bytes:
@@ -82,6 +84,14 @@ class Scan:
     def tracked_count(self) -> int:
         """How many files and symlinks it tracks."""
         return sum(len(node.records) for node in self.nodes.values())
+
+    def entry_count(self) -> int:
+        """How many files, symlinks and folders it tracks: what the workspace caps
+        count. A full walk counts them when first asked; an incremental one
+        from the previous scan's count and what it walked again."""
+        if self.entries < 0:
+            self.entries = self.tracked_count() + len(self.nodes)
+        return self.entries
 
     def tracked_paths(self) -> Iterator[str]:
         for path, _ in self.tracked_records():
@@ -161,11 +171,11 @@ def scan(
     _visit_all(walk, [(walk.root, walk.workspace, ignores, incremental is not None)])
     if incremental is not None:
         walk.skipped.extend(skips_below(incremental.previous.skipped, walk.grafted))
-        if limits.max_entries or limits.max_bytes:
-            limits.check(walk.workspace, sum(len(n.records) for n in walk.nodes.values()) + len(walk.nodes), 0)
+        if limits.max_entries or limits.max_bytes:  # the files about to be hashed count too
+            limits.check(walk.workspace, _entries_after(walk, incremental.previous) + len(walk.pending), 0)
     line_counts: dict[bytes, int | None] = {}
     hashed = write_objects(walk, writer, write, line_counts, progress)
-    found = _outcome(walk, started, hashed, line_counts, write, incremental is None)
+    found = _outcome(walk, started, hashed, line_counts, write, incremental)
     found.tracked = ignores.checksum
     # Nested repositories: those seen in the folders listed now, and those known before in folders not listed.
     kept = [rel for rel in known_repos if rel not in walk.listed and rel in walk.nodes]
@@ -249,21 +259,55 @@ def _visit_all(walk: Walk, stack: list[Queued]) -> None:
         if limits is not None:
             limits.check(walk.workspace, entries_seen, walk.bytes_seen)
         if before is not None:
-            forget_gone_subdirs(before, node, walk.nodes, walk.listings)
+            forget_gone_subdirs(before, node, walk.nodes, walk.listings, walk.forgotten)
 
 
 def _unreadable(walk: Walk, node: DirNode, before: DirNode | None) -> None:
     walk.skipped.append(SkippedPath(node.rel, SkipReason.UNREADABLE))
     node.clean = False
     if before is not None:
-        forget_gone_subdirs(before, node, walk.nodes, walk.listings)
+        forget_gone_subdirs(before, node, walk.nodes, walk.listings, walk.forgotten)
+
+
+def _entries_after(walk: Walk, previous: Scan) -> int:
+    """An incremental walk's entry count (see ``Scan.entry_count``): the previous
+    scan's, less what it had in the folders walked again or gone, plus what
+    those folders hold now. Only the folders walked are looked at."""
+    count = previous.entry_count()
+    before = walk.previous_nodes
+    for node in walk.order:
+        count += len(node.records) + 1
+        old = before.get(node.rel)
+        if old is not None:
+            count -= len(old.records) + 1
+    return count - sum(len(gone.records) + 1 for gone in walk.forgotten)
+
+
+def _shapes_after(walk: Walk, previous: Scan) -> dict[str, Shape]:
+    """An incremental walk's lasting shapes (see ``trust.lasting_shapes``): the
+    previous scan's, changed only for the folders walked again or gone."""
+    shapes = dict(previous.shapes)
+    for gone in walk.forgotten:
+        shapes.pop(gone.rel, None)
+    for node in walk.order:
+        if node.shape and len(node.records) == node.listed:
+            shapes[node.rel] = node.shape
+        else:
+            shapes.pop(node.rel, None)
+    return shapes
 
 
 def _outcome(
-    walk: Walk, started: float, hashed: tuple[int, int], line_counts: dict[bytes, int | None], write: bool, full: bool
+    walk: Walk,
+    started: float,
+    hashed: tuple[int, int],
+    line_counts: dict[bytes, int | None],
+    write: bool,
+    incremental: Incremental | None,
 ) -> Scan:
     """The walk's result, its stats included; ``same_as_cache`` if a full walk
     found every record, verdict and shape as the stat cache has them."""
+    full = incremental is None
     stats = ScanStats(
         files_seen=walk.files_seen,
         files_hashed=hashed[0],
@@ -276,7 +320,7 @@ def _outcome(
     skipped = walk.skipped
     skipped.extend(SkippedPath(path, SkipReason.NAME) for path in walk.unsafe_names)
     skipped.sort(key=lambda s: s.path)
-    shapes = lasting_shapes(walk.nodes)
+    shapes = lasting_shapes(walk.nodes) if incremental is None else _shapes_after(walk, incremental.previous)
     cache = walk.cache
     same = (
         full
@@ -287,4 +331,7 @@ def _outcome(
         and walk.shape_hits == len(shapes) == len(walk.trust.shapes)
         and not walk.trust.tracked_moved
     )
-    return Scan(walk.root, walk.nodes, skipped, stats, walk.listings, shapes, line_counts, walk.leftovers, write, same)
+    found = Scan(walk.root, walk.nodes, skipped, stats, walk.listings, shapes, line_counts, walk.leftovers, write, same)
+    if incremental is not None:
+        found.entries = _entries_after(walk, incremental.previous)
+    return found

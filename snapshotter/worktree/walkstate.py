@@ -131,6 +131,8 @@ class Walk:
     """Folders listed by this walk (the others were trusted or reused)."""
     grafted: list[DirNode] = field(default_factory=list)
     """Folders an incremental walk took whole from the previous scan."""
+    forgotten: list[DirNode] = field(default_factory=list)
+    """Folders of the previous scan an incremental walk dropped (gone since)."""
 
     files_seen: int = 0
     bytes_seen: int = 0
