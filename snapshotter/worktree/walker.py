@@ -35,7 +35,7 @@ from snapshotter.worktree.ignore import IgnoreStack
 from snapshotter.worktree.limits import WorkspaceLimits
 from snapshotter.worktree.listing import open_folder
 from snapshotter.worktree.readdir import Queued, descend, forget_gone_subdirs, read_folder, skips_below
-from snapshotter.worktree.statcache import Folder, Listings, Record, Shape, StatCache
+from snapshotter.worktree.statcache import Folder, Listings, Record, Shape, StatCache, collector_paused
 from snapshotter.worktree.trust import FolderTrust, Prelisting, lasting_shapes
 from snapshotter.worktree.walkstate import DirNode, Walk, git_mode_of, never
 from snapshotter.worktree.watch import Changes
@@ -168,14 +168,15 @@ def scan(
     limits = WorkspaceLimits.of(options)
     walk = _begin(workspace, ignores, cache, host, options, limits, incremental, prelisting)
     walk.previous_mode = previous_mode
-    _visit_all(walk, [(walk.root, walk.workspace, ignores, incremental is not None)])
-    if incremental is not None:
-        walk.skipped.extend(skips_below(incremental.previous.skipped, walk.grafted))
-        if limits.max_entries or limits.max_bytes:  # the files about to be hashed count too
-            limits.check(walk.workspace, _entries_after(walk, incremental.previous) + len(walk.pending), 0)
     line_counts: dict[bytes, int | None] = {}
-    hashed = write_objects(walk, writer, write, line_counts, progress)
-    found = _outcome(walk, started, hashed, line_counts, write, incremental)
+    with collector_paused():  # what a walk makes is not cyclic garbage (see collector_paused)
+        _visit_all(walk, [(walk.root, walk.workspace, ignores, incremental is not None)])
+        if incremental is not None:
+            walk.skipped.extend(skips_below(incremental.previous.skipped, walk.grafted))
+            if limits.max_entries or limits.max_bytes:  # the files about to be hashed count too
+                limits.check(walk.workspace, _entries_after(walk, incremental.previous) + len(walk.pending), 0)
+        hashed = write_objects(walk, writer, write, line_counts, progress)
+        found = _outcome(walk, started, hashed, line_counts, write, incremental)
     found.tracked = ignores.checksum
     # Nested repositories: those seen in the folders listed now, and those known before in folders not listed.
     kept = [rel for rel in known_repos if rel not in walk.listed and rel in walk.nodes]
