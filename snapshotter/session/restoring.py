@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from snapshotter.collector import collector_paused
 from snapshotter.compare.treediff import Change, Comparison, ScannedTree, StoredTree, path_in_tree
 from snapshotter.errors import OVERWRITE_UNTRACKED, PathNotFound, RestoreConflict, StoreError
 from snapshotter.model import RestoreResult, SkippedPath, SnapshotInfo
@@ -57,7 +58,8 @@ def restore(
     ones are tracked for this restore, so the safety snapshot holds their
     content before they are replaced.
     """
-    return Restore(engine, target, files, overwrite_untracked).run(dry_run, safety_label, current)
+    with collector_paused():  # a plan of 10,000 files makes its tuples by the hundred thousand
+        return Restore(engine, target, files, overwrite_untracked).run(dry_run, safety_label, current)
 
 
 class Restore:

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from snapshotter.collector import collector_paused
 from snapshotter.errors import WorkspaceError
 from snapshotter.gitstore.objects import EMPTY_TREE
 from snapshotter.gitstore.objectwriter import ObjectWriter
@@ -35,7 +36,7 @@ from snapshotter.worktree.ignore import IgnoreStack
 from snapshotter.worktree.limits import WorkspaceLimits
 from snapshotter.worktree.listing import open_folder
 from snapshotter.worktree.readdir import Queued, descend, forget_gone_subdirs, read_folder, skips_below
-from snapshotter.worktree.statcache import Folder, Listings, Record, Shape, StatCache, collector_paused
+from snapshotter.worktree.statcache import Folder, Listings, Record, Shape, StatCache
 from snapshotter.worktree.trust import FolderTrust, Prelisting, lasting_shapes
 from snapshotter.worktree.walkstate import DirNode, Walk, git_mode_of, never
 from snapshotter.worktree.watch import Changes
