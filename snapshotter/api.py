@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import builtins
-import functools
 import logging
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import nullcontext
-from typing import Any, TypeVar, cast
+from typing import Any
 
-from snapshotter import history, inputs, maintenance
+from snapshotter import inputs, maintenance
 from snapshotter.background import Background, SnapshotHandle, finished
+from snapshotter.calls import public
 from snapshotter.errors import FIRST_SNAPSHOT, SnapshotError, SnapshotNotFound, StoreError
 from snapshotter.gitstore import trailers
 from snapshotter.gitstore.location import canonical_workspace
@@ -26,50 +25,18 @@ from snapshotter.model import (
     ScanStats,
     SnapshotInfo,
     StoreStats,
-    UndoResult,
     VerifyResult,
 )
 from snapshotter.options import DEFAULTS, OnError, Options, Retention, check_path
 from snapshotter.session import reading, restoring
 from snapshotter.session.engine import Engine, open_engine
 from snapshotter.upkeep import integrity
+from snapshotter.workflows import Workflows
 
 log = logging.getLogger("snapshotter")
 
-_Method = TypeVar("_Method", bound=Callable[..., Any])
 
-
-def _public(failure: object = None, mutates: bool = False, maintain: bool = True) -> Callable[[_Method], _Method]:
-    """Run a public method under the instance lock (and the store lock if it
-    ``mutates``, applying retention afterwards unless ``maintain`` is False),
-    with typed errors; in "warn" mode a failure is logged and ``failure``
-    returned instead, and the workspace is left as it was."""
-
-    def wrap(method: _Method) -> _Method:
-        @functools.wraps(method)
-        def run(self: Snapshotter, *args: Any, **kwargs: Any) -> Any:
-            self._background.wait()  # calls stay in the order they were made
-            try:
-                with self._lock:
-                    engine = self._engine_ok()
-                    with engine.errors(), engine.lock if mutates else nullcontext():
-                        result = method(self, *args, **kwargs)
-                        if mutates and maintain and self._engine is not None:
-                            maintenance.maintain(self._engine, self._options.retention)
-                        return result
-            except Exception as exc:
-                if self._options.on_error == "raise":
-                    raise
-                log.warning("snapshotter: %s failed: %s", method.__name__, exc)
-                log.debug("snapshotter: %s failure details", method.__name__, exc_info=True)
-                return failure
-
-        return cast(_Method, run)
-
-    return wrap
-
-
-class Snapshotter:
+class Snapshotter(Workflows):
     """Snapshots of one workspace folder, kept in a bare git store outside it.
 
     Safe to share between threads; processes (and other instances) opening the
@@ -97,6 +64,7 @@ class Snapshotter:
         max_workspace_entries: int = DEFAULTS.max_workspace_entries,
         watch: bool = DEFAULTS.watch,
         trust_folder_mtimes: bool = DEFAULTS.trust_folder_mtimes,
+        session: str | None = DEFAULTS.session,
     ) -> None:
         check_path("workspace", workspace)
         self._options = Options(
@@ -112,6 +80,7 @@ class Snapshotter:
             max_workspace_entries=max_workspace_entries,
             watch=watch,
             trust_folder_mtimes=trust_folder_mtimes,
+            session=session,
         )
         self._lock = threading.RLock()
         self._background = Background()
@@ -149,6 +118,11 @@ class Snapshotter:
     def store_path(self) -> str:
         """The bare git repository holding this workspace's snapshots."""
         return self._engine_ok().store_path
+
+    @property
+    def session(self) -> str | None:
+        """The session this instance works in (None: the anonymous one)."""
+        return self._options.session
 
     @property
     def watching(self) -> bool:
@@ -192,7 +166,7 @@ class Snapshotter:
 
     # -- snapshots ------------------------------------------------------------------
 
-    @_public(mutates=True)
+    @public(mutates=True)
     def snapshot(
         self, message: str = "", *, label: str | None = None, metadata: Mapping[str, str] | None = None
     ) -> SnapshotInfo:
@@ -228,22 +202,31 @@ class Snapshotter:
             return finished(None)
         return self._background.submit(lambda: self.snapshot(checked[0], label=checked[1], metadata=checked[2]))
 
-    @_public()
+    @public()
     def list(
-        self, limit: int | None = 50, *, label: str | None = None, metadata: Mapping[str, str] | None = None
+        self,
+        limit: int | None = 50,
+        *,
+        label: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        session: str | None = None,
     ) -> builtins.list[SnapshotInfo]:
         """Snapshots, newest first (``limit=None``: all), optionally only those
-        with ``label`` and all the given ``metadata`` pairs."""
+        with ``label``, all the given ``metadata`` pairs, and taken in
+        ``session`` (``""``: the anonymous session; None: any)."""
         catalog = self._engine_ok().catalog
-        return catalog.counted_all(catalog.select(inputs.limit(limit), label, trailers.validate_metadata(metadata)))
+        wanted = inputs.session_filter(session)
+        return catalog.counted_all(
+            catalog.select(inputs.limit(limit), label, trailers.validate_metadata(metadata), wanted)
+        )
 
-    @_public()
+    @public()
     def get(self, ref: str | SnapshotInfo) -> SnapshotInfo:
         """A snapshot by full id, unique id prefix (7+ hex digits) or label."""
         catalog = self._engine_ok().catalog
         return catalog.counted(catalog.get(ref))
 
-    @_public()
+    @public()
     def base(self) -> SnapshotInfo | None:
         """The snapshot the workspace was last made equal to (by a snapshot, a
         restore, undo or redo): what ``status()`` and ``diff()`` compare with by
@@ -252,13 +235,13 @@ class Snapshotter:
         base = catalog.base()
         return catalog.counted(base) if base is not None else None
 
-    @_public()
+    @public()
     def status(self, files: Sequence[str | os.PathLike[str]] | None = None) -> builtins.list[FileChange]:
         """What differs between the base (see ``base()``) and the workspace now,
         or only ``files`` (paths or folders) in it."""
         return reading.status(self._engine_ok(), inputs.paths(files))
 
-    @_public()
+    @public()
     def diff(
         self,
         from_ref: str | SnapshotInfo | None = None,
@@ -276,7 +259,7 @@ class Snapshotter:
             engine, old, engine.catalog.get(to_ref) if to_ref is not None else None, inputs.paths(files)
         )
 
-    @_public(mutates=True)
+    @public(mutates=True)
     def restore(
         self,
         ref: str | SnapshotInfo,
@@ -307,18 +290,18 @@ class Snapshotter:
 
     # -- lifecycle: retention, pins, compaction ---------------------------------------------
 
-    @_public(mutates=True, maintain=False)
+    @public(mutates=True, maintain=False)
     def prune(self, dry_run: bool = False) -> PruneResult:
         """Drop the snapshots the retention policy says must go (oldest first) and
         compact; with ``dry_run``, only say which (count and age limits)."""
         return maintenance.prune(self._engine_ok(), self._options.retention, dry_run)
 
-    @_public(mutates=True, maintain=False)
+    @public(mutates=True, maintain=False)
     def gc(self) -> GcResult:
         """Pack what is still referenced, delete the rest and crash leftovers."""
         return maintenance.gc(self._engine_ok())
 
-    @_public(mutates=True, maintain=False)
+    @public(mutates=True, maintain=False)
     def pin(self, ref: str | SnapshotInfo) -> SnapshotInfo:
         """Keep a snapshot whatever the retention policy says."""
         catalog = self._engine_ok().catalog
@@ -326,24 +309,24 @@ class Snapshotter:
         self._engine_ok().store.set_pin(bytes.fromhex(info.id), True)
         return catalog.counted(info)
 
-    @_public(mutates=True, maintain=False)
+    @public(mutates=True, maintain=False)
     def unpin(self, ref: str | SnapshotInfo) -> SnapshotInfo:
         catalog = self._engine_ok().catalog
         info = catalog.get(ref)
         self._engine_ok().store.set_pin(bytes.fromhex(info.id), False)
         return catalog.counted(info)
 
-    @_public()
+    @public()
     def verify(self, full: bool = False) -> VerifyResult:
         """Check that every snapshot can be read back (``full``: re-hash every object)."""
         return integrity.verify(self._engine_ok().store, full)
 
-    @_public()
+    @public()
     def store_stats(self) -> StoreStats:
         """Snapshot count, pins, loose objects, packs, bytes on disk, oldest/newest, last gc."""
         return maintenance.stats(self._engine_ok())
 
-    @_public(mutates=True, maintain=False)
+    @public(mutates=True, maintain=False)
     def cleanup(self) -> None:
         """Delete this workspace's store and every snapshot in it."""
         engine = self._engine_ok()
@@ -352,60 +335,6 @@ class Snapshotter:
         except OSError as exc:
             raise StoreError(f"cannot remove store {engine.store_path}: {exc.strerror}") from None
         self._engine = None
-
-    # -- undo, redo and turns --------------------------------------------------------------
-
-    @_public(mutates=True)
-    def checkpoint(
-        self, message: str = "", *, label: str | None = None, metadata: Mapping[str, str] | None = None
-    ) -> SnapshotInfo:
-        """Snapshot the workspace as an undo point; clears what could be redone."""
-        engine = self._engine_ok()
-        checked = inputs.snapshot_text(message, label, metadata)
-        with inputs.moving_label(engine, label):
-            return history.checkpoint(engine, *checked)
-
-    @_public(failure=False, mutates=True, maintain=False)
-    def can_undo(self) -> bool:
-        """True if ``undo()`` would change the workspace's checkpoint position."""
-        return history.can_undo(self._engine_ok())
-
-    @_public(failure=False, mutates=True, maintain=False)
-    def can_redo(self) -> bool:
-        return history.can_redo(self._engine_ok())
-
-    @_public(mutates=True)
-    def undo(self) -> UndoResult:
-        """Go back to the last checkpoint before the current state (saving it for redo)."""
-        return history.undo(self._engine_ok())
-
-    @_public(mutates=True)
-    def redo(self) -> UndoResult:
-        """Return to the state the last undo replaced."""
-        return history.redo(self._engine_ok())
-
-    @_public(mutates=True)
-    def begin_turn(self, message: str = "", *, metadata: Mapping[str, str] | None = None) -> SnapshotInfo:
-        """Checkpoint labelled ``pre-turn:<n>`` for the next turn number n."""
-        return history.begin_turn(self._engine_ok(), *inputs.snapshot_text(message, None, metadata)[::2])
-
-    @_public(mutates=True)
-    def end_turn(self, message: str = "", *, metadata: Mapping[str, str] | None = None) -> SnapshotInfo:
-        """Snapshot labelled ``post-turn:<n>`` for the turn begun last."""
-        return history.end_turn(self._engine_ok(), *inputs.snapshot_text(message, None, metadata)[::2])
-
-    @_public(mutates=True)
-    def tool_snapshot(
-        self, call_id: str, message: str = "", *, metadata: Mapping[str, str] | None = None
-    ) -> SnapshotInfo:
-        """Snapshot labelled ``tool:<call_id>``, e.g. before a file-editing tool call."""
-        label = f"tool:{inputs.call_id(call_id)}"
-        return self._engine_ok().snapshot(*inputs.snapshot_text(message, label, metadata))
-
-    @_public(mutates=True)
-    def revert_turn(self, n: int = 1) -> RestoreResult:
-        """Restore the state before the n-th last turn (1 = the last one)."""
-        return history.revert_turn(self._engine_ok(), n)
 
     # -- re-rooting and guards ------------------------------------------------------------
 

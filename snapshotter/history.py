@@ -1,27 +1,57 @@
-"""Undo, redo and turns, kept as numbered refs in the store.
+"""Undo, redo and turns, kept as numbered refs in the store, per session.
 
 Two stacks of snapshot ids live under ``refs/snapshotter/undo/`` and
-``refs/snapshotter/redo/``, so they survive a restart and are shared by every
-process that opens the store (callers hold the store lock). A checkpoint is
-pushed on the undo stack and clears the redo stack. ``undo`` goes back to the
-newest checkpoint that differs from the workspace, saving the workspace first
-(edits made after the last checkpoint included) so ``redo`` returns to it
-exactly. Stacks change only after the restore succeeded: a failed undo leaves
-both the workspace and the stacks as they were.
+``refs/snapshotter/redo/`` (a named session's under
+``refs/snapshotter/sessions/<name>/``), so they survive a restart and are
+shared by every process that opens the store (callers hold the store lock).
+A checkpoint is pushed on the undo stack; the redo side it ends is kept as
+``abandoned:<n>`` snapshots, restorable like any other until retention drops
+them. Stacks change only after the workspace did: a failed or refused undo
+leaves both as they were.
 
-Turns are ``pre-turn:<n>`` checkpoints listed under ``refs/snapshotter/turns/``,
-so ``revert_turn(n)`` finds the state before the n-th last turn.
+The anonymous session (``session=None``) undoes by restoring: ``undo`` goes
+back to the newest checkpoint that differs from the workspace, saving the
+workspace first (edits made after the last checkpoint included) so ``redo``
+returns to it exactly. A named session shares the folder with others, so it
+undoes by reverting (``attribution``): only its own changes since its newest
+checkpoint go, and ``redo`` brings exactly those back, three ways both times.
+
+Turns are ``pre-turn:<n>`` checkpoints listed under ``turns/``; ``revert_turn``
+reverts a turn's own changes (its tool calls if it bracketed them), keeping
+later edits, or with ``reset`` restores the state before it.
 """
 
 from __future__ import annotations
 
+from snapshotter.attribution import (
+    POST_TURN,
+    PRE_TURN,
+    TOOL,
+    TOOL_DONE,
+    Pair,
+    revert_changes,
+    session_changes,
+)
 from snapshotter.errors import BEGIN_TURN, InvalidInput, SnapshotError, SnapshotNotFound
-from snapshotter.model import RestoreResult, SnapshotInfo, UndoResult
+from snapshotter.model import ConflictMode, RestoreResult, RevertResult, SnapshotInfo, UndoResult
 from snapshotter.session.engine import Engine
 from snapshotter.session.restoring import restore
+from snapshotter.session.reverting import Step, bring_in
+from snapshotter.worktree.pathnames import names_checker
 
 UNDO, REDO, TURNS = "undo", "redo", "turns"
+STACKS = (UNDO, REDO, TURNS)
+SESSIONS = "sessions/"
 CHECKPOINT_LABEL = "checkpoint"
+ABANDONED = "abandoned:"
+REDO_TO, POPPED = "redo-to", "undo-popped"
+"""A named session's redo entry (its ``post-undo`` snapshot) names, in its
+metadata, the state to bring back and the checkpoint its undo took off the stack."""
+
+
+def stack_of(engine: Engine, name: str) -> str:
+    """The store's name of this engine's session's stack ``name``."""
+    return name if engine.session is None else f"{SESSIONS}{engine.session}/{name}"
 
 
 def _info(engine: Engine, sha: bytes) -> SnapshotInfo:
@@ -30,9 +60,33 @@ def _info(engine: Engine, sha: bytes) -> SnapshotInfo:
 
 def checkpoint(engine: Engine, message: str, label: str | None, metadata: dict[str, str]) -> SnapshotInfo:
     info = engine.snapshot(message, label or CHECKPOINT_LABEL, metadata)
-    engine.store.push(UNDO, bytes.fromhex(info.id))
-    engine.store.clear(REDO)
+    engine.store.push(stack_of(engine, UNDO), bytes.fromhex(info.id))
+    _abandon_redo(engine)
     return info
+
+
+def _abandon_redo(engine: Engine) -> None:
+    """Clear the redo stack, keeping each state it could have returned to as a
+    snapshot labelled ``abandoned:<n>``: nothing made is lost to a new checkpoint."""
+    name = stack_of(engine, REDO)
+    entries = _live(engine, name)
+    if not entries:
+        return
+    number = max((_abandoned_number(info) for info in engine.catalog.newest_first()), default=0)
+    for sha in entries:
+        info = _info(engine, sha)
+        kept = _redo_target(engine, info) if engine.session is not None else info
+        if kept is None:
+            continue
+        number += 1
+        engine.relabelled(kept, f"abandoned by a checkpoint: {kept.message}".strip(), f"{ABANDONED}{number}")
+    engine.store.clear(name)
+
+
+def _abandoned_number(info: SnapshotInfo) -> int:
+    label = info.label or ""
+    tail = label[len(ABANDONED) :]
+    return int(tail) if label.startswith(ABANDONED) and tail.isdigit() else 0
 
 
 def _live(engine: Engine, name: str) -> list[bytes]:
@@ -60,22 +114,26 @@ def _readable(engine: Engine, sha: bytes) -> bool:
 
 
 def can_undo(engine: Engine) -> bool:
-    stack = _live(engine, UNDO)
+    stack = _live(engine, stack_of(engine, UNDO))
     if len(stack) >= 2:
         return True
     if not stack:
         return False
+    if engine.session is not None:
+        return bool(_since(engine, _info(engine, stack[-1])))
     return engine.scan(write=False).tree_id.hex() != _info(engine, stack[-1]).tree_id
 
 
 def can_redo(engine: Engine) -> bool:
-    return bool(_live(engine, REDO))
+    return bool(_live(engine, stack_of(engine, REDO)))
 
 
 def undo(engine: Engine) -> UndoResult:
-    stack = _live(engine, UNDO)
+    stack = _live(engine, stack_of(engine, UNDO))
     if not stack:
         return UndoResult(False, "undo", "nothing to undo: no checkpoint has been taken")
+    if engine.session is not None:
+        return _session_undo(engine, stack)
     current = engine.scan(write=True)
     top = _info(engine, stack[-1])
     at_top = current.tree_id.hex() == top.tree_id
@@ -91,9 +149,11 @@ def undo(engine: Engine) -> UndoResult:
 
 
 def redo(engine: Engine) -> UndoResult:
-    stack = _live(engine, REDO)
+    stack = _live(engine, stack_of(engine, REDO))
     if not stack:
         return UndoResult(False, "redo", "nothing to redo")
+    if engine.session is not None:
+        return _session_redo(engine, stack)
     target = _info(engine, stack[-1])
     current = engine.scan(write=True)
     saved = engine.save_state(current, "before redo", "pre-redo", save_cache=False).info  # the restore saves it
@@ -103,26 +163,129 @@ def redo(engine: Engine) -> UndoResult:
     return UndoResult(True, "redo", f"restored {target.id[:12]}", target.id, saved.id, result)
 
 
+# -- a named session's undo and redo: its own changes only ---------------------------------
+
+
+def _since(engine: Engine, checkpoint_info: SnapshotInfo) -> list[Pair]:
+    """The session's changes since ``checkpoint_info``, less those that changed nothing."""
+    pairs = session_changes(engine, engine.session, checkpoint_info, None)
+    current_tree = engine.scan(write=False).tree_id.hex()
+    return [(a, b) for a, b in pairs if a.tree_id != (b.tree_id if b is not None else current_tree)]
+
+
+def _session_undo(engine: Engine, stack: list[bytes]) -> UndoResult:
+    top = _info(engine, stack[-1])
+    pairs = _since(engine, top)
+    popped: SnapshotInfo | None = None
+    if not pairs:  # nothing since the newest checkpoint: undo what led up to it
+        if len(stack) < 2:
+            why = "nothing to undo: the session has changed nothing since its first checkpoint"
+            return UndoResult(False, "undo", why)
+        popped, pairs = top, session_changes(engine, engine.session, _info(engine, stack[-2]), top)
+    result = revert_changes(engine, pairs, safety_label="pre-undo", message="before undo")
+    if not result.applied:
+        return UndoResult(False, "undo", _refused("undo", result), revert=result)
+    if result.safety_snapshot_id is None:
+        return UndoResult(False, "undo", "nothing to undo: the session's changes are no longer in the workspace")
+    if popped is not None:
+        engine.store.pop(stack_of(engine, UNDO))
+    meta = {REDO_TO: result.safety_snapshot_id, POPPED: popped.id if popped is not None else ""}
+    after = engine.snapshot("after undo", "post-undo", meta)
+    engine.store.push(stack_of(engine, REDO), bytes.fromhex(after.id))
+    message = f"reverted {len(result.reverted) + len(result.merged)} paths of session {engine.session}"
+    return UndoResult(True, "undo", message, after.id, result.safety_snapshot_id, revert=result)
+
+
+def _redo_target(engine: Engine, entry: SnapshotInfo) -> SnapshotInfo | None:
+    try:
+        return engine.catalog.get(entry.metadata.get(REDO_TO, ""))
+    except SnapshotError:
+        return None
+
+
+def _session_redo(engine: Engine, stack: list[bytes]) -> UndoResult:
+    after = _info(engine, stack[-1])
+    target = _redo_target(engine, after)
+    if target is None:
+        engine.store.pop(stack_of(engine, REDO))
+        return UndoResult(False, "redo", "nothing to redo: the state to bring back was dropped")
+    check = names_checker(engine.host)
+    step = Step(engine.stored(after, check_names=check), engine.stored(target, check_names=check))
+    result = bring_in(engine, [step], safety_label="pre-redo", message="before redo", labels=("workspace", "redone"))
+    if not result.applied:
+        return UndoResult(False, "redo", _refused("redo", result), revert=result)
+    engine.store.pop(stack_of(engine, REDO))
+    popped = after.metadata.get(POPPED, "")
+    if popped and _readable(engine, bytes.fromhex(popped)):
+        engine.store.push(stack_of(engine, UNDO), bytes.fromhex(popped))
+    message = f"brought back {len(result.reverted) + len(result.merged)} paths of session {engine.session}"
+    return UndoResult(True, "redo", message, target.id, result.safety_snapshot_id, revert=result)
+
+
+def _refused(action: str, result: RevertResult) -> str:
+    shown = ", ".join(f"{c.path} ({c.reason.value})" for c in result.conflicts[:5])
+    more = f" and {len(result.conflicts) - 5} more" if len(result.conflicts) > 5 else ""
+    return f"{action} refused, nothing was written: conflicts at {shown}{more}"
+
+
+# -- turns -------------------------------------------------------------------------------
+
+
 def begin_turn(engine: Engine, message: str, metadata: dict[str, str]) -> SnapshotInfo:
-    number = len(engine.store.stack(TURNS)) + 1
+    number = len(engine.store.stack(stack_of(engine, TURNS))) + 1
     info = checkpoint(
-        engine, message or f"before turn {number}", f"pre-turn:{number}", {"turn": str(number), **metadata}
+        engine, message or f"before turn {number}", f"{PRE_TURN}{number}", {"turn": str(number), **metadata}
     )
-    engine.store.push(TURNS, bytes.fromhex(info.id))
+    engine.store.push(stack_of(engine, TURNS), bytes.fromhex(info.id))
     return info
 
 
 def end_turn(engine: Engine, message: str, metadata: dict[str, str]) -> SnapshotInfo:
-    number = len(engine.store.stack(TURNS))
+    number = len(engine.store.stack(stack_of(engine, TURNS)))
     if number == 0:
         raise InvalidInput("no turn has begun", BEGIN_TURN)
-    return engine.snapshot(message or f"after turn {number}", f"post-turn:{number}", {"turn": str(number), **metadata})
+    return engine.snapshot(message or f"after turn {number}", f"{POST_TURN}{number}", {"turn": str(number), **metadata})
 
 
-def revert_turn(engine: Engine, n: int) -> RestoreResult:
-    turns = engine.store.stack(TURNS)
-    if not isinstance(n, int) or n < 1:
+def tool_snapshot(engine: Engine, call_id: str, message: str, metadata: dict[str, str]) -> SnapshotInfo:
+    return engine.snapshot(message, f"{TOOL}{call_id}", metadata)
+
+
+def tool_done(engine: Engine, call_id: str, message: str, metadata: dict[str, str]) -> SnapshotInfo:
+    """The snapshot that closes tool call ``call_id``'s bracket (its ``tool:`` snapshot opened it)."""
+    opened = engine.catalog.labelled(f"{TOOL}{call_id}")
+    if opened is None or opened.session != engine.session:
+        raise InvalidInput(f"no tool call {call_id!r} was begun in this session: call tool_snapshot first")
+    return engine.snapshot(message or f"after tool call {call_id}", f"{TOOL_DONE}{call_id}", metadata)
+
+
+def turn_pair(engine: Engine, n: int) -> Pair:
+    """The n-th last turn of the session: (its pre-turn snapshot, its post-turn
+    snapshot, or None while the turn is still open)."""
+    turns = engine.store.stack(stack_of(engine, TURNS))
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise InvalidInput("revert_turn(n) takes n >= 1 (1 = the last turn)")
     if n > len(turns):
         raise SnapshotNotFound(f"only {len(turns)} turns are recorded; cannot revert {n}")
-    return restore(engine, _info(engine, turns[-n]), safety_label="pre-revert")
+    pre = _info(engine, turns[-n])
+    wanted = POST_TURN + (pre.label or "")[len(PRE_TURN) :]
+    post = [
+        info
+        for info in engine.catalog.newest_first()
+        if info.label == wanted and info.session == pre.session and info.sequence > pre.sequence
+    ]
+    return pre, (min(post, key=lambda info: info.sequence) if post else None)
+
+
+def revert_turn(engine: Engine, n: int, reset: bool, conflicts: ConflictMode) -> RestoreResult | RevertResult:
+    """Revert the n-th last turn's own changes, keeping every later edit; with
+    ``reset``, restore the state before it instead (later edits replaced)."""
+    pre, post = turn_pair(engine, n)
+    if reset:
+        return restore(engine, pre, safety_label="pre-revert")
+    return revert_changes(engine, session_changes(engine, engine.session, pre, post), conflicts=conflicts)
+
+
+def all_stacks(engine: Engine) -> list[str]:
+    """Every stack name of the store: the anonymous session's and each named one's."""
+    return [*STACKS, *(f"{SESSIONS}{name}/{stack}" for name in engine.store.sessions() for stack in STACKS)]

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 
 from snapshotter.errors import InvalidInput
 from snapshotter.gitstore import trailers
+from snapshotter.options import check_session
 from snapshotter.session.engine import Engine
 
 log = logging.getLogger("snapshotter")
@@ -62,3 +63,10 @@ def moving_label(engine: Engine, label: str | None) -> Iterator[None]:
         log.warning(
             "label %r now names the new snapshot; it named %s before (still listed, by id)", label, previous.id[:12]
         )
+
+
+def session_filter(session: object) -> str | None:
+    """A ``session=`` filter: None (any), ``""`` (the anonymous session) or a session name."""
+    if session is None or session == "":
+        return session
+    return check_session(session)

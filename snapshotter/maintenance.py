@@ -13,7 +13,8 @@ import os
 import time
 from datetime import datetime, timezone
 
-from snapshotter.history import REDO, TURNS, UNDO
+from snapshotter.errors import SnapshotError
+from snapshotter.history import REDO, REDO_TO, SESSIONS, UNDO, all_stacks
 from snapshotter.model import GcResult, PruneResult, SnapshotInfo, StoreStats
 from snapshotter.session.engine import Engine
 from snapshotter.upkeep import compaction, consolidation
@@ -43,10 +44,22 @@ def protected_ids(engine: Engine, retention: Retention) -> set[str]:
     base = store.base()
     if base is not None:
         ids.add(base.hex())
-    ids.update(sha.hex() for sha in store.stack(REDO))
-    undo = store.stack(UNDO)
-    ids.update(sha.hex() for sha in (undo[-retention.max_undo :] if retention.max_undo else undo))
+    for session in ("", *(f"{SESSIONS}{name}/" for name in store.sessions())):
+        for sha in store.stack(session + REDO):
+            ids.add(sha.hex())
+            target = _redo_target(engine, sha)  # a named session's redo entry names the state it brings back
+            if target:
+                ids.add(target)
+        undo = store.stack(session + UNDO)
+        ids.update(sha.hex() for sha in (undo[-retention.max_undo :] if retention.max_undo else undo))
     return ids
+
+
+def _redo_target(engine: Engine, sha: bytes) -> str | None:
+    try:
+        return engine.catalog.get(sha.hex()).metadata.get(REDO_TO)
+    except SnapshotError:
+        return None
 
 
 def _drop(engine: Engine, info: SnapshotInfo) -> bytes:
@@ -54,7 +67,7 @@ def _drop(engine: Engine, info: SnapshotInfo) -> bytes:
     would keep its objects alive, and undo would land on a dropped snapshot)."""
     sha = bytes.fromhex(info.id)
     engine.store.remove_snapshot_ref(info.sequence, sha)
-    for stack in (TURNS, UNDO, REDO):
+    for stack in all_stacks(engine):
         engine.store.drop_from_stack(stack, sha)
     return sha
 

@@ -14,6 +14,7 @@ from here. Adding a knob is one field plus its use.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -39,6 +40,19 @@ def setting(default: Any, help: str, *, workspace: WorkspaceRule | None = None, 
 def check_path(name: str, value: object) -> None:
     if not isinstance(value, (str, os.PathLike)):
         raise InvalidInput(f"{name} must be a path (str or os.PathLike), not {type(value).__name__}")
+
+
+_SESSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def check_session(name: object) -> str:
+    """A session name is part of ref names: letters, digits, ``.``, ``_`` and ``-``,
+    up to 64 characters, starting with a letter or digit."""
+    if not isinstance(name, str) or not _SESSION_NAME.fullmatch(name) or ".." in name or name.endswith(".lock"):
+        raise InvalidInput(
+            f"session must be a name of letters, digits, '.', '_' and '-' (at most 64, no '..'), not {name!r}"
+        )
+    return name
 
 
 @dataclass(frozen=True)
@@ -91,6 +105,11 @@ class Options:
         "skip re-listing folders whose mtime is unchanged (off: for filesystems that do not update it)",
         workspace="only-off",
     )
+    session: str | None = setting(
+        None, "the session to work in: its own turns, tool calls, checkpoints, undo and redo", kind=str
+    )
+    """The session this instance works in: its turns, checkpoints, tool calls,
+    undo and redo are its own (``None``: the one anonymous session)."""
 
     def __post_init__(self) -> None:
         """Refuse a bad value (in the order the facade always checked them), and
@@ -117,6 +136,8 @@ class Options:
                 raise InvalidInput(f"{flag} must be True or False")
         if not isinstance(self.max_new_file_size, int) or self.max_new_file_size < 0:
             raise InvalidInput("max_new_file_size must be a non-negative number of bytes")
+        if self.session is not None:
+            check_session(self.session)
         for name in ("max_workspace_bytes", "max_workspace_entries"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 0:

@@ -56,7 +56,7 @@ def test_every_command_with_json(ws: Path, home: Path) -> None:
     assert undone["ok"] and not (ws / "src/c.py").exists()
     assert as_json(cli(ws, home, "redo", "--json"))["result"]["ok"] and (ws / "src/c.py").exists()
     reverted = as_json(cli(ws, home, "turn", "revert", "1", "--json"))["result"]
-    assert reverted["deleted_paths"] == ["src/c.py"]
+    assert reverted["reverted"] == ["src/c.py"]
     assert as_json(cli(ws, home, "pin", "start", "--json"))["result"]["id"] == first["result"]["id"]
     assert as_json(cli(ws, home, "stats", "--json"))["result"]["pinned"] == 1
     assert as_json(cli(ws, home, "unpin", "start", "--json"))["command"] == "unpin"

@@ -106,7 +106,7 @@ def test_mcp_tools_for_turns_checkpoints_status_and_show(ws: Path, home: Path) -
             missing = await session.call_tool("show", {"ref": "nope"})
             assert _is_error(missing) and "call list_snapshots to see them" in _error_text(missing)
             reverted = _payload(await session.call_tool("revert_turn", {}))
-            assert reverted["written_paths"] == ["app.py"] and (ws / "app.py").read_text() == "v1\n"
+            assert reverted["reverted"] == ["app.py"] and (ws / "app.py").read_text() == "v1\n"
             undone = _payload(await session.call_tool("undo", {}))
             assert undone["ok"] is True
 

@@ -158,8 +158,10 @@ def _score(measured: tuple[int, int, int, int, int, int]) -> tuple[int, int]:
     return effective, penalty
 
 
-def compact(side: Side, other: Side) -> None:
-    """``xdl_change_compact`` with the indent heuristic, on ``side``."""
+def compact(side: Side, other: Side, indent_heuristic: bool = True) -> None:
+    """``xdl_change_compact`` on ``side``: with the indent heuristic, as ``git diff``
+    runs it; without, as ``git merge-file`` does (a group stays slid down as far
+    as it goes, unless a change on the other side lines it up)."""
     g, go = [0, side.group_end(0)], [0, other.group_end(0)]
     while True:
         if g[1] != g[0]:
@@ -183,7 +185,7 @@ def compact(side: Side, other: Side) -> None:
                 while go[1] == go[0]:
                     side.slide_up(g)
                     other.previous_group(go)
-            else:
+            elif indent_heuristic:
                 _slide_to_best(side, other, g, go, size, earliest_end)
         if not side.next_group(g):
             break

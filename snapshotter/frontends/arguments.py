@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 ALIASES = {"track": "snapshot"}
 """Another name a command answers to -> the command's own name."""
-TAKES_PATHS = {"diff", "status", "restore"}
+TAKES_PATHS = {"diff", "status", "restore", "revert"}
 """The commands that take PATHs after ``--``."""
 
 
@@ -76,12 +76,28 @@ def _global_options(parser: argparse.ArgumentParser, on_subcommand: bool) -> Non
         default=default(None),
         help="allow a home, Desktop, Documents, Downloads or filesystem-root folder",
     )
+    add(
+        "--session",
+        default=default(None),
+        metavar="NAME",
+        help="work in this session: its own turns, tool calls, checkpoints, undo and redo (docs/library.md#sessions)",
+    )
     for flag, help_text in (
         ("--max-new-file-size", "skip new files larger than this many bytes"),
         ("--max-workspace-entries", "refuse folders with more tracked entries (0: no cap)"),
         ("--max-workspace-bytes", "refuse folders with more tracked bytes (0: no cap)"),
     ):
         add(flag, type=_count, default=default(None), metavar="N", help=help_text)
+
+
+def _conflicts_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--conflicts",
+        choices=["abort", "markers", "ours"],
+        default="abort",
+        help="paths that cannot be merged: abort (write nothing, the default), ours (keep the folder's), "
+        "markers (also write git-style conflict markers into clashing text files)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -106,7 +122,7 @@ def _parser() -> argparse.ArgumentParser:
     snap.add_argument("--label", default=None, help="a label usable wherever a ref is")
     snap.add_argument("--meta", action="append", type=_meta, default=[], metavar="KEY=VALUE", help="metadata")
 
-    log = command("log", "list snapshots, newest first; @ marks the base")
+    log = command("log", "list snapshots, newest first; @ marks the base (with --session: only that session's)")
     log.add_argument("-n", "--limit", type=_count, default=50, help="how many (default 50; 0 for all)")
     log.add_argument("--label", default=None, help="only snapshots with this label")
     log.add_argument("--meta", action="append", type=_meta, default=[], metavar="KEY=VALUE", help="only matching")
@@ -135,11 +151,23 @@ def _parser() -> argparse.ArgumentParser:
         help="also replace ignored or too-large files in the way (saved in the safety snapshot first)",
     )
 
-    command("undo", "go back to the last checkpoint")
+    revert = command("revert", "undo the change BEFORE -> AFTER (default: the next snapshot) and keep every other")
+    revert.add_argument("before", help="a REF: the change's start")
+    revert.add_argument("after", nargs="?", default=None, help="a REF: its end (default: see docs/cli.md#revert)")
+    revert.add_argument("paths", nargs="*", help="revert only these paths")
+    revert.add_argument("--dry-run", action="store_true", help="show what would change, change nothing")
+    _conflicts_option(revert)
+
+    command("undo", "go back to the last checkpoint (in a session: undo only its own changes)")
     command("redo", "return to what the last undo replaced")
-    turn = command("turn", "agent turns: begin, end, or revert N")
+    turn = command("turn", "agent turns: begin, end, or revert N (its own changes; --reset: the state before it)")
     turn.add_argument("action", choices=["begin", "end", "revert"])
     turn.add_argument("n", nargs="?", type=int, default=1, help="with revert: the n-th last turn (default 1)")
+    turn.add_argument("--reset", action="store_true", help="with revert: restore the state before the turn")
+    _conflicts_option(turn)
+    tool = command("tool", "bracket a tool call: `tool begin ID` before it, `tool done ID` after it")
+    tool.add_argument("action", choices=["begin", "done"])
+    tool.add_argument("call_id", metavar="ID", help="the tool call's id")
     for name, text in (("pin", "keep a snapshot whatever retention says"), ("unpin", "release a pinned snapshot")):
         command(name, text).add_argument("ref")
     prune = command("prune", "drop snapshots the retention policy says must go, then compact")
@@ -185,4 +213,5 @@ def flags(args: argparse.Namespace) -> dict[str, Any]:
         "max_new_file_size": args.max_new_file_size,
         "max_workspace_entries": args.max_workspace_entries,
         "max_workspace_bytes": args.max_workspace_bytes,
+        "session": args.session,
     }

@@ -20,6 +20,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from snapshotter.frontends import arguments, relay
+from snapshotter.frontends.failures import (
+    EXIT_ERROR,
+    EXIT_LOCKED,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_PIPE,
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    CommandFailed,
+)
 from snapshotter.gitstore.location import canonical_workspace, store_path_for
 
 TYPE_CHECKING = False  # not ``typing``'s: see ``_load``
@@ -37,21 +47,7 @@ if TYPE_CHECKING:  # loaded by ``_load`` when a command runs in this process; a 
         StoreLocked,
         UnsafeTree,
     )
-    from snapshotter.frontends import config, rendering
-
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_LOCKED, EXIT_REFUSED = 0, 1, 2, 3, 4, 5
-EXIT_PIPE = 141
-"""The output pipe closed early (``snapshotter log | head -1``): what git's exit by SIGPIPE looks like."""
-
-
-class CommandFailed(Exception):
-    """A command that ran but did not succeed; ``kind`` is its public name in JSON."""
-
-    def __init__(self, kind: str, message: str, result: Any = None, code: int = EXIT_ERROR) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.result = result
-        self.code = code
+    from snapshotter.frontends import config, rendering, workflow_commands
 
 
 class Console:
@@ -185,7 +181,9 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
 
         return f.snapshot_json(info), show_snapshot
     if name == "log":
-        infos = snap.list(limit=args.limit or None, label=args.label, metadata=dict(args.meta) or None)
+        infos = snap.list(
+            limit=args.limit or None, label=args.label, metadata=dict(args.meta) or None, session=snap.session
+        )
         base = snap.base()
         base_id = base.id if base is not None else None
         return [f.snapshot_json(i) for i in infos], _printer([f.snapshot_line(i, i.id == base_id) for i in infos])
@@ -211,17 +209,8 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
             args.ref, args.paths or None, dry_run=args.dry_run, overwrite_untracked=args.overwrite_untracked
         )
         return f.restore_json(result), lambda: _print_restore(result)
-    if name in ("undo", "redo"):
-        outcome = snap.undo() if name == "undo" else snap.redo()
-        if not outcome.ok:
-            raise CommandFailed("NothingToDo", outcome.message, f.undo_json(outcome))
-        return f.undo_json(outcome), lambda: _print(outcome.message)
-    if name == "turn":
-        if args.action == "revert":
-            reverted = snap.revert_turn(args.n)
-            return f.restore_json(reverted), lambda: _print_restore(reverted)
-        info = snap.begin_turn() if args.action == "begin" else snap.end_turn()
-        return f.snapshot_json(info), lambda: _print(f.snapshot_line(info))
+    if name in workflow_commands.NAMES:
+        return workflow_commands.dispatch(name, snap, args, _print)
     if name in ("pin", "unpin"):
         info = snap.pin(args.ref) if name == "pin" else snap.unpin(args.ref)
         return f.snapshot_json(info), lambda: _print(f"{name}ned {info.id[:12]}")
@@ -284,18 +273,8 @@ def _print_diff(diffs: Sequence[Any], args: argparse.Namespace) -> None:
 
 
 def _print_restore(result: Any) -> None:
-    for path in result.written_paths:
-        _print(f"write  {path}")
-    for path in result.deleted_paths:
-        _print(f"delete {path}")
-    for kept in result.kept:
-        _print(f"keep   {kept.path} ({kept.reason.value}: not tracked now, left as it is)")
-    for skipped in result.skipped:
-        _print(f"skip   {skipped.path} ({skipped.detail or skipped.reason.value}: not written here)")
-    done = ("would write", "would delete") if result.dry_run else ("wrote", "deleted")
-    _print(f"{done[0]} {result.written}, {done[1]} {result.deleted}, unchanged {result.unchanged}")
-    if result.safety_snapshot_id:
-        _print(f"undo with: snapshotter restore {result.safety_snapshot_id[:12]}")
+    for line in rendering.restore_lines(result):
+        _print(line)
 
 
 def _exit_code(error: BaseException) -> int:
@@ -361,7 +340,7 @@ def _load() -> None:
     """Import what running a command here needs, for the whole module: the command
     line imports only the grammar and ``relay`` first, so a command handed to a
     watcher costs its process as little as possible (``python -X importtime``)."""
-    global logging, config, rendering
+    global logging, config, rendering, workflow_commands
     global InvalidRef, PathNotFound, RestoreConflict, SnapshotError, SnapshotNotFound, StoreLocked, UnsafeTree
     import logging
 
@@ -374,7 +353,7 @@ def _load() -> None:
         StoreLocked,
         UnsafeTree,
     )
-    from snapshotter.frontends import config, rendering
+    from snapshotter.frontends import config, rendering, workflow_commands
 
 
 def _main(argv: Sequence[str]) -> int:

@@ -14,14 +14,14 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from snapshotter import __version__
 from snapshotter.api import Snapshotter
 from snapshotter.errors import InvalidInput, SnapshotError
 from snapshotter.frontends import config, rendering
 from snapshotter.gitstore.location import canonical_workspace
-from snapshotter.model import UndoResult
+from snapshotter.model import ConflictMode, RevertResult, UndoResult
 from snapshotter.worktree.watch import watch_available
 
 _Tool = TypeVar("_Tool", bound=Callable[..., Any])
@@ -41,7 +41,18 @@ def build_server(workspace: str, flags: Mapping[str, Any]) -> Any:
     for warning in settings.warnings:
         logger.warning("%s", warning)
     # A server lives for a whole session: with watchdog installed, snapshots walk only what changed.
-    snap = Snapshotter(canonical, watch=watch_available(), **config.snapshotter_options(settings))
+    options = config.snapshotter_options(settings)
+    snap = Snapshotter(canonical, watch=watch_available(), **options)
+    others: dict[str, Snapshotter] = {}
+
+    def of(session: str | None) -> Snapshotter:
+        """The server's Snapshotter, or one working in another ``session`` of the same folder."""
+        if session is None or session == snap.session:
+            return snap
+        if session not in others:
+            others[session] = Snapshotter(canonical, **{**options, "session": session})
+        return others[session]
+
     server = MCPServer(
         name="snapshotter",
         version=__version__,
@@ -49,7 +60,8 @@ def build_server(workspace: str, flags: Mapping[str, Any]) -> Any:
             f"Snapshots of {snap.workspace}. Call begin_turn before a turn's edits and end_turn after; "
             "tool_snapshot before a file-editing tool; checkpoint for an undo point. status and diff show "
             "what changed since the base (@, what the folder was last made equal to); restore (dry_run "
-            "first), undo/redo checkpoints, revert_turn a whole turn. Refs: id, id prefix, label, @, @~N."
+            "first), undo/redo checkpoints, revert_turn a turn's own changes (later edits stay), revert any "
+            "change. Agents sharing the folder pass their own session. Refs: id, id prefix, label, @, @~N."
         ),
     )
 
@@ -76,30 +88,41 @@ def build_server(workspace: str, flags: Mapping[str, Any]) -> Any:
             raise SnapshotError(outcome.message)
         return rendering.undo_json(outcome)
 
+    def reverted(result: RevertResult) -> dict[str, Any]:
+        if not result.applied and not result.dry_run:  # conflicts: nothing was written, and the agent must know
+            found = ", ".join(f"{c.path} ({c.reason.value}: {c.detail})" for c in result.conflicts[:10])
+            raise SnapshotError(f"nothing was written: conflicts at {found}; pass conflicts='ours' or 'markers'")
+        return rendering.revert_json(result)
+
     @tool
     def snapshot(message: str = "", label: str | None = None) -> dict[str, Any]:
         """Record the workspace now; returns the snapshot (id, counts, skipped paths)."""
         return rendering.snapshot_json(snap.snapshot(message, label=label))
 
     @tool
-    def checkpoint(message: str = "", label: str | None = None) -> dict[str, Any]:
-        """Record an undo point (undo returns to it); clears what could be redone."""
-        return rendering.snapshot_json(snap.checkpoint(message, label=label))
+    def checkpoint(message: str = "", label: str | None = None, session: str | None = None) -> dict[str, Any]:
+        """Record an undo point (undo returns to it); what could be redone is kept as abandoned:<n> snapshots."""
+        return rendering.snapshot_json(of(session).checkpoint(message, label=label))
 
     @tool
-    def begin_turn(message: str = "") -> dict[str, Any]:
-        """Call before a turn's first edit: a checkpoint labelled pre-turn:<n>, what revert_turn goes back to."""
-        return rendering.snapshot_json(snap.begin_turn(message))
+    def begin_turn(message: str = "", session: str | None = None) -> dict[str, Any]:
+        """Call before a turn's first edit: a checkpoint labelled pre-turn:<n>, where revert_turn starts."""
+        return rendering.snapshot_json(of(session).begin_turn(message))
 
     @tool
-    def end_turn(message: str = "") -> dict[str, Any]:
+    def end_turn(message: str = "", session: str | None = None) -> dict[str, Any]:
         """Call after a turn's last edit: a snapshot labelled post-turn:<n>."""
-        return rendering.snapshot_json(snap.end_turn(message))
+        return rendering.snapshot_json(of(session).end_turn(message))
 
     @tool
-    def tool_snapshot(call_id: str, message: str = "") -> dict[str, Any]:
+    def tool_snapshot(call_id: str, message: str = "", session: str | None = None) -> dict[str, Any]:
         """Call before a file-editing tool runs: a snapshot labelled tool:<call_id>."""
-        return rendering.snapshot_json(snap.tool_snapshot(call_id, message))
+        return rendering.snapshot_json(of(session).tool_snapshot(call_id, message))
+
+    @tool
+    def tool_done(call_id: str, message: str = "", session: str | None = None) -> dict[str, Any]:
+        """Call after that tool ran: tool-done:<call_id>. Bracketed calls are exactly what reverts undo."""
+        return rendering.snapshot_json(of(session).tool_done(call_id, message))
 
     @tool
     def status(files: list[str] | None = None) -> dict[str, Any]:
@@ -112,9 +135,9 @@ def build_server(workspace: str, flags: Mapping[str, Any]) -> Any:
         return rendering.snapshot_json(snap.get(ref))
 
     @tool
-    def list_snapshots(limit: int = 20) -> dict[str, Any]:
-        """Snapshots, newest first."""
-        return {"snapshots": [rendering.snapshot_json(i) for i in snap.list(limit=limit)]}
+    def list_snapshots(limit: int = 20, session: str | None = None) -> dict[str, Any]:
+        """Snapshots, newest first; with session, only that session's ("" for the anonymous one)."""
+        return {"snapshots": [rendering.snapshot_json(i) for i in snap.list(limit=limit, session=session)]}
 
     @tool
     def diff(
@@ -135,19 +158,40 @@ def build_server(workspace: str, flags: Mapping[str, Any]) -> Any:
         return rendering.restore_json(found)
 
     @tool
-    def undo() -> dict[str, Any]:
-        """Go back to the last checkpoint (the current state is saved for redo)."""
-        return moved(snap.undo())
+    def undo(session: str | None = None) -> dict[str, Any]:
+        """Go back to the last checkpoint (the current state is saved for redo); in a session, revert only
+        that session's changes since its last checkpoint."""
+        return moved(of(session).undo())
 
     @tool
-    def redo() -> dict[str, Any]:
+    def redo(session: str | None = None) -> dict[str, Any]:
         """Return to the state the last undo replaced."""
-        return moved(snap.redo())
+        return moved(of(session).redo())
 
     @tool
-    def revert_turn(n: int = 1) -> dict[str, Any]:
-        """Restore the state before the n-th last agent turn (1 = the last)."""
-        return rendering.restore_json(snap.revert_turn(n))
+    def revert_turn(
+        n: int = 1, reset: bool = False, conflicts: str = "abort", session: str | None = None
+    ) -> dict[str, Any]:
+        """Revert the n-th last turn's own changes (1 = the last), keeping later edits; edits that clash are
+        conflicts: abort (write nothing), ours (keep them), markers (conflict markers). reset restores the
+        state before the turn instead."""
+        worker = of(session)
+        if reset:
+            return rendering.restore_json(worker.revert_turn(n, reset=True))
+        return reverted(worker.revert_turn(n, conflicts=cast(ConflictMode, conflicts)))
+
+    @tool
+    def revert(
+        before: str,
+        after: str | None = None,
+        files: list[str] | None = None,
+        dry_run: bool = False,
+        conflicts: str = "abort",
+    ) -> dict[str, Any]:
+        """Undo the change from snapshot before to after (default: the next one, e.g. post-turn:<n> for
+        pre-turn:<n>) on the workspace as it is now, keeping every other change."""
+        found = snap.revert(before, after, files=files, dry_run=dry_run, conflicts=cast(ConflictMode, conflicts))
+        return reverted(found)
 
     return server
 

@@ -26,6 +26,7 @@ from snapshotter.model import (
     GcResult,
     PruneResult,
     RestoreResult,
+    RevertResult,
     SnapshotInfo,
     StoreStats,
     UndoResult,
@@ -104,6 +105,24 @@ def restore_json(result: RestoreResult) -> dict[str, Any]:
     return plain_json(result)
 
 
+def restore_lines(result: RestoreResult) -> list[str]:
+    """A restore, a path a line (``write``, ``delete``, ``keep``, ``skip``), then
+    the totals and how to undo it."""
+    lines = [f"write  {path}" for path in result.written_paths]
+    lines += [f"delete {path}" for path in result.deleted_paths]
+    lines += [f"keep   {kept.path} ({kept.reason.value}: not tracked now, left as it is)" for kept in result.kept]
+    lines += [f"skip   {s.path} ({s.detail or s.reason.value}: not written here)" for s in result.skipped]
+    done = ("would write", "would delete") if result.dry_run else ("wrote", "deleted")
+    lines.append(f"{done[0]} {result.written}, {done[1]} {result.deleted}, unchanged {result.unchanged}")
+    if result.safety_snapshot_id:
+        lines.append(f"undo with: snapshotter restore {result.safety_snapshot_id[:12]}")
+    return lines
+
+
+def revert_json(result: RevertResult) -> dict[str, Any]:
+    return plain_json(result)
+
+
 def undo_json(result: UndoResult) -> dict[str, Any]:
     return {
         "ok": result.ok,
@@ -112,7 +131,28 @@ def undo_json(result: UndoResult) -> dict[str, Any]:
         "target_id": result.target_id,
         "saved_id": result.saved_id,
         "restore": restore_json(result.restore) if result.restore is not None else None,
+        "revert": revert_json(result.revert) if result.revert is not None else None,
     }
+
+
+def revert_lines(result: RevertResult) -> list[str]:
+    """A revert or merge, a path a line (``revert``, ``merge``, ``same``,
+    ``conflict``), then the totals and how to undo it."""
+    lines = [f"revert   {path}" for path in result.reverted]
+    lines += [f"merge    {path}" for path in result.merged]
+    for conflict in result.conflicts:
+        marked = ", conflict markers written" if conflict.path in result.marked else ""
+        lines.append(f"conflict {conflict.path} ({conflict.reason.value}: {conflict.detail}{marked})")
+    for skipped in result.skipped:
+        lines.append(f"skip     {skipped.path} ({skipped.detail or skipped.reason.value}: not written here)")
+    verb = "would change" if result.dry_run or not result.applied else "changed"
+    lines.append(
+        f"{verb} {len(result.reverted) + len(result.merged)} paths ({len(result.merged)} merged), "
+        f"{len(result.unchanged)} already so, {len(result.conflicts)} conflicts"
+    )
+    if result.safety_snapshot_id:
+        lines.append(f"undo with: snapshotter restore {result.safety_snapshot_id[:12]}")
+    return lines
 
 
 def prune_json(result: PruneResult) -> dict[str, Any]:

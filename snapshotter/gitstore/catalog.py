@@ -42,9 +42,11 @@ log = logging.getLogger("snapshotter")
 class Catalog:
     """The snapshots of one store; ``count`` counts deferred line counts."""
 
-    def __init__(self, store: Store, count: LineCounter | None = None) -> None:
+    def __init__(self, store: Store, count: LineCounter | None = None, session: str | None = None) -> None:
         self.store = store
         self.count = count
+        self.session = session
+        """A label names this session's newest snapshot with it, if it has one (see :meth:`labelled`)."""
         self._infos: dict[bytes, SnapshotInfo] = {}
         self._damaged: set[bytes] = set()
         self._uncounted: dict[bytes, bytes] = {}
@@ -92,9 +94,14 @@ class Catalog:
         return next((pair for pair in newest_first if pair[1] == sha), newest_first[0])
 
     def select(
-        self, limit: int | None, label: str | None = None, metadata: Mapping[str, str] | None = None
+        self,
+        limit: int | None,
+        label: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        session: str | None = None,
     ) -> list[SnapshotInfo]:
-        """Newest first, keeping those with ``label`` and every ``metadata`` pair."""
+        """Newest first, keeping those with ``label``, every ``metadata`` pair, and
+        taken in ``session`` (None: any session; ``""``: the anonymous one)."""
         out: list[SnapshotInfo] = []
         for info in self.newest_first():
             if limit is not None and len(out) >= limit:
@@ -102,6 +109,8 @@ class Catalog:
             if label is not None and info.label != label:
                 continue
             if metadata and any(info.metadata.get(k) != v for k, v in metadata.items()):
+                continue
+            if session is not None and (info.session or "") != session:
                 continue
             out.append(info)
         return out
@@ -212,8 +221,16 @@ class Catalog:
         raise SnapshotNotFound(f"no snapshot labelled {text!r}", LIST_SNAPSHOTS)
 
     def labelled(self, label: str) -> SnapshotInfo | None:
-        """The newest snapshot carrying ``label``, or None."""
-        return next((info for info in self.newest_first() if info.label == label), None)
+        """The newest snapshot carrying ``label`` taken in this catalog's session,
+        else the newest carrying it in any session; None if none does. Sessions
+        sharing a folder number their turns alike: ``pre-turn:3`` is one's own."""
+        newest = None
+        for info in self.newest_first():
+            if info.label == label:
+                if info.session == self.session:
+                    return info
+                newest = newest or info
+        return newest
 
     def _relative(self, text: str, back: int) -> tuple[int, bytes]:
         newest_first = list(self.store.iter_snapshot_ids())

@@ -44,6 +44,8 @@ _HEX40 = re.compile(rb"[0-9a-f]{40}")
 TEMP_NAME = re.compile(r"tmp_obj_|tmp_pack_|tmp_idx_|\.(statcache|generation|line-counts)-.*\.tmp$")
 """Temporary files writers make in the store (then rename into place)."""
 _STACK_PREFIX = b"refs/snapshotter/"
+STACK_NAMES = ("undo", "redo", "turns")
+"""A session's stacks (the anonymous one's at the top, a named one's under ``sessions/<name>/``)."""
 _BASE_REF = Ref(b"refs/snapshotter/base")
 _GENERATION = "generation"
 _SEQ_WIDTH = 10
@@ -166,9 +168,16 @@ class Store(StoredObjects):
     def damaged_refs(self) -> list[str]:
         """Names of refs in snapshotter's namespaces that hold no usable commit id."""
         bad = self._read_numbered(SNAPSHOT_REF_PREFIX.rstrip(b"/"))[1]  # never from memory: nested names too
-        for stack in ("undo", "redo", "turns"):
+        for stack in STACK_NAMES:
             bad += self._read_numbered(_STACK_PREFIX + stack.encode())[1]
+            for session in self.sessions():
+                bad += self._read_numbered(_STACK_PREFIX + f"sessions/{session}/{stack}".encode())[1]
         return sorted(bad)
+
+    def sessions(self) -> list[str]:
+        """The named sessions that keep stacks in this store (see ``history``)."""
+        names = {key.split(b"/", 1)[0] for key in self.repo.refs.keys(Ref(_STACK_PREFIX + b"sessions"))}
+        return sorted(name.decode("utf-8", "replace") for name in names if name)
 
     def add_snapshot_ref(self, seq: int, sha: bytes) -> bool:
         """Create ``refs/snapshots/<seq>`` if no other writer took ``seq``."""

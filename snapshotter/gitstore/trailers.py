@@ -34,6 +34,7 @@ _TRAILER_LABEL = "Snapshot-Label"
 _TRAILER_STATS = "Snapshot-Stats"
 _TRAILER_META = "Snapshot-Metadata"
 _TRAILER_SKIPPED = "Snapshot-Skipped"
+_TRAILER_SESSION = "Snapshot-Session"
 _UNCOUNTED = "uncounted"
 _HEXLIKE = re.compile(r"[0-9a-fA-F]{7,40}")
 _MAX_LABEL = 200
@@ -88,6 +89,7 @@ def build_commit(
     skipped: list[SkippedPath],
     when: datetime,
     uncounted_against: bytes | None = None,
+    session: str | None = None,
 ) -> Commit:
     """A parentless commit recording one snapshot. With ``uncounted_against``
     (a tree id) its line counts are deferred: only ``stats``' file count is
@@ -97,6 +99,8 @@ def build_commit(
     trailers = [f"{_TRAILER_SEQ}: {seq}"]
     if label is not None:
         trailers.append(f"{_TRAILER_LABEL}: {label}")
+    if session is not None:
+        trailers.append(f"{_TRAILER_SESSION}: {session}")
     files, additions, deletions = stats
     if uncounted_against is None:
         trailers.append(f"{_TRAILER_STATS}: files={files} additions={additions} deletions={deletions}")
@@ -176,6 +180,7 @@ def parse_snapshot(commit: Commit, seq: int) -> tuple[SnapshotInfo, bytes | None
         metadata=metadata,
         skipped=skipped,
         sequence=seq,
+        session=fields.get(_TRAILER_SESSION) or None,
     )
     return info, uncounted
 

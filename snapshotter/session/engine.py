@@ -30,7 +30,7 @@ from snapshotter.gitstore.store import Store
 from snapshotter.model import ScanStats, SnapshotInfo
 from snapshotter.options import Options
 from snapshotter.session.indexes import UserIndexes
-from snapshotter.session.recording import Recorded, commit, numstat, stored_lines
+from snapshotter.session.recording import Recorded, commit, commit_copy, numstat, stored_lines
 from snapshotter.worktree import hostfs, statcache
 from snapshotter.worktree.gitrepo import TrackedPaths, find_repository, tracked_paths
 from snapshotter.worktree.ignore import root_stack
@@ -86,10 +86,12 @@ class Engine:
         self.workspace = workspace
         self.store = store
         self.options = options
+        self.session = options.session
+        """The session every snapshot recorded here is stamped with (None: the anonymous one)."""
         self.limits = WorkspaceLimits.of(options)
         self.host = hostfs.detect(workspace)
         """What the workspace's filesystem can do (exec bits, symlinks, case...)."""
-        self.catalog = Catalog(store, self.count_lines)
+        self.catalog = Catalog(store, self.count_lines, options.session)
         self.lock = StoreLock(os.path.join(store.meta_dir, "lock"), options.lock_timeout, on_recover=store.recover)
         self.last_scan = ScanStats()
         self.clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
@@ -249,7 +251,9 @@ class Engine:
             stats, compared = numstat(self.store, current, base, self.read_for_stats, lines=count_lines)
         current.line_counts = {}  # counted: a cold snapshot's are 10 MiB at 100k files (recording again reads back)
         against = None if count_lines else base
-        info = commit(self.store, self.catalog, current, message, label, metadata, stats, self.clock(), against)
+        info = commit(
+            self.store, self.catalog, current, message, label, metadata, stats, self.clock(), against, self.session
+        )
         self._remember(current, save=save_cache)
         return Recorded(info, compared)
 
@@ -272,6 +276,10 @@ class Engine:
                 self._remember(current, save=save_cache)
                 return Recorded(held)
         return self.record(current, message, label, {}, save_cache=save_cache, base_side=base_side, count_lines=False)
+
+    def relabelled(self, info: SnapshotInfo, message: str, label: str) -> SnapshotInfo:
+        """A new snapshot of ``info``'s tree, under ``message`` and ``label`` (nothing is walked)."""
+        return commit_copy(self.store, self.catalog, info, message, label, self.clock(), self.session)
 
     def count_lines(self, tree: bytes, against: bytes) -> tuple[int, int]:
         """The deferred line counts of a snapshot of ``tree`` taken when the newest

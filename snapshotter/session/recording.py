@@ -118,6 +118,7 @@ def commit(
     stats: Numstat,
     when: datetime,
     uncounted_against: bytes | None = None,
+    session: str | None = None,
 ) -> SnapshotInfo:
     """Write the snapshot commit of ``current`` and its ref (the next free
     number, whatever other writers took), and make it the base. With
@@ -135,6 +136,7 @@ def commit(
                 skipped=current.skipped,
                 when=when,
                 uncounted_against=uncounted_against,
+                session=session,
             )
         )
         if store.add_snapshot_ref(seq, sha):
@@ -142,3 +144,29 @@ def commit(
         seq += 1  # another writer took this number; take the next one
     store.set_base(sha)
     return catalog.info(seq, sha)
+
+
+def commit_copy(
+    store: Store, catalog: Catalog, info: SnapshotInfo, message: str, label: str, when: datetime, session: str | None
+) -> SnapshotInfo:
+    """A new snapshot of ``info``'s tree under another message and label (its
+    counts and skipped paths as recorded), without walking anything."""
+    seq = max(store.snapshot_refs(), default=0) + 1
+    stats = (info.files_changed, info.additions, info.deletions)
+    while True:
+        sha = store.write_commit(
+            trailers.build_commit(
+                bytes.fromhex(info.tree_id),
+                message,
+                seq=seq,
+                label=label,
+                metadata=dict(info.metadata),
+                stats=stats,
+                skipped=list(info.skipped),
+                when=when,
+                session=session,
+            )
+        )
+        if store.add_snapshot_ref(seq, sha):
+            return catalog.info(seq, sha)
+        seq += 1

@@ -134,16 +134,16 @@ class Restore:
                 raise PathNotFound(f"{path} is neither in snapshot {self.target.id[:12]} nor in the workspace")
 
     def _apply(self, plan: Plan, workspace: Workspace, safety: SnapshotInfo, current: Scan) -> None:
-        engine = self.engine
-        with engine.watch_paused(len(plan.writes) + len(plan.chmods) + len(plan.deletes)):
-            self._apply_or_put_back(plan, workspace, safety)
-        for leftover in current.leftovers:  # from a restore killed mid-write
-            workspace.delete(leftover)
+        apply_or_put_back(self.engine, plan, workspace, safety, current)
         if self.selection is None:
-            engine.store.set_base(bytes.fromhex(self.target.id))
+            self.engine.store.set_base(bytes.fromhex(self.target.id))
 
-    def _apply_or_put_back(self, plan: Plan, workspace: Workspace, safety: SnapshotInfo) -> None:
-        engine = self.engine
+
+def apply_or_put_back(engine: Engine, plan: Plan, workspace: Workspace, safety: SnapshotInfo, current: Scan) -> None:
+    """Carry out a checked ``plan`` over the scan ``current``, whose state the
+    snapshot ``safety`` holds, and save the stat cache; if writing fails
+    part-way, put the workspace back as ``safety`` has it, then raise."""
+    with engine.watch_paused(len(plan.writes) + len(plan.chmods) + len(plan.deletes)):
         cache = engine.cache_for_writes()
         try:
             apply_plan(plan, workspace, engine.store.blob_chunks, cache, engine.phase("writing"))
@@ -157,11 +157,13 @@ class Restore:
                 apply_plan(undo, workspace, engine.store.blob_chunks, StatCache())
             except BaseException:
                 raise StoreError(
-                    f"restore failed part-way ({failure}) and putting the workspace back failed too; "
+                    f"writing failed part-way ({failure}) and putting the workspace back failed too; "
                     f"restore {safety.id[:12]} to recover"
                 ) from None
             raise
         engine.save_cache(cache)
+    for leftover in current.leftovers:  # from a restore killed mid-write
+        workspace.delete(leftover)
 
 
 def _result(plan: Plan, target: SnapshotInfo, safety: SnapshotInfo | None, dry_run: bool) -> RestoreResult:

@@ -14,7 +14,7 @@ reported. Problems are reported per snapshot; the others remain restorable.
 from __future__ import annotations
 
 from snapshotter.gitstore.objects import MODE_TREE, commit_tree, parse_tree
-from snapshotter.gitstore.store import Store
+from snapshotter.gitstore.store import STACK_NAMES, Store
 from snapshotter.model import VerifyResult
 
 
@@ -29,7 +29,8 @@ def verify(store: Store, full: bool = False) -> VerifyResult:
         except (KeyError, ValueError, OSError, Exception) as exc:  # report, never raise: that is the point
             problems.append(f"snapshot {seq} ({commit.hex()[:12]}): {_describe(exc)}")
     problems.extend(f"ref {name} holds no commit id" for name in store.damaged_refs())
-    for name in ("undo", "redo", "turns", "pins"):
+    stacks = [*STACK_NAMES, *(f"sessions/{session}/{name}" for session in store.sessions() for name in STACK_NAMES)]
+    for name in [*stacks, "pins"]:
         for sha in store.stack(name) if name != "pins" else store.pinned():
             if not store.has_object(sha):
                 problems.append(f"{name} entry {sha.hex()[:12]} points at a missing commit")

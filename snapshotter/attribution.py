@@ -1,0 +1,132 @@
+"""Which changes belong to whom, and reverting them while keeping everyone else's.
+
+A change is a pair of snapshots, ``(before, after)``: what happened between
+them, or between ``before`` and the workspace now when ``after`` is None.
+Reverting it brings ``after`` -> ``before`` into the workspace three ways
+(``session.reverting``), so whatever else changed meanwhile stays.
+
+What a session changed in a stretch of its history (a turn, the time since a
+checkpoint) is, most precisely first:
+
+1. the union of its tool calls in that stretch, when it brackets them: a
+   ``tool:<id>`` snapshot before the call, a ``tool-done:<id>`` snapshot
+   after it (``tool_snapshot`` / ``tool_done``); a call not done yet runs to now;
+2. else the stretch itself: from its first snapshot to its last (or to now).
+
+What cannot be told apart: within one bracket, or within an unbracketed
+stretch, every change in the folder is taken as the session's, including
+another session's or a person's edits made at that time (brackets make that
+window as short as the tool call). Edits between brackets are nobody's: a
+session's revert leaves them.
+
+The default ``after`` of ``revert(before)``: the ``post-turn:<n>`` of a
+``pre-turn:<n>``, the ``tool-done:<id>`` of a ``tool:<id>``, else the next
+snapshot of the same session that is not one the library took for itself
+(``pre-restore``, ``pre-revert``...); none: the workspace now.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from snapshotter.compare.treediff import ScannedTree, TreeSide
+from snapshotter.model import ConflictMode, RevertResult, SnapshotInfo
+from snapshotter.session.engine import Engine
+from snapshotter.session.reverting import Step, bring_in
+from snapshotter.worktree.pathnames import names_checker
+
+Pair = tuple[SnapshotInfo, SnapshotInfo | None]
+"""A change: (before, after); after None: the workspace now."""
+
+TOOL, TOOL_DONE = "tool:", "tool-done:"
+PRE_TURN, POST_TURN = "pre-turn:", "post-turn:"
+INTERNAL_LABELS = frozenset(
+    {"pre-restore", "pre-undo", "pre-redo", "pre-revert", "pre-merge", "post-undo", "post-redo"}
+)
+"""Labels of the snapshots the library takes for itself."""
+
+
+def same_session(info: SnapshotInfo, session: str | None) -> bool:
+    return info.session == session
+
+
+def after_of(engine: Engine, before: SnapshotInfo) -> SnapshotInfo | None:
+    """The snapshot a change starting at ``before`` ends at, by the rule in the
+    module's docstring; None: the change runs to the workspace now."""
+    label = before.label or ""
+    pairs = {PRE_TURN: POST_TURN, TOOL: TOOL_DONE}
+    later = [
+        info
+        for info in engine.catalog.newest_first()
+        if info.sequence > before.sequence and same_session(info, before.session)
+    ]
+    later.reverse()  # oldest first
+    for start, end in pairs.items():
+        if label.startswith(start):
+            wanted = end + label[len(start) :]
+            return next((info for info in later if info.label == wanted), None)
+    return next((info for info in later if (info.label or "") not in INTERNAL_LABELS), None)
+
+
+def tool_calls(engine: Engine, session: str | None, start: SnapshotInfo, end: SnapshotInfo | None) -> list[Pair]:
+    """The session's bracketed tool calls between ``start`` and ``end`` (None: now),
+    oldest first: (the ``tool:`` snapshot, its ``tool-done:`` one, None while running)."""
+    window = [
+        info
+        for info in engine.catalog.newest_first()
+        if same_session(info, session)
+        and info.sequence > start.sequence
+        and (end is None or info.sequence <= end.sequence)
+    ]
+    window.reverse()
+    calls: list[Pair] = []
+    begun: dict[str, SnapshotInfo] = {}
+    for info in window:
+        label = info.label or ""
+        if label.startswith(TOOL):
+            begun[label[len(TOOL) :]] = info
+        elif label.startswith(TOOL_DONE):
+            opened = begun.pop(label[len(TOOL_DONE) :], None)
+            if opened is not None:
+                calls.append((opened, info))
+    if end is None:
+        calls.extend((opened, None) for opened in begun.values())
+    return sorted(calls, key=lambda pair: pair[0].sequence)
+
+
+def session_changes(engine: Engine, session: str | None, start: SnapshotInfo, end: SnapshotInfo | None) -> list[Pair]:
+    """What ``session`` changed from ``start`` to ``end`` (None: now): its tool
+    calls there if it bracketed any, else the whole stretch."""
+    return tool_calls(engine, session, start, end) or [(start, end)]
+
+
+def revert_changes(
+    engine: Engine,
+    pairs: Sequence[Pair],
+    *,
+    files: Sequence[str | os.PathLike[str]] | None = None,
+    dry_run: bool = False,
+    conflicts: ConflictMode = "abort",
+    safety_label: str = "pre-revert",
+    message: str = "before reverting",
+) -> RevertResult:
+    """Revert each change of ``pairs``, newest first, over the workspace as it is
+    now; a change that runs to now runs to this very scan of the workspace."""
+    current = engine.scan(write=not dry_run)
+    check = names_checker(engine.host)
+    steps = []
+    for before, after in sorted(pairs, key=lambda pair: pair[0].sequence, reverse=True):
+        end: TreeSide = engine.stored(after, check_names=check) if after is not None else ScannedTree(current)
+        steps.append(Step(end, engine.stored(before, check_names=check)))
+    return bring_in(
+        engine,
+        steps,
+        files=files,
+        dry_run=dry_run,
+        conflicts=conflicts,
+        safety_label=safety_label,
+        message=message,
+        labels=("workspace", "reverted"),
+        current=current,
+    )

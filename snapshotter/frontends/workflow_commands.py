@@ -1,0 +1,72 @@
+"""The command line's agent-loop commands: ``undo``, ``redo``, ``turn``, ``tool``
+and ``revert`` (the grammar is in ``arguments``; ``cli`` runs the rest).
+
+Each returns (its JSON result, a function printing its text). A revert that
+conflicts and wrote nothing is a failure (exit 5, the result in the JSON
+error), never a silent success.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from snapshotter.frontends import rendering
+from snapshotter.frontends.failures import EXIT_REFUSED, CommandFailed
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from snapshotter.api import Snapshotter
+    from snapshotter.model import RevertResult
+
+NAMES = frozenset({"undo", "redo", "turn", "tool", "revert"})
+Printer = Callable[[str], None]
+
+
+def dispatch(name: str, snap: Snapshotter, args: argparse.Namespace, say: Printer) -> tuple[Any, Callable[[], None]]:
+    """Run the agent-loop command ``name``; ``say`` prints one line."""
+    f = rendering
+    if name in ("undo", "redo"):
+        outcome = snap.undo() if name == "undo" else snap.redo()
+        if not outcome.ok:
+            refused = outcome.revert is not None and bool(outcome.revert.conflicts)
+            code = EXIT_REFUSED if refused else 1
+            raise CommandFailed("Conflict" if refused else "NothingToDo", outcome.message, f.undo_json(outcome), code)
+        return f.undo_json(outcome), lambda: say(outcome.message)
+    if name == "turn":
+        if args.action == "revert":
+            if args.reset:
+                restored = snap.revert_turn(args.n, reset=True)
+                return f.restore_json(restored), lambda: _lines(say, f.restore_lines(restored))
+            return _reverted(snap.revert_turn(args.n, conflicts=args.conflicts), say)
+        info = snap.begin_turn() if args.action == "begin" else snap.end_turn()
+        return f.snapshot_json(info), lambda: say(f.snapshot_line(info))
+    if name == "tool":
+        info = snap.tool_snapshot(args.call_id) if args.action == "begin" else snap.tool_done(args.call_id)
+        return f.snapshot_json(info), lambda: say(f.snapshot_line(info))
+    if name == "revert":
+        result = snap.revert(
+            args.before, args.after, files=args.paths or None, dry_run=args.dry_run, conflicts=args.conflicts
+        )
+        return _reverted(result, say)
+    raise AssertionError(f"not an agent-loop command: {name}")
+
+
+def _reverted(result: RevertResult, say: Printer) -> tuple[Any, Callable[[], None]]:
+    if not result.applied and not result.dry_run:
+        shown = ", ".join(f"{c.path} ({c.reason.value})" for c in result.conflicts[:5])
+        more = f" and {len(result.conflicts) - 5} more" if len(result.conflicts) > 5 else ""
+        raise CommandFailed(
+            "Conflict",
+            f"nothing was written: conflicts at {shown}{more}; pass --conflicts ours or --conflicts markers",
+            rendering.revert_json(result),
+            EXIT_REFUSED,
+        )
+    return rendering.revert_json(result), lambda: _lines(say, rendering.revert_lines(result))
+
+
+def _lines(say: Printer, lines: list[str]) -> None:
+    for line in lines:
+        say(line)

@@ -1,0 +1,144 @@
+"""The agent-loop calls of :class:`~snapshotter.Snapshotter`: checkpoints, undo
+and redo, turns, tool calls, and reverts that keep everyone else's work.
+
+They live apart from ``api`` only to keep each module readable; ``Snapshotter``
+inherits them, and every one runs through the same wrapper (``calls.public``).
+What each does is in ``history`` (stacks, turns, sessions) and ``attribution``
+(whose changes are whose, and reverting them).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Literal, overload
+
+from snapshotter import attribution, history, inputs
+from snapshotter.calls import public
+from snapshotter.model import ConflictMode, RestoreResult, RevertResult, SnapshotInfo, UndoResult
+from snapshotter.session.engine import Engine
+from snapshotter.session.reverting import check_conflict_mode
+
+
+class Workflows:
+    """Checkpoints, undo/redo, turns, tool calls and reverts (see the module's docstring)."""
+
+    def _engine_ok(self) -> Engine:
+        raise NotImplementedError  # Snapshotter's
+
+    @public(mutates=True)
+    def checkpoint(
+        self, message: str = "", *, label: str | None = None, metadata: Mapping[str, str] | None = None
+    ) -> SnapshotInfo:
+        """Snapshot the workspace as an undo point. What could have been redone is
+        kept as ``abandoned:<n>`` snapshots (listed, restorable until retention drops them)."""
+        engine = self._engine_ok()
+        checked = inputs.snapshot_text(message, label, metadata)
+        with inputs.moving_label(engine, label):
+            return history.checkpoint(engine, *checked)
+
+    @public(failure=False, mutates=True, maintain=False)
+    def can_undo(self) -> bool:
+        """True if ``undo()`` would change the workspace's checkpoint position."""
+        return history.can_undo(self._engine_ok())
+
+    @public(failure=False, mutates=True, maintain=False)
+    def can_redo(self) -> bool:
+        return history.can_redo(self._engine_ok())
+
+    @public(mutates=True)
+    def undo(self) -> UndoResult:
+        """Go back to the last checkpoint before the current state (saving it for
+        redo). In a named session, revert only that session's changes since
+        its last checkpoint, keeping everyone else's (falsy, with the
+        conflicts in ``revert``, if they clash and nothing was written)."""
+        return history.undo(self._engine_ok())
+
+    @public(mutates=True)
+    def redo(self) -> UndoResult:
+        """Return to the state the last undo replaced (in a named session: bring
+        back exactly the changes it reverted)."""
+        return history.redo(self._engine_ok())
+
+    @public(mutates=True)
+    def begin_turn(self, message: str = "", *, metadata: Mapping[str, str] | None = None) -> SnapshotInfo:
+        """Checkpoint labelled ``pre-turn:<n>`` for the session's next turn number n."""
+        return history.begin_turn(self._engine_ok(), *inputs.snapshot_text(message, None, metadata)[::2])
+
+    @public(mutates=True)
+    def end_turn(self, message: str = "", *, metadata: Mapping[str, str] | None = None) -> SnapshotInfo:
+        """Snapshot labelled ``post-turn:<n>`` for the turn begun last."""
+        return history.end_turn(self._engine_ok(), *inputs.snapshot_text(message, None, metadata)[::2])
+
+    @public(mutates=True)
+    def tool_snapshot(
+        self, call_id: str, message: str = "", *, metadata: Mapping[str, str] | None = None
+    ) -> SnapshotInfo:
+        """Snapshot labelled ``tool:<call_id>``, before a file-editing tool call.
+        With :meth:`tool_done` after it, the call's changes are known exactly:
+        reverting the turn (or a session's undo) reverts those, nothing else."""
+        text = inputs.snapshot_text(message, None, metadata)
+        return history.tool_snapshot(self._engine_ok(), inputs.call_id(call_id), text[0], text[2])
+
+    @public(mutates=True)
+    def tool_done(self, call_id: str, message: str = "", *, metadata: Mapping[str, str] | None = None) -> SnapshotInfo:
+        """Snapshot labelled ``tool-done:<call_id>``, after the tool call that
+        :meth:`tool_snapshot` began (in watch mode, milliseconds)."""
+        text = inputs.snapshot_text(message, None, metadata)
+        return history.tool_done(self._engine_ok(), inputs.call_id(call_id), text[0], text[2])
+
+    @public(mutates=True)
+    def revert(
+        self,
+        before: str | SnapshotInfo,
+        after: str | SnapshotInfo | None = None,
+        *,
+        files: Sequence[str | os.PathLike[str]] | None = None,
+        dry_run: bool = False,
+        conflicts: ConflictMode = "abort",
+    ) -> RevertResult:
+        """Undo the change from snapshot ``before`` to snapshot ``after`` on the
+        workspace as it is now, keeping every other change.
+
+        ``after`` by default: the ``post-turn:<n>`` of a ``pre-turn:<n>``, the
+        ``tool-done:<id>`` of a ``tool:<id>``, else the next snapshot of the
+        same session (not counting the library's own safety snapshots); with
+        none, the workspace now. A path the workspace changed since is merged
+        three ways; what cannot be merged is a conflict: ``"abort"`` writes
+        nothing (the result is falsy), ``"ours"`` keeps the workspace's version
+        of those paths and reverts the rest, ``"markers"`` also writes git-style
+        conflict markers into the text files that clashed. A ``pre-revert``
+        safety snapshot comes first, so a revert can itself be undone.
+        """
+        engine = self._engine_ok()
+        mode = check_conflict_mode(conflicts)
+        first = engine.catalog.get(before)
+        last = engine.catalog.get(after) if after is not None else attribution.after_of(engine, first)
+        message = f"before reverting {first.id[:12]}..{last.id[:12] if last is not None else 'now'}"
+        paths = inputs.paths(files)
+        return attribution.revert_changes(
+            engine, [(first, last)], files=paths, dry_run=bool(dry_run), conflicts=mode, message=message
+        )
+
+    @overload
+    def revert_turn(
+        self, n: int = 1, *, reset: Literal[False] = False, conflicts: ConflictMode = ...
+    ) -> RevertResult: ...
+    @overload
+    def revert_turn(self, n: int = 1, *, reset: Literal[True], conflicts: ConflictMode = ...) -> RestoreResult: ...
+    @overload
+    def revert_turn(
+        self, n: int = 1, *, reset: bool, conflicts: ConflictMode = ...
+    ) -> RevertResult | RestoreResult: ...
+
+    @public(mutates=True)
+    def revert_turn(
+        self, n: int = 1, *, reset: bool = False, conflicts: ConflictMode = "abort"
+    ) -> RevertResult | RestoreResult:
+        """Revert the n-th last turn of this session (1 = the last one): its own
+        changes (its tool calls, if it bracketed them; else pre-turn to
+        post-turn, or to now for a turn still open) go, and every later edit
+        stays, as :meth:`revert` does. With ``reset=True`` the workspace is
+        restored to the state before the turn instead (later edits replaced,
+        kept in the safety snapshot), and a ``RestoreResult`` comes back."""
+        return history.revert_turn(self._engine_ok(), n, bool(reset), check_conflict_mode(conflicts))

@@ -1,0 +1,329 @@
+"""revert(): undo one change on the workspace as it is now, keeping every other change.
+
+git is the oracle for the merges (``git merge-file`` with ours = the workspace,
+base = the change's far end, theirs = its near end); everything else is
+checked byte for byte on real folders.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import GIT, needs_git
+
+from snapshotter import ConflictReason, InvalidInput, RestoreResult, RevertResult, Snapshotter
+
+LINES = [f"line {i}: {'alpha beta gamma'[: i % 16]}\n" for i in range(100)]
+
+
+def write(ws: Path, files: dict[str, str | bytes]) -> None:
+    for rel, content in files.items():
+        path = ws / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content.encode() if isinstance(content, str) else content)
+
+
+def tree_bytes(ws: Path) -> dict[str, bytes]:
+    out = {}
+    for root, dirs, names in os.walk(ws):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in names:
+            path = Path(root) / name
+            link = path.is_symlink()
+            out[path.relative_to(ws).as_posix()] = b"->" + os.fsencode(os.readlink(path)) if link else path.read_bytes()
+    return out
+
+
+def edited(lines: list[str], start: int, end: int, tag: str) -> str:
+    return "".join(f"{tag} {i}\n" if start <= i < end else line for i, line in enumerate(lines))
+
+
+def git_merge_file(tmp: Path, ours: bytes, base: bytes, theirs: bytes) -> tuple[bytes, int]:
+    """``git merge-file -p`` with our own labels: (output, number of conflicts)."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    for name, content in (("ours", ours), ("base", base), ("theirs", theirs)):
+        (tmp / name).write_bytes(content)
+    assert GIT is not None
+    done = subprocess.run(
+        [GIT, "merge-file", "-p", "-L", "workspace", "-L", "base", "-L", "reverted", "ours", "base", "theirs"],
+        cwd=tmp,
+        capture_output=True,
+    )
+    return done.stdout, done.returncode
+
+
+def test_a_later_edit_elsewhere_survives(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"f1.py": "one\n", "other.py": "x\n"})
+    snap = make()
+    before = snap.snapshot("before")
+    write(ws, {"f1.py": "two\n", "new.py": "added\n"})
+    after = snap.snapshot("after")
+    write(ws, {"other.py": "a person's edit\n"})
+    result = snap.revert(before.id, after.id)
+    assert isinstance(result, RevertResult) and result
+    assert (ws / "f1.py").read_text() == "one\n" and not (ws / "new.py").exists()
+    assert (ws / "other.py").read_text() == "a person's edit\n"
+    assert result.reverted == ("f1.py", "new.py") and result.conflicts == () and result.merged == ()
+    assert result.safety_snapshot_id is not None
+
+
+@needs_git
+def test_drifted_text_is_merged_as_git_merge_file_merges_it(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"shared.py": "".join(LINES)})
+    snap = make()
+    before = snap.snapshot()
+    write(ws, {"shared.py": edited(LINES, 0, 10, "agent")})
+    after = snap.snapshot()
+    write(ws, {"shared.py": edited(LINES, 0, 10, "agent").replace("line 55", "person 55")})
+    ours = (ws / "shared.py").read_bytes()
+    expected, conflicts = git_merge_file(
+        tmp_path / "oracle", ours, edited(LINES, 0, 10, "agent").encode(), "".join(LINES).encode()
+    )
+    assert conflicts == 0
+    result = snap.revert(before.id, after.id)
+    assert result.merged == ("shared.py",) and not result.conflicts
+    assert (ws / "shared.py").read_bytes() == expected
+    assert b"person 55" in expected and b"agent 3" not in expected
+
+
+@needs_git
+def test_overlapping_edits_conflict_and_nothing_is_written(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"shared.py": "".join(LINES), "plain.py": "p1\n"})
+    snap = make()
+    before = snap.snapshot()
+    write(ws, {"shared.py": edited(LINES, 0, 10, "agent"), "plain.py": "p2\n"})
+    after = snap.snapshot()
+    write(ws, {"shared.py": edited(LINES, 5, 15, "person")})
+    state = tree_bytes(ws)
+    listed = len(snap.list(limit=None))
+    result = snap.revert(before.id, after.id)
+    assert not result and not result.applied
+    assert [(c.path, c.reason) for c in result.conflicts] == [("shared.py", ConflictReason.CONTENT)]
+    assert tree_bytes(ws) == state, "abort must write nothing"
+    assert result.safety_snapshot_id is None and len(snap.list(limit=None)) == listed
+    _, git_conflicts = git_merge_file(
+        tmp_path / "oracle", state["shared.py"], edited(LINES, 0, 10, "agent").encode(), "".join(LINES).encode()
+    )
+    assert git_conflicts > 0
+
+
+@needs_git
+def test_markers_mode_writes_what_git_merge_file_writes(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"shared.py": "".join(LINES), "plain.py": "p1\n"})
+    snap = make()
+    before = snap.snapshot()
+    write(ws, {"shared.py": edited(LINES, 0, 10, "agent"), "plain.py": "p2\n"})
+    after = snap.snapshot()
+    write(ws, {"shared.py": edited(LINES, 5, 15, "person")})
+    ours = (ws / "shared.py").read_bytes()
+    expected, conflicts = git_merge_file(
+        tmp_path / "oracle", ours, edited(LINES, 0, 10, "agent").encode(), "".join(LINES).encode()
+    )
+    result = snap.revert(before.id, after.id, conflicts="markers")
+    assert result.applied and result.marked == ("shared.py",) and conflicts > 0
+    assert (ws / "shared.py").read_bytes() == expected
+    assert (ws / "plain.py").read_text() == "p1\n"  # the clean path is reverted too
+
+
+def test_ours_mode_keeps_the_workspace_version_of_conflicts_only(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"shared.py": "".join(LINES), "plain.py": "p1\n"})
+    snap = make()
+    before = snap.snapshot()
+    write(ws, {"shared.py": edited(LINES, 0, 10, "agent"), "plain.py": "p2\n"})
+    after = snap.snapshot()
+    write(ws, {"shared.py": edited(LINES, 5, 15, "person")})
+    result = snap.revert(before.id, after.id, conflicts="ours")
+    assert result.applied and result.reverted == ("plain.py",) and result.marked == ()
+    assert (ws / "shared.py").read_text() == edited(LINES, 5, 15, "person")
+    assert (ws / "plain.py").read_text() == "p1\n"
+
+
+@pytest.mark.parametrize("kind", ["binary", "symlink", "file-to-folder", "deleted", "modify-deleted"])
+def test_drift_that_cannot_be_merged_is_a_conflict(ws: Path, make, kind: str) -> None:  # type: ignore[no-untyped-def]
+    if kind == "symlink" and sys.platform == "win32":
+        pytest.skip("no symlinks here")
+    write(ws, {"f": b"\x00bin one" if kind == "binary" else "one\n", "keep.txt": "k\n"})
+    if kind == "symlink":
+        (ws / "f").unlink()
+        os.symlink("target-one", ws / "f")
+    snap = make()
+    before = snap.snapshot()
+    if kind == "binary":
+        write(ws, {"f": b"\x00bin two"})
+    elif kind == "symlink":
+        (ws / "f").unlink()
+        os.symlink("target-two", ws / "f")
+    elif kind == "modify-deleted":
+        (ws / "f").unlink()
+    else:
+        write(ws, {"f": "two\n"})
+    after = snap.snapshot()
+    if kind == "binary":
+        write(ws, {"f": b"\x00bin three"})
+    elif kind == "symlink":
+        (ws / "f").unlink()
+        os.symlink("target-three", ws / "f")
+    elif kind == "file-to-folder":
+        (ws / "f").unlink()
+        write(ws, {"f/inside.txt": "now a folder\n"})
+    elif kind == "deleted":
+        (ws / "f").unlink()
+    elif kind == "modify-deleted":
+        write(ws, {"f": "recreated differently\n"})
+    state = tree_bytes(ws)
+    result = snap.revert(before.id, after.id)
+    expected = {
+        "binary": ConflictReason.BINARY,
+        "symlink": ConflictReason.SYMLINK,
+        "file-to-folder": ConflictReason.TYPE,
+        "deleted": ConflictReason.DELETED,
+        "modify-deleted": ConflictReason.CONTENT,
+    }[kind]
+    assert [c.reason for c in result.conflicts] == [expected], result
+    assert tree_bytes(ws) == state
+
+
+def test_exec_bit_chosen_both_ways_is_a_mode_conflict(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """With two values an exec bit can only clash where both sides made the file:
+    the change deleted it, and the workspace made it again with the other bit."""
+    if sys.platform == "win32":
+        pytest.skip("no exec bit here")
+    write(ws, {"run.sh": "echo one\n", "keep": "k\n"})
+    os.chmod(ws / "run.sh", 0o755)
+    snap = make()
+    before = snap.snapshot()
+    (ws / "run.sh").unlink()
+    after = snap.snapshot()
+    write(ws, {"run.sh": "echo one\n"})  # again, not executable
+    result = snap.revert(before.id, after.id)
+    assert [c.reason for c in result.conflicts] == [ConflictReason.MODE]
+    assert not os.access(ws / "run.sh", os.X_OK)
+
+
+def test_dry_run_writes_nothing_and_says_what_it_would_do(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "1\n", "b.txt": "b\n"})
+    snap = make()
+    before = snap.snapshot()
+    write(ws, {"a.txt": "2\n", "c.txt": "new\n"})
+    after = snap.snapshot()
+    write(ws, {"b.txt": "edited since\n"})
+    state, listed = tree_bytes(ws), len(snap.list(limit=None))
+    result = snap.revert(before.id, after.id, dry_run=True)
+    assert result.dry_run and not result.applied and result.reverted == ("a.txt", "c.txt")
+    assert tree_bytes(ws) == state and len(snap.list(limit=None)) == listed
+
+
+def test_a_revert_is_undone_by_restoring_its_safety_snapshot(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "1\n", "d/b.txt": "b\n"})
+    snap = make()
+    before = snap.snapshot()
+    write(ws, {"a.txt": "2\n", "d/c.txt": "new\n"})
+    after = snap.snapshot()
+    write(ws, {"d/b.txt": "edited since\n"})
+    state = tree_bytes(ws)
+    result = snap.revert(before.id, after.id)
+    assert tree_bytes(ws) != state
+    assert result.safety_snapshot_id is not None
+    snap.restore(result.safety_snapshot_id)
+    assert tree_bytes(ws) == state
+
+
+def test_untracked_files_in_the_way_are_never_touched(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"notes.txt": "tracked\n", "keep.txt": "k\n"})
+    snap = make()
+    before = snap.snapshot()
+    (ws / "notes.txt").unlink()
+    after = snap.snapshot()
+    write(ws, {".gitignore": "notes.txt\n", "notes.txt": "my private notes, ignored now\n"})
+    result = snap.revert(before.id, after.id)
+    assert [(c.path, c.reason) for c in result.conflicts] == [("notes.txt", ConflictReason.UNTRACKED)]
+    assert (ws / "notes.txt").read_text() == "my private notes, ignored now\n"
+
+
+def test_folders_emptied_by_the_revert_go_and_deleted_files_come_back(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"gone.txt": "old\n", "keep.txt": "k\n"})
+    snap = make()
+    before = snap.snapshot()
+    (ws / "gone.txt").unlink()
+    write(ws, {"pkg/sub/new.py": "x\n"})
+    after = snap.snapshot()
+    result = snap.revert(before.id, after.id)
+    assert (ws / "gone.txt").read_text() == "old\n"
+    assert not (ws / "pkg").exists()
+    assert set(result.reverted) == {"gone.txt", "pkg/sub/new.py"}
+
+
+def test_files_limits_the_revert(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "1\n", "b.txt": "1\n"})
+    snap = make()
+    before = snap.snapshot()
+    write(ws, {"a.txt": "2\n", "b.txt": "2\n"})
+    after = snap.snapshot()
+    result = snap.revert(before.id, after.id, files=["a.txt"])
+    assert result.reverted == ("a.txt",)
+    assert (ws / "a.txt").read_text() == "1\n" and (ws / "b.txt").read_text() == "2\n"
+
+
+def test_default_after_is_the_turn_end_the_tool_done_or_the_next_snapshot(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"f": "0\n", "g": "0\n", "h": "0\n"})
+    snap = make()
+    pre = snap.begin_turn()
+    write(ws, {"f": "1\n"})
+    snap.end_turn()
+    write(ws, {"g": "1\n"})
+    tool = snap.tool_snapshot("c1")
+    write(ws, {"h": "1\n"})
+    snap.tool_done("c1")
+    write(ws, {"f": "1\n", "g": "2\n"})
+    assert snap.revert(pre.id).reverted == ("f",)  # pre-turn -> post-turn
+    assert (ws / "f").read_text() == "0\n" and (ws / "g").read_text() == "2\n"
+    assert snap.revert(tool.id).reverted == ("h",)  # tool -> tool-done
+    plain = snap.snapshot("plain")
+    write(ws, {"g": "3\n"})
+    nxt = snap.snapshot("next")
+    write(ws, {"h": "later\n"})
+    assert snap.revert(plain.id).reverted == ("g",)  # the next snapshot, not the workspace now
+    assert (ws / "h").read_text() == "later\n"
+    last = snap.snapshot("last")
+    write(ws, {"g": "4\n"})
+    assert snap.revert(last.id).reverted == ("g",) and (ws / "g").read_text() == "2\n" != nxt.id  # none after: now
+
+
+def test_revert_turn_keeps_a_persons_later_edit_and_reset_restores(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"agent.py": "a0\n", "mine.txt": "m0\n", "shared.py": "".join(LINES)})
+    snap = make()
+    snap.begin_turn()
+    write(ws, {"agent.py": "a1\n", "shared.py": edited(LINES, 0, 5, "agent")})
+    snap.end_turn()
+    write(ws, {"mine.txt": "a person's edit\n", "shared.py": edited(LINES, 0, 5, "agent").replace("line 80", "me 80")})
+    result = snap.revert_turn()
+    assert isinstance(result, RevertResult) and result.merged == ("shared.py",)
+    assert (ws / "agent.py").read_text() == "a0\n"
+    assert (ws / "mine.txt").read_text() == "a person's edit\n"
+    assert (ws / "shared.py").read_text() == "".join(LINES).replace("line 80", "me 80")
+    reset = snap.revert_turn(reset=True)
+    assert isinstance(reset, RestoreResult)
+    assert (ws / "mine.txt").read_text() == "m0\n"  # reset: the folder as it was before the turn
+
+
+def test_revert_of_a_turn_still_open_runs_to_now(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"f": "0\n"})
+    snap = make()
+    snap.begin_turn()
+    write(ws, {"f": "1\n", "g": "new\n"})
+    result = snap.revert_turn()
+    assert result and (ws / "f").read_text() == "0\n" and not (ws / "g").exists()
+
+
+def test_bad_arguments_are_refused(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"f": "0\n"})
+    snap: Snapshotter = make()
+    first = snap.snapshot()
+    with pytest.raises(InvalidInput):
+        snap.revert(first.id, conflicts="theirs")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):
+        snap.revert_turn(conflicts="nope")  # type: ignore[call-overload]

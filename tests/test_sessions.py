@@ -1,0 +1,270 @@
+"""Sessions sharing one folder: each reverts, undoes and redoes its own changes only.
+
+Two ``Snapshotter`` objects on the same workspace and store, each with its own
+``session=``, stand for two agents. Checked byte for byte on real folders;
+the hypothesis test drives random interleavings of both sessions' edits and reverts.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from snapshotter import ConflictReason, InvalidInput, Snapshotter
+
+LINES = [f"line {i} of the shared file\n" for i in range(100)]
+
+
+def write(ws: Path, files: dict[str, str]) -> None:
+    for rel, content in files.items():
+        path = ws / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+
+
+def edit_lines(ws: Path, rel: str, start: int, end: int, tag: str) -> None:
+    lines = (ws / rel).read_text().splitlines(keepends=True)
+    for i in range(start, end):
+        lines[i] = f"{tag} edit of line {i}\n"
+    (ws / rel).write_text("".join(lines))
+
+
+def files_of(ws: Path) -> dict[str, bytes]:
+    out = {}
+    for root, dirs, names in os.walk(ws):
+        for name in names:
+            path = Path(root) / name
+            out[path.relative_to(ws).as_posix()] = path.read_bytes()
+    return out
+
+
+@pytest.fixture
+def two(ws: Path, make) -> tuple[Snapshotter, Snapshotter]:  # type: ignore[no-untyped-def]
+    write(ws, {"f1.py": "f1 original\n", "f2.py": "f2 original\n", "shared.py": "".join(LINES)})
+    return make(session="A"), make(session="B")
+
+
+def test_two_sessions_interleaving_turns_each_revert_only_their_own(ws: Path, two) -> None:  # type: ignore[no-untyped-def]
+    a, b = two
+    a.begin_turn()
+    write(ws, {"f1.py": "f1 by A\n"})
+    edit_lines(ws, "shared.py", 0, 10, "A")
+    a.end_turn()
+    b.begin_turn()
+    write(ws, {"f2.py": "f2 by B\n"})
+    edit_lines(ws, "shared.py", 50, 60, "B")
+    b.end_turn()
+    b_file, b_lines = (ws / "f2.py").read_bytes(), (ws / "shared.py").read_text().splitlines()[50:60]
+    result = a.revert_turn()
+    assert result and result.reverted == ("f1.py",) and result.merged == ("shared.py",)
+    assert (ws / "f1.py").read_text() == "f1 original\n"
+    shared = (ws / "shared.py").read_text().splitlines(keepends=True)
+    assert shared[:10] == LINES[:10]
+    assert (ws / "f2.py").read_bytes() == b_file and [s.rstrip("\n") for s in shared[50:60]] == b_lines
+
+
+def test_concurrent_turns_are_told_apart_by_their_tool_calls(ws: Path, two) -> None:  # type: ignore[no-untyped-def]
+    a, b = two
+    a.begin_turn()
+    b.begin_turn()
+    a.tool_snapshot("a1")
+    write(ws, {"f1.py": "f1 by A\n"})
+    edit_lines(ws, "shared.py", 0, 10, "A")
+    a.tool_done("a1")
+    b.tool_snapshot("b1")
+    write(ws, {"f2.py": "f2 by B\n"})
+    edit_lines(ws, "shared.py", 50, 60, "B")
+    b.tool_done("b1")
+    a.tool_snapshot("a2")
+    write(ws, {"new_by_a.py": "A made this\n"})
+    a.tool_done("a2")
+    a.end_turn()
+    before = files_of(ws)
+    result = a.revert_turn()  # A's turn spans B's call: only A's two calls are reverted
+    assert set(result.reverted) == {"f1.py", "new_by_a.py"} and result.merged == ("shared.py",)
+    after = files_of(ws)
+    assert after["f2.py"] == before["f2.py"] == b"f2 by B\n"
+    shared = after["shared.py"].decode().splitlines(keepends=True)
+    assert shared[:10] == LINES[:10] and shared[50:60] == before["shared.py"].decode().splitlines(keepends=True)[50:60]
+    assert "new_by_a.py" not in after
+
+
+def test_overlapping_lines_are_a_conflict_and_nothing_is_written(ws: Path, two) -> None:  # type: ignore[no-untyped-def]
+    a, b = two
+    a.begin_turn()
+    edit_lines(ws, "shared.py", 0, 10, "A")
+    write(ws, {"f1.py": "f1 by A\n"})
+    a.end_turn()
+    b.begin_turn()
+    edit_lines(ws, "shared.py", 5, 15, "B")
+    b.end_turn()
+    state = files_of(ws)
+    result = a.revert_turn()
+    assert not result and [(c.path, c.reason) for c in result.conflicts] == [("shared.py", ConflictReason.CONTENT)]
+    assert files_of(ws) == state
+    kept = a.revert_turn(conflicts="ours")
+    assert kept.reverted == ("f1.py",) and files_of(ws)["shared.py"] == state["shared.py"]
+
+
+def test_a_sessions_undo_and_redo_touch_only_its_own_calls(ws: Path, two) -> None:  # type: ignore[no-untyped-def]
+    a, b = two
+    a.checkpoint("A's point")
+    a.tool_snapshot("a1")
+    write(ws, {"f1.py": "f1 by A\n"})
+    edit_lines(ws, "shared.py", 0, 10, "A")
+    a.tool_done("a1")
+    write(ws, {"f2.py": "f2 by B, no bracket\n"})
+    edit_lines(ws, "shared.py", 50, 60, "B")
+    done_by_a = files_of(ws)
+    assert a.can_undo()
+    undone = a.undo()
+    assert undone.ok and undone.revert is not None
+    now = files_of(ws)
+    assert now["f1.py"] == b"f1 original\n" and now["f2.py"] == b"f2 by B, no bracket\n"
+    assert now["shared.py"].decode().splitlines(keepends=True)[:10] == LINES[:10]
+    assert "B edit of line 55" in now["shared.py"].decode()
+    assert not b.can_undo() and not b.undo().ok  # B took no checkpoint: nothing of B's to undo
+    assert a.can_redo()
+    redone = a.redo()
+    assert redone.ok and files_of(ws) == done_by_a
+    assert not a.can_redo()
+
+
+def test_undo_that_would_clash_is_refused_and_changes_nothing(ws: Path, two) -> None:  # type: ignore[no-untyped-def]
+    a, b = two
+    a.checkpoint()
+    a.tool_snapshot("a1")
+    edit_lines(ws, "shared.py", 0, 10, "A")
+    a.tool_done("a1")
+    edit_lines(ws, "shared.py", 5, 15, "B")
+    state = files_of(ws)
+    undone = a.undo()
+    assert not undone.ok and undone.revert is not None and undone.revert.conflicts
+    assert files_of(ws) == state and a.can_undo() and not a.can_redo()
+
+
+def test_sessions_keep_their_own_turn_numbers_labels_and_listings(ws: Path, two) -> None:  # type: ignore[no-untyped-def]
+    a, b = two
+    pre_a = a.begin_turn()
+    pre_b = b.begin_turn()
+    assert pre_a.label == pre_b.label == "pre-turn:1"
+    assert (pre_a.session, pre_b.session) == ("A", "B")
+    assert a.get("pre-turn:1").id == pre_a.id and b.get("pre-turn:1").id == pre_b.id
+    plain = Snapshotter(ws, home=Path(a.store_path).parent.parent)
+    try:
+        assert plain.get("pre-turn:1").id == pre_b.id  # the anonymous session has none: the newest
+        assert [i.id for i in plain.list(session="A")] == [pre_a.id]
+        assert plain.list(session="") == []
+        anonymous = plain.snapshot("mine")
+        assert [i.id for i in plain.list(session="")] == [anonymous.id]
+    finally:
+        plain.close()
+    with pytest.raises(InvalidInput):
+        Snapshotter(ws, home=Path(a.store_path).parent.parent, session="../escape")
+
+
+def test_a_checkpoint_after_undo_keeps_the_redo_side_as_abandoned(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"f": "1\n"})
+    snap = make()
+    snap.checkpoint()
+    write(ws, {"f": "2\n"})
+    snap.checkpoint()
+    write(ws, {"f": "3, not checkpointed\n"})
+    assert snap.undo().ok
+    write(ws, {"f": "4\n"})
+    snap.checkpoint()
+    assert not snap.can_redo()
+    abandoned = snap.list(label="abandoned:1")
+    assert len(abandoned) == 1
+    snap.restore("abandoned:1")
+    assert (ws / "f").read_text() == "3, not checkpointed\n"
+
+
+def test_tool_done_needs_its_tool_snapshot(ws: Path, two) -> None:  # type: ignore[no-untyped-def]
+    a, b = two
+    b.tool_snapshot("shared-id")
+    with pytest.raises(InvalidInput):
+        a.tool_done("shared-id")  # B's call, not A's
+    with pytest.raises(InvalidInput):
+        a.tool_done("never-begun")
+
+
+# -- the model: random interleavings never touch the other session's work -------------------
+
+OWN = {"A": (0, 10), "B": (50, 60)}
+"""Each session edits its own lines of the shared files, and files of its own."""
+SHARED = ("s1.txt", "s2.txt")
+
+
+def _call(ws: Path, snap: Snapshotter, session: str, call: str, rng: random.Random) -> None:
+    snap.tool_snapshot(call)
+    low, high = OWN[session]
+    for rel in rng.sample(SHARED, rng.randint(0, 2)):
+        start = rng.randrange(low, high - 2)
+        edit_lines(ws, rel, start, start + rng.randint(1, 2), f"{session}{call}")
+    if rng.random() < 0.6:
+        own = f"{session.lower()}{rng.randint(0, 2)}.txt"
+        write(ws, {own: f"{session} call {call}\n"})
+    snap.tool_done(call)
+
+
+def _others(files: dict[str, bytes], session: str) -> dict[str, bytes]:
+    """What the other session owns: its files and its lines of the shared ones."""
+    other = "B" if session == "A" else "A"
+    low, high = OWN[other]
+    out = {rel: data for rel, data in files.items() if rel.startswith(other.lower())}
+    for rel in SHARED:
+        out[rel] = b"".join(files[rel].splitlines(keepends=True)[low:high])
+    return out
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(
+        st.tuples(st.sampled_from("AB"), st.sampled_from(["call", "call", "turn", "revert", "undo"])), max_size=14
+    ),
+    st.integers(0, 2**16),
+)
+def test_model_reverts_never_touch_the_other_sessions_work(tmp_path_factory, steps, seed) -> None:  # type: ignore[no-untyped-def]
+    root = tmp_path_factory.mktemp("model")
+    ws, home = root / "ws", root / "home"
+    ws.mkdir()
+    write(ws, {rel: "".join(LINES) for rel in SHARED})
+    rng = random.Random(seed)
+    sessions = {name: Snapshotter(ws, home=home, session=name) for name in "AB"}
+    open_turn = {"A": False, "B": False}
+    try:
+        for number, (who, action) in enumerate(steps):
+            snap = sessions[who]
+            if action == "call":
+                _call(ws, snap, who, f"c{number}", rng)
+            elif action == "turn":
+                if open_turn[who]:
+                    snap.end_turn()
+                else:
+                    snap.begin_turn()
+                    if rng.random() < 0.5:
+                        snap.checkpoint()
+                open_turn[who] = not open_turn[who]
+            else:
+                before = files_of(ws)
+                if action == "revert" and any(
+                    i.label and i.label.startswith("pre-turn:") for i in snap.list(session=who)
+                ):
+                    snap.revert_turn(conflicts="ours")
+                elif action == "undo":
+                    snap.undo()
+                after = files_of(ws)
+                assert _others(after, who) == _others(before, who), (who, action, number)
+                for rel in set(before) | set(after):  # nothing outside the session's own work moved
+                    if rel in SHARED or rel.startswith(who.lower()):
+                        continue
+                    assert before.get(rel) == after.get(rel), rel
+    finally:
+        for snap in sessions.values():
+            snap.close()
