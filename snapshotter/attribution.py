@@ -11,13 +11,16 @@ checkpoint) is, most precisely first:
 1. the union of its tool calls in that stretch, when it brackets them: a
    ``tool:<id>`` snapshot before the call, a ``tool-done:<id>`` snapshot
    after it (``tool_snapshot`` / ``tool_done``); a call not done yet runs to now;
-2. else the stretch itself: from its first snapshot to its last (or to now).
+2. else the stretch itself (from its first snapshot to its last, or to now),
+   less what other sessions bracketed inside it (their tool calls, and the
+   reverts, merges, undos and redos they wrote): the pieces between those.
 
 What cannot be told apart: within one bracket, or within an unbracketed
-stretch, every change in the folder is taken as the session's, including
-another session's or a person's edits made at that time (brackets make that
-window as short as the tool call). Edits between brackets are nobody's: a
-session's revert leaves them.
+stretch, every change not bracketed by another session is taken as the
+session's, including a person's edits and another session's unbracketed ones
+(or those of a call still running) made at that time; brackets make that
+window as short as the tool call. Edits between a session's brackets are
+nobody's: its revert leaves them.
 
 The default ``after`` of ``revert(before)``: the ``post-turn:<n>`` of a
 ``pre-turn:<n>``, the ``tool-done:<id>`` of a ``tool:<id>``, else the next
@@ -31,9 +34,10 @@ import os
 from collections.abc import Sequence
 
 from snapshotter.compare.treediff import ScannedTree, TreeSide
+from snapshotter.errors import SnapshotError
 from snapshotter.model import ConflictMode, RevertResult, SnapshotInfo
 from snapshotter.session.engine import Engine
-from snapshotter.session.reverting import Step, bring_in
+from snapshotter.session.reverting import SINCE, Step, bring_in
 from snapshotter.worktree.pathnames import names_checker
 
 Pair = tuple[SnapshotInfo, SnapshotInfo | None]
@@ -41,9 +45,9 @@ Pair = tuple[SnapshotInfo, SnapshotInfo | None]
 
 TOOL, TOOL_DONE = "tool:", "tool-done:"
 PRE_TURN, POST_TURN = "pre-turn:", "post-turn:"
-INTERNAL_LABELS = frozenset(
-    {"pre-restore", "pre-undo", "pre-redo", "pre-revert", "pre-merge", "post-undo", "post-redo"}
-)
+CLOSING_LABELS = frozenset({"post-revert", "post-merge", "post-undo", "post-redo"})
+"""Snapshots closing a change the library wrote three ways (its metadata ``since`` names where it began)."""
+INTERNAL_LABELS = frozenset({"pre-restore", "pre-undo", "pre-redo", "pre-revert", "pre-merge"}) | CLOSING_LABELS
 """Labels of the snapshots the library takes for itself."""
 
 
@@ -69,36 +73,66 @@ def after_of(engine: Engine, before: SnapshotInfo) -> SnapshotInfo | None:
     return next((info for info in later if (info.label or "") not in INTERNAL_LABELS), None)
 
 
-def tool_calls(engine: Engine, session: str | None, start: SnapshotInfo, end: SnapshotInfo | None) -> list[Pair]:
+def tool_calls(
+    engine: Engine, session: str | None, start: SnapshotInfo, end: SnapshotInfo | None, *, others: bool = False
+) -> list[Pair]:
     """The session's bracketed tool calls between ``start`` and ``end`` (None: now),
-    oldest first: (the ``tool:`` snapshot, its ``tool-done:`` one, None while running)."""
+    oldest first: (the ``tool:`` snapshot, its ``tool-done:`` one, None while
+    running). With ``others``, every other session's calls done there, and the
+    changes it wrote three ways (revert, merge, undo, redo: see ``CLOSING_LABELS``)."""
     window = [
         info
         for info in engine.catalog.newest_first()
-        if same_session(info, session)
+        if same_session(info, session) != others
         and info.sequence > start.sequence
         and (end is None or info.sequence <= end.sequence)
     ]
     window.reverse()
     calls: list[Pair] = []
-    begun: dict[str, SnapshotInfo] = {}
+    begun: dict[tuple[str | None, str], SnapshotInfo] = {}
     for info in window:
         label = info.label or ""
-        if label.startswith(TOOL):
-            begun[label[len(TOOL) :]] = info
+        if others and label in CLOSING_LABELS:
+            opened_at = _snapshot(engine, info.metadata.get(SINCE, ""))
+            if opened_at is not None:
+                calls.append((opened_at, info))
+        elif label.startswith(TOOL):
+            begun[info.session, label[len(TOOL) :]] = info
         elif label.startswith(TOOL_DONE):
-            opened = begun.pop(label[len(TOOL_DONE) :], None)
+            opened = begun.pop((info.session, label[len(TOOL_DONE) :]), None)
             if opened is not None:
                 calls.append((opened, info))
-    if end is None:
+    if end is None and not others:
         calls.extend((opened, None) for opened in begun.values())
     return sorted(calls, key=lambda pair: pair[0].sequence)
 
 
+def _snapshot(engine: Engine, ref: str) -> SnapshotInfo | None:
+    try:
+        return engine.catalog.get(ref) if ref else None
+    except SnapshotError:
+        return None  # dropped since: that change can no longer be told apart
+
+
 def session_changes(engine: Engine, session: str | None, start: SnapshotInfo, end: SnapshotInfo | None) -> list[Pair]:
     """What ``session`` changed from ``start`` to ``end`` (None: now): its tool
-    calls there if it bracketed any, else the whole stretch."""
-    return tool_calls(engine, session, start, end) or [(start, end)]
+    calls there if it bracketed any; else the stretch in pieces, the stretches
+    between other sessions' bracketed changes inside it (those are theirs)."""
+    own = tool_calls(engine, session, start, end)
+    if own:
+        return own
+    theirs = tool_calls(engine, session, start, end, others=True)
+    pieces: list[Pair] = []
+    cursor, reached = start, start.sequence
+    for opened, closed in sorted(theirs, key=lambda pair: pair[1].sequence if pair[1] is not None else 0):
+        assert closed is not None  # another session's brackets are closed ones
+        if closed.sequence <= reached:
+            continue  # inside a bracket already cut out
+        if opened.sequence > reached:
+            pieces.append((cursor, opened))
+        cursor, reached = closed, closed.sequence
+    pieces.append((cursor, end))
+    return pieces
 
 
 def revert_changes(
@@ -110,15 +144,18 @@ def revert_changes(
     conflicts: ConflictMode = "abort",
     safety_label: str = "pre-revert",
     message: str = "before reverting",
+    closing_label: str | None = "post-revert",
 ) -> RevertResult:
     """Revert each change of ``pairs``, newest first, over the workspace as it is
-    now; a change that runs to now runs to this very scan of the workspace."""
+    now; a change that runs to now runs to this very scan of the workspace.
+    What is written is closed by a ``closing_label`` snapshot (see ``bring_in``)."""
     current = engine.scan(write=not dry_run)
     check = names_checker(engine.host)
-    steps = []
-    for before, after in sorted(pairs, key=lambda pair: pair[0].sequence, reverse=True):
-        end: TreeSide = engine.stored(after, check_names=check) if after is not None else ScannedTree(current)
-        steps.append(Step(end, engine.stored(before, check_names=check)))
+
+    def side(info: SnapshotInfo | None) -> TreeSide:
+        return engine.stored(info, check_names=check) if info is not None else ScannedTree(current)
+
+    steps = [Step(side(after), side(before)) for before, after in sorted(pairs, key=_start, reverse=True)]
     return bring_in(
         engine,
         steps,
@@ -129,4 +166,9 @@ def revert_changes(
         message=message,
         labels=("workspace", "reverted"),
         current=current,
+        closing_label=closing_label,
     )
+
+
+def _start(pair: Pair) -> int:
+    return pair[0].sequence

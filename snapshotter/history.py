@@ -36,7 +36,7 @@ from snapshotter.errors import BEGIN_TURN, InvalidInput, SnapshotError, Snapshot
 from snapshotter.model import ConflictMode, RestoreResult, RevertResult, SnapshotInfo, UndoResult
 from snapshotter.session.engine import Engine
 from snapshotter.session.restoring import restore
-from snapshotter.session.reverting import Step, bring_in
+from snapshotter.session.reverting import SINCE, Step, bring_in
 from snapshotter.worktree.pathnames import names_checker
 
 UNDO, REDO, TURNS = "undo", "redo", "turns"
@@ -175,14 +175,14 @@ def _since(engine: Engine, checkpoint_info: SnapshotInfo) -> list[Pair]:
 
 def _session_undo(engine: Engine, stack: list[bytes]) -> UndoResult:
     top = _info(engine, stack[-1])
-    pairs = _since(engine, top)
+    changes = _since(engine, top)
     popped: SnapshotInfo | None = None
-    if not pairs:  # nothing since the newest checkpoint: undo what led up to it
+    if not changes:  # nothing since the newest checkpoint: undo what led up to it
         if len(stack) < 2:
             why = "nothing to undo: the session has changed nothing since its first checkpoint"
             return UndoResult(False, "undo", why)
-        popped, pairs = top, session_changes(engine, engine.session, _info(engine, stack[-2]), top)
-    result = revert_changes(engine, pairs, safety_label="pre-undo", message="before undo")
+        popped, changes = top, session_changes(engine, engine.session, _info(engine, stack[-2]), top)
+    result = revert_changes(engine, changes, safety_label="pre-undo", message="before undo", closing_label=None)
     if not result.applied:
         return UndoResult(False, "undo", _refused("undo", result), revert=result)
     if result.safety_snapshot_id is None:
@@ -190,6 +190,7 @@ def _session_undo(engine: Engine, stack: list[bytes]) -> UndoResult:
     if popped is not None:
         engine.store.pop(stack_of(engine, UNDO))
     meta = {REDO_TO: result.safety_snapshot_id, POPPED: popped.id if popped is not None else ""}
+    meta[SINCE] = result.safety_snapshot_id  # closes the undo's change, as a tool call's end does
     after = engine.snapshot("after undo", "post-undo", meta)
     engine.store.push(stack_of(engine, REDO), bytes.fromhex(after.id))
     message = f"reverted {len(result.reverted) + len(result.merged)} paths of session {engine.session}"
@@ -211,7 +212,14 @@ def _session_redo(engine: Engine, stack: list[bytes]) -> UndoResult:
         return UndoResult(False, "redo", "nothing to redo: the state to bring back was dropped")
     check = names_checker(engine.host)
     step = Step(engine.stored(after, check_names=check), engine.stored(target, check_names=check))
-    result = bring_in(engine, [step], safety_label="pre-redo", message="before redo", labels=("workspace", "redone"))
+    result = bring_in(
+        engine,
+        [step],
+        safety_label="pre-redo",
+        message="before redo",
+        labels=("workspace", "redone"),
+        closing_label="post-redo",
+    )
     if not result.applied:
         return UndoResult(False, "redo", _refused("redo", result), revert=result)
     engine.store.pop(stack_of(engine, REDO))

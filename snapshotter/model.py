@@ -193,6 +193,18 @@ class RevertResult:
 
 
 @dataclass(frozen=True)
+class ForkInfo:
+    """A fork of this workspace: a folder made from one of its snapshots by ``fork()``."""
+
+    path: str
+    fork_point_id: str
+    """The snapshot it was made from (also its first snapshot, and what ``merge`` compares from)."""
+    created_at: datetime
+    exists: bool
+    """The folder is still there (a fork is a folder of its own: nothing here removes it)."""
+
+
+@dataclass(frozen=True)
 class ScanStats:
     """What the last walk of the workspace cost."""
 

@@ -11,20 +11,32 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Literal, overload
+from dataclasses import fields
+from typing import Any, Literal, overload
 
 from snapshotter import attribution, history, inputs
+from snapshotter import forks as forking
 from snapshotter.calls import public
-from snapshotter.model import ConflictMode, RestoreResult, RevertResult, SnapshotInfo, UndoResult
+from snapshotter.errors import InvalidInput
+from snapshotter.gitstore.location import canonical_workspace, store_path_for
+from snapshotter.model import ConflictMode, ForkInfo, RestoreResult, RevertResult, SnapshotInfo, UndoResult
+from snapshotter.options import Options
 from snapshotter.session.engine import Engine
 from snapshotter.session.reverting import check_conflict_mode
 
 
 class Workflows:
-    """Checkpoints, undo/redo, turns, tool calls and reverts (see the module's docstring)."""
+    """Checkpoints, undo/redo, turns, tool calls, reverts and forks (see the module's docstring)."""
+
+    _options: Options
 
     def _engine_ok(self) -> Engine:
         raise NotImplementedError  # Snapshotter's
+
+    def _same_settings(self, workspace: str) -> Any:
+        """A Snapshotter (of this class) on another folder, with this one's settings."""
+        made: Any = type(self)
+        return made(workspace, **{knob.name: getattr(self._options, knob.name) for knob in fields(Options)})
 
     @public(mutates=True)
     def checkpoint(
@@ -142,3 +154,51 @@ class Workflows:
         restored to the state before the turn instead (later edits replaced,
         kept in the safety snapshot), and a ``RestoreResult`` comes back."""
         return history.revert_turn(self._engine_ok(), n, bool(reset), check_conflict_mode(conflicts))
+
+    # -- forks ---------------------------------------------------------------------------------
+
+    @public(mutates=True)
+    def fork(self, ref: str | SnapshotInfo, dest: str | os.PathLike[str]) -> Any:
+        """Make ``dest`` (a new or empty folder outside this workspace) hold
+        snapshot ``ref``, with a store of its own that shares this one's objects
+        by hard links: made without copying history, and complete whatever this
+        store later prunes, collects or cleans up. Returns a Snapshotter on the
+        fork (same settings); :meth:`merge` brings its changes back."""
+        engine = self._engine_ok()
+        target = engine.catalog.get(ref)
+        path = forking.check_destination(engine, dest)
+        return forking.make_fork(engine, target, path, self._options.home, self._same_settings)
+
+    @public(mutates=True)
+    def merge(
+        self,
+        source: str | os.PathLike[str] | SnapshotInfo,
+        *,
+        base: str | SnapshotInfo | None = None,
+        dry_run: bool = False,
+        conflicts: ConflictMode = "abort",
+    ) -> RevertResult:
+        """Bring a fork's changes since its fork point into this workspace, three
+        ways, keeping what changed here meanwhile (``source``: the fork's folder;
+        its state now is snapshotted first). Or bring any snapshot's changes
+        since ``base`` (``source``: a ref here). Conflicts and the result as for
+        :meth:`revert`; a ``pre-merge`` safety snapshot comes first.
+
+        A string names a folder if one is there, else a ref."""
+        engine = self._engine_ok()
+        mode = check_conflict_mode(conflicts)
+        start = engine.catalog.get(base) if base is not None else None
+        if isinstance(source, os.PathLike) or (isinstance(source, str) and os.path.isdir(source)):
+            folder = canonical_workspace(source)
+            if not os.path.isdir(store_path_for(folder, self._options.home)):
+                raise InvalidInput(f"{folder} has no snapshots in this home: merge needs a fork (see fork())")
+            with self._same_settings(folder) as fork:
+                return forking.merge_fork(engine, fork, start, bool(dry_run), mode)
+        if start is None:
+            raise InvalidInput("merge(ref) needs base=: the snapshot its changes are counted from")
+        return forking.merge_change(engine, start, engine.catalog.get(source), bool(dry_run), mode)
+
+    @public()
+    def forks(self) -> list[ForkInfo]:
+        """The forks made from this workspace (``fork()``), oldest first."""
+        return forking.forks_of(self._engine_ok())

@@ -36,7 +36,7 @@ def edit_lines(ws: Path, rel: str, start: int, end: int, tag: str) -> None:
 
 def files_of(ws: Path) -> dict[str, bytes]:
     out = {}
-    for root, dirs, names in os.walk(ws):
+    for root, _, names in os.walk(ws):
         for name in names:
             path = Path(root) / name
             out[path.relative_to(ws).as_posix()] = path.read_bytes()
@@ -223,15 +223,31 @@ def _others(files: dict[str, bytes], session: str) -> dict[str, bytes]:
     return out
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    st.lists(
-        st.tuples(st.sampled_from("AB"), st.sampled_from(["call", "call", "turn", "revert", "undo"])), max_size=14
-    ),
-    st.integers(0, 2**16),
+STEPS = st.lists(
+    st.tuples(st.sampled_from("AB"), st.sampled_from(["call", "call", "turn", "revert", "undo"])), max_size=14
 )
-def test_model_reverts_never_touch_the_other_sessions_work(tmp_path_factory, steps, seed) -> None:  # type: ignore[no-untyped-def]
-    root = tmp_path_factory.mktemp("model")
+
+
+def test_model_reverts_never_touch_the_other_sessions_work(request: pytest.FixtureRequest, tmp_path_factory) -> None:  # type: ignore[no-untyped-def]
+    """Random interleavings of two sessions' bracketed calls, turns (sometimes with a
+    checkpoint), reverts and undos: a session's revert or undo never changes what
+    the other session owns, nor any path outside the session's own work.
+    ``--long`` runs 400 examples."""
+    long = bool(request.config.getoption("--long"))
+    effective = [0]
+
+    @settings(max_examples=400 if long else 25, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(STEPS, st.integers(0, 2**16))
+    def run(steps: list[tuple[str, str]], seed: int) -> None:
+        effective[0] += _play(tmp_path_factory.mktemp("model"), steps, seed)
+
+    run()
+    assert effective[0] > 0, "no revert or undo changed anything: the model proved nothing"
+
+
+def _play(root: Path, steps: list[tuple[str, str]], seed: int) -> int:
+    """Play ``steps``; returns how many reverts and undos changed the folder."""
+    effective = 0
     ws, home = root / "ws", root / "home"
     ws.mkdir()
     write(ws, {rel: "".join(LINES) for rel in SHARED})
@@ -260,6 +276,7 @@ def test_model_reverts_never_touch_the_other_sessions_work(tmp_path_factory, ste
                 elif action == "undo":
                     snap.undo()
                 after = files_of(ws)
+                effective += after != before
                 assert _others(after, who) == _others(before, who), (who, action, number)
                 for rel in set(before) | set(after):  # nothing outside the session's own work moved
                     if rel in SHARED or rel.startswith(who.lower()):
@@ -268,3 +285,4 @@ def test_model_reverts_never_touch_the_other_sessions_work(tmp_path_factory, ste
     finally:
         for snap in sessions.values():
             snap.close()
+    return effective

@@ -74,6 +74,7 @@ def snapshot_json(info: SnapshotInfo) -> dict[str, Any]:
         "deletions": info.deletions,
         "metadata": dict(info.metadata),
         "skipped": [{"path": s.path, "reason": s.reason.value} for s in info.skipped],
+        "session": info.session,
     }
 
 

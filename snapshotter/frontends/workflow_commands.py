@@ -1,5 +1,6 @@
-"""The command line's agent-loop commands: ``undo``, ``redo``, ``turn``, ``tool``
-and ``revert`` (the grammar is in ``arguments``; ``cli`` runs the rest).
+"""The command line's agent-loop commands: ``undo``, ``redo``, ``turn``, ``tool``,
+``revert``, ``fork``, ``merge`` and ``forks`` (the grammar is in ``arguments``;
+``cli`` runs the rest).
 
 Each returns (its JSON result, a function printing its text). A revert that
 conflicts and wrote nothing is a failure (exit 5, the result in the JSON
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from snapshotter.api import Snapshotter
     from snapshotter.model import RevertResult
 
-NAMES = frozenset({"undo", "redo", "turn", "tool", "revert"})
+NAMES = frozenset({"undo", "redo", "turn", "tool", "revert", "fork", "merge", "forks"})
 Printer = Callable[[str], None]
 
 
@@ -51,7 +52,25 @@ def dispatch(name: str, snap: Snapshotter, args: argparse.Namespace, say: Printe
             args.before, args.after, files=args.paths or None, dry_run=args.dry_run, conflicts=args.conflicts
         )
         return _reverted(result, say)
+    if name == "fork":
+        with snap.fork(args.ref, args.dest) as forked:
+            made = {"path": forked.workspace, "store": forked.store_path, "fork_point": snap.get(args.ref).id}
+        return made, lambda: say(f"forked {made['fork_point'][:12]} into {made['path']}")
+    if name == "merge":
+        source = args.source if args.base is not None else _folder_or_ref(args.source)
+        return _reverted(snap.merge(source, base=args.base, dry_run=args.dry_run, conflicts=args.conflicts), say)
+    if name == "forks":
+        found = snap.forks()
+        rows = [f"{k.fork_point_id[:12]}  {k.path}{'' if k.exists else '  (gone)'}" for k in found]
+        return [rendering.plain_json(k) for k in found], lambda: _lines(say, rows)
     raise AssertionError(f"not an agent-loop command: {name}")
+
+
+def _folder_or_ref(source: str) -> str:
+    """A merge's source as the library takes it: an existing folder, or a ref."""
+    import os
+
+    return os.path.abspath(source) if os.path.isdir(source) else source
 
 
 def _reverted(result: RevertResult, say: Printer) -> tuple[Any, Callable[[], None]]:

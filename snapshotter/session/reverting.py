@@ -48,6 +48,8 @@ from snapshotter.worktree.fsops import Workspace
 from snapshotter.worktree.walker import Scan
 
 CONFLICT_MODES: tuple[str, ...] = ("abort", "markers", "ours")
+SINCE = "since"
+"""A closing snapshot's metadata key: the safety snapshot its change started from."""
 _FILES = (MODE_FILE, MODE_EXEC)
 _REVERTED, _MERGED, _UNCHANGED = "reverted", "merged", "unchanged"
 
@@ -78,10 +80,16 @@ def bring_in(
     message: str = "before reverting",
     labels: tuple[str, str] = ("workspace", "reverted"),
     current: Scan | None = None,
+    closing_label: str | None = None,
 ) -> RevertResult:
     """Bring each of ``steps`` into the workspace in turn (see the module's
     docstring); ``labels`` name the two sides in conflict markers. ``current``:
-    the scan of the workspace, if the caller made one (stored unless ``dry_run``)."""
+    the scan of the workspace, if the caller made one (stored unless ``dry_run``).
+
+    With ``closing_label``, what was written is closed by a snapshot under that
+    label whose metadata names the safety snapshot (``since``): the change is
+    then bracketed, as a tool call is, so another session's revert of a stretch
+    holding it can keep it (see ``attribution``)."""
     mode = check_conflict_mode(conflicts)
     within = selection_filter(normalize_selection(engine.workspace, files)) if files is not None else None
     with collector_paused():
@@ -93,13 +101,15 @@ def bring_in(
             for step in steps:
                 merging.bring(step, within)
             plan = merging.plan()
-            held = [c for c in merging.conflicts.values()]
-            if dry_run or (held and mode == "abort") or not (plan.writes or plan.chmods or plan.deletes):
-                return merging.result(None, dry_run, applied=not dry_run and not (held and mode == "abort"))
+            aborted = bool(merging.conflicts) and mode == "abort"
+            if dry_run or aborted or not (plan.writes or plan.chmods or plan.deletes):
+                return merging.result(None, dry_run, applied=not dry_run and not aborted)
             safety = engine.save_state(current, message, safety_label, save_cache=False).info
             merging.store_merged()
             workspace.close()  # writing starts from fresh checks of every folder
             apply_or_put_back(engine, plan, workspace, safety, current)
+            if closing_label is not None:
+                engine.snapshot(f"after: {message.removeprefix('before ')}", closing_label, {SINCE: safety.id})
             return merging.result(safety.id, dry_run, applied=True)
         finally:
             workspace.close()
@@ -122,6 +132,8 @@ class _Merging:
     made: dict[bytes, bytes] = field(default_factory=dict)
     """Blob id -> content of each merged file, stored only if the result is written."""
     skipped: dict[str, str] = field(default_factory=dict)
+    filled: set[str] = field(default_factory=set)
+    """Folders some path of the state was put in (a file written below them)."""
 
     def __post_init__(self) -> None:
         self.untracked = {item.path for item in self.scan.skipped if item.reason is not SkipReason.VANISHED}
@@ -195,7 +207,7 @@ class _Merging:
         """A folder stands at ``path``: one holding tracked files the steps keep, or
         one the scan does not track at all (it may hold ignored files)."""
         prefix = path + "/"
-        if any(entry is not None for p, entry in self.state.items() if p.startswith(prefix)):
+        if path in self.filled and any(e is not None for p, e in self.state.items() if p.startswith(prefix)):
             return True
         node = self.scan.nodes.get(path)
         if node is None:
@@ -269,12 +281,14 @@ class _Merging:
         regions = "region" if merged.conflicts == 1 else "regions"
         self._conflict(path, ConflictReason.CONTENT, f"{merged.conflicts} conflicting {regions}")
         if self.mode == "markers":
-            self.state[path] = (ours[0], sha)
+            self.state[path] = (ours[0], sha)  # ours is a file: its folders exist already
             self.marked.add(path)
         return None
 
     def _set(self, path: str, entry: Entry | None, how: str) -> None:
         self.state[path] = entry
+        if entry is not None:
+            self.filled.update(_parents(path))
         if self.outcome.get(path) != _MERGED:
             self.outcome[path] = how
 

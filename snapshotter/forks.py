@@ -1,0 +1,188 @@
+"""Forks for parallel agents: a snapshot made into a new folder with a store of its
+own, and its changes merged back three ways.
+
+``fork(ref, dest)`` makes ``dest`` (new, or an empty folder outside the
+workspace) hold the snapshot: the fork gets its own store, in the same home,
+sharing the parent's objects by hard links (``gitstore.sharing``), so it is
+made without copying a byte of history and stays complete whatever the parent
+later prunes, collects or cleans up. Its first snapshot is the fork point,
+pinned there; ``fork.json`` in its store names the parent, and the parent's
+``forks.json`` lists its forks.
+
+``merge(dest)`` takes a snapshot of the fork as it is now, links the fork's
+objects into this store, and brings the fork's changes (fork point -> now)
+into this workspace three ways, exactly as a revert brings a change in
+(``session.reverting``): what this workspace changed meanwhile stays, and
+what clashes is a conflict. Any snapshot's changes since a given base can be
+merged the same way (``merge(ref, base=...)``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+from snapshotter.errors import InvalidInput, SnapshotError, StoreError, WorkspaceError
+from snapshotter.gitstore.location import store_path_for
+from snapshotter.gitstore.sharing import share_objects
+from snapshotter.gitstore.store import Store
+from snapshotter.model import ConflictMode, ForkInfo, RevertResult, SnapshotInfo
+from snapshotter.session.engine import Engine
+from snapshotter.session.reverting import Step, bring_in
+from snapshotter.worktree.pathnames import names_checker
+
+FORK_FILE = "fork.json"
+"""In a fork's store: where it came from."""
+FORKS_FILE = "forks.json"
+"""In a parent's store: the forks made from it."""
+FORK_LABEL = "fork-point"
+
+
+def check_destination(engine: Engine, dest: str | os.PathLike[str]) -> str:
+    """``dest`` as an absolute, resolved path: new or an empty folder, outside
+    the workspace (and not around it), with no store of its own yet."""
+    if not isinstance(dest, (str, os.PathLike)) or not os.fspath(dest):
+        raise InvalidInput("fork(ref, dest): dest must be a folder path")
+    path = os.path.realpath(os.path.abspath(os.fspath(dest)))
+    workspace = engine.workspace
+    if path == workspace or path.startswith(workspace.rstrip(os.sep) + os.sep):
+        raise WorkspaceError(f"cannot fork into {path}: it is inside the workspace {workspace}; pick a folder outside")
+    if workspace.startswith(path.rstrip(os.sep) + os.sep):
+        raise WorkspaceError(f"cannot fork into {path}: it holds the workspace {workspace}; pick another folder")
+    if os.path.lexists(path) and (not os.path.isdir(path) or os.listdir(path)):
+        raise WorkspaceError(f"cannot fork into {path}: it exists and is not an empty folder; pick a new folder")
+    return path
+
+
+def make_fork(
+    engine: Engine,
+    target: SnapshotInfo,
+    dest: str,
+    home: str | os.PathLike[str] | None,
+    open_fork: Callable[[str], Any],
+) -> Any:
+    """Make the fork (see the module's docstring); ``open_fork(path)`` opens a
+    Snapshotter on the new folder (the caller's settings), which is returned."""
+    os.makedirs(dest, exist_ok=True)
+    fork_store_path = store_path_for(dest, home)
+    if os.path.exists(fork_store_path):
+        raise StoreError(f"a store for {dest} exists already ({fork_store_path}); remove it or pick another folder")
+    fork_store = Store.open_or_create(fork_store_path, dest)
+    try:
+        share_objects(engine.store_path, fork_store_path)
+        commit = bytes.fromhex(target.id)
+        fork_store.add_snapshot_ref(1, commit)
+        fork_store.set_pin(commit, True)
+        _write_json(os.path.join(fork_store.meta_dir, FORK_FILE), _fork_record(engine, target, dest))
+    finally:
+        fork_store.close()
+    forked = open_fork(dest)
+    forked.restore(target.id)
+    _add_to_parent(engine, {"path": dest, "fork_point": target.id, "created": _now()})
+    return forked
+
+
+def forks_of(engine: Engine) -> list[ForkInfo]:
+    """The forks made from this workspace, oldest first."""
+    out = []
+    for entry in _read_json(os.path.join(engine.store.meta_dir, FORKS_FILE), []):
+        try:
+            path, point, created = str(entry["path"]), str(entry["fork_point"]), str(entry["created"])
+            out.append(ForkInfo(path, point, datetime.fromisoformat(created), os.path.isdir(path)))
+        except (KeyError, TypeError, ValueError):
+            continue  # a damaged entry loses itself, never the list
+    return out
+
+
+def fork_point_of(fork_store_meta: str) -> str | None:
+    """The fork point a fork's store records, or None if it is no fork."""
+    record = _read_json(os.path.join(fork_store_meta, FORK_FILE), None)
+    point = record.get("fork_point") if isinstance(record, dict) else None
+    return point if isinstance(point, str) and len(point) == 40 else None
+
+
+def merge_fork(
+    engine: Engine, fork: Any, base: SnapshotInfo | None, dry_run: bool, conflicts: ConflictMode
+) -> RevertResult:
+    """Bring the changes of the open Snapshotter ``fork`` since its fork point
+    (or ``base``) into this workspace."""
+    point = fork_point_of(os.path.join(fork.store_path, "snapshotter"))
+    if point is None and base is None:
+        raise InvalidInput(f"{fork.workspace} is not a fork of a workspace; pass base= to merge its changes since it")
+    now = fork.snapshot(f"merged into {engine.workspace}", label="merged")
+    share_objects(fork.store_path, engine.store_path)
+    start = base if base is not None else _info_in(engine, point or "", fork.workspace)
+    return merge_change(engine, start, _info_in(engine, now.id, fork.workspace), dry_run, conflicts, "fork")
+
+
+def merge_change(
+    engine: Engine,
+    base: SnapshotInfo,
+    theirs: SnapshotInfo,
+    dry_run: bool,
+    conflicts: ConflictMode,
+    label: str = "merged",
+) -> RevertResult:
+    """Bring the change ``base`` -> ``theirs`` into this workspace three ways."""
+    check = names_checker(engine.host)
+    step = Step(engine.stored(base, check_names=check), engine.stored(theirs, check_names=check))
+    return bring_in(
+        engine,
+        [step],
+        dry_run=dry_run,
+        conflicts=conflicts,
+        safety_label="pre-merge",
+        message=f"before merging {theirs.id[:12]} (since {base.id[:12]})",
+        labels=("workspace", label),
+        closing_label="post-merge",
+    )
+
+
+def _info_in(engine: Engine, commit_id: str, where: str) -> SnapshotInfo:
+    """A snapshot commit brought from another store, read as a snapshot here (it
+    has no ref here: its facts are read from the commit itself)."""
+    try:
+        return engine.catalog.info(0, bytes.fromhex(commit_id))
+    except (SnapshotError, ValueError):
+        raise StoreError(f"snapshot {commit_id[:12]} of {where} could not be read here; run verify() there") from None
+
+
+def _fork_record(engine: Engine, target: SnapshotInfo, dest: str) -> dict[str, str]:
+    return {"parent": engine.workspace, "parent_store": engine.store_path, "fork_point": target.id, "created": _now()}
+
+
+def _add_to_parent(engine: Engine, entry: dict[str, str]) -> None:
+    path = os.path.join(engine.store.meta_dir, FORKS_FILE)
+    listed = [e for e in _read_json(path, []) if isinstance(e, dict) and e.get("path") != entry["path"]]
+    _write_json(path, [*listed, entry])
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def _read_json(path: str, missing: Any) -> Any:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return missing
+
+
+def _write_json(path: str, value: Any) -> None:
+    """Atomically: a temporary file in the same folder, then a rename."""
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=folder, prefix=".forks-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(value, handle, indent=1)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise

@@ -1,0 +1,157 @@
+"""fork() and merge(): a checkpoint made into a folder of its own for a parallel
+agent, and its changes brought back three ways.
+
+git is the oracle for the store (``git fsck --strict`` on the fork after the
+parent pruned, collected and removed itself) and for each merged file
+(``git merge-file``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import GIT, needs_git
+
+from snapshotter import ConflictReason, InvalidInput, Retention, Snapshotter, WorkspaceError
+
+LINES = [f"line {i}\n" for i in range(60)]
+
+
+def write(ws: Path, files: dict[str, str]) -> None:
+    for rel, content in files.items():
+        path = ws / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+
+
+def files_of(ws: Path) -> dict[str, bytes]:
+    out = {}
+    for root, _, names in os.walk(ws):
+        for name in names:
+            path = Path(root) / name
+            out[path.relative_to(ws).as_posix()] = path.read_bytes()
+    return out
+
+
+def edited(start: int, end: int, tag: str, lines: list[str] = LINES) -> str:
+    return "".join(f"{tag} {i}\n" if start <= i < end else line for i, line in enumerate(lines))
+
+
+@pytest.fixture
+def parent(ws: Path, make) -> Snapshotter:  # type: ignore[no-untyped-def]
+    write(ws, {"app.py": "".join(LINES), "README": "readme\n", "pkg/mod.py": "mod\n"})
+    return make(retention=Retention.unlimited())
+
+
+def test_a_fork_holds_the_snapshot_and_a_store_of_its_own(ws: Path, tmp_path: Path, parent: Snapshotter) -> None:
+    point = parent.snapshot("fork point")
+    write(ws, {"app.py": "changed after the fork point\n"})
+    dest = tmp_path / "fork-a"
+    with parent.fork(point.id, dest) as forked:
+        assert files_of(dest) == {"app.py": "".join(LINES).encode(), "README": b"readme\n", "pkg/mod.py": b"mod\n"}
+        assert forked.store_path != parent.store_path
+        assert forked.list(limit=None)[-1].id == point.id  # its first snapshot is the fork point
+        assert forked.status() == []
+    listed = parent.forks()
+    assert [(f.path, f.fork_point_id, f.exists) for f in listed] == [(str(dest.resolve()), point.id, True)]
+
+
+def test_the_store_is_shared_by_links_not_copied(ws: Path, tmp_path: Path, parent: Snapshotter) -> None:
+    point = parent.snapshot()
+    parent.gc()  # everything in one pack
+    with parent.fork(point.id, tmp_path / "fork") as forked:
+        packs = Path(forked.store_path) / "objects" / "pack"
+        shared = [p for p in packs.iterdir() if p.suffix == ".pack"]
+        assert shared and all(p.stat().st_nlink >= 2 for p in shared)
+
+
+@needs_git
+def test_the_fork_outlives_whatever_the_parent_does(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "1\n"})
+    parent = make(retention=Retention(max_snapshots=2, max_undo=0))
+    point = parent.snapshot("to fork")
+    dest = tmp_path / "fork"
+    forked = parent.fork(point.id, dest)
+    for i in range(5):  # the fork point is pruned from the parent, its objects collected
+        write(ws, {"a.txt": f"{i + 2}\n", f"n{i}.txt": "x\n"})
+        parent.snapshot(f"later {i}")
+    parent.prune()
+    parent.gc()
+    assert point.id not in {i.id for i in parent.list(limit=None)}
+    parent.cleanup()
+    write(dest, {"b.txt": "the fork works on\n"})
+    after = forked.snapshot("after the parent went")
+    forked.restore(point.id)
+    assert files_of(dest) == {"a.txt": b"1\n"}
+    forked.restore(after.id)
+    assert GIT is not None
+    fsck = subprocess.run([GIT, "--git-dir", forked.store_path, "fsck", "--strict"], capture_output=True, text=True)
+    assert fsck.returncode == 0, fsck.stderr
+    forked.close()
+
+
+@needs_git
+def test_merging_a_fork_equals_git_merge_file_per_file(ws: Path, tmp_path: Path, parent: Snapshotter) -> None:
+    point = parent.snapshot()
+    dest = tmp_path / "fork"
+    with parent.fork(point.id, dest) as forked:
+        write(dest, {"app.py": edited(0, 5, "fork"), "new_in_fork.py": "made by the forked agent\n"})
+        (dest / "README").unlink()
+        forked.snapshot("fork's work")
+    write(ws, {"app.py": edited(40, 45, "parent"), "pkg/mod.py": "parent's edit\n"})
+    ours = (ws / "app.py").read_bytes()
+    oracle = tmp_path / "oracle"
+    oracle.mkdir()
+    for name, content in (("ours", ours), ("base", "".join(LINES).encode()), ("theirs", edited(0, 5, "fork").encode())):
+        (oracle / name).write_bytes(content)
+    assert GIT is not None
+    expected = subprocess.run([GIT, "merge-file", "-p", "ours", "base", "theirs"], cwd=oracle, capture_output=True)
+    assert expected.returncode == 0
+    result = parent.merge(dest)
+    assert result and result.merged == ("app.py",) and set(result.reverted) == {"README", "new_in_fork.py"}
+    assert (ws / "app.py").read_bytes() == expected.stdout
+    assert (ws / "pkg/mod.py").read_text() == "parent's edit\n"  # changed here only: kept
+    assert not (ws / "README").exists() and (ws / "new_in_fork.py").read_text() == "made by the forked agent\n"
+    assert result.safety_snapshot_id is not None
+
+
+def test_a_merge_that_clashes_writes_nothing_unless_asked(ws: Path, tmp_path: Path, parent: Snapshotter) -> None:
+    point = parent.snapshot()
+    dest = tmp_path / "fork"
+    parent.fork(point.id, dest).close()
+    write(dest, {"app.py": edited(0, 5, "fork")})
+    write(ws, {"app.py": edited(2, 8, "parent")})
+    state = files_of(ws)
+    refused = parent.merge(dest)
+    assert not refused and [(c.path, c.reason) for c in refused.conflicts] == [("app.py", ConflictReason.CONTENT)]
+    assert files_of(ws) == state
+    marked = parent.merge(dest, conflicts="markers")
+    assert marked.marked == ("app.py",) and b"<<<<<<< workspace" in (ws / "app.py").read_bytes()
+
+
+def test_merge_of_a_ref_needs_a_base(ws: Path, parent: Snapshotter) -> None:
+    start = parent.snapshot()
+    write(ws, {"app.py": edited(0, 3, "later")})
+    end = parent.snapshot()
+    write(ws, {"app.py": "".join(LINES)})  # put back by hand
+    with pytest.raises(InvalidInput):
+        parent.merge(end.id)
+    result = parent.merge(end.id, base=start.id)
+    assert result.reverted == ("app.py",) and (ws / "app.py").read_text() == edited(0, 3, "later")
+
+
+def test_fork_refuses_unsafe_destinations(ws: Path, tmp_path: Path, parent: Snapshotter) -> None:
+    point = parent.snapshot()
+    for bad in (ws / "inside", ws, tmp_path):  # inside the workspace, the workspace, around it
+        with pytest.raises(WorkspaceError):
+            parent.fork(point.id, bad)
+    busy = tmp_path / "busy"
+    write(busy, {"x": "someone's file\n"})
+    with pytest.raises(WorkspaceError):
+        parent.fork(point.id, busy)
+    assert (busy / "x").read_text() == "someone's file\n"
+    with pytest.raises(InvalidInput):
+        parent.merge(tmp_path / "busy")  # a folder that is no fork
