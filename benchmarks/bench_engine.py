@@ -220,6 +220,18 @@ def python_walk(root: Path) -> int:
 # -- the git side --------------------------------------------------------------------------
 
 
+GIT_ENV = dict(
+    os.environ,
+    GIT_CONFIG_NOSYSTEM="1",
+    GIT_CONFIG_GLOBAL=os.devnull,
+    GIT_AUTHOR_NAME="b",
+    GIT_AUTHOR_EMAIL="b@b",
+    GIT_COMMITTER_NAME="b",
+    GIT_COMMITTER_EMAIL="b@b",
+)
+"""git with no user or system config and a fixed identity: the same for every run."""
+
+
 class GitShadow:
     """The git binary doing snapshotter's job in a bare shadow repository."""
 
@@ -229,15 +241,7 @@ class GitShadow:
             raise SystemExit("git is needed on PATH for the side-by-side figures")
         self.ws = workspace
         self.dir = scratch / "shadow.git"
-        self.env = dict(
-            os.environ,
-            GIT_CONFIG_NOSYSTEM="1",
-            GIT_CONFIG_GLOBAL=os.devnull,
-            GIT_AUTHOR_NAME="b",
-            GIT_AUTHOR_EMAIL="b@b",
-            GIT_COMMITTER_NAME="b",
-            GIT_COMMITTER_EMAIL="b@b",
-        )
+        self.env = GIT_ENV
         self.last_tree = ""
 
     def run(self, *args: str) -> str:

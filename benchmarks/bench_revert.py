@@ -38,19 +38,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_engine import generate, git_version  # noqa: E402
+from bench_engine import GIT_ENV, generate, git_version  # noqa: E402
 
 from snapshotter import Retention, Snapshotter  # noqa: E402
-
-GIT_ENV = dict(
-    os.environ,
-    GIT_CONFIG_NOSYSTEM="1",
-    GIT_CONFIG_GLOBAL=os.devnull,
-    GIT_AUTHOR_NAME="b",
-    GIT_AUTHOR_EMAIL="b@b",
-    GIT_COMMITTER_NAME="b",
-    GIT_COMMITTER_EMAIL="b@b",
-)
 
 
 def git(repo: Path, *args: str) -> str:

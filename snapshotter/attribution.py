@@ -107,6 +107,16 @@ def tool_calls(
     return sorted(calls, key=lambda pair: pair[0].sequence)
 
 
+def closing(engine: Engine, label: str) -> str | None:
+    """``label`` if a change written now should be closed by a snapshot: only when
+    another session keeps history in this store, whose revert of a stretch holding
+    the change must tell it apart (a closing snapshot costs a walk of the folder)."""
+    others = set(engine.store.sessions()) - {engine.session or ""}
+    if others or (engine.session is not None and any(engine.store.stack(name) for name in ("undo", "turns"))):
+        return label
+    return None
+
+
 def _snapshot(engine: Engine, ref: str) -> SnapshotInfo | None:
     try:
         return engine.catalog.get(ref) if ref else None
@@ -166,7 +176,7 @@ def revert_changes(
         message=message,
         labels=("workspace", "reverted"),
         current=current,
-        closing_label=closing_label,
+        closing_label=closing(engine, closing_label) if closing_label is not None else None,
     )
 
 

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
+from snapshotter.attribution import closing
 from snapshotter.errors import InvalidInput, SnapshotError, StoreError, WorkspaceError
 from snapshotter.gitstore.location import store_path_for
 from snapshotter.gitstore.sharing import share_objects
@@ -138,7 +139,7 @@ def merge_change(
         safety_label="pre-merge",
         message=f"before merging {theirs.id[:12]} (since {base.id[:12]})",
         labels=("workspace", label),
-        closing_label="post-merge",
+        closing_label=closing(engine, "post-merge"),
     )
 
 

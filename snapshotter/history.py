@@ -29,6 +29,7 @@ from snapshotter.attribution import (
     TOOL,
     TOOL_DONE,
     Pair,
+    closing,
     revert_changes,
     session_changes,
 )
@@ -218,7 +219,7 @@ def _session_redo(engine: Engine, stack: list[bytes]) -> UndoResult:
         safety_label="pre-redo",
         message="before redo",
         labels=("workspace", "redone"),
-        closing_label="post-redo",
+        closing_label=closing(engine, "post-redo"),
     )
     if not result.applied:
         return UndoResult(False, "redo", _refused("redo", result), revert=result)

@@ -155,6 +155,28 @@ def read_tree(root: Path) -> dict[str, tuple[str, bytes]]:
     return out
 
 
+def git_merge_file(
+    tmp: Path, ours: bytes, base: bytes, theirs: bytes, labels: tuple[str, str] = ("ours", "theirs")
+) -> tuple[bytes, int]:
+    """``git merge-file -p`` of the three contents, its markers named ``labels``:
+    (the merged output, how many conflicts git found)."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    for name, content in (("ours", ours), ("base", base), ("theirs", theirs)):
+        (tmp / name).write_bytes(content)
+    assert GIT is not None
+    done = subprocess.run(
+        [GIT, "merge-file", "-p", "-L", labels[0], "-L", "base", "-L", labels[1], "ours", "base", "theirs"],
+        cwd=tmp,
+        capture_output=True,
+    )
+    return done.stdout, done.returncode
+
+
+def contents(root: Path) -> dict[str, bytes]:
+    """Every file's bytes below ``root`` (a symlink's: its target), by path."""
+    return {rel: data for rel, (_, data) in read_tree(root).items()}
+
+
 def git_env(tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(

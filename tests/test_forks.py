@@ -8,32 +8,15 @@ parent pruned, collected and removed itself) and for each merged file
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import GIT, needs_git
+from conftest import GIT, contents, needs_git, write
 
 from snapshotter import ConflictReason, InvalidInput, Retention, Snapshotter, WorkspaceError
 
 LINES = [f"line {i}\n" for i in range(60)]
-
-
-def write(ws: Path, files: dict[str, str]) -> None:
-    for rel, content in files.items():
-        path = ws / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content)
-
-
-def files_of(ws: Path) -> dict[str, bytes]:
-    out = {}
-    for root, _, names in os.walk(ws):
-        for name in names:
-            path = Path(root) / name
-            out[path.relative_to(ws).as_posix()] = path.read_bytes()
-    return out
 
 
 def edited(start: int, end: int, tag: str, lines: list[str] = LINES) -> str:
@@ -51,7 +34,7 @@ def test_a_fork_holds_the_snapshot_and_a_store_of_its_own(ws: Path, tmp_path: Pa
     write(ws, {"app.py": "changed after the fork point\n"})
     dest = tmp_path / "fork-a"
     with parent.fork(point.id, dest) as forked:
-        assert files_of(dest) == {"app.py": "".join(LINES).encode(), "README": b"readme\n", "pkg/mod.py": b"mod\n"}
+        assert contents(dest) == {"app.py": "".join(LINES).encode(), "README": b"readme\n", "pkg/mod.py": b"mod\n"}
         assert forked.store_path != parent.store_path
         assert forked.list(limit=None)[-1].id == point.id  # its first snapshot is the fork point
         assert forked.status() == []
@@ -85,7 +68,7 @@ def test_the_fork_outlives_whatever_the_parent_does(ws: Path, tmp_path: Path, ma
     write(dest, {"b.txt": "the fork works on\n"})
     after = forked.snapshot("after the parent went")
     forked.restore(point.id)
-    assert files_of(dest) == {"a.txt": b"1\n"}
+    assert contents(dest) == {"a.txt": b"1\n"}
     forked.restore(after.id)
     assert GIT is not None
     fsck = subprocess.run([GIT, "--git-dir", forked.store_path, "fsck", "--strict"], capture_output=True, text=True)
@@ -124,10 +107,10 @@ def test_a_merge_that_clashes_writes_nothing_unless_asked(ws: Path, tmp_path: Pa
     parent.fork(point.id, dest).close()
     write(dest, {"app.py": edited(0, 5, "fork")})
     write(ws, {"app.py": edited(2, 8, "parent")})
-    state = files_of(ws)
+    state = contents(ws)
     refused = parent.merge(dest)
     assert not refused and [(c.path, c.reason) for c in refused.conflicts] == [("app.py", ConflictReason.CONTENT)]
-    assert files_of(ws) == state
+    assert contents(ws) == state
     marked = parent.merge(dest, conflicts="markers")
     assert marked.marked == ("app.py",) and b"<<<<<<< workspace" in (ws / "app.py").read_bytes()
 
@@ -155,3 +138,27 @@ def test_fork_refuses_unsafe_destinations(ws: Path, tmp_path: Path, parent: Snap
     assert (busy / "x").read_text() == "someone's file\n"
     with pytest.raises(InvalidInput):
         parent.merge(tmp_path / "busy")  # a folder that is no fork
+
+
+def test_where_files_cannot_be_linked_they_are_copied(
+    ws: Path, tmp_path: Path, parent: Snapshotter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another device (EXDEV), or a filesystem without hard links: the fork's store
+    gets copies, and is just as complete."""
+    import errno
+
+    from snapshotter.gitstore import sharing
+
+    point = parent.snapshot()
+
+    def no_links(source: str, target: str) -> None:
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(sharing.os, "link", no_links)
+    shared = sharing.share_objects(parent.store_path, str(tmp_path / "elsewhere"))
+    assert shared.copied > 0 and shared.linked == 0
+    with parent.fork(point.id, tmp_path / "fork") as forked:
+        assert contents(tmp_path / "fork") == contents(ws)
+        packs = [p for p in (Path(forked.store_path) / "objects").rglob("*") if p.is_file()]
+        assert packs and all(p.stat().st_nlink == 1 for p in packs)
+        assert forked.verify(full=True).ok

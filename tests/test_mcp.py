@@ -31,13 +31,18 @@ def _error_text(result: Any) -> str:
     return "".join(getattr(block, "text", "") for block in result.content)
 
 
-def test_mcp_server_over_stdio(ws: Path, home: Path) -> None:
-    write(ws, {"app.py": "print('v1')\n", ".env": "SECRET=1\n"})
-    params = StdioServerParameters(
+def _server(ws: Path, home: Path) -> StdioServerParameters:
+    """``snapshotter mcp`` for ``ws``, its stores under ``home``."""
+    return StdioServerParameters(
         command=sys.executable,
         args=["-m", "snapshotter", "mcp", "-C", str(ws)],
         env=dict(os.environ, SNAPSHOTTER_HOME=str(home)),
     )
+
+
+def test_mcp_server_over_stdio(ws: Path, home: Path) -> None:
+    write(ws, {"app.py": "print('v1')\n", ".env": "SECRET=1\n"})
+    params = _server(ws, home)
 
     async def session_run() -> None:
         async with stdio_client(params) as (read, send), ClientSession(read, send) as session:
@@ -109,5 +114,40 @@ def test_mcp_tools_for_turns_checkpoints_status_and_show(ws: Path, home: Path) -
             assert reverted["reverted"] == ["app.py"] and (ws / "app.py").read_text() == "v1\n"
             undone = _payload(await session.call_tool("undo", {}))
             assert undone["ok"] is True
+
+    anyio.run(session_run)
+
+
+def test_mcp_sessions_brackets_and_a_three_way_revert(ws: Path, home: Path) -> None:
+    """Two sessions through one server: each brackets its tool call; one session's
+    revert_turn keeps the other's edit; a clash is an error result, nothing written."""
+    write(ws, {"a.py": "a0\n", "b.py": "b0\n"})
+    params = _server(ws, home)
+
+    async def session_run() -> None:
+        async with stdio_client(params) as (read, send), ClientSession(read, send) as session:
+            await session.initialize()
+            names = {tool.name for tool in (await session.list_tools()).tools}
+            assert {"revert", "tool_done"} <= names
+            for who in ("A", "B"):
+                assert _payload(await session.call_tool("begin_turn", {"session": who}))["session"] == who
+            await session.call_tool("tool_snapshot", {"call_id": "a1", "session": "A"})
+            (ws / "a.py").write_text("a1\n")
+            await session.call_tool("tool_done", {"call_id": "a1", "session": "A"})
+            await session.call_tool("tool_snapshot", {"call_id": "b1", "session": "B"})
+            (ws / "b.py").write_text("b1\n")
+            await session.call_tool("tool_done", {"call_id": "b1", "session": "B"})
+            reverted = _payload(await session.call_tool("revert_turn", {"session": "A"}))
+            assert reverted["reverted"] == ["a.py"] and (ws / "b.py").read_text() == "b1\n"
+            assert (ws / "a.py").read_text() == "a0\n"
+            mine = _payload(await session.call_tool("list_snapshots", {"session": "A", "limit": 50}))
+            assert mine["snapshots"] and {s["session"] for s in mine["snapshots"]} == {"A"}
+            before = _payload(await session.call_tool("snapshot", {"message": "before"}))
+            (ws / "a.py").write_text("agent\n")
+            after = _payload(await session.call_tool("snapshot", {"message": "after"}))
+            (ws / "a.py").write_text("person\n")
+            clash = await session.call_tool("revert", {"before": before["id"], "after": after["id"]})
+            assert _is_error(clash) and "nothing was written" in _error_text(clash)
+            assert (ws / "a.py").read_text() == "person\n"
 
     anyio.run(session_run)

@@ -3,26 +3,13 @@
 from __future__ import annotations
 
 import random
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import GIT, needs_git
+from conftest import git_merge_file, needs_git
 
 from snapshotter.compare.linediff import split_lines
 from snapshotter.compare.merge import GitLineMatcher, merge_text, mergeable
-
-
-def git_merge_file(tmp: Path, ours: bytes, base: bytes, theirs: bytes) -> tuple[bytes, int]:
-    for name, content in (("ours", ours), ("base", base), ("theirs", theirs)):
-        (tmp / name).write_bytes(content)
-    assert GIT is not None
-    done = subprocess.run(
-        [GIT, "merge-file", "-p", "-L", "ours", "-L", "base", "-L", "theirs", "ours", "base", "theirs"],
-        cwd=tmp,
-        capture_output=True,
-    )
-    return done.stdout, done.returncode
 
 
 def _mutated(rng: random.Random, lines: list[bytes], pool: list[bytes]) -> list[bytes]:

@@ -8,52 +8,35 @@ checked byte for byte on real folders.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import GIT, needs_git
+from conftest import contents, git_merge_file, needs_git, write
 
 from snapshotter import ConflictReason, InvalidInput, RestoreResult, RevertResult, Snapshotter
 
 LINES = [f"line {i}: {'alpha beta gamma'[: i % 16]}\n" for i in range(100)]
 
 
-def write(ws: Path, files: dict[str, str | bytes]) -> None:
-    for rel, content in files.items():
-        path = ws / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content.encode() if isinstance(content, str) else content)
-
-
-def tree_bytes(ws: Path) -> dict[str, bytes]:
-    out = {}
-    for root, dirs, names in os.walk(ws):
-        dirs[:] = [d for d in dirs if d != ".git"]
-        for name in names:
-            path = Path(root) / name
-            link = path.is_symlink()
-            out[path.relative_to(ws).as_posix()] = b"->" + os.fsencode(os.readlink(path)) if link else path.read_bytes()
-    return out
-
-
 def edited(lines: list[str], start: int, end: int, tag: str) -> str:
     return "".join(f"{tag} {i}\n" if start <= i < end else line for i, line in enumerate(lines))
 
 
-def git_merge_file(tmp: Path, ours: bytes, base: bytes, theirs: bytes) -> tuple[bytes, int]:
-    """``git merge-file -p`` with our own labels: (output, number of conflicts)."""
-    tmp.mkdir(parents=True, exist_ok=True)
-    for name, content in (("ours", ours), ("base", base), ("theirs", theirs)):
-        (tmp / name).write_bytes(content)
-    assert GIT is not None
-    done = subprocess.run(
-        [GIT, "merge-file", "-p", "-L", "workspace", "-L", "base", "-L", "reverted", "ours", "base", "theirs"],
-        cwd=tmp,
-        capture_output=True,
-    )
-    return done.stdout, done.returncode
+def workspace_merge(tmp: Path, ours: bytes, base: bytes, theirs: bytes) -> tuple[bytes, int]:
+    """git's merge of a revert: ours the workspace, base the change's far end, theirs its near end."""
+    return git_merge_file(tmp, ours, base, theirs, ("workspace", "reverted"))
+
+
+def clash(ws: Path, snap: Snapshotter) -> tuple[str, str]:
+    """A change to lines 0-9 of shared.py (and to plain.py), then the workspace's own
+    edit of lines 5-14: (before, after) of the change, whose revert clashes there."""
+    write(ws, {"shared.py": "".join(LINES), "plain.py": "p1\n"})
+    before = snap.snapshot()
+    write(ws, {"shared.py": edited(LINES, 0, 10, "agent"), "plain.py": "p2\n"})
+    after = snap.snapshot()
+    write(ws, {"shared.py": edited(LINES, 5, 15, "person")})
+    return before.id, after.id
 
 
 def test_a_later_edit_elsewhere_survives(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
@@ -80,7 +63,7 @@ def test_drifted_text_is_merged_as_git_merge_file_merges_it(ws: Path, tmp_path: 
     after = snap.snapshot()
     write(ws, {"shared.py": edited(LINES, 0, 10, "agent").replace("line 55", "person 55")})
     ours = (ws / "shared.py").read_bytes()
-    expected, conflicts = git_merge_file(
+    expected, conflicts = workspace_merge(
         tmp_path / "oracle", ours, edited(LINES, 0, 10, "agent").encode(), "".join(LINES).encode()
     )
     assert conflicts == 0
@@ -92,20 +75,16 @@ def test_drifted_text_is_merged_as_git_merge_file_merges_it(ws: Path, tmp_path: 
 
 @needs_git
 def test_overlapping_edits_conflict_and_nothing_is_written(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
-    write(ws, {"shared.py": "".join(LINES), "plain.py": "p1\n"})
     snap = make()
-    before = snap.snapshot()
-    write(ws, {"shared.py": edited(LINES, 0, 10, "agent"), "plain.py": "p2\n"})
-    after = snap.snapshot()
-    write(ws, {"shared.py": edited(LINES, 5, 15, "person")})
-    state = tree_bytes(ws)
+    before, after = clash(ws, snap)
+    state = contents(ws)
     listed = len(snap.list(limit=None))
-    result = snap.revert(before.id, after.id)
+    result = snap.revert(before, after)
     assert not result and not result.applied
     assert [(c.path, c.reason) for c in result.conflicts] == [("shared.py", ConflictReason.CONTENT)]
-    assert tree_bytes(ws) == state, "abort must write nothing"
+    assert contents(ws) == state, "abort must write nothing"
     assert result.safety_snapshot_id is None and len(snap.list(limit=None)) == listed
-    _, git_conflicts = git_merge_file(
+    _, git_conflicts = workspace_merge(
         tmp_path / "oracle", state["shared.py"], edited(LINES, 0, 10, "agent").encode(), "".join(LINES).encode()
     )
     assert git_conflicts > 0
@@ -113,30 +92,22 @@ def test_overlapping_edits_conflict_and_nothing_is_written(ws: Path, tmp_path: P
 
 @needs_git
 def test_markers_mode_writes_what_git_merge_file_writes(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
-    write(ws, {"shared.py": "".join(LINES), "plain.py": "p1\n"})
     snap = make()
-    before = snap.snapshot()
-    write(ws, {"shared.py": edited(LINES, 0, 10, "agent"), "plain.py": "p2\n"})
-    after = snap.snapshot()
-    write(ws, {"shared.py": edited(LINES, 5, 15, "person")})
+    before, after = clash(ws, snap)
     ours = (ws / "shared.py").read_bytes()
-    expected, conflicts = git_merge_file(
+    expected, conflicts = workspace_merge(
         tmp_path / "oracle", ours, edited(LINES, 0, 10, "agent").encode(), "".join(LINES).encode()
     )
-    result = snap.revert(before.id, after.id, conflicts="markers")
+    result = snap.revert(before, after, conflicts="markers")
     assert result.applied and result.marked == ("shared.py",) and conflicts > 0
     assert (ws / "shared.py").read_bytes() == expected
     assert (ws / "plain.py").read_text() == "p1\n"  # the clean path is reverted too
 
 
 def test_ours_mode_keeps_the_workspace_version_of_conflicts_only(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
-    write(ws, {"shared.py": "".join(LINES), "plain.py": "p1\n"})
     snap = make()
-    before = snap.snapshot()
-    write(ws, {"shared.py": edited(LINES, 0, 10, "agent"), "plain.py": "p2\n"})
-    after = snap.snapshot()
-    write(ws, {"shared.py": edited(LINES, 5, 15, "person")})
-    result = snap.revert(before.id, after.id, conflicts="ours")
+    before, after = clash(ws, snap)
+    result = snap.revert(before, after, conflicts="ours")
     assert result.applied and result.reverted == ("plain.py",) and result.marked == ()
     assert (ws / "shared.py").read_text() == edited(LINES, 5, 15, "person")
     assert (ws / "plain.py").read_text() == "p1\n"
@@ -174,7 +145,7 @@ def test_drift_that_cannot_be_merged_is_a_conflict(ws: Path, make, kind: str) ->
         (ws / "f").unlink()
     elif kind == "modify-deleted":
         write(ws, {"f": "recreated differently\n"})
-    state = tree_bytes(ws)
+    state = contents(ws)
     result = snap.revert(before.id, after.id)
     expected = {
         "binary": ConflictReason.BINARY,
@@ -184,7 +155,7 @@ def test_drift_that_cannot_be_merged_is_a_conflict(ws: Path, make, kind: str) ->
         "modify-deleted": ConflictReason.CONTENT,
     }[kind]
     assert [c.reason for c in result.conflicts] == [expected], result
-    assert tree_bytes(ws) == state
+    assert contents(ws) == state
 
 
 def test_exec_bit_chosen_both_ways_is_a_mode_conflict(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
@@ -211,10 +182,10 @@ def test_dry_run_writes_nothing_and_says_what_it_would_do(ws: Path, make) -> Non
     write(ws, {"a.txt": "2\n", "c.txt": "new\n"})
     after = snap.snapshot()
     write(ws, {"b.txt": "edited since\n"})
-    state, listed = tree_bytes(ws), len(snap.list(limit=None))
+    state, listed = contents(ws), len(snap.list(limit=None))
     result = snap.revert(before.id, after.id, dry_run=True)
     assert result.dry_run and not result.applied and result.reverted == ("a.txt", "c.txt")
-    assert tree_bytes(ws) == state and len(snap.list(limit=None)) == listed
+    assert contents(ws) == state and len(snap.list(limit=None)) == listed
 
 
 def test_a_revert_is_undone_by_restoring_its_safety_snapshot(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
@@ -224,12 +195,12 @@ def test_a_revert_is_undone_by_restoring_its_safety_snapshot(ws: Path, make) -> 
     write(ws, {"a.txt": "2\n", "d/c.txt": "new\n"})
     after = snap.snapshot()
     write(ws, {"d/b.txt": "edited since\n"})
-    state = tree_bytes(ws)
+    state = contents(ws)
     result = snap.revert(before.id, after.id)
-    assert tree_bytes(ws) != state
+    assert contents(ws) != state
     assert result.safety_snapshot_id is not None
     snap.restore(result.safety_snapshot_id)
-    assert tree_bytes(ws) == state
+    assert contents(ws) == state
 
 
 def test_untracked_files_in_the_way_are_never_touched(ws: Path, make) -> None:  # type: ignore[no-untyped-def]

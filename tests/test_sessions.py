@@ -7,11 +7,11 @@ the hypothesis test drives random interleavings of both sessions' edits and reve
 
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
 
 import pytest
+from conftest import contents, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,27 +20,11 @@ from snapshotter import ConflictReason, InvalidInput, Snapshotter
 LINES = [f"line {i} of the shared file\n" for i in range(100)]
 
 
-def write(ws: Path, files: dict[str, str]) -> None:
-    for rel, content in files.items():
-        path = ws / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content)
-
-
 def edit_lines(ws: Path, rel: str, start: int, end: int, tag: str) -> None:
     lines = (ws / rel).read_text().splitlines(keepends=True)
     for i in range(start, end):
         lines[i] = f"{tag} edit of line {i}\n"
     (ws / rel).write_text("".join(lines))
-
-
-def files_of(ws: Path) -> dict[str, bytes]:
-    out = {}
-    for root, _, names in os.walk(ws):
-        for name in names:
-            path = Path(root) / name
-            out[path.relative_to(ws).as_posix()] = path.read_bytes()
-    return out
 
 
 @pytest.fixture
@@ -84,10 +68,10 @@ def test_concurrent_turns_are_told_apart_by_their_tool_calls(ws: Path, two) -> N
     write(ws, {"new_by_a.py": "A made this\n"})
     a.tool_done("a2")
     a.end_turn()
-    before = files_of(ws)
+    before = contents(ws)
     result = a.revert_turn()  # A's turn spans B's call: only A's two calls are reverted
     assert set(result.reverted) == {"f1.py", "new_by_a.py"} and result.merged == ("shared.py",)
-    after = files_of(ws)
+    after = contents(ws)
     assert after["f2.py"] == before["f2.py"] == b"f2 by B\n"
     shared = after["shared.py"].decode().splitlines(keepends=True)
     assert shared[:10] == LINES[:10] and shared[50:60] == before["shared.py"].decode().splitlines(keepends=True)[50:60]
@@ -103,12 +87,12 @@ def test_overlapping_lines_are_a_conflict_and_nothing_is_written(ws: Path, two) 
     b.begin_turn()
     edit_lines(ws, "shared.py", 5, 15, "B")
     b.end_turn()
-    state = files_of(ws)
+    state = contents(ws)
     result = a.revert_turn()
     assert not result and [(c.path, c.reason) for c in result.conflicts] == [("shared.py", ConflictReason.CONTENT)]
-    assert files_of(ws) == state
+    assert contents(ws) == state
     kept = a.revert_turn(conflicts="ours")
-    assert kept.reverted == ("f1.py",) and files_of(ws)["shared.py"] == state["shared.py"]
+    assert kept.reverted == ("f1.py",) and contents(ws)["shared.py"] == state["shared.py"]
 
 
 def test_a_sessions_undo_and_redo_touch_only_its_own_calls(ws: Path, two) -> None:  # type: ignore[no-untyped-def]
@@ -120,18 +104,18 @@ def test_a_sessions_undo_and_redo_touch_only_its_own_calls(ws: Path, two) -> Non
     a.tool_done("a1")
     write(ws, {"f2.py": "f2 by B, no bracket\n"})
     edit_lines(ws, "shared.py", 50, 60, "B")
-    done_by_a = files_of(ws)
+    done_by_a = contents(ws)
     assert a.can_undo()
     undone = a.undo()
     assert undone.ok and undone.revert is not None
-    now = files_of(ws)
+    now = contents(ws)
     assert now["f1.py"] == b"f1 original\n" and now["f2.py"] == b"f2 by B, no bracket\n"
     assert now["shared.py"].decode().splitlines(keepends=True)[:10] == LINES[:10]
     assert "B edit of line 55" in now["shared.py"].decode()
     assert not b.can_undo() and not b.undo().ok  # B took no checkpoint: nothing of B's to undo
     assert a.can_redo()
     redone = a.redo()
-    assert redone.ok and files_of(ws) == done_by_a
+    assert redone.ok and contents(ws) == done_by_a
     assert not a.can_redo()
 
 
@@ -142,10 +126,10 @@ def test_undo_that_would_clash_is_refused_and_changes_nothing(ws: Path, two) -> 
     edit_lines(ws, "shared.py", 0, 10, "A")
     a.tool_done("a1")
     edit_lines(ws, "shared.py", 5, 15, "B")
-    state = files_of(ws)
+    state = contents(ws)
     undone = a.undo()
     assert not undone.ok and undone.revert is not None and undone.revert.conflicts
-    assert files_of(ws) == state and a.can_undo() and not a.can_redo()
+    assert contents(ws) == state and a.can_undo() and not a.can_redo()
 
 
 def test_sessions_keep_their_own_turn_numbers_labels_and_listings(ws: Path, two) -> None:  # type: ignore[no-untyped-def]
@@ -268,14 +252,14 @@ def _play(root: Path, steps: list[tuple[str, str]], seed: int) -> int:
                         snap.checkpoint()
                 open_turn[who] = not open_turn[who]
             else:
-                before = files_of(ws)
+                before = contents(ws)
                 if action == "revert" and any(
                     i.label and i.label.startswith("pre-turn:") for i in snap.list(session=who)
                 ):
                     snap.revert_turn(conflicts="ours")
                 elif action == "undo":
                     snap.undo()
-                after = files_of(ws)
+                after = contents(ws)
                 effective += after != before
                 assert _others(after, who) == _others(before, who), (who, action, number)
                 for rel in set(before) | set(after):  # nothing outside the session's own work moved

@@ -167,6 +167,7 @@ def untracked_in_the_way(
 def _untracked_among(found: Sequence[Change], scanned: Scan, workspace: Workspace) -> list[SkippedPath]:
     skipped = {item.path: item.reason for item in scanned.skipped if item.reason not in _NOT_KEPT}
     out: list[SkippedPath] = []
+    present = _FolderPresence(scanned, workspace)
     for change in found:
         if change.new is None:
             continue  # only a tracked path is ever deleted
@@ -177,11 +178,33 @@ def _untracked_among(found: Sequence[Change], scanned: Scan, workspace: Workspac
         )
         if scanned.entry(change.path) is not None and reason is None:
             continue
+        if reason is None and not present(change.path.rpartition("/")[0]):
+            continue  # its folder is not there: nothing can stand in the way (a fork, a folder brought back)
         st = workspace.lstat(change.path) if reason is None else None
         if reason is None and (st is None or stat.S_ISDIR(st.st_mode)):
             continue
         out.append(SkippedPath(change.path, reason or SkipReason.IGNORED))
     return out
+
+
+class _FolderPresence:
+    """Whether a folder of the workspace exists, asked once per folder: a folder
+    the scan walked does; one whose parent is missing is missing too."""
+
+    def __init__(self, scanned: Scan, workspace: Workspace) -> None:
+        self.nodes = scanned.nodes
+        self.workspace = workspace
+        self.known: dict[str, bool] = {}
+
+    def __call__(self, folder: str) -> bool:
+        if not folder or folder in self.nodes:
+            return True
+        known = self.known.get(folder)
+        if known is None:
+            parent = folder.rpartition("/")[0]
+            st = self.workspace.lstat(folder) if self(parent) else None
+            known = self.known[folder] = st is not None
+        return known
 
 
 def _without_kept(
@@ -246,6 +269,7 @@ def _check_conflicts(
     """
     deleted = set(deletes)
     checked: set[str] = set(scanned.nodes) if scanned is not None else set()
+    present = _FolderPresence(scanned, workspace) if scanned is not None else None
     for path, _ in writes:
         parts = path.split("/")
         for depth in range(1, len(parts)):
@@ -262,6 +286,8 @@ def _check_conflicts(
             )
         if scanned is not None and scanned.entry(path) is not None:
             continue
+        if present is not None and not present(path.rpartition("/")[0]):
+            continue  # its folder is not there yet: no folder can stand at the path
         st = workspace.lstat(path)
         if st is not None and stat.S_ISDIR(st.st_mode) and not _only_deleted_below(workspace, path, deleted):
             raise RestoreConflict(
