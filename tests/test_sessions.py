@@ -188,7 +188,7 @@ SHARED = ("s1.txt", "s2.txt")
 def _call(ws: Path, snap: Snapshotter, session: str, call: str, rng: random.Random) -> None:
     snap.tool_snapshot(call)
     low, high = OWN[session]
-    for rel in rng.sample(SHARED, rng.randint(0, 2)):
+    for rel in rng.sample(SHARED, rng.randint(1, 2)):  # every call edits: the model must have work to check
         start = rng.randrange(low, high - 2)
         edit_lines(ws, rel, start, start + rng.randint(1, 2), f"{session}{call}")
     if rng.random() < 0.6:
@@ -223,7 +223,8 @@ def test_model_reverts_never_touch_the_other_sessions_work(request: pytest.Fixtu
     @settings(max_examples=400 if long else 25, deadline=None, suppress_health_check=list(HealthCheck))
     @given(STEPS, st.integers(0, 2**16))
     def run(steps: list[tuple[str, str]], seed: int) -> None:
-        effective[0] += _play(tmp_path_factory.mktemp("model"), steps, seed)
+        opening = [("A", "turn"), ("B", "turn"), ("A", "call"), ("B", "call")]  # both at work, interleaved
+        effective[0] += _play(tmp_path_factory.mktemp("model"), [*opening, *steps, ("A", "revert")], seed)
 
     run()
     assert effective[0] > 0, "no revert or undo changed anything: the model proved nothing"
