@@ -54,6 +54,23 @@ def edit(paths: list[Path], tag: str) -> None:
             handle.write(f"# {tag}\n")
 
 
+def quiet_disk(limit: float = 5.0, wait: float = 120.0) -> None:
+    """Flush, then wait (up to ``wait`` s) until the disk is quiet: the share of
+    the last 10 s in which some task stalled on I/O under ``limit`` percent
+    (Linux's ``/proc/pressure/io``). Writing 100,000 files leaves seconds of
+    writeback behind, which would land on whichever side runs next."""
+    os.sync()
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            first = Path("/proc/pressure/io").read_text().split()[1]  # "avg10=12.34"
+        except (OSError, IndexError):
+            return
+        if float(first.partition("=")[2]) < limit:
+            return
+        time.sleep(2)
+
+
 def disk_bytes(*roots: Path) -> int:
     """Bytes on disk under ``roots``, each inode once (as ``du`` counts hard links)."""
     seen: set[tuple[int, int]] = set()
@@ -88,6 +105,7 @@ def measure(files: int, runs: int) -> dict[str, Any]:
             chosen = [p.relative_to(ws) for p in rng.sample(paths, 20)]
             agent, person = chosen[:10], chosen[10:]  # the person's 10 files are others than the agent's
             time.sleep(1.1)  # both sides settled: the stat cache and git's index
+            quiet_disk()
             snap.begin_turn()
             edit([ws / p for p in agent], f"agent {run}")
             snap.end_turn()
@@ -100,6 +118,7 @@ def measure(files: int, runs: int) -> dict[str, Any]:
             git(repo, "commit", "-q", "-a", "-m", f"turn {run}")
             edit([repo / p for p in person], f"person {run}")
             time.sleep(1.1)
+            quiet_disk()
             start = time.perf_counter()
             git(repo, "revert", "--no-commit", "HEAD")
             rows["revert_turn"]["git"].append(time.perf_counter() - start)
@@ -108,18 +127,22 @@ def measure(files: int, runs: int) -> dict[str, Any]:
         fork_seconds, git_seconds, fork_extra, git_extra = [], [], [], []
         newest = snap.list(limit=1)[0]
         for run in range(runs):
-            dest = scratch / f"fork{run}"
-            start = time.perf_counter()
-            snap.fork(newest.id, dest).close()
-            fork_seconds.append(time.perf_counter() - start)
-            fork_extra.append(disk_bytes(home, ws, *(scratch / f"fork{k}" for k in range(run + 1))) - before)
-            before = disk_bytes(home, ws, *(scratch / f"fork{k}" for k in range(run + 1)))
-            tree = scratch / f"wt{run}"
-            git_before = disk_bytes(repo)
-            start = time.perf_counter()
-            git(repo, "worktree", "add", "-q", "--detach", str(tree), "HEAD")
-            git_seconds.append(time.perf_counter() - start)
-            git_extra.append(disk_bytes(repo, tree) - git_before)
+            for side in ("snapshotter", "git") if run % 2 == 0 else ("git", "snapshotter"):
+                quiet_disk()
+                if side == "snapshotter":
+                    forks = [scratch / f"fork{k}" for k in range(run + 1)]
+                    start = time.perf_counter()
+                    snap.fork(newest.id, forks[-1]).close()
+                    fork_seconds.append(time.perf_counter() - start)
+                    fork_extra.append(disk_bytes(home, ws, *forks) - before)
+                    before = disk_bytes(home, ws, *forks)
+                else:
+                    tree = scratch / f"wt{run}"
+                    git_before = disk_bytes(repo)
+                    start = time.perf_counter()
+                    git(repo, "worktree", "add", "-q", "--detach", str(tree), "HEAD")
+                    git_seconds.append(time.perf_counter() - start)
+                    git_extra.append(disk_bytes(repo, tree) - git_before)
         snap.close()
         rows["fork"] = {"snapshotter": fork_seconds, "git": git_seconds}
         out: dict[str, Any] = {"files": files, "rows": {}}

@@ -85,6 +85,10 @@ class Workspace:
         self._io_root = host.native(root)
         self._held: dict[str, int] = {}
         """Folder -> descriptor of the folders used last, kept open for the next writes."""
+        self._made: set[str] = set()
+        """Folders this object created: empty when made, so a file written into one
+        replaces nothing (a file someone else put there meanwhile makes the
+        exclusive create fail, and the restore refuses, as ever)."""
 
     def abspath(self, rel: str) -> str:
         return os.path.join(self.root, *rel.split("/"))
@@ -123,6 +127,7 @@ class Workspace:
         """Close the kept descriptors of ``rel`` and the folders in it (about to be removed)."""
         for key in [k for k in self._held if k == rel or k.startswith(rel + "/")]:
             os.close(self._held.pop(key))
+        self._made = {k for k in self._made if k != rel and not k.startswith(rel + "/")}
 
     def _folder(self, parts: list[str], create: bool) -> int:
         """A descriptor of the folder ``parts`` below the root, opened component by
@@ -149,6 +154,7 @@ class Workspace:
                     raise
                 try:
                     os.mkdir(part, 0o777, dir_fd=fd)
+                    self._made.add("/".join(parts[: index + 1]))
                 except FileExistsError:
                     pass
                 child = os.open(part, _DIR_NO_FOLLOW, dir_fd=fd)
@@ -216,9 +222,12 @@ class Workspace:
         return the new entry's stat, taken before closing it, as git does)."""
         fd, name, parent = self._parent(rel, create=True)
         path = name if fd is not None else os.path.join(parent, name)
-        # The common case takes one call: a file or symlink was there, or nothing.
-        # A folder, a refusal, or a platform without dir_fd: look first.
-        if fd is None or not self._unlinked(fd, name):
+        # The common case takes one call: a file or symlink was there, or nothing;
+        # in a folder made just now, none. A folder, a refusal, or a platform
+        # without dir_fd: look first.
+        if fd is not None and parent in self._made:
+            pass
+        elif fd is None or not self._unlinked(fd, name):
             try:
                 st = self._lstat(fd, parent, name)
             except FileNotFoundError:
@@ -334,6 +343,7 @@ class Workspace:
 
     def remove_dir_if_empty(self, rel: str) -> bool:
         self.close()  # never keep a descriptor of a folder that may go away
+        self._made.discard(rel)
         try:
             fd, name, parent = self._parent(rel, create=False)
             if fd is not None:
