@@ -292,7 +292,9 @@ def revert_turn(engine: Engine, n: int, reset: bool, conflicts: ConflictMode) ->
     pre, post = turn_pair(engine, n)
     if reset:
         return restore(engine, pre, safety_label="pre-revert")
-    return revert_changes(engine, session_changes(engine, engine.session, pre, post), conflicts=conflicts)
+    turn = (pre.label or "")[len(PRE_TURN) :]
+    pairs = session_changes(engine, engine.session, pre, post)
+    return revert_changes(engine, pairs, conflicts=conflicts, message=f"before reverting turn {turn}")
 
 
 def all_stacks(engine: Engine) -> list[str]:
