@@ -20,7 +20,10 @@ if TYPE_CHECKING:
         InvalidInput,
         InvalidRef,
         PathNotFound,
+        PushRefused,
         Remedy,
+        RemoteAuthError,
+        RemoteError,
         RestoreConflict,
         RollbackPerformed,
         SnapshotError,
@@ -32,16 +35,20 @@ if TYPE_CHECKING:
         WorkspaceError,
         WorkspaceTooLarge,
     )
+    from snapshotter.gitstore.transport import Credentials
     from snapshotter.guard import Guard
     from snapshotter.model import (
         ChangeStatus,
         Conflict,
         ConflictReason,
+        FetchResult,
         FileChange,
         FileDiff,
         ForkInfo,
         GcResult,
         PruneResult,
+        PushResult,
+        RemoteWorkspace,
         RestoreResult,
         RevertResult,
         ScanStats,
@@ -74,10 +81,11 @@ def _load() -> None:
     the ``TYPE_CHECKING`` block above, for type checkers)."""
     from snapshotter import api, background, errors, model, options
     from snapshotter import guard as guarding
+    from snapshotter.gitstore import transport
     from snapshotter.worktree import ignore, watch
 
     found: dict[str, object] = {}
-    for module in (api, background, errors, guarding, model, options, ignore, watch):
+    for module in (api, background, errors, guarding, model, options, transport, ignore, watch):
         found.update({name: getattr(module, name) for name in __all__ if name not in found and hasattr(module, name)})
     globals().update(found)  # after the imports: importing ``snapshotter.guard`` set ``guard`` to that module
 
@@ -104,9 +112,16 @@ __all__ = [
     "RestoreResult",
     "RevertResult",
     "ForkInfo",
+    "PushResult",
+    "FetchResult",
+    "RemoteWorkspace",
+    "Credentials",
     "Conflict",
     "ConflictReason",
     "RollbackPerformed",
+    "RemoteError",
+    "RemoteAuthError",
+    "PushRefused",
     "ScanStats",
     "SkipReason",
     "SkippedPath",

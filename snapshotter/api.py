@@ -28,6 +28,7 @@ from snapshotter.model import (
     VerifyResult,
 )
 from snapshotter.options import DEFAULTS, OnError, Options, Retention, check_path
+from snapshotter.replicas import Replicas
 from snapshotter.session import reading, restoring
 from snapshotter.session.engine import Engine, open_engine
 from snapshotter.upkeep import integrity
@@ -36,7 +37,7 @@ from snapshotter.workflows import Workflows
 log = logging.getLogger("snapshotter")
 
 
-class Snapshotter(Workflows):
+class Snapshotter(Workflows, Replicas):
     """Snapshots of one workspace folder, kept in a bare git store outside it.
 
     Safe to share between threads; processes (and other instances) opening the
@@ -65,6 +66,10 @@ class Snapshotter(Workflows):
         watch: bool = DEFAULTS.watch,
         trust_folder_mtimes: bool = DEFAULTS.trust_folder_mtimes,
         session: str | None = DEFAULTS.session,
+        remote: str | None = DEFAULTS.remote,
+        remote_name: str | None = DEFAULTS.remote_name,
+        auto_push: bool = DEFAULTS.auto_push,
+        max_push_file_size: int = DEFAULTS.max_push_file_size,
     ) -> None:
         check_path("workspace", workspace)
         self._options = Options(
@@ -81,6 +86,10 @@ class Snapshotter(Workflows):
             watch=watch,
             trust_folder_mtimes=trust_folder_mtimes,
             session=session,
+            remote=remote,
+            remote_name=remote_name,
+            auto_push=auto_push,
+            max_push_file_size=max_push_file_size,
         )
         self._lock = threading.RLock()
         self._background = Background()
@@ -157,12 +166,17 @@ class Snapshotter(Workflows):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def close(self) -> None:
-        """Finish background snapshots, stop watching, release the store."""
+    def close(self, push_timeout: float = 60.0) -> None:
+        """Finish background snapshots and pushes (waiting up to ``push_timeout``
+        seconds for the last push: its failure is raised, or logged with
+        ``on_error="warn"``), stop watching, release the store."""
         self._background.shutdown()
-        with self._lock:
-            if self._engine is not None:
-                self._engine.close()
+        try:
+            self._flush_pushes(push_timeout)
+        finally:
+            with self._lock:
+                if self._engine is not None:
+                    self._engine.close()
 
     # -- snapshots ------------------------------------------------------------------
 

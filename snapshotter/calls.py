@@ -33,15 +33,18 @@ class Facade(Protocol):
 
     def _engine_ok(self) -> Engine: ...
 
+    def _after_change(self) -> None: ...
+
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
 def public(failure: object = None, mutates: bool = False, maintain: bool = True) -> Callable[[_Method], _Method]:
     """Run a public method under the instance lock (and the store lock if it
-    ``mutates``, applying retention afterwards unless ``maintain`` is False),
-    with typed errors; in "warn" mode a failure is logged and ``failure``
-    returned instead, and the workspace is left as it was."""
+    ``mutates``, applying retention afterwards unless ``maintain`` is False, and
+    asking for a background push with ``auto_push``), with typed errors; in
+    "warn" mode a failure is logged and ``failure`` returned instead, and the
+    workspace is left as it was."""
 
     def wrap(method: _Method) -> _Method:
         @functools.wraps(method)
@@ -54,7 +57,9 @@ def public(failure: object = None, mutates: bool = False, maintain: bool = True)
                         result = method(self, *args, **kwargs)
                         if mutates and maintain and self._engine is not None:
                             maintenance.maintain(self._engine, self._options.retention)
-                        return result
+                    if mutates and self._engine is not None:
+                        self._after_change()  # a background push, with auto_push: never in the call's way
+                    return result
             except Exception as exc:
                 if self._options.on_error == "raise":
                     raise

@@ -125,6 +125,19 @@ class RollbackPerformed(SnapshotError):
     """A guarded block failed its verification and the workspace was rolled back."""
 
 
+class RemoteError(SnapshotError):
+    """A git remote could not be reached, refused a push, or sent something unusable.
+    Its message never holds a password or token."""
+
+
+class RemoteAuthError(RemoteError):
+    """A git remote refused the credentials (or asked for some and had none)."""
+
+
+class PushRefused(RemoteError):
+    """A push was refused before anything was sent (a file over the size limit)."""
+
+
 _DISK_FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 _NOT_ALLOWED = {errno.EACCES, errno.EPERM, errno.EROFS}
 

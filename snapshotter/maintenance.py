@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from snapshotter.errors import SnapshotError
 from snapshotter.history import REDO, REDO_TO, SESSIONS, UNDO, all_stacks
 from snapshotter.model import GcResult, PruneResult, SnapshotInfo, StoreStats
+from snapshotter.remotes import recently_fetched
 from snapshotter.session.engine import Engine
 from snapshotter.upkeep import compaction, consolidation
 from snapshotter.upkeep.retention import Retention, by_count_and_age, droppable
@@ -52,6 +53,8 @@ def protected_ids(engine: Engine, retention: Retention) -> set[str]:
                 ids.add(target)
         undo = store.stack(session + UNDO)
         ids.update(sha.hex() for sha in (undo[-retention.max_undo :] if retention.max_undo else undo))
+    if retention.max_age:
+        ids.update(recently_fetched(store, retention.max_age.total_seconds()))
     return ids
 
 

@@ -205,6 +205,42 @@ class ForkInfo:
 
 
 @dataclass(frozen=True)
+class PushResult:
+    """What a push sent to a remote, under its namespace ``refs/snapshotter/<name>/``."""
+
+    remote: str
+    """The remote, without credentials."""
+    name: str
+    snapshots_sent: int
+    """Snapshots the remote did not hold before."""
+    objects_sent: int
+    """Git objects sent: only those the remote lacked."""
+    refs_updated: int
+    pruned: int = 0
+    """Remote snapshot refs deleted because retention dropped them here (``prune=True``)."""
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    """What a fetch brought from a remote namespace."""
+
+    remote: str
+    name: str
+    snapshots: tuple[SnapshotInfo, ...]
+    """The snapshots new here, oldest first, numbered after the ones already here."""
+
+
+@dataclass(frozen=True)
+class RemoteWorkspace:
+    """One namespace on a remote: a workspace's snapshots, from one or more stores."""
+
+    name: str
+    snapshots: int
+    hosts: int
+    """How many stores (machines) pushed their state there."""
+
+
+@dataclass(frozen=True)
 class ScanStats:
     """What the last walk of the workspace cost."""
 

@@ -108,6 +108,15 @@ class Options:
     session: str | None = setting(
         None, "the session to work in: its own turns, tool calls, checkpoints, undo and redo", kind=str
     )
+    remote: str | None = setting(None, "the git remote push and fetch use by default (a URL or a path)", kind=str)
+    """Never from a file inside the workspace: the agent could point it anywhere."""
+    remote_name: str | None = setting(
+        None, "this workspace's namespace on remotes (default: the folder's name and a hash)", kind=str
+    )
+    auto_push: bool = setting(False, "push to the remote after each snapshot, in the background")
+    max_push_file_size: int = setting(
+        100 * 2**20, "refuse to push a file larger than this many bytes (0: no cap)", workspace="lower"
+    )
     """The session this instance works in: its turns, checkpoints, tool calls,
     undo and redo are its own (``None``: the one anonymous session)."""
 
@@ -129,7 +138,7 @@ class Options:
         timeout: Any = self.lock_timeout
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
             raise InvalidInput("lock_timeout must be a number of seconds, 0 or more")
-        flags = ("use_default_excludes", "allow_unsafe_root", "watch", "trust_folder_mtimes")
+        flags = ("use_default_excludes", "allow_unsafe_root", "watch", "trust_folder_mtimes", "auto_push")
         for flag in flags:
             given = getattr(self, flag)
             if not isinstance(given, bool) and given not in (0, 1):
@@ -138,6 +147,12 @@ class Options:
             raise InvalidInput("max_new_file_size must be a non-negative number of bytes")
         if self.session is not None:
             check_session(self.session)
+        if self.remote is not None and (not isinstance(self.remote, str) or not self.remote):
+            raise InvalidInput("remote must be a URL or a path")
+        if self.auto_push and self.remote is None:
+            raise InvalidInput("auto_push needs a remote= to push to")
+        if not isinstance(self.max_push_file_size, int) or self.max_push_file_size < 0:
+            raise InvalidInput("max_push_file_size must be a non-negative number of bytes (0: no cap)")
         for name in ("max_workspace_bytes", "max_workspace_entries"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 0:

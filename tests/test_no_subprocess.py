@@ -71,3 +71,36 @@ def test_package_never_evaluates_data_as_code() -> None:
                     assert name.split(".")[0] not in banned_modules, f"{path.name}:{node.lineno} imports {name}"
         checked += 1
     assert checked > 20
+
+
+def test_pushes_and_fetches_start_no_process(ws: Path, tmp_path: Path, make, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """dulwich's clients for paths and git:// are pure Python, and SSH goes through
+    paramiko: a push and a fetch run with every process API patched to fail (the
+    git daemon serving them was started before, by the test)."""
+    from conftest import GIT
+    from remote_servers import bare_repository, git_daemon
+
+    if GIT is None:
+        pytest.skip("git binary not on PATH (the server side only)")
+    write(ws, {"a.txt": "a\n"})
+    snap = make()
+    snap.snapshot("one")
+    bare_repository(tmp_path / "srv" / "r.git")
+    with git_daemon(tmp_path / "srv") as url:
+
+        def forbidden(*args: object, **kwargs: object) -> None:
+            raise AssertionError(f"a process was started: {args!r}")
+
+        with monkeypatch.context() as patched:
+            for name in ("Popen", "run", "call", "check_call", "check_output"):
+                patched.setattr(subprocess, name, forbidden)
+            for name in ("system", "popen", "fork", "execv", "execve", "execvp", "spawnv", "posix_spawn"):
+                if hasattr(os, name):
+                    patched.setattr(os, name, forbidden)
+            patched.setenv("PATH", "")
+            for remote in (str(tmp_path / "plain.git"), f"{url}/r.git"):
+                assert snap.push(remote, name="n").snapshots_sent == 1
+                other = tmp_path / f"other{len(remote)}"
+                other.mkdir()
+                with make(other, home=tmp_path / f"h{len(remote)}") as there:
+                    assert len(there.fetch(remote, name="n").snapshots) == 1

@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # loaded by ``_load`` when a command runs in this process; a 
         StoreLocked,
         UnsafeTree,
     )
-    from snapshotter.frontends import config, rendering, workflow_commands
+    from snapshotter.frontends import config, remote_commands, rendering, workflow_commands
 
 
 class Console:
@@ -141,8 +141,15 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
             raise CommandFailed("WatcherRunning", refused)
         return None, lambda: None
     if name == "config":
-        result = {k: {"value": v, "source": s} for k, (v, s) in settings.values.items()}
+        from snapshotter.gitstore.transport import shown
+
+        shown_value = {
+            k: shown(v) if k == "remote" and isinstance(v, str) else v for k, (v, _) in settings.values.items()
+        }
+        result = {k: {"value": shown_value[k], "source": s} for k, (_, s) in settings.values.items()}
         return result, _printer([f"{k} = {v['value']!r}  ({v['source']})" for k, v in result.items()])
+    if name == "clone":
+        return remote_commands.clone(args, config.snapshotter_options(settings), _console.environ, _print)
     store = store_path_for(workspace, settings.value("home"))
     if name == "where":
         found = {"workspace": workspace, "store": store, "exists": os.path.isdir(store)}
@@ -211,6 +218,8 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
         return f.restore_json(result), lambda: _print_restore(result)
     if name in workflow_commands.NAMES:
         return workflow_commands.dispatch(name, snap, args, _print)
+    if name in remote_commands.NAMES:
+        return remote_commands.dispatch(name, snap, args, _print, _console.environ)
     if name in ("pin", "unpin"):
         info = snap.pin(args.ref) if name == "pin" else snap.unpin(args.ref)
         return f.snapshot_json(info), lambda: _print(f"{name}ned {info.id[:12]}")
@@ -340,7 +349,7 @@ def _load() -> None:
     """Import what running a command here needs, for the whole module: the command
     line imports only the grammar and ``relay`` first, so a command handed to a
     watcher costs its process as little as possible (``python -X importtime``)."""
-    global logging, config, rendering, workflow_commands
+    global logging, config, rendering, remote_commands, workflow_commands
     global InvalidRef, PathNotFound, RestoreConflict, SnapshotError, SnapshotNotFound, StoreLocked, UnsafeTree
     import logging
 
@@ -353,7 +362,7 @@ def _load() -> None:
         StoreLocked,
         UnsafeTree,
     )
-    from snapshotter.frontends import config, rendering, workflow_commands
+    from snapshotter.frontends import config, remote_commands, rendering, workflow_commands
 
 
 def _main(argv: Sequence[str]) -> int:

@@ -198,7 +198,7 @@ def resolve(workspace: str, flags: Mapping[str, Any], environ: Mapping[str, str]
             out[name] = (value, source)
 
     user_file = user_config_path(environ)
-    caller_layer(user_file, _read_toml(user_file))
+    caller_layer(user_file, {k: v for k, v in _read_toml(user_file).items() if k != CREDENTIALS})
     for source, values in _workspace_files(workspace, warnings):
         _workspace_layer(source, values, out, warnings)
     from_env = {n: environ[f"SNAPSHOTTER_{n.upper()}"] for n in SETTINGS if f"SNAPSHOTTER_{n.upper()}" in environ}
@@ -254,6 +254,24 @@ def _workspace_layer(
                 f"ignored {name} = {raw!r} in {source}: a file inside the workspace may not weaken safety "
                 f"({setting.workspace_rule}); set it with a flag, the environment or {CONFIG_ENV}"
             )
+
+
+CREDENTIALS = "credentials"
+"""The user config file's table of remote credentials (never a workspace file's)."""
+_CREDENTIAL_KEYS = {"username", "password", "token", "ssh_key", "ssh_known_hosts"}
+
+
+def remote_credentials(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The ``[credentials]`` table of the user's own config file: ``username``,
+    ``password`` or ``token``, ``ssh_key``, ``ssh_known_hosts``. Only this file
+    outside every workspace may hold them; they are never printed."""
+    table = _read_toml(user_config_path(environ)).get(CREDENTIALS, {})
+    if not isinstance(table, dict):
+        raise InvalidInput(f"[{CREDENTIALS}] in {user_config_path(environ)} must be a table")
+    unknown = set(table) - _CREDENTIAL_KEYS
+    if unknown:
+        raise InvalidInput(f"unknown key {sorted(unknown)[0]!r} in [{CREDENTIALS}]; use {sorted(_CREDENTIAL_KEYS)}")
+    return {key: str(value) for key, value in table.items()}
 
 
 def snapshotter_options(settings: Resolved) -> dict[str, Any]:

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
 from snapshotter import __version__
 from snapshotter.api import Snapshotter
 from snapshotter.errors import InvalidInput, SnapshotError
-from snapshotter.frontends import config, rendering
+from snapshotter.frontends import config, remote_commands, rendering
 from snapshotter.gitstore.location import canonical_workspace
 from snapshotter.model import ConflictMode, RevertResult, UndoResult
 from snapshotter.worktree.watch import watch_available
@@ -179,6 +180,14 @@ def build_server(workspace: str, flags: Mapping[str, Any]) -> Any:
         if reset:
             return rendering.restore_json(worker.revert_turn(n, reset=True))
         return reverted(worker.revert_turn(n, conflicts=cast(ConflictMode, conflicts)))
+
+    @tool
+    def push(remote: str | None = None, name: str | None = None) -> dict[str, Any]:
+        """Send this folder's snapshots to the configured git remote (or ``remote``, which the server's
+        settings must allow: only remotes set by whoever started the server), under refs/snapshotter/NAME/."""
+        if remote is not None and remote != snap.remote:
+            raise SnapshotError("push goes to the remote the server was started with; another one is refused")
+        return rendering.plain_json(snap.push(name=name, credentials=remote_commands.credentials(os.environ)))
 
     @tool
     def revert(

@@ -1,0 +1,199 @@
+"""Sending a store's objects and refs to a git remote, and fetching them back.
+
+A push sends exactly the objects the remote lacks: those reachable from the
+commits it asks for and not from any commit the remote's refs already name
+(and this store holds), found by walking trees here, each distinct tree once,
+so what a local gc did to packs changes nothing. The pack is streamed: objects
+are read one at a time from the store, never all held. The remote updates its
+refs only once the whole pack is in (git's receive-pack does; so does
+dulwich's local client), so a push cut short leaves no ref naming a missing
+object, and the next push sends it all again.
+
+A fetch asks for the commits of some refs; the remote sends what this store
+lacks (the commits here are its "haves"), and dulwich writes one pack. Every
+object is indexed by hashing its content, so an object can only be what its
+id says; what the fetched snapshots hold is checked again before anything is
+written from them (a restore's name checks).
+
+Failures come back as one-line ``RemoteError`` s without credentials.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from dulwich.client import HTTPUnauthorized
+from dulwich.errors import GitProtocolError, HangupException, NotGitRepository, SendPackError
+from dulwich.objects import ZERO_SHA
+from dulwich.pack import UnpackedObject
+from dulwich.repo import Repo
+
+from snapshotter.errors import RemoteAuthError, RemoteError
+from snapshotter.gitstore.objects import MODE_TREE, parse_tree
+from snapshotter.gitstore.store import MISSING_OR_DAMAGED, Store
+from snapshotter.gitstore.transport import Credentials, Remote, without_secrets
+
+Refs = dict[bytes, bytes]
+"""Ref name -> commit id (hex, as git sends them)."""
+_KINDS = {1: b"commit", 2: b"tree", 3: b"blob"}
+
+
+@dataclass(frozen=True)
+class Sent:
+    """What a push sent: objects (in one pack), the refs the remote took, and the
+    refs it refused with why (a server hook, a lost race)."""
+
+    objects: int
+    refs_updated: int
+    refused: Mapping[str, str]
+
+
+def remote_refs(remote: Remote, prefix: bytes = b"", credentials: Credentials | None = None) -> Refs:
+    """The remote's refs (below ``prefix``), as ``git ls-remote`` lists them."""
+    with remote_errors(remote, credentials):
+        found = remote.client.get_refs(remote.path.encode(), ref_prefix=[prefix] if prefix else None)
+    refs: Mapping[Any, Any] = found.refs
+    return {bytes(name): bytes(sha) for name, sha in refs.items() if sha is not None and name.startswith(prefix)}
+
+
+def reachable(store: Store, commits: list[bytes], known: set[bytes] | None = None) -> list[tuple[int, bytes]]:
+    """(type, raw id) of every object the ``commits`` (raw ids) reach that is not in
+    ``known``, commits first; ``known`` gets them all. A tree already known is
+    not entered: its whole content is known with it."""
+    seen = known if known is not None else set()
+    out: list[tuple[int, bytes]] = []
+    trees: list[bytes] = []
+    for commit in commits:
+        if commit in seen:
+            continue
+        seen.add(commit)
+        out.append((1, commit))
+        content = store.read_raw(commit)[1]
+        tree = bytes.fromhex(content[5:45].decode("ascii"))  # "tree <hex>\n" starts every commit
+        trees.append(tree)
+    while trees:
+        tree = trees.pop()
+        if tree in seen:
+            continue
+        seen.add(tree)
+        out.append((2, tree))
+        for _, mode, sha in parse_tree(store.read_raw(tree)[1]):
+            if mode == MODE_TREE:
+                trees.append(sha)
+            elif mode != 0o160000 and sha not in seen:  # a gitlink names a commit elsewhere: nothing to send
+                seen.add(sha)
+                out.append((3, sha))
+    return out
+
+
+def send(
+    store: Store,
+    remote: Remote,
+    updates: Mapping[bytes, bytes | None],
+    credentials: Credentials | None = None,
+    check: Callable[[list[tuple[int, bytes]]], None] | None = None,
+) -> Sent:
+    """Push ``updates`` (ref -> commit id in hex, None to delete) to ``remote``,
+    with the objects it lacks. ``check(objects)`` sees what is about to be sent
+    (type, raw id) before any byte of it leaves, and may refuse by raising."""
+    sent = [0]
+
+    def update_refs(old: dict[Any, Any]) -> dict[Any, Any]:
+        new = dict(old)
+        for name, value in updates.items():
+            if value is None:
+                if name in new:
+                    new[name] = ZERO_SHA
+            else:
+                new[name] = value
+        return new
+
+    def generate_pack_data(
+        have: object, want: object, ofs_delta: bool = True, progress: object = None
+    ) -> tuple[int, Iterator[UnpackedObject]]:
+        known: set[bytes] = set()
+        haves = [bytes.fromhex(sha.decode()) for sha in _hex_set(have) if store.has_object(bytes.fromhex(sha.decode()))]
+        reachable(store, haves, known)
+        wanted = [bytes.fromhex(sha.decode()) for sha in _hex_set(want)]
+        objects = reachable(store, wanted, known)
+        if check is not None:
+            check(objects)
+        sent[0] = len(objects)
+        return len(objects), (_unpacked(store, kind, sha) for kind, sha in objects)
+
+    with remote_errors(remote, credentials):
+        result = remote.client.send_pack(remote.path.encode(), update_refs, generate_pack_data)
+    status = result.ref_status or {}
+    refused = {name.decode("utf-8", "replace"): why for name, why in status.items() if why}
+    return Sent(sent[0], sum(1 for name in updates if name.decode("utf-8", "replace") not in refused), refused)
+
+
+def receive(store: Store, remote: Remote, refs: Refs, credentials: Credentials | None = None) -> int:
+    """Fetch the commits ``refs`` name that this store lacks, with what they
+    reach; returns how many commits were asked for."""
+    wanted = sorted({sha for sha in refs.values() if not store.has_object(bytes.fromhex(sha.decode()))})
+    if not wanted:
+        return 0
+    repo = Repo(store.path)
+    try:
+        with remote_errors(remote, credentials):
+            remote.client.fetch(remote.path.encode(), repo, determine_wants=_wanting(wanted))
+    finally:
+        repo.close()
+    store.release_packs()  # the new pack is listed afresh at the next read
+    return len(wanted)
+
+
+def ensure_local_repository(remote: Remote) -> None:
+    """A remote that is a folder on this machine and does not exist yet becomes an
+    empty bare repository (a git server's repositories are its owner's to make)."""
+    if remote.client.__class__.__name__ == "LocalGitClient" and not os.path.exists(remote.path):
+        os.makedirs(remote.path, mode=0o700)
+        Repo.init_bare(remote.path).close()
+
+
+def _wanting(wanted: list[bytes]) -> Any:
+    """dulwich's ``determine_wants``: the commits to fetch, whatever the remote advertises."""
+
+    def determine_wants(refs: object, depth: int | None = None) -> list[bytes]:
+        return list(wanted)
+
+    return determine_wants
+
+
+def _hex_set(values: object) -> set[bytes]:
+    return {bytes(v) for v in values if v and bytes(v) != ZERO_SHA}  # type: ignore[attr-defined]
+
+
+def _unpacked(store: Store, kind: int, sha: bytes) -> UnpackedObject:
+    _, content = store.read_raw(sha)
+    return UnpackedObject(kind, decomp_chunks=[content], sha=sha, decomp_len=len(content))
+
+
+class remote_errors:  # noqa: N801 (used as a context manager, like contextlib's)
+    """Whatever the client raises, as a one-line RemoteError without credentials."""
+
+    def __init__(self, remote: Remote, credentials: Credentials | None) -> None:
+        self.remote, self.credentials = remote, credentials
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: object
+    ) -> Literal[False]:
+        if error is None or isinstance(error, RemoteError):
+            return False
+        where = self.remote.shown
+        if isinstance(error, HTTPUnauthorized):
+            raise RemoteAuthError(f"{where} refused the credentials (HTTP 401); check the user and token") from None
+        if isinstance(error, NotGitRepository):
+            raise RemoteError(f"{where} is not a git repository; create a bare one there first") from None
+        lost = isinstance(error, (HangupException, GitProtocolError, SendPackError, OSError, EOFError))
+        if lost or isinstance(error, MISSING_OR_DAMAGED) or type(error).__module__.startswith("paramiko"):
+            text = without_secrets(str(error) or type(error).__name__, self.credentials)
+            raise RemoteError(f"{where}: {text.splitlines()[0] if text else 'the connection failed'}") from None
+        return False

@@ -1,0 +1,137 @@
+"""git over SSH through paramiko, a pure-Python SSH client: never the ``ssh`` program.
+
+dulwich's default SSH vendor runs ``ssh``; the package must never start a
+program, so SSH remotes go through this vendor instead, and only when the
+optional ``ssh`` extra (paramiko) is installed. Host keys are checked against
+the known-hosts files (the caller's, else ``~/.ssh/known_hosts``): an unknown
+or changed host key refuses the connection, as ``ssh`` does with
+``StrictHostKeyChecking``. Authentication: a key file the caller names, the
+keys in the SSH agent and in ``~/.ssh``, or a password.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from dulwich.client import SSHVendor
+
+from snapshotter.errors import InvalidInput, RemoteAuthError, RemoteError
+
+SSH_EXTRA_HINT = 'SSH remotes need the ssh extra: pip install "workspace-snapshotter[ssh]" (paramiko)'
+
+
+def ssh_available() -> bool:
+    """Whether SSH remotes can be used (paramiko is installed)."""
+    try:
+        import paramiko  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class ParamikoChannel:
+    """What dulwich reads and writes a git command's stream through (as its
+    ``SubprocessWrapper``): one SSH channel running the command."""
+
+    def __init__(self, client: Any, channel: Any) -> None:
+        self._client, self._channel = client, channel
+        self._stderr = channel.makefile_stderr("rb")
+
+    def read(self, n: int = -1) -> bytes:
+        if n < 0:
+            pieces: list[bytes] = []
+            while True:
+                piece = self._channel.recv(1 << 16)
+                if not piece:
+                    return b"".join(pieces)
+                pieces.append(piece)
+        data = b""
+        while len(data) < n:  # dulwich reads exact lengths (pkt-lines)
+            piece = self._channel.recv(n - len(data))
+            if not piece:
+                break
+            data += piece
+        return data
+
+    def write(self, data: bytes) -> int:
+        self._channel.sendall(data)
+        return len(data)
+
+    def can_read(self) -> bool:
+        return bool(self._channel.recv_ready())
+
+    @property
+    def stderr(self) -> Any:
+        return self._stderr
+
+    def close(self, timeout: int | None = 60) -> None:
+        try:
+            self._channel.close()
+        finally:
+            self._client.close()
+
+
+class ParamikoVendor(SSHVendor):
+    """dulwich's ``SSHVendor`` interface, on paramiko."""
+
+    def __init__(self, key_file: str | None = None, known_hosts: str | None = None, timeout: float = 30.0) -> None:
+        self.key_file = key_file
+        self.known_hosts = known_hosts
+        self.timeout = timeout
+
+    def run_command(
+        self,
+        host: str,
+        command: bytes,
+        username: str | None = None,
+        port: int | None = None,
+        password: str | None = None,
+        key_filename: str | None = None,
+        ssh_command: str | None = None,
+        protocol_version: int | None = None,
+    ) -> Any:  # dulwich's SubprocessWrapper's reading and writing, over a channel
+        try:
+            import paramiko
+        except ImportError:
+            raise InvalidInput(SSH_EXTRA_HINT) from None
+        client = paramiko.SSHClient()
+        known = self.known_hosts or os.path.expanduser(os.path.join("~", ".ssh", "known_hosts"))
+        if os.path.exists(known):
+            client.load_host_keys(known)
+        client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        key = key_filename or self.key_file
+        try:
+            client.connect(
+                host,
+                port=port or 22,
+                username=username,
+                password=password,
+                key_filename=key,
+                timeout=self.timeout,
+                banner_timeout=self.timeout,
+                auth_timeout=self.timeout,
+                allow_agent=key is None and password is None,
+                look_for_keys=key is None and password is None,
+            )
+            channel = client.get_transport().open_session(timeout=self.timeout)
+            if protocol_version is not None and protocol_version > 0:
+                try:  # a server that refuses environment variables speaks protocol 0: dulwich copes
+                    channel.set_environment_variable("GIT_PROTOCOL", f"version={protocol_version}")
+                except paramiko.SSHException:
+                    pass
+            channel.exec_command(command)
+        except paramiko.AuthenticationException:
+            client.close()
+            raise RemoteAuthError(f"ssh://{host}: authentication failed; check the user, key or password") from None
+        except paramiko.SSHException as exc:
+            client.close()
+            if "not found in known_hosts" in str(exc) or "does not match" in str(exc):
+                raise RemoteError(
+                    f"ssh://{host}: its host key is not in {known}; add it there (as ssh would ask you to)"
+                ) from None
+            raise RemoteError(f"ssh://{host}: {exc}") from None
+        except OSError as exc:  # TimeoutError included
+            client.close()
+            raise RemoteError(f"ssh://{host}: cannot connect ({exc})") from None
+        return ParamikoChannel(client, channel)

@@ -1,0 +1,141 @@
+"""Reaching a git remote with dulwich's clients, in pure Python.
+
+A remote is a plain path or ``file://`` URL (``LocalGitClient``), ``git://``
+(``TCPGitClient``), ``http://`` or ``https://`` (smart HTTP, ``urllib3``), or
+``ssh://`` / ``user@host:path`` (through paramiko, see ``sshvendor``). The
+clients are built here, from the location alone: never through the user's git
+configuration (no ``insteadOf``, no credential helpers, which run programs),
+and never with dulwich's default SSH vendor (which runs ``ssh``).
+
+Credentials, most specific first: what the caller passes, then the URL's own
+``user:password@``, then the environment (``SNAPSHOTTER_REMOTE_USERNAME``,
+``SNAPSHOTTER_REMOTE_PASSWORD`` or ``SNAPSHOTTER_REMOTE_TOKEN``,
+``SNAPSHOTTER_SSH_KEY``, ``SNAPSHOTTER_SSH_KNOWN_HOSTS``). They are held in
+memory only, never written to the store, and :func:`shown` gives the location
+without them for every message.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from dulwich.client import GitClient, LocalGitClient, SSHGitClient, TCPGitClient, Urllib3HttpGitClient
+
+from snapshotter.errors import InvalidInput
+from snapshotter.gitstore.sshvendor import ParamikoVendor
+
+TIMEOUT = 60.0
+"""Seconds a connection may stay silent before it is given up."""
+_SCP_LIKE = re.compile(r"(?:(?P<user>[^@/]+)@)?(?P<host>[A-Za-z0-9.\-_]+):(?P<path>[^/\\\\].*)")
+"""git's scp-like syntax, ``user@host:path`` (a Windows drive ``C:\\...`` is a path)."""
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """Who to be on a remote: a user and password or token, or (SSH) a key file;
+    ``known_hosts`` names the file SSH host keys are checked against."""
+
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    """A password or an access token (smart HTTP takes a token as the password)."""
+    key_file: str | None = None
+    known_hosts: str | None = None
+
+    def __repr__(self) -> str:
+        secret = ", password=<hidden>" if self.password else ""
+        return f"Credentials(username={self.username!r}{secret}, key_file={self.key_file!r})"
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> Credentials:
+        env = os.environ if environ is None else environ
+        return cls(
+            username=env.get("SNAPSHOTTER_REMOTE_USERNAME") or None,
+            password=env.get("SNAPSHOTTER_REMOTE_PASSWORD") or env.get("SNAPSHOTTER_REMOTE_TOKEN") or None,
+            key_file=env.get("SNAPSHOTTER_SSH_KEY") or None,
+            known_hosts=env.get("SNAPSHOTTER_SSH_KNOWN_HOSTS") or None,
+        )
+
+    def over(self, fallback: Credentials) -> Credentials:
+        """These credentials, each missing part taken from ``fallback``."""
+        return Credentials(
+            self.username or fallback.username,
+            self.password or fallback.password,
+            self.key_file or fallback.key_file,
+            self.known_hosts or fallback.known_hosts,
+        )
+
+
+@dataclass(frozen=True)
+class Remote:
+    """An opened remote: its client and the repository's path on it."""
+
+    shown: str
+    """The location without credentials: what messages say."""
+    client: GitClient
+    path: str
+
+
+def shown(location: str) -> str:
+    """``location`` without the ``user:password@`` of a URL."""
+    parts = urlsplit(location)
+    if parts.scheme and parts.netloc and "@" in parts.netloc:
+        host = parts.netloc.rpartition("@")[2]
+        user = parts.netloc.rpartition("@")[0].partition(":")[0]
+        return urlunsplit(parts._replace(netloc=f"{user}@{host}" if user and not parts.password else host))
+    return location
+
+
+def open_remote(location: str, credentials: Credentials | None = None, timeout: float = TIMEOUT) -> Remote:
+    """A client for ``location`` (see the module's docstring for the kinds and
+    where credentials come from); InvalidInput for anything else."""
+    if not isinstance(location, str) or not location or "\0" in location:
+        raise InvalidInput("a remote is a path or a file://, git://, http(s):// or ssh:// URL")
+    given = credentials or Credentials()
+    parts = urlsplit(location)
+    scheme = parts.scheme.lower()
+    if scheme in ("http", "https", "git", "ssh", "file"):
+        from_url = Credentials(
+            unquote(parts.username) if parts.username else None, unquote(parts.password) if parts.password else None
+        )
+        creds = given.over(from_url).over(Credentials.from_environment())
+        if scheme == "file":
+            return Remote(location, LocalGitClient(), unquote(parts.path))
+        if not parts.hostname:
+            raise InvalidInput(f"remote {shown(location)} names no host")
+        if scheme == "git":
+            return Remote(shown(location), TCPGitClient(parts.hostname, parts.port), parts.path)
+        if scheme == "ssh":
+            return _ssh(shown(location), parts.hostname, parts.port, creds, parts.path, timeout)
+        base = urlunsplit(parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else "")))
+        client = Urllib3HttpGitClient(
+            base, username=creds.username, password=creds.password, timeout=timeout, config=None
+        )
+        return Remote(shown(location), client, "")
+    scp = _SCP_LIKE.fullmatch(location) if not os.path.exists(location) else None
+    if scp is not None and not re.fullmatch(r"[A-Za-z]", scp["host"]):
+        creds = given.over(Credentials(scp["user"])).over(Credentials.from_environment())
+        return _ssh(location, scp["host"], None, creds, scp["path"], timeout)
+    if scheme and len(scheme) > 1:
+        raise InvalidInput(f"remote {shown(location)}: {scheme}:// is not a kind of remote snapshotter speaks")
+    return Remote(location, LocalGitClient(), os.path.abspath(location))
+
+
+def _ssh(where: str, host: str, port: int | None, creds: Credentials, path: str, timeout: float) -> Remote:
+    vendor = ParamikoVendor(creds.key_file, creds.known_hosts, timeout)
+    client = SSHGitClient(
+        host, port, username=creds.username, vendor=vendor, password=creds.password, key_filename=creds.key_file
+    )
+    return Remote(where, client, path)
+
+
+def without_secrets(text: str, credentials: Credentials | None) -> str:
+    """``text`` with any password the credentials hold blanked out (for messages
+    made from a library's own error text)."""
+    for secret in (credentials.password,) if credentials is not None else ():
+        if secret:
+            text = text.replace(secret, "<hidden>")
+    return re.sub(r"(\w+://)[^/@\s]+@", r"\1", text)

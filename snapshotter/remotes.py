@@ -1,0 +1,291 @@
+"""Snapshots that outlive the machine: a workspace's snapshots on any git remote.
+
+Everything of one workspace lives on the remote under ``refs/snapshotter/<name>/``
+and nothing else there is ever touched (branches, tags, other namespaces):
+
+- ``snapshots/<commit id>``: one ref per snapshot, named by its id, so two
+  machines pushing different workspaces, or the same one, can never name two
+  snapshots alike, and no push ever moves a ref another made (add only;
+  ``prune`` deletes only refs this store pushed and retention dropped since);
+- ``hosts/<host id>/...``: this store's base, pins, undo, redo and turn stacks
+  and its sessions' (labels and sessions travel inside the commits), replaced
+  by each push of this store and of no other (each store has its own host id).
+
+The default name is the folder's name and a short hash of its path, so one
+remote can hold many workspaces. A fetch brings a namespace's snapshots in:
+the same commits, numbered after the ones here. A push first checks every
+file it would send against ``max_push_file_size`` (100 MiB by default, what
+hosted servers refuse) and refuses, naming the file, before a byte is sent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import secrets
+import time
+from dataclasses import dataclass
+
+from snapshotter.errors import InvalidInput, PushRefused, RemoteError
+from snapshotter.gitstore import replication
+from snapshotter.gitstore.location import store_key
+from snapshotter.gitstore.objects import MODE_TREE
+from snapshotter.gitstore.store import Store
+from snapshotter.gitstore.trailers import is_snapshot_commit
+from snapshotter.gitstore.transport import Credentials, Remote, open_remote
+from snapshotter.model import PushResult, RemoteWorkspace, SnapshotInfo
+from snapshotter.session.engine import Engine
+
+PREFIX = b"refs/snapshotter/"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+_HOST_FILE = "host-id"
+_PUSHED = "pushed"
+_ARRIVALS = "fetched"
+
+
+def check_name(name: object) -> str:
+    """A namespace name is part of ref names: letters, digits, ``.``, ``_``, ``-``."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name or name.endswith(".lock"):
+        raise InvalidInput(f"a remote name is letters, digits, '.', '_' and '-' (at most 100), not {name!r}")
+    return name
+
+
+def default_name(workspace: str) -> str:
+    """The folder's name (its odd characters as ``-``) and 8 digits of its path's hash."""
+    base = re.sub(r"[^A-Za-z0-9._-]+", "-", os.path.basename(workspace.rstrip(os.sep)) or "workspace").strip(".-")
+    return f"{base[:80] or 'workspace'}-{store_key(workspace)[:8]}"
+
+
+def host_id(store: Store) -> str:
+    """This store's id on remotes: random, made once, kept beside the store."""
+    path = os.path.join(store.meta_dir, _HOST_FILE)
+    try:
+        with open(path, encoding="ascii") as handle:
+            found = handle.read().strip()
+        if re.fullmatch(r"[0-9a-f]{16}", found):
+            return found
+    except (OSError, UnicodeDecodeError):
+        pass
+    made = secrets.token_hex(8)
+    _write_text(path, made + "\n")
+    return made
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a push or fetch goes: the opened remote and the namespace there."""
+
+    remote: Remote
+    name: str
+    credentials: Credentials | None
+
+    @property
+    def snapshots(self) -> bytes:
+        return PREFIX + self.name.encode() + b"/snapshots/"
+
+
+def target(location: str, name: str, credentials: Credentials | None) -> Target:
+    return Target(open_remote(location, credentials), check_name(name), credentials)
+
+
+def push(store: Store, to: Target, max_file_size: int, prune: bool) -> PushResult:
+    """Send this store's snapshots and state to ``to`` (see the module's docstring)."""
+    replication.ensure_local_repository(to.remote)
+    there = replication.remote_refs(to.remote, PREFIX + to.name.encode() + b"/", to.credentials)
+    local = {sha.hex() for sha in store.snapshot_refs().values()}
+    updates: dict[bytes, bytes | None] = {}
+    new = sorted(sha for sha in local if to.snapshots + sha.encode() not in there)
+    for sha in new:
+        updates[to.snapshots + sha.encode()] = sha.encode()
+    pruned = 0
+    record = _pushed_file(store, to)
+    if prune:
+        for sha in _read_lines(record) - local:
+            ref = to.snapshots + sha.encode()
+            if ref in there:
+                updates[ref] = None
+                pruned += 1
+    host_prefix = PREFIX + to.name.encode() + b"/hosts/" + host_id(store).encode() + b"/"
+    state = _state_refs(store, host_prefix)
+    for ref, value in state.items():
+        if there.get(ref) != value:
+            updates[ref] = value
+    for ref in there:
+        if ref.startswith(host_prefix) and ref not in state:
+            updates[ref] = None  # this store's state only: no other store's is ever touched
+    if not updates:
+        return PushResult(to.remote.shown, to.name, 0, 0, 0, 0)
+
+    def check(objects: list[tuple[int, bytes]]) -> None:
+        _check_sizes(store, objects, [bytes.fromhex(s) for s in new], max_file_size)
+
+    sent = replication.send(store, to.remote, updates, to.credentials, check)
+    if sent.refused:
+        first = next(iter(sent.refused.items()))
+        raise RemoteError(f"{to.remote.shown} refused {len(sent.refused)} refs ({first[0]}: {first[1]})")
+    kept = local if prune else local | _read_lines(record)  # what a later prune may delete, if gone by then
+    _write_text(record, "".join(f"{sha}\n" for sha in sorted(kept)))
+    return PushResult(to.remote.shown, to.name, len(new), sent.objects, sent.refs_updated, pruned)
+
+
+def fetch(engine: Engine, source: Target) -> list[SnapshotInfo]:
+    """Bring ``source``'s snapshots into this store (hold the store lock): the same
+    commits, with refs numbered after this store's; returns the new ones, oldest first."""
+    store = engine.store
+    there = replication.remote_refs(source.remote, source.snapshots, source.credentials)
+    if not there:
+        raise RemoteError(f"{source.remote.shown} holds no snapshots named {source.name!r}; `remote list` shows them")
+    replication.receive(store, source.remote, there, source.credentials)
+    have = set(store.snapshot_refs().values())
+    arrived: list[tuple[tuple[int, int], bytes]] = []
+    for sha in {bytes.fromhex(value.decode()) for value in there.values()} - have:
+        try:
+            kind, content = store.read_raw(sha)
+        except (KeyError, RemoteError):
+            continue
+        if kind == 1 and is_snapshot_commit(content):  # anything else on the remote is not ours to list
+            arrived.append((_taken_in_order(content), sha))
+    made: list[SnapshotInfo] = []
+    _note_arrivals(store, [sha for _, sha in arrived])  # before their refs: retention counts their age from now
+    for _, sha in sorted(arrived):
+        seq = max(store.snapshot_refs(), default=0) + 1
+        while not store.add_snapshot_ref(seq, sha):
+            seq += 1
+        made.append(engine.catalog.info(seq, sha))
+    return made
+
+
+def recently_fetched(store: Store, within: float) -> set[str]:
+    """Snapshots fetched less than ``within`` seconds ago. Retention keeps them, as it
+    keeps pins, for its age limit counted from their arrival here: a fetched
+    checkpoint of last month would otherwise go at once, before it was used."""
+    now = time.time()
+    found: set[str] = set()
+    for line in _read_file(os.path.join(store.meta_dir, _ARRIVALS)).splitlines():
+        sha, _, when = line.partition(" ")
+        with contextlib.suppress(ValueError):
+            if now - float(when) < within:
+                found.add(sha)
+    return found
+
+
+def _note_arrivals(store: Store, shas: list[bytes]) -> None:
+    path = os.path.join(store.meta_dir, _ARRIVALS)
+    known = {line.partition(" ")[0]: line for line in _read_file(path).splitlines() if line}
+    now = time.time()
+    for sha in shas:
+        known[sha.hex()] = f"{sha.hex()} {now:.0f}"
+    live = {sha.hex() for sha in store.snapshot_refs().values()} | {sha.hex() for sha in shas}
+    _write_text(path, "".join(f"{line}\n" for sha, line in sorted(known.items()) if sha in live))
+
+
+def _read_file(path: str) -> str:
+    try:
+        with open(path, encoding="ascii") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def workspaces(location: str, credentials: Credentials | None) -> list[RemoteWorkspace]:
+    """The namespaces a remote holds, by name, with their snapshot counts."""
+    remote = open_remote(location, credentials)
+    counts: dict[str, int] = {}
+    hosts: dict[str, set[str]] = {}
+    for ref in replication.remote_refs(remote, PREFIX, credentials):
+        name, _, rest = ref[len(PREFIX) :].decode("utf-8", "replace").partition("/")
+        if rest.startswith("snapshots/"):
+            counts[name] = counts.get(name, 0) + 1
+        elif rest.startswith("hosts/"):
+            hosts.setdefault(name, set()).add(rest.split("/")[1])
+    names = sorted(set(counts) | set(hosts))
+    return [RemoteWorkspace(name, counts.get(name, 0), len(hosts.get(name, ()))) for name in names]
+
+
+def _state_refs(store: Store, prefix: bytes) -> dict[bytes, bytes]:
+    """This store's base, pins and stacks as refs under ``prefix``."""
+    out: dict[bytes, bytes] = {}
+    base = store.base()
+    if base is not None:
+        out[prefix + b"base"] = base.hex().encode()
+    for sha in store.pinned():
+        out[prefix + b"pins/" + sha.hex().encode()] = sha.hex().encode()
+    stacks = [*_STACKS, *(f"sessions/{s}/{n}" for s in store.sessions() for n in _STACKS)]
+    for name in stacks:
+        for number, sha in enumerate(store.stack(name), 1):
+            out[prefix + name.encode() + b"/%04d" % number] = sha.hex().encode()
+    return out
+
+
+_STACKS = ("undo", "redo", "turns")
+
+
+def _check_sizes(store: Store, objects: list[tuple[int, bytes]], snapshots: list[bytes], limit: int) -> None:
+    if not limit:
+        return
+    for kind, sha in objects:
+        if kind != 3:
+            continue
+        size = store.object_header(sha)[1]
+        if size > limit:
+            where = _path_of(store, sha, snapshots) or sha.hex()
+            raise PushRefused(
+                f"{where} is {size:,} bytes, over the push limit of {limit:,} (most servers refuse such files); "
+                "nothing was sent: exclude it, or raise max_push_file_size"
+            )
+
+
+def _path_of(store: Store, blob: bytes, commits: list[bytes]) -> str | None:
+    """Where ``blob`` stands in one of the ``commits`` (for the message)."""
+    from snapshotter.gitstore.objects import parse_tree
+
+    for commit in commits:
+        content = store.read_raw(commit)[1]
+        stack = [("", bytes.fromhex(content[5:45].decode("ascii")))]
+        while stack:
+            prefix, tree = stack.pop()
+            for name, mode, sha in parse_tree(store.read_raw(tree)[1]):
+                path = prefix + os.fsdecode(name)
+                if mode == MODE_TREE:
+                    stack.append((path + "/", sha))
+                elif sha == blob:
+                    return path
+    return None
+
+
+def _taken_in_order(content: bytes) -> tuple[int, int]:
+    """(commit time, sequence number where it was taken): the order snapshots were
+    taken in, even within one second."""
+    when = seq = 0
+    for line in content.split(b"\n"):
+        if line.startswith(b"committer "):
+            with contextlib.suppress(IndexError, ValueError):
+                when = int(line.rsplit(b" ", 2)[1])
+        elif line.startswith(b"Snapshot-Seq: "):
+            with contextlib.suppress(ValueError):
+                seq = int(line.partition(b": ")[2])
+    return when, seq
+
+
+def _pushed_file(store: Store, to: Target) -> str:
+    key = hashlib.sha256(f"{to.remote.shown}\0{to.name}".encode()).hexdigest()[:16]
+    return os.path.join(store.meta_dir, _PUSHED, key)
+
+
+def _read_lines(path: str) -> set[str]:
+    try:
+        with open(path, encoding="ascii") as handle:
+            return {line.strip() for line in handle if re.fullmatch(r"[0-9a-f]{40}", line.strip())}
+    except (OSError, UnicodeDecodeError):
+        return set()
+
+
+def _write_text(path: str, text: str) -> None:
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    temporary = f"{path}.{os.getpid()}.tmp"
+    with open(temporary, "w", encoding="ascii") as handle:
+        handle.write(text)
+    os.replace(temporary, path)

@@ -1,0 +1,154 @@
+"""The calls of :class:`~snapshotter.Snapshotter` that carry snapshots to and from
+git remotes: ``push``, ``push_async``, ``fetch``, ``remote_workspaces``, ``clone``.
+
+They live apart from ``api`` to keep each module readable; ``Snapshotter``
+inherits them. What they do is in ``remotes`` (namespaces, what is sent) and
+``gitstore.replication`` (the protocol); background pushes in ``replicator``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from concurrent.futures import Future
+from typing import Any
+
+from snapshotter import remotes
+from snapshotter.calls import public
+from snapshotter.errors import InvalidInput, WorkspaceError
+from snapshotter.gitstore.store import Store
+from snapshotter.gitstore.transport import Credentials
+from snapshotter.model import FetchResult, PushResult, RemoteWorkspace
+from snapshotter.options import Options
+from snapshotter.replicator import Replicator
+from snapshotter.session.engine import Engine
+
+log = logging.getLogger("snapshotter")
+
+
+class Replicas:
+    """push, push_async, fetch, remote_workspaces and clone (see the module's docstring)."""
+
+    _options: Options
+    _replicator: Replicator | None = None
+
+    def _engine_ok(self) -> Engine:
+        raise NotImplementedError  # Snapshotter's
+
+    @property
+    def remote(self) -> str | None:
+        """The remote ``push`` and ``fetch`` use when given none (``remote=``)."""
+        return self._options.remote
+
+    def _target(self, remote: str | None, name: str | None, credentials: Credentials | None) -> remotes.Target:
+        engine = self._engine_ok()
+        location = remote if remote is not None else self._options.remote
+        if location is None:
+            raise InvalidInput("no remote: pass one, or set remote= (SNAPSHOTTER_REMOTE, --remote)")
+        chosen = name if name is not None else self._options.remote_name or remotes.default_name(engine.workspace)
+        return remotes.target(location, chosen, credentials)
+
+    @public()
+    def push(
+        self,
+        remote: str | None = None,
+        *,
+        name: str | None = None,
+        prune: bool = False,
+        credentials: Credentials | None = None,
+    ) -> PushResult:
+        """Send this workspace's snapshots (and its pins, base, undo, redo, turn and
+        session stacks) to a git remote, under ``refs/snapshotter/<name>/``, never
+        touching anything else there. Only objects the remote lacks are sent.
+        ``remote``: a path, or a ``file://``, ``git://``, ``http(s)://`` or
+        ``ssh://`` URL (default: ``remote=``); ``name``: the namespace (default:
+        the folder's name and a hash of its path); ``prune``: also delete the
+        remote refs of snapshots this store pushed and has dropped since. A file
+        over ``max_push_file_size`` refuses the push before anything is sent."""
+        engine = self._engine_ok()
+        to = self._target(remote, name, credentials)
+        return remotes.push(engine.store, to, self._options.max_push_file_size, bool(prune))
+
+    def push_async(self, remote: str | None = None, *, name: str | None = None) -> Future[PushResult]:
+        """Push on a background thread and return at once; the future holds the
+        result (or the error). Pushes asked for while one runs are coalesced."""
+        return self._replicas(remote, name).request()
+
+    def _replicas(self, remote: str | None = None, name: str | None = None) -> Replicator:
+        if self._replicator is None:
+            to = self._target(remote, name, None)
+            engine = self._engine_ok()
+            path, workspace, limit = engine.store_path, engine.workspace, self._options.max_push_file_size
+
+            def push_once() -> PushResult:
+                own = Store.open_or_create(path, workspace)  # the worker's own handles and caches
+                try:
+                    return remotes.push(own, to, limit, prune=False)
+                finally:
+                    own.close()
+
+            self._replicator = Replicator(push_once)
+        return self._replicator
+
+    def _after_change(self) -> None:
+        """After a call that may have recorded a snapshot: push it, if ``auto_push``."""
+        if self._options.auto_push:
+            self._replicas().request()
+
+    def _flush_pushes(self, timeout: float) -> None:
+        replicator, self._replicator = self._replicator, None
+        if replicator is None:
+            return
+        failure = replicator.flush(timeout)
+        if failure is not None:
+            if self._options.on_error == "raise":
+                raise failure
+            log.warning("snapshotter: the last background push failed: %s", failure)
+
+    @public(mutates=True)
+    def fetch(
+        self, remote: str | None = None, *, name: str | None = None, credentials: Credentials | None = None
+    ) -> FetchResult:
+        """Bring a namespace's snapshots from a remote into this workspace's store:
+        the same snapshots (same ids, labels and sessions), numbered after the
+        ones here, to restore, diff, revert or merge like any. ``name`` defaults
+        as for :meth:`push`; :meth:`remote_workspaces` lists the names there."""
+        source = self._target(remote, name, credentials)
+        made = remotes.fetch(self._engine_ok(), source)
+        return FetchResult(source.remote.shown, source.name, tuple(made))
+
+    @staticmethod
+    def remote_workspaces(remote: str, *, credentials: Credentials | None = None) -> list[RemoteWorkspace]:
+        """The workspaces a remote holds snapshots of (namespace names, counts)."""
+        return remotes.workspaces(remote, credentials)
+
+    @classmethod
+    def clone(
+        cls,
+        remote: str,
+        name: str,
+        ref: str | None,
+        dest: str | os.PathLike[str],
+        /,
+        *,
+        credentials: Credentials | None = None,
+        **options: Any,
+    ) -> Any:
+        """Fill ``dest`` (new, or an empty folder) with snapshot ``ref`` (default: the
+        newest) of namespace ``name`` on ``remote``, in one call; returns a
+        Snapshotter on it (``options`` as for ``Snapshotter``), whose pushes go
+        back to that remote and namespace unless ``options`` say otherwise."""
+        path = os.path.abspath(os.fspath(dest))
+        if os.path.lexists(path) and (not os.path.isdir(path) or os.listdir(path)):
+            raise WorkspaceError(f"cannot clone into {path}: it exists and is not an empty folder")
+        os.makedirs(path, exist_ok=True)
+        make: Any = cls  # Snapshotter, whose arguments these are
+        own = {"remote": options.get("remote") or remote, "remote_name": options.get("remote_name") or name}
+        made: Any = make(path, **{**options, **own})
+        try:
+            made.fetch(remote, name=name, credentials=credentials)
+            made.restore(ref if ref is not None else made.list(limit=1)[0].id)
+        except BaseException:
+            made.close()
+            raise
+        return made

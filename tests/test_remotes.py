@@ -1,0 +1,312 @@
+"""Snapshots on git remotes: push, fetch, list, clone, over real servers on loopback.
+
+Each transport runs the same checks: a push, a second push of 10 changed files
+that sends only the new objects (counted against the trees), a fetch into a
+fresh home and folder restored byte for byte, ``git fsck --strict`` on the
+server's repository, and the real git listing and fetching the namespace.
+git is the server (daemon, http-backend, upload/receive-pack behind the SSH
+server) and the oracle; these tests skip without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import GIT, contents, needs_git, write
+from remote_servers import bare_repository, git_daemon, http_backend, ssh_server
+
+from snapshotter import Credentials, PushRefused, RemoteAuthError, RemoteError, Snapshotter, UnsafeTree
+from snapshotter.gitstore.objects import MODE_TREE
+from snapshotter.gitstore.replication import reachable
+
+pytestmark = needs_git
+TRANSPORTS = ["path", "file", "git", "http", "ssh"]
+USER, PASSWORD = "agent", "s3cret-token-value"
+
+
+@contextlib.contextmanager
+def serving(kind: str, base: Path) -> Iterator[tuple[str, Credentials | None]]:
+    """(the remote's location, the credentials it needs) for repository ``base/snaps.git``."""
+    bare_repository(base / "snaps.git")
+    if kind == "path":
+        yield str(base / "snaps.git"), None
+    elif kind == "file":
+        yield (base / "snaps.git").as_uri(), None
+    elif kind == "git":
+        with git_daemon(base) as url:
+            yield f"{url}/snaps.git", None
+    elif kind == "http":
+        with http_backend(base, USER, PASSWORD) as (url, _):
+            yield f"{url}/snaps.git", Credentials(USER, PASSWORD)
+    else:
+        pytest.importorskip("paramiko")
+        with ssh_server(base, base / "keys") as end:
+            creds = Credentials(end.user, key_file=end.key_file, known_hosts=end.known_hosts)
+            yield f"ssh://{end.user}@{end.host}:{end.port}/snaps.git", creds
+
+
+def git(*args: str, cwd: Path | None = None) -> str:
+    assert GIT is not None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    done = subprocess.run([GIT, *args], cwd=cwd, capture_output=True, text=True, env=env, check=True)
+    return done.stdout
+
+
+def new_objects(snap: Snapshotter, old: str, new: str) -> int:
+    """Objects the commit ``new`` reaches that ``old`` does not: what an exact push sends."""
+    store = snap._engine_ok().store
+    known: set[bytes] = set()
+    reachable(store, [bytes.fromhex(old)], known)
+    return len(reachable(store, [bytes.fromhex(new)], known))
+
+
+@pytest.mark.parametrize("kind", TRANSPORTS)
+def test_push_fetch_restore_and_git_reads_it(kind: str, tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    files = {f"src/m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(40)}
+    write(ws, {**files, "README.md": "readme\n", ".env": "SECRET=never-leaves\n"})
+    with serving(kind, tmp_path / "server") as (location, creds):
+        snap = make()
+        first = snap.snapshot("first")
+        pushed = snap.push(location, credentials=creds)
+        everything = len(reachable(snap._engine_ok().store, [bytes.fromhex(first.id)]))
+        assert pushed.snapshots_sent == 1 and pushed.objects_sent == everything  # 41 blobs, 2 trees, 1 commit
+        write(ws, {f"src/m{i}.py": f"def f{i}():\n    return {i + 100}\n" for i in range(10)})
+        second = snap.snapshot("second")
+        again = snap.push(location, credentials=creds)
+        assert again.snapshots_sent == 1
+        assert again.objects_sent == new_objects(snap, first.id, second.id)  # 10 blobs, 2 trees, 1 commit
+        assert snap.push(location, credentials=creds).objects_sent == 0  # nothing new: nothing sent
+
+        other, other_home = tmp_path / "elsewhere", tmp_path / "other-home"
+        other.mkdir()
+        with Snapshotter(other, home=other_home) as there:
+            listed = Snapshotter.remote_workspaces(location, credentials=creds)
+            assert [(w.name, w.snapshots) for w in listed] == [(pushed.name, 2)]
+            fetched = there.fetch(location, name=pushed.name, credentials=creds)
+            assert [s.id for s in fetched.snapshots] == [first.id, second.id]  # the same ids, in order
+            there.restore(second.id)
+            assert contents(other) == {k: v for k, v in contents(ws).items() if k != ".env"}
+            assert there.get(first.id).message == "first"
+
+    server = tmp_path / "server" / "snaps.git"
+    git("--git-dir", str(server), "fsck", "--strict")
+    refs = git("--git-dir", str(server), "for-each-ref", "--format=%(refname)")
+    assert all(line.startswith(f"refs/snapshotter/{pushed.name}/") for line in refs.split())
+    clone = tmp_path / "real-git"
+    git("init", "-q", str(clone))
+    git("fetch", "-q", str(server), f"refs/snapshotter/{pushed.name}/snapshots/*:refs/x/*", cwd=clone)
+    assert set(git("log", "--format=%s", "--all", cwd=clone).split()) == {"first", "second"}
+    assert b"never-leaves" not in b"".join(p.read_bytes() for p in server.rglob("*") if p.is_file())
+
+
+def test_two_machines_push_one_namespace_without_overwriting(tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    server = bare_repository(tmp_path / "shared.git")
+    a_ws, b_ws = tmp_path / "a", tmp_path / "b"
+    write(a_ws, {"f": "a\n"})
+    write(b_ws, {"f": "b\n"})
+    a, b = make(a_ws, home=tmp_path / "home-a"), make(b_ws, home=tmp_path / "home-b")
+    a.checkpoint()
+    b.checkpoint()
+    a.push(str(server), name="project")
+    b.push(str(server), name="project")
+    a.push(str(server), name="project")
+    listed = Snapshotter.remote_workspaces(str(server))
+    assert [(w.name, w.snapshots, w.hosts) for w in listed] == [("project", 2, 2)]
+    refs = git("--git-dir", str(server), "for-each-ref", "--format=%(refname)").split()
+    assert len([r for r in refs if "/undo/" in r]) == 2  # each machine's undo stack, side by side
+
+
+def test_prune_deletes_only_what_this_store_pushed_and_dropped(tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    from snapshotter import Retention
+
+    server = bare_repository(tmp_path / "r.git")
+    write(ws, {"f": "0\n"})
+    snap = make(retention=Retention(max_snapshots=2, max_undo=0, max_age=None))
+    for i in range(4):
+        write(ws, {"f": f"{i}\n"})
+        snap.snapshot(f"s{i}")
+        snap.push(str(server), name="n")
+    kept = {s.id for s in snap.list(limit=None)}
+    assert len(kept) == 2
+    assert Snapshotter.remote_workspaces(str(server))[0].snapshots == 4
+    result = snap.push(str(server), name="n", prune=True)
+    assert result.pruned == 2
+    refs = git("--git-dir", str(server), "for-each-ref", "--format=%(refname)").split()
+    assert {r.rpartition("/")[2] for r in refs if "/snapshots/" in r} == kept
+    git("--git-dir", str(server), "fsck", "--strict")
+
+
+def test_clone_fills_a_new_folder_in_one_call(tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    server = bare_repository(tmp_path / "r.git")
+    write(ws, {"app.py": "print(1)\n", "lib/x.py": "x\n"})
+    snap = make()
+    snap.snapshot("v1", label="release")
+    name = snap.push(str(server)).name
+    with Snapshotter.clone(str(server), name, "release", tmp_path / "copy", home=tmp_path / "h2") as copy:
+        assert contents(tmp_path / "copy") == contents(ws)
+        assert copy.get("release").message == "v1"
+
+
+def test_a_file_over_the_push_limit_refuses_before_anything_is_sent(tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    server = bare_repository(tmp_path / "r.git")
+    write(ws, {"small.txt": "ok\n", "data/big.bin": "x" * 5000})
+    snap = make(max_push_file_size=1000)
+    snap.snapshot()
+    with pytest.raises(PushRefused, match="data/big.bin"):
+        snap.push(str(server))
+    assert git("--git-dir", str(server), "for-each-ref") == ""
+    assert not list((server / "objects" / "pack").glob("*.pack"))
+
+
+def test_a_server_that_is_down_is_a_typed_one_line_error(tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    from remote_servers import free_port
+
+    write(ws, {"f": "1\n"})
+    snap = make()
+    snap.snapshot()
+    with pytest.raises(RemoteError) as caught:
+        snap.push(f"git://127.0.0.1:{free_port()}/nothing.git")
+    assert "\n" not in str(caught.value)
+
+
+def test_wrong_credentials_are_refused_and_never_shown(tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"f": "1\n"})
+    snap = make()
+    snap.snapshot()
+    bare_repository(tmp_path / "srv" / "snaps.git")
+    with http_backend(tmp_path / "srv", USER, PASSWORD) as (url, _):
+        wrong = "wrong-" + PASSWORD
+        with pytest.raises(RemoteAuthError) as caught:
+            snap.push(f"http://{USER}:{wrong}@{url.removeprefix('http://')}/snaps.git")
+        assert wrong not in str(caught.value) and PASSWORD not in str(caught.value)
+        with pytest.raises(RemoteAuthError):
+            snap.push(f"{url}/snaps.git")  # no credentials at all
+        assert snap.push(f"{url}/snaps.git", credentials=Credentials(USER, PASSWORD)).snapshots_sent == 1
+
+
+def test_a_push_cut_off_midway_leaves_no_ref_to_a_missing_object(tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {f"f{i}.txt": f"{i}\n" * 200 for i in range(60)})
+    snap = make()
+    snap.snapshot()
+    bare_repository(tmp_path / "srv" / "snaps.git")
+    server = tmp_path / "srv" / "snaps.git"
+    with http_backend(tmp_path / "srv", USER, PASSWORD) as (url, control):
+        creds = Credentials(USER, PASSWORD)
+        control.cut_push_after = 2000
+        with pytest.raises(RemoteError):
+            snap.push(f"{url}/snaps.git", credentials=creds)
+        assert control.pushes_cut == 1
+        assert git("--git-dir", str(server), "for-each-ref") == ""  # no ref, so none can name a missing object
+        control.cut_push_after = None
+        assert snap.push(f"{url}/snaps.git", credentials=creds).snapshots_sent == 1
+    git("--git-dir", str(server), "fsck", "--strict")
+
+
+def test_a_hostile_remote_cannot_make_a_restore_write_outside(tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """A remote serving a snapshot whose tree holds ``..`` or ``.git``: the fetch takes
+    the objects, and the restore refuses before writing anything."""
+    from dulwich.objects import Blob, Commit, Tree
+    from dulwich.repo import Repo
+
+    server = bare_repository(tmp_path / "evil.git")
+    repo = Repo(str(server))
+    blob = Blob.from_string(b"owned\n")
+    inner = Tree()
+    inner.add(b"payload", 0o100644, blob.id)
+    for bad in (b"..", b".git"):
+        root = Tree()
+        root.add(bad, MODE_TREE, inner.id)
+        commit = Commit()
+        commit.tree, commit.parents = root.id, []
+        commit.author = commit.committer = b"x <x@x>"
+        commit.author_time = commit.commit_time = 1_700_000_000
+        commit.author_timezone = commit.commit_timezone = 0
+        commit.message = b"looks like one\n\nSnapshot-Seq: 1\n"
+        for item in (blob, inner, root, commit):
+            repo.object_store.add_object(item)
+        repo.refs[b"refs/snapshotter/evil/snapshots/" + commit.id] = commit.id
+    repo.close()
+    ws = tmp_path / "victim"
+    write(ws, {"mine.txt": "mine\n"})
+    snap = make(ws, home=tmp_path / "victim-home")
+    fetched = snap.fetch(str(server), name="evil")
+    assert len(fetched.snapshots) == 2
+    for info in fetched.snapshots:
+        with pytest.raises(UnsafeTree):
+            snap.restore(info.id)
+    assert contents(ws) == {"mine.txt": b"mine\n"} and not (tmp_path / "payload").exists()
+
+
+def test_remote_settings_come_from_the_caller_never_the_workspace(tmp_path: Path, ws: Path) -> None:
+    from conftest import run_command
+
+    write(ws, {"f": "1\n", "snapshotter.toml": f'remote = "{tmp_path / "stolen.git"}"\nauto_push = true\n'})
+    done = run_command("-C", str(ws), "push", env={"SNAPSHOTTER_HOME": str(tmp_path / "h")})
+    assert done.returncode != 0 and "no remote" in done.stderr
+    assert not (tmp_path / "stolen.git").exists()
+
+
+def test_the_command_line_pushes_lists_fetches_and_clones(tmp_path: Path, ws: Path) -> None:
+    import json
+
+    from conftest import run_command
+
+    server = bare_repository(tmp_path / "cli.git")
+    env = {"SNAPSHOTTER_HOME": str(tmp_path / "h")}
+    write(ws, {"a.txt": "a\n"})
+
+    def cli(*args: str, **extra: str) -> dict:  # type: ignore[type-arg]
+        done = run_command(*args, "--json", env={**env, **extra})
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)["result"]  # type: ignore[no-any-return]
+
+    cli("-C", str(ws), "snapshot", "-m", "one", "--label", "v1")
+    pushed = cli("-C", str(ws), "push", str(server), "--name", "proj")
+    assert pushed["snapshots_sent"] == 1 and pushed["name"] == "proj"
+    assert cli("-C", str(ws), "remote", "list", str(server)) == [{"name": "proj", "snapshots": 1, "hosts": 1}]
+    with_setting = cli("-C", str(ws), "push", "--name", "proj", SNAPSHOTTER_REMOTE=str(server))
+    assert with_setting["snapshots_sent"] == 0
+    other = tmp_path / "other"
+    other.mkdir()
+    fetched = cli("-C", str(other), "fetch", str(server), "--name", "proj", SNAPSHOTTER_HOME=str(tmp_path / "h2"))
+    assert [s["message"] for s in fetched["snapshots"]] == ["one"]
+    cloned = cli("clone", str(server), "proj", "v1", str(tmp_path / "copy"), SNAPSHOTTER_HOME=str(tmp_path / "h3"))
+    assert cloned["snapshot"]["label"] == "v1" and (tmp_path / "copy" / "a.txt").read_text() == "a\n"
+
+
+def test_auto_push_runs_in_the_background_and_close_flushes_it(tmp_path: Path, ws: Path) -> None:
+    server = bare_repository(tmp_path / "auto.git")
+    write(ws, {"f": "0\n"})
+    with Snapshotter(ws, home=tmp_path / "h", remote=str(server), remote_name="auto", auto_push=True) as snap:
+        for i in range(5):  # a burst: coalesced, never waited for
+            write(ws, {"f": f"{i}\n"})
+            snap.snapshot(f"s{i}")
+        local = {s.id for s in snap.list(limit=None)}
+    refs = git("--git-dir", str(server), "for-each-ref", "--format=%(refname)").split()
+    assert {r.rpartition("/")[2] for r in refs if "/snapshots/" in r} == local  # close() pushed the last ones
+    git("--git-dir", str(server), "fsck", "--strict")
+
+
+def test_push_async_returns_at_once_and_a_failure_reaches_the_caller(tmp_path: Path, ws: Path) -> None:
+    from remote_servers import free_port
+
+    server = bare_repository(tmp_path / "a.git")
+    write(ws, {"f": "0\n"})
+    snap = Snapshotter(ws, home=tmp_path / "h", remote=str(server))
+    snap.snapshot()
+    assert snap.push_async().result(timeout=60).snapshots_sent == 1
+    snap.close()
+    down = Snapshotter(ws, home=tmp_path / "h", remote=f"git://127.0.0.1:{free_port()}/x.git", auto_push=True)
+    down.snapshot("the push of this one fails")
+    with pytest.raises(RemoteError):
+        down.close(push_timeout=3)
+    quiet = Snapshotter(
+        ws, home=tmp_path / "h", remote=f"git://127.0.0.1:{free_port()}/x.git", auto_push=True, on_error="warn"
+    )
+    quiet.snapshot("and this one")
+    quiet.close(push_timeout=2)  # warn mode: logged, not raised
