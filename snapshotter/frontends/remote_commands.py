@@ -70,7 +70,7 @@ def list_remote(location: str | None, creds: Any, say: Printer) -> tuple[Any, Ca
     if location is None:
         raise InvalidInput("no remote: pass one, or set remote (SNAPSHOTTER_REMOTE, the user config file)")
     found = Snapshotter.remote_workspaces(location, credentials=creds)
-    rows = [f"{w.name}  {w.snapshots} snapshots from {w.hosts} stores" for w in found]
+    rows = [f"{w.name}  {w.snapshots} snapshots from {w.hosts} {'store' if w.hosts == 1 else 'stores'}" for w in found]
     return [rendering.plain_json(w) for w in found], lambda: _lines(say, rows)
 
 

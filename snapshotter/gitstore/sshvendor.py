@@ -76,8 +76,8 @@ class ParamikoVendor(SSHVendor):
     """dulwich's ``SSHVendor`` interface, on paramiko."""
 
     def __init__(self, key_file: str | None = None, known_hosts: str | None = None, timeout: float = 30.0) -> None:
-        self.key_file = key_file
-        self.known_hosts = known_hosts
+        self.key_file = os.path.expanduser(key_file) if key_file else None
+        self.known_hosts = os.path.expanduser(known_hosts) if known_hosts else None
         self.timeout = timeout
 
     def run_command(
@@ -100,7 +100,7 @@ class ParamikoVendor(SSHVendor):
         if os.path.exists(known):
             client.load_host_keys(known)
         client.set_missing_host_key_policy(paramiko.RejectPolicy())
-        key = key_filename or self.key_file
+        key = os.path.expanduser(key_filename) if key_filename else self.key_file
         try:
             client.connect(
                 host,
