@@ -26,6 +26,7 @@ import os
 import re
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from snapshotter.errors import InvalidInput, PushRefused, RemoteError
@@ -90,7 +91,9 @@ def target(location: str, name: str, credentials: Credentials | None) -> Target:
     return Target(open_remote(location, credentials), check_name(name), credentials)
 
 
-def push(store: Store, to: Target, max_file_size: int, prune: bool) -> PushResult:
+def push(
+    store: Store, to: Target, max_file_size: int, prune: bool, progress: Callable[[int, int], None] | None = None
+) -> PushResult:
     """Send this store's snapshots and state to ``to`` (see the module's docstring)."""
     replication.ensure_local_repository(to.remote)
     there = replication.remote_refs(to.remote, PREFIX + to.name.encode() + b"/", to.credentials)
@@ -121,7 +124,7 @@ def push(store: Store, to: Target, max_file_size: int, prune: bool) -> PushResul
     def check(objects: list[tuple[int, bytes]]) -> None:
         _check_sizes(store, objects, [bytes.fromhex(s) for s in new], max_file_size)
 
-    sent = replication.send(store, to.remote, updates, to.credentials, check)
+    sent = replication.send(store, to.remote, updates, to.credentials, check, progress)
     if sent.refused:
         first = next(iter(sent.refused.items()))
         raise RemoteError(f"{to.remote.shown} refused {len(sent.refused)} refs ({first[0]}: {first[1]})")

@@ -67,7 +67,8 @@ class Replicas:
         over ``max_push_file_size`` refuses the push before anything is sent."""
         engine = self._engine_ok()
         to = self._target(remote, name, credentials)
-        return remotes.push(engine.store, to, self._options.max_push_file_size, bool(prune))
+        limit = self._options.max_push_file_size
+        return remotes.push(engine.store, to, limit, bool(prune), engine.phase("sending"))
 
     def push_async(self, remote: str | None = None, *, name: str | None = None) -> Future[PushResult]:
         """Push on a background thread and return at once; the future holds the

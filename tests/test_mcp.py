@@ -151,3 +151,32 @@ def test_mcp_sessions_brackets_and_a_three_way_revert(ws: Path, home: Path) -> N
             assert (ws / "a.py").read_text() == "person\n"
 
     anyio.run(session_run)
+
+
+def test_mcp_push_goes_only_to_the_remote_the_server_was_started_with(ws: Path, home: Path, tmp_path: Path) -> None:
+    import subprocess
+
+    from conftest import GIT
+
+    if GIT is None:
+        pytest.skip("git makes the bare repository")
+    write(ws, {"a.py": "a\n"})
+    remote = tmp_path / "snaps.git"
+    subprocess.run([GIT, "init", "-q", "--bare", str(remote)], check=True)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "snapshotter", "mcp", "-C", str(ws)],
+        env=dict(os.environ, SNAPSHOTTER_HOME=str(home), SNAPSHOTTER_REMOTE=str(remote)),
+    )
+
+    async def session_run() -> None:
+        async with stdio_client(params) as (read, send), ClientSession(read, send) as session:
+            await session.initialize()
+            await session.call_tool("snapshot", {"message": "one"})
+            pushed = _payload(await session.call_tool("push", {}))
+            assert pushed["snapshots_sent"] == 1
+            elsewhere = await session.call_tool("push", {"remote": str(tmp_path / "exfiltrate.git")})
+            assert _is_error(elsewhere) and "refused" in _error_text(elsewhere)
+            assert not (tmp_path / "exfiltrate.git").exists()
+
+    anyio.run(session_run)

@@ -310,3 +310,16 @@ def test_push_async_returns_at_once_and_a_failure_reaches_the_caller(tmp_path: P
     )
     quiet.snapshot("and this one")
     quiet.close(push_timeout=2)  # warn mode: logged, not raised
+
+
+def test_a_local_gc_changes_nothing_about_what_a_push_sends(tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    server = bare_repository(tmp_path / "r.git")
+    write(ws, {f"f{i}": f"{i}\n" for i in range(30)})
+    snap = make()
+    first = snap.snapshot()
+    snap.push(str(server), name="n")
+    snap.gc()  # every object repacked into a new pack
+    assert snap.push(str(server), name="n").objects_sent == 0
+    write(ws, {"f1": "changed\n"})
+    second = snap.snapshot()
+    assert snap.push(str(server), name="n").objects_sent == new_objects(snap, first.id, second.id) == 3

@@ -259,7 +259,8 @@ class ProgressLine:
             return
         self.last = now
         rate = done / (now - start) if now > start else 0.0
-        self.stream.write(f"\r{phase} {done:,}/{total:,} files  {rate:,.0f} files/s ")
+        unit = "objects" if phase == "sending" else "files"
+        self.stream.write(f"\r{phase} {done:,}/{total:,} {unit}  {rate:,.0f} {unit}/s ")
         self.stream.flush()
         self.shown = True
 

@@ -95,11 +95,14 @@ def send(
     updates: Mapping[bytes, bytes | None],
     credentials: Credentials | None = None,
     check: Callable[[list[tuple[int, bytes]]], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Sent:
     """Push ``updates`` (ref -> commit id in hex, None to delete) to ``remote``,
     with the objects it lacks. ``check(objects)`` sees what is about to be sent
-    (type, raw id) before any byte of it leaves, and may refuse by raising."""
+    (type, raw id) before any byte of it leaves, and may refuse by raising;
+    ``progress(done, total)`` is told as objects go."""
     sent = [0]
+    report = progress  # the inner function's own ``progress`` is dulwich's
 
     def update_refs(old: dict[Any, Any]) -> dict[Any, Any]:
         new = dict(old)
@@ -122,7 +125,7 @@ def send(
         if check is not None:
             check(objects)
         sent[0] = len(objects)
-        return len(objects), (_unpacked(store, kind, sha) for kind, sha in objects)
+        return len(objects), _streamed(store, objects, report)
 
     with remote_errors(remote, credentials):
         result = remote.client.send_pack(remote.path.encode(), update_refs, generate_pack_data)
@@ -166,6 +169,17 @@ def _wanting(wanted: list[bytes]) -> Any:
 
 def _hex_set(values: object) -> set[bytes]:
     return {bytes(v) for v in values if v and bytes(v) != ZERO_SHA}  # type: ignore[attr-defined]
+
+
+def _streamed(
+    store: Store, objects: list[tuple[int, bytes]], progress: Callable[[int, int], None] | None
+) -> Iterator[UnpackedObject]:
+    """The objects as the pack writer takes them, read one at a time."""
+    total = len(objects)
+    for done, (kind, sha) in enumerate(objects, 1):
+        if progress is not None and (done % 256 == 0 or done == total):
+            progress(done, total)
+        yield _unpacked(store, kind, sha)
 
 
 def _unpacked(store: Store, kind: int, sha: bytes) -> UnpackedObject:
