@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from snapshotter.errors import InvalidInput, PushRefused, RemoteError
+from snapshotter.errors import InvalidInput, PushRefused, RemoteError, StoreError
 from snapshotter.gitstore import replication
 from snapshotter.gitstore.location import store_key
 from snapshotter.gitstore.objects import MODE_TREE
@@ -146,8 +146,8 @@ def fetch(engine: Engine, source: Target) -> list[SnapshotInfo]:
     for sha in {bytes.fromhex(value.decode()) for value in there.values()} - have:
         try:
             kind, content = store.read_raw(sha)
-        except (KeyError, RemoteError):
-            continue
+        except (KeyError, StoreError):
+            continue  # not sent, or damaged: not a snapshot to list
         if kind == 1 and is_snapshot_commit(content):  # anything else on the remote is not ours to list
             arrived.append((_taken_in_order(content), sha))
     made: list[SnapshotInfo] = []

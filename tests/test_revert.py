@@ -8,6 +8,7 @@ checked byte for byte on real folders.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -298,3 +299,44 @@ def test_bad_arguments_are_refused(ws: Path, make) -> None:  # type: ignore[no-u
         snap.revert(first.id, conflicts="theirs")  # type: ignore[arg-type]
     with pytest.raises(InvalidInput):
         snap.revert_turn(conflicts="nope")  # type: ignore[call-overload]
+
+
+@needs_git
+def test_a_revert_equals_git_revert_of_the_same_commit(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """The same three states as commits in a real repository (the change B on A, a
+    person's later commit C): ``git revert --no-commit B`` on C, file for file."""
+    from conftest import GIT, git_env
+
+    assert GIT is not None
+    repo = tmp_path / "oracle-repo"
+    env = git_env(tmp_path)
+
+    def git(*args: str) -> None:
+        subprocess.run([GIT, "-C", str(repo), *args], env=env, check=True, capture_output=True)
+
+    def commit(files: dict[str, str], gone: tuple[str, ...] = ()) -> None:
+        write(repo, files)
+        for rel in gone:
+            (repo / rel).unlink()
+        git("add", "-A")
+        git("commit", "-q", "-m", "state")
+
+    a = {"f.py": "".join(LINES), "keep.txt": "k\n", "old.txt": "to be deleted by the change\n"}
+    b = {"f.py": edited(LINES, 0, 10, "agent"), "g.py": "added by the change\n"}
+    c = {"f.py": edited(LINES, 0, 10, "agent").replace("line 55", "person 55"), "keep.txt": "person\n"}
+    repo.mkdir()
+    git("init", "-q")
+    commit(a)
+    commit(b, gone=("old.txt",))
+    commit(c)
+    git("revert", "--no-commit", "HEAD~1")
+    write(ws, a)
+    snap = make()
+    before = snap.snapshot()
+    write(ws, b)
+    (ws / "old.txt").unlink()
+    after = snap.snapshot()
+    write(ws, c)
+    result = snap.revert(before.id, after.id)
+    assert result and not result.conflicts
+    assert contents(ws) == {k: v for k, v in contents(repo).items() if not k.startswith(".git/")}

@@ -69,11 +69,12 @@ def reachable(store: Store, commits: list[bytes], known: set[bytes] | None = Non
     for commit in commits:
         if commit in seen:
             continue
+        kind, content = store.read_raw(commit)
+        if kind != 1 or not content.startswith(b"tree "):
+            continue  # a remote ref may name a tag or a blob: it reaches nothing of ours
         seen.add(commit)
         out.append((1, commit))
-        content = store.read_raw(commit)[1]
-        tree = bytes.fromhex(content[5:45].decode("ascii"))  # "tree <hex>\n" starts every commit
-        trees.append(tree)
+        trees.append(bytes.fromhex(content[5:45].decode("ascii")))  # "tree <hex>\n" starts every commit
     while trees:
         tree = trees.pop()
         if tree in seen:
