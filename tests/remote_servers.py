@@ -30,6 +30,14 @@ from pathlib import Path
 GIT = shutil.which("git")
 
 
+def has_git_program(name: str) -> bool:
+    """Whether git's own ``git-<name>`` (daemon, http-backend) is installed with it."""
+    if GIT is None:
+        return False
+    exec_path = subprocess.run([GIT, "--exec-path"], capture_output=True, text=True, check=False).stdout.strip()
+    return os.path.exists(os.path.join(exec_path, f"git-{name}"))
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -21,12 +21,21 @@ Failures come back as one-line ``RemoteError`` s without credentials.
 from __future__ import annotations
 
 import os
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from dulwich.client import HTTPUnauthorized
-from dulwich.errors import GitProtocolError, HangupException, NotGitRepository, SendPackError
+from dulwich.errors import (
+    ApplyDeltaError,
+    ChecksumMismatch,
+    GitProtocolError,
+    HangupException,
+    NotGitRepository,
+    ObjectFormatException,
+    SendPackError,
+)
 from dulwich.objects import ZERO_SHA
 from dulwich.pack import UnpackedObject
 from dulwich.repo import Repo
@@ -207,6 +216,9 @@ class remote_errors:  # noqa: N801 (used as a context manager, like contextlib's
             raise RemoteAuthError(f"{where} refused the credentials (HTTP 401); check the user and token") from None
         if isinstance(error, NotGitRepository):
             raise RemoteError(f"{where} is not a git repository; create a bare one there first") from None
+        damaged = (ChecksumMismatch, ApplyDeltaError, ObjectFormatException, zlib.error, BufferError)
+        if isinstance(error, damaged):  # BufferError: dulwich closing a pack it failed to read
+            raise RemoteError(f"{where} sent damaged objects ({type(error).__name__}); nothing was taken") from None
         lost = isinstance(error, (HangupException, GitProtocolError, SendPackError, OSError, EOFError))
         if lost or isinstance(error, MISSING_OR_DAMAGED) or type(error).__module__.startswith("paramiko"):
             text = without_secrets(str(error) or type(error).__name__, self.credentials)
