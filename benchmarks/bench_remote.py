@@ -19,8 +19,6 @@ quiet machine.
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
 import shutil
 import statistics
@@ -36,8 +34,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from bench_engine import GIT_ENV, generate, git_version  # noqa: E402
-from bench_revert import edit, quiet_disk  # noqa: E402
+from bench_engine import GIT_ENV, generate  # noqa: E402
+from bench_revert import edit, quiet_disk, run_sizes  # noqa: E402
 from remote_servers import bare_repository, git_daemon  # noqa: E402
 
 from snapshotter import Retention, Snapshotter  # noqa: E402
@@ -105,26 +103,14 @@ def measure(files: int, runs: int) -> dict[str, Any]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="100000", help="file counts (default 100000)")
-    parser.add_argument("--runs", type=int, default=3, help="runs per figure; the median is reported (default 3)")
-    parser.add_argument("--json", help="also write the raw figures here")
-    args = parser.parse_args()
-    report: dict[str, Any] = {"git": git_version(), "python": sys.version.split()[0], "results": []}
-    for size in (int(s) for s in args.sizes.split(",")):
-        result = measure(size, args.runs)
-        report["results"].append(result)
-        print(f"\n{size:,} files, median of {args.runs} runs, to git daemon on loopback")
-        for key, label in (("first", "first push (whole snapshot)"), ("ten", "push of 10 changed files")):
-            row = result["rows"][key]
-            print(
-                f"  {label:30} snapshotter {row['snapshotter_median']:.3f} s   git push {row['git_median']:.3f} s"
-                f"   ratio {row['ratio']:.2f}   objects sent {result['objects_sent'][key]}"
-            )
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=1))
+def show(result: dict[str, Any]) -> None:
+    for key, label in (("first", "first push (whole snapshot)"), ("ten", "push of 10 changed files")):
+        row = result["rows"][key]
+        print(
+            f"  {label:30} snapshotter {row['snapshotter_median']:.3f} s   git push {row['git_median']:.3f} s"
+            f"   ratio {row['ratio']:.2f}   objects sent {result['objects_sent'][key]}"
+        )
 
 
 if __name__ == "__main__":
-    main()
+    run_sizes(__doc__, measure, show)

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -155,8 +156,10 @@ def measure(files: int, runs: int) -> dict[str, Any]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_sizes(doc: str, measure: Callable[[int, int], dict[str, Any]], show: Callable[[dict[str, Any]], None]) -> None:
+    """The command line these scripts share: ``--sizes``, ``--runs``, ``--json``;
+    ``measure(files, runs)`` per size, ``show(result)`` prints its rows."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--sizes", default="100000", help="file counts (default 100000)")
     parser.add_argument("--runs", type=int, default=3, help="runs per figure; the median is reported (default 3)")
     parser.add_argument("--json", help="also write the raw figures here")
@@ -166,20 +169,24 @@ def main() -> None:
         result = measure(size, args.runs)
         report["results"].append(result)
         print(f"\n{size:,} files, median of {args.runs} runs")
-        for key, label in (("revert_turn", "revert a 10-file turn (10 other edits kept)"), ("fork", "fork")):
-            row = result["rows"][key]
-            print(
-                f"  {label:45} snapshotter {row['snapshotter_median']:.3f} s   "
-                f"git {row['git_median']:.3f} s   ratio {row['ratio']:.2f}"
-            )
-        extra = result["fork_extra_bytes"]
-        print(
-            f"  {'fork: extra disk':45} snapshotter {extra['snapshotter'] / 2**20:.1f} MiB   "
-            f"git {extra['git'] / 2**20:.1f} MiB"
-        )
+        show(result)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
 
 
+def show(result: dict[str, Any]) -> None:
+    for key, label in (("revert_turn", "revert a 10-file turn (10 other edits kept)"), ("fork", "fork")):
+        row = result["rows"][key]
+        print(
+            f"  {label:45} snapshotter {row['snapshotter_median']:.3f} s   "
+            f"git {row['git_median']:.3f} s   ratio {row['ratio']:.2f}"
+        )
+    extra = result["fork_extra_bytes"]
+    print(
+        f"  {'fork: extra disk':45} snapshotter {extra['snapshotter'] / 2**20:.1f} MiB   "
+        f"git {extra['git'] / 2**20:.1f} MiB"
+    )
+
+
 if __name__ == "__main__":
-    main()
+    run_sizes(__doc__, measure, show)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from snapshotter import attribution, history, inputs
 from snapshotter import forks as forking
@@ -30,8 +30,9 @@ class Workflows:
 
     _options: Options
 
-    def _engine_ok(self) -> Engine:
-        raise NotImplementedError  # Snapshotter's
+    if TYPE_CHECKING:  # Snapshotter's own, which every method here runs through
+
+        def _engine_ok(self) -> Engine: ...
 
     def _same_settings(self, workspace: str) -> Any:
         """A Snapshotter (of this class) on another folder, with this one's settings."""

@@ -37,7 +37,7 @@ _CRC_BITS = 32
 _CRC_MASK = (1 << _CRC_BITS) - 1
 
 
-def _entry_header(type_num: int, size: int) -> bytes:
+def entry_header(type_num: int, size: int) -> bytes:
     """An entry's type and size: 4 bits of size in the first byte, then 7 per byte."""
     if 16 <= size < 2048:  # most source files: two bytes, made without a loop
         return bytes(((type_num << 4) | (size & 0x0F) | 0x80, size >> 4))
@@ -145,16 +145,16 @@ class PackBuilder:
         """Append one object (compressed outside the lock) unless already added."""
         if sha in self._entries:
             return
-        self._append(sha, _entry_header(TYPE_NUMBERS[kind], len(content)), content, None)
+        self._append(sha, entry_header(TYPE_NUMBERS[kind], len(content)), content, None)
 
     def add_delta(self, sha: bytes, base: bytes, delta: bytes) -> None:
         """Append ``sha`` as a delta against ``base``, which must already be in this pack."""
-        self._append(sha, _entry_header(OFS_DELTA, len(delta)), delta, base)
+        self._append(sha, entry_header(OFS_DELTA, len(delta)), delta, base)
 
     def add_stored(self, sha: bytes, kind: int, size: int, data: bytes, base: bytes | None = None) -> None:
         """Append an entry already compressed (``kind`` 6 with ``base``: an offset
         delta, whose base must already be in this pack), as gc copies them."""
-        self._write(sha, _entry_header(kind, size), data, base)
+        self._write(sha, entry_header(kind, size), data, base)
 
     def _append(self, sha: bytes, header: bytes, payload: bytes, base: bytes | None) -> None:
         if sha in self._entries:

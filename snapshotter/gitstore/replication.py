@@ -41,7 +41,9 @@ from dulwich.pack import UnpackedObject
 from dulwich.repo import Repo
 
 from snapshotter.errors import RemoteAuthError, RemoteError
+from snapshotter.gitstore.deflate import deflate
 from snapshotter.gitstore.objects import MODE_TREE, parse_tree
+from snapshotter.gitstore.packs import entry_header
 from snapshotter.gitstore.store import MISSING_OR_DAMAGED, Store
 from snapshotter.gitstore.transport import Credentials, Remote, without_secrets
 
@@ -193,8 +195,13 @@ def _streamed(
 
 
 def _unpacked(store: Store, kind: int, sha: bytes) -> UnpackedObject:
-    _, content = store.read_raw(sha)
-    return UnpackedObject(kind, decomp_chunks=[content], sha=sha, decomp_len=len(content))
+    """One object as a pack entry, compressed here at the snapshot level (zlib 1,
+    ISA-L when installed): dulwich would compress it at zlib's default, 4 times
+    slower (measured: a first push of 100,000 files took 13 s, git's 2.3 s)."""
+    _, content = store.read_raw(sha)  # checked against its id: only true objects leave
+    unpacked = UnpackedObject(kind, decomp_chunks=[content], sha=sha, decomp_len=len(content))
+    unpacked.comp_chunks = [entry_header(kind, len(content)), deflate(content)]
+    return unpacked
 
 
 class remote_errors:  # noqa: N801 (used as a context manager, like contextlib's)
