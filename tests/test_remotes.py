@@ -348,3 +348,12 @@ def test_a_damaged_pack_from_a_remote_is_refused_and_nothing_is_listed(tmp_path:
         with pytest.raises(RemoteError):
             there.fetch(str(server), name="n")
         assert there.list(limit=None) == [] and there.verify(full=True).ok
+
+
+def test_config_never_prints_a_remotes_password(tmp_path: Path, ws: Path) -> None:
+    from conftest import run_command
+
+    env = {"SNAPSHOTTER_HOME": str(tmp_path / "h"), "SNAPSHOTTER_REMOTE": "https://bot:hunter2-token@example.com/s.git"}
+    done = run_command("-C", str(ws), "config", env=env)
+    assert done.returncode == 0 and "example.com/s.git" in done.stdout
+    assert "hunter2" not in done.stdout and "hunter2" not in done.stderr
