@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from snapshotter.errors import InvalidInput, PushRefused, RemoteError, StoreError
 from snapshotter.gitstore import replication
 from snapshotter.gitstore.location import store_key
-from snapshotter.gitstore.objects import MODE_TREE
+from snapshotter.gitstore.objects import MODE_TREE, parse_tree
 from snapshotter.gitstore.store import Store
 from snapshotter.gitstore.trailers import is_snapshot_commit
 from snapshotter.gitstore.transport import Credentials, Remote, open_remote
@@ -242,8 +242,6 @@ def _check_sizes(store: Store, objects: list[tuple[int, bytes]], snapshots: list
 
 def _path_of(store: Store, blob: bytes, commits: list[bytes]) -> str | None:
     """Where ``blob`` stands in one of the ``commits`` (for the message)."""
-    from snapshotter.gitstore.objects import parse_tree
-
     for commit in commits:
         content = store.read_raw(commit)[1]
         stack = [("", bytes.fromhex(content[5:45].decode("ascii")))]

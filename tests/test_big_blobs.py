@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from snapshotter import Snapshotter
-from snapshotter.gitstore.packs import _entry_header, index_v2
+from snapshotter.gitstore.packs import entry_header, index_v2
 
 SIZE = 128 << 20
 """Far above the streaming threshold (8 MiB) and the read piece (1 MiB); 512 MiB with ``--long``."""
@@ -91,7 +91,7 @@ def _pack_the_blob(store_path: str, size: int) -> bytes:
         pieces.append(squeezer.compress(chunk))
     pieces.append(squeezer.flush())
     sha = digest.digest()
-    entry = _entry_header(3, size) + b"".join(pieces)
+    entry = entry_header(3, size) + b"".join(pieces)
     body = b"PACK" + struct.pack(">II", 2, 1) + entry
     checksum = hashlib.sha1(body).digest()
     pack_dir = os.path.join(store_path, "objects", "pack")
