@@ -340,3 +340,57 @@ def test_a_revert_equals_git_revert_of_the_same_commit(ws: Path, tmp_path: Path,
     result = snap.revert(before.id, after.id)
     assert result and not result.conflicts
     assert contents(ws) == {k: v for k, v in contents(repo).items() if not k.startswith(".git/")}
+
+
+def _file_then_folder(root: Path, step: int) -> None:
+    """State ``step`` of a change that turns file ``p`` into folder ``p`` (``p/x.py``)."""
+    if step == 0:
+        write(root, {"keep.txt": "k\n", "p": "a file\n"})
+    else:
+        (root / "p").unlink()
+        write(root, {"p/x.py": "in the folder\n"})
+
+
+@needs_git
+@pytest.mark.parametrize("conflicts", ["abort", "ours"])
+def test_reverting_a_file_turned_folder_puts_the_file_back_as_git_revert_does(
+    ws: Path, tmp_path: Path, make, conflicts: str
+) -> None:  # type: ignore[no-untyped-def]
+    """Nothing moved since the change: its revert deletes ``p/x.py`` and writes
+    ``p`` (no conflict), file for file as ``git revert --no-commit`` does."""
+    from conftest import git, git_env
+
+    repo, env = tmp_path / "oracle-repo", git_env(tmp_path)
+    repo.mkdir()
+    git("init", "-q", cwd=repo, env=env)
+    snap = make()
+    ids = []
+    for step in (0, 1):
+        _file_then_folder(repo, step)
+        git("add", "-A", cwd=repo, env=env)
+        git("commit", "-qm", f"state {step}", cwd=repo, env=env)
+        _file_then_folder(ws, step)
+        ids.append(snap.snapshot().id)
+    git("revert", "--no-commit", "HEAD", cwd=repo, env=env)
+    result = snap.revert(ids[0], ids[1], conflicts=conflicts)  # type: ignore[arg-type]
+    assert result.conflicts == () and result.reverted == ("p", "p/x.py"), result
+    assert contents(ws) == {k: v for k, v in contents(repo).items() if not k.startswith(".git/")}
+    assert contents(ws) == {"keep.txt": b"k\n", "p": b"a file\n"}
+
+
+def test_a_folder_the_workspace_turned_into_a_file_is_a_conflict(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """The change edited ``d/x.py``; the workspace then made ``d`` a file: the
+    revert has nowhere to put ``d/x.py`` and writes nothing."""
+    write(ws, {"d/x.py": "one\n", "keep.txt": "k\n"})
+    snap = make()
+    before = snap.snapshot()
+    write(ws, {"d/x.py": "two\n", "keep.txt": "k2\n"})
+    after = snap.snapshot()
+    (ws / "d/x.py").unlink()
+    (ws / "d").rmdir()
+    write(ws, {"d": "a file now\n"})
+    state = contents(ws)
+    result = snap.revert(before.id, after.id)
+    assert [(c.path, c.reason) for c in result.conflicts] == [("d/x.py", ConflictReason.TYPE)], result
+    assert not result.applied
+    assert contents(ws) == state

@@ -170,7 +170,9 @@ class _Merging:
         for side in (step.base, step.theirs):
             for path, why in (side.left_out if isinstance(side, StoredTree) else {}).items():
                 self.skipped.setdefault(path, why)
-        for change in found:
+        # Deletions first: a file the change puts where it deletes a folder's
+        # files ("p" for "p/x.py") then finds the folder already emptied.
+        for change in sorted(found, key=lambda change: change.new is not None):
             if change.path in self.skipped or any(p in self.skipped for p in _parents(change.path)):
                 continue
             self._one(change)
@@ -239,7 +241,10 @@ class _Merging:
             self._conflict(path, ConflictReason.DELETED, "the change deletes it; the workspace changed it since")
             return
         if ours is None:
-            if self._folder_at(path):
+            on_the_way = next((p for p in _parents(path) if self.entry(p) is not None), None)
+            if on_the_way is not None:
+                self._conflict(path, ConflictReason.TYPE, f"{on_the_way} is a file in the workspace")
+            elif self._folder_at(path):
                 self._conflict(path, ConflictReason.TYPE, "the workspace has a folder there")
             else:
                 self._conflict(path, ConflictReason.DELETED, "the workspace deleted it; the change modifies it")
