@@ -318,6 +318,23 @@ def timed(action: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
+def quiet_disk(limit: float = 5.0, wait: float = 120.0) -> None:
+    """Flush, then wait (up to ``wait`` s) until the disk is quiet: the share of
+    the last 10 s in which some task stalled on I/O under ``limit`` percent
+    (Linux's ``/proc/pressure/io``). Writing 100,000 files leaves seconds of
+    writeback behind, which would land on whichever side runs next."""
+    os.sync()
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            first = Path("/proc/pressure/io").read_text().split()[1]  # "avg10=12.34"
+        except (OSError, IndexError):
+            return
+        if float(first.partition("=")[2]) < limit:
+            return
+        time.sleep(2)
+
+
 def stay_fair(run: int) -> tuple[str, str]:
     """Which side goes first in this run: they take turns, so drift and caches favour neither."""
     return ("snapshotter", "git") if run % 2 == 0 else ("git", "snapshotter")
@@ -494,10 +511,12 @@ class Bench:
         chosen = [self.ws.pick(10, self.rng) for _ in range(self.runs)]
         for paths in chosen:
             self.ws.edit(paths, self.rng)
+            quiet_disk()
             self.time_side(row, "snapshotter", partial(self.restore_counted, row, snap, target), snap)
         self.sync()
         for paths in chosen:
             self.ws.edit(paths, self.rng)
+            quiet_disk()
             self.time_side(row, "git", partial(self.git.restore, tree))
 
     def restore_10pct(self, row: Row) -> None:
@@ -510,11 +529,13 @@ class Bench:
         snap.pin(a.id)
         snap.pin(b.id)
         for run in range(self.runs):
+            quiet_disk()
             self.time_side(row, "snapshotter", partial(self.restore_counted, row, snap, a if run % 2 == 0 else b), snap)
         if self.runs % 2:
             snap.restore(b.id)
         self.sync()
         for run in range(self.runs):
+            quiet_disk()
             self.time_side(row, "git", partial(self.git.restore, tree_a if run % 2 == 0 else tree_b))
         if self.runs % 2:
             self.git.restore(tree_b)

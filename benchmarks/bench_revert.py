@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_engine import GIT_ENV, generate, git_version  # noqa: E402
+from bench_engine import GIT_ENV, generate, git_version, quiet_disk  # noqa: E402
 
 from snapshotter import Retention, Snapshotter  # noqa: E402
 
@@ -53,23 +53,6 @@ def edit(paths: list[Path], tag: str) -> None:
     for path in paths:
         with open(path, "a") as handle:
             handle.write(f"# {tag}\n")
-
-
-def quiet_disk(limit: float = 5.0, wait: float = 120.0) -> None:
-    """Flush, then wait (up to ``wait`` s) until the disk is quiet: the share of
-    the last 10 s in which some task stalled on I/O under ``limit`` percent
-    (Linux's ``/proc/pressure/io``). Writing 100,000 files leaves seconds of
-    writeback behind, which would land on whichever side runs next."""
-    os.sync()
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        try:
-            first = Path("/proc/pressure/io").read_text().split()[1]  # "avg10=12.34"
-        except (OSError, IndexError):
-            return
-        if float(first.partition("=")[2]) < limit:
-            return
-        time.sleep(2)
 
 
 def disk_bytes(*roots: Path) -> int:
