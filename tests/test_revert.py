@@ -394,3 +394,38 @@ def test_a_folder_the_workspace_turned_into_a_file_is_a_conflict(ws: Path, make)
     assert [(c.path, c.reason) for c in result.conflicts] == [("d/x.py", ConflictReason.TYPE)], result
     assert not result.applied
     assert contents(ws) == state
+
+
+@pytest.mark.parametrize("kind", ["file", "symlink"])
+def test_an_untracked_file_or_symlink_where_a_folder_would_go_is_an_untracked_conflict(
+    ws: Path, tmp_path: Path, make, kind: str
+) -> None:  # type: ignore[no-untyped-def]
+    """The change deleted ``d/f.txt``; ``d`` is now an ignored file, or an ignored
+    symlink to a folder outside: recreating ``d/f.txt`` would replace it or write
+    through it. A conflict, so abort writes nothing and ours reverts the rest."""
+    if kind == "symlink" and sys.platform == "win32":
+        pytest.skip("no symlinks here")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    write(ws, {"keep.txt": "k1\n", "d/f.txt": "tracked\n"})
+    snap = make()
+    before = snap.snapshot()
+    (ws / "d/f.txt").unlink()
+    (ws / "d").rmdir()
+    write(ws, {"keep.txt": "k2\n"})
+    after = snap.snapshot()
+    write(ws, {".gitignore": "/d\n"})
+    if kind == "symlink":
+        os.symlink(outside, ws / "d")
+    else:
+        write(ws, {"d": "ignored private notes\n"})
+    state, listed = contents(ws), len(snap.list(limit=None))
+    untracked = [("d/f.txt", ConflictReason.UNTRACKED)]
+    dry = snap.revert(before.id, after.id, dry_run=True)
+    assert [(c.path, c.reason) for c in dry.conflicts] == untracked and dry.reverted == ("keep.txt",)
+    result = snap.revert(before.id, after.id)
+    assert [(c.path, c.reason) for c in result.conflicts] == untracked and not result.applied
+    assert contents(ws) == state and len(snap.list(limit=None)) == listed
+    kept = snap.revert(before.id, after.id, conflicts="ours")
+    assert kept.applied and kept.reverted == ("keep.txt",) and [c.path for c in kept.conflicts] == ["d/f.txt"]
+    assert contents(ws) == {**state, "keep.txt": b"k1\n"} and list(outside.iterdir()) == []

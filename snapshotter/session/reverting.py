@@ -137,6 +137,8 @@ class _Merging:
 
     def __post_init__(self) -> None:
         self.untracked = {item.path for item in self.scan.skipped if item.reason is not SkipReason.VANISHED}
+        self.lstats: dict[str, bool] = {}
+        """Path the scan does not track -> whether a file or symlink stands there."""
 
     # -- what the workspace holds, as the steps leave it -------------------------------------
 
@@ -225,15 +227,26 @@ class _Merging:
         return False
 
     def _untracked_at(self, path: str) -> bool:
-        """Something the scan does not track stands at ``path`` or on the way to it."""
+        """Something the scan does not track stands at ``path`` or on the way to it:
+        a file or symlink (ignored, say) where the path needs a folder would be
+        replaced or written through."""
         if self.untracked and (path in self.untracked or any(p in self.untracked for p in _parents(path))):
             return True
         if path in self.state or self.scan.entry(path) is not None:
             return False
-        if any(self.entry(p) is not None for p in _parents(path)):
-            return False  # a file on the way: no room, as _room_for says
-        st = self.workspace.lstat(path)
-        return st is not None and not stat.S_ISDIR(st.st_mode)
+        for parent in reversed(_parents(path)):  # from the top down
+            if parent in self.state or self.scan.entry(parent) is not None:
+                return False  # a tracked file on the way: no room, as _room_for says
+            if parent not in self.scan.nodes and self._untracked_file(parent):
+                return True
+        return self._untracked_file(path)
+
+    def _untracked_file(self, path: str) -> bool:
+        """Something not a real folder is at ``path`` (the scan does not track it)."""
+        if path not in self.lstats:
+            st = self.workspace.lstat(path)
+            self.lstats[path] = st is not None and not stat.S_ISDIR(st.st_mode)
+        return self.lstats[path]
 
     def _merge(self, path: str, base: Entry | None, ours: Entry | None, theirs: Entry | None) -> None:
         """Ours moved on from ``base``: combine it with ``theirs``, or say why not."""
