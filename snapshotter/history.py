@@ -240,8 +240,21 @@ def _refused(action: str, result: RevertResult) -> str:
 # -- turns -------------------------------------------------------------------------------
 
 
+def _last_turn(engine: Engine) -> int:
+    """The number of the session's newest turn (0: none). Read from its pre-turn's
+    label, not counted: retention drops old turns from the stack, and a count
+    would give a new turn a number already used, or its post-turn the wrong one."""
+    stack = _live(engine, stack_of(engine, TURNS))
+    if not stack:
+        return 0
+    top = _info(engine, stack[-1])
+    tail = (top.label or "")[len(PRE_TURN) :] if (top.label or "").startswith(PRE_TURN) else ""
+    tail = tail if tail.isdigit() else top.metadata.get("turn", "")
+    return int(tail) if tail.isdigit() else len(stack)
+
+
 def begin_turn(engine: Engine, message: str, metadata: dict[str, str]) -> SnapshotInfo:
-    number = len(engine.store.stack(stack_of(engine, TURNS))) + 1
+    number = _last_turn(engine) + 1
     info = checkpoint(
         engine, message or f"before turn {number}", f"{PRE_TURN}{number}", {"turn": str(number), **metadata}
     )
@@ -250,7 +263,7 @@ def begin_turn(engine: Engine, message: str, metadata: dict[str, str]) -> Snapsh
 
 
 def end_turn(engine: Engine, message: str, metadata: dict[str, str]) -> SnapshotInfo:
-    number = len(engine.store.stack(stack_of(engine, TURNS)))
+    number = _last_turn(engine)
     if number == 0:
         raise InvalidInput("no turn has begun", BEGIN_TURN)
     return engine.snapshot(message or f"after turn {number}", f"{POST_TURN}{number}", {"turn": str(number), **metadata})

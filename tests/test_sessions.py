@@ -15,7 +15,7 @@ from conftest import contents, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from snapshotter import ConflictReason, InvalidInput, Snapshotter
+from snapshotter import ConflictReason, InvalidInput, Retention, Snapshotter
 
 LINES = [f"line {i} of the shared file\n" for i in range(100)]
 
@@ -167,6 +167,24 @@ def test_a_checkpoint_after_undo_keeps_the_redo_side_as_abandoned(ws: Path, make
     assert len(abandoned) == 1
     snap.restore("abandoned:1")
     assert (ws / "f").read_text() == "3, not checkpointed\n"
+
+
+def test_turn_numbers_and_pairs_survive_retention_dropping_old_turns(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """Retention drops old pre-turn snapshots from the turns stack: a turn's number
+    still follows the last one's, its post-turn has its number, and revert_turn
+    reverts that turn only (a person's later edit stays)."""
+    write(ws, {"agent.txt": "0\n", "mine.txt": "m0\n"})
+    snap = make(retention=Retention(max_snapshots=4, max_age=None, max_store_bytes=None, max_undo=1))
+    for turn in range(1, 5):
+        pre = snap.begin_turn()
+        write(ws, {"agent.txt": f"{turn}\n"})
+        post = snap.end_turn()
+        assert (pre.label, post.label) == (f"pre-turn:{turn}", f"post-turn:{turn}")
+    write(ws, {"mine.txt": "a person's edit after the last turn\n"})
+    result = snap.revert_turn()
+    assert result.reverted == ("agent.txt",), result
+    assert (ws / "agent.txt").read_text() == "3\n"
+    assert (ws / "mine.txt").read_text() == "a person's edit after the last turn\n"
 
 
 def test_tool_done_needs_its_tool_snapshot(ws: Path, two) -> None:  # type: ignore[no-untyped-def]
