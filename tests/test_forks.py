@@ -12,9 +12,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import GIT, contents, needs_git, write
+from conftest import GIT, contents, forge_snapshot, needs_git, write
 
-from snapshotter import ConflictReason, InvalidInput, Retention, Snapshotter, WorkspaceError
+from snapshotter import ConflictReason, InvalidInput, Retention, Snapshotter, UnsafeTree, WorkspaceError
+from snapshotter.gitstore.objects import MODE_FILE, MODE_TREE, serialize_tree
 
 LINES = [f"line {i}\n" for i in range(60)]
 
@@ -162,3 +163,45 @@ def test_where_files_cannot_be_linked_they_are_copied(
         packs = [p for p in (Path(forked.store_path) / "objects").rglob("*") if p.is_file()]
         assert packs and all(p.stat().st_nlink == 1 for p in packs)
         assert forked.verify(full=True).ok
+
+
+@pytest.mark.parametrize("name", [b"..", b".git", b".GIT", b"a/b"])
+@pytest.mark.parametrize("how", ["revert", "merge", "merge-dry-run"])
+def test_a_change_toward_a_hostile_tree_is_refused_and_writes_nothing(
+    ws: Path, tmp_path: Path, parent: Snapshotter, name: bytes, how: str
+) -> None:
+    """A tree forged straight into the store (as a hostile agent could) with a name
+    a restore refuses: reverting to it or merging it is refused the same way,
+    before anything is written into the workspace or the store's listing."""
+    base = parent.snapshot()
+    writer = parent._engine_ok().store.writer
+    inner = writer.write(b"tree", serialize_tree([(b"config", MODE_FILE, writer.write(b"blob", b"pwned\n"))]))
+    hostile = (name, MODE_FILE, b"") if b"/" in name else (name, MODE_TREE, inner)
+    forged = forge_snapshot(parent, [(b"README", MODE_FILE, b""), hostile])
+    state, listed = contents(ws), len(parent.list(limit=None))
+    with pytest.raises(UnsafeTree):
+        if how == "revert":
+            parent.revert(forged, base.id)  # the change forged -> base, reverted: toward forged
+        else:
+            parent.merge(forged, base=base.id, dry_run=how == "merge-dry-run")
+    assert contents(ws) == state and len(parent.list(limit=None)) == listed
+    assert not (ws / "config").exists() and not (tmp_path / "config").exists()
+
+
+def test_a_sessions_abandoned_redo_side_can_be_merged_back(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """A named session undoes a call, a person edits, a new checkpoint abandons the
+    redo side as ``abandoned:1``: merging it since the first checkpoint brings the
+    call back and keeps the person's edit."""
+    write(ws, {"f": "0\n", "g": "0\n"})
+    a = make(session="A")
+    start = a.checkpoint("start")
+    a.tool_snapshot("c1")
+    write(ws, {"f": "1 by A\n"})
+    a.tool_done("c1")
+    assert a.undo().ok and (ws / "f").read_text() == "0\n"
+    write(ws, {"g": "a person's edit\n"})
+    a.checkpoint("next")
+    assert not a.can_redo() and [i.session for i in a.list(label="abandoned:1")] == ["A"]
+    result = a.merge("abandoned:1", base=start.id)
+    assert result.reverted == ("f",) and not result.conflicts
+    assert contents(ws) == {"f": b"1 by A\n", "g": b"a person's edit\n"}
