@@ -74,3 +74,18 @@ def test_console_script_and_module_run_in_a_subprocess(ws: Path, home: Path, tmp
         pytest.skip("console script not installed in this environment")
     result = subprocess.run([str(exe), "log"], cwd=ws, env=env, capture_output=True, text=True, check=False)
     assert result.returncode == 0 and "via module" in result.stdout
+
+
+def test_a_merge_names_what_it_takes_not_a_revert(
+    ws: Path, home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A merge prints ``take`` for a path it gives the fork's version whole; ``revert`` is a revert's word."""
+    write(ws, {"a.txt": "a\n"})
+    base = ["-C", str(ws), "--home", str(home)]
+    assert run(capsys, "snapshot", *base, "--label", "start")[0] == 0
+    fork = tmp_path / "fork"
+    assert run(capsys, "fork", *base, "start", str(fork))[0] == 0
+    write(fork, {"new.txt": "from the fork\n"})
+    code, out, _ = run(capsys, "merge", *base, str(fork))
+    assert code == 0 and "take     new.txt" in out.splitlines() and "revert" not in out
+    assert (ws / "new.txt").read_text() == "from the fork\n"

@@ -136,10 +136,11 @@ def undo_json(result: UndoResult) -> dict[str, Any]:
     }
 
 
-def revert_lines(result: RevertResult) -> list[str]:
-    """A revert or merge, a path a line (``revert``, ``merge``, ``same``,
-    ``conflict``), then the totals and how to undo it."""
-    lines = [f"revert   {path}" for path in result.reverted]
+def revert_lines(result: RevertResult, taken: str = "revert") -> list[str]:
+    """A revert or merge, a path a line (``taken``: a path given the other
+    side's version whole, ``merge``, ``conflict``, ``skip``), then the totals
+    and how to undo it."""
+    lines = [f"{taken:<8} {path}" for path in result.reverted]
     lines += [f"merge    {path}" for path in result.merged]
     for conflict in result.conflicts:
         marked = ", conflict markers written" if conflict.path in result.marked else ""

@@ -58,7 +58,8 @@ def dispatch(name: str, snap: Snapshotter, args: argparse.Namespace, say: Printe
         return made, lambda: say(f"forked {made['fork_point'][:12]} into {made['path']}")
     if name == "merge":
         source = args.source if args.base is not None else _folder_or_ref(args.source)
-        return _reverted(snap.merge(source, base=args.base, dry_run=args.dry_run, conflicts=args.conflicts), say)
+        merged = snap.merge(source, base=args.base, dry_run=args.dry_run, conflicts=args.conflicts)
+        return _reverted(merged, say, taken="take")
     if name == "forks":
         found = snap.forks()
         rows = [f"{k.fork_point_id[:12]}  {k.path}{'' if k.exists else '  (gone)'}" for k in found]
@@ -73,7 +74,7 @@ def _folder_or_ref(source: str) -> str:
     return os.path.abspath(source) if os.path.isdir(source) else source
 
 
-def _reverted(result: RevertResult, say: Printer) -> tuple[Any, Callable[[], None]]:
+def _reverted(result: RevertResult, say: Printer, taken: str = "revert") -> tuple[Any, Callable[[], None]]:
     if not result.applied and not result.dry_run:
         shown = ", ".join(f"{c.path} ({c.reason.value})" for c in result.conflicts[:5])
         more = f" and {len(result.conflicts) - 5} more" if len(result.conflicts) > 5 else ""
@@ -83,7 +84,7 @@ def _reverted(result: RevertResult, say: Printer) -> tuple[Any, Callable[[], Non
             rendering.revert_json(result),
             EXIT_REFUSED,
         )
-    return rendering.revert_json(result), lambda: _lines(say, rendering.revert_lines(result))
+    return rendering.revert_json(result), lambda: _lines(say, rendering.revert_lines(result, taken))
 
 
 def _lines(say: Printer, lines: list[str]) -> None:
