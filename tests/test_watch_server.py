@@ -106,6 +106,7 @@ VARYING = {"seconds", "bytes_before", "bytes_after", "bytes", "size_bytes", "pac
 def masked(text: str, ws: Path, home: Path) -> str:
     """What naturally differs between two runs: ids, times, the two folders."""
     text = text.replace(os.path.realpath(home), "<home>").replace(os.path.realpath(ws), "<ws>")
+    text = text.replace(os.path.realpath(ws.parent / "fork"), "<fork>")  # the script's fork, beside the folder
     text = STAMP.sub("<time>", HEX.sub("<id>", text))
     return SIZES.sub("<n>", text)  # the text forms of sizes and durations (the JSON ones: ``normal``)
 
@@ -137,6 +138,13 @@ SCRIPT: list[tuple[dict[str, str], list[str]]] = [
     ({}, ["turn", "begin"]),
     ({"e.txt": "e\n"}, ["turn", "end"]),
     ({}, ["turn", "revert"]),
+    ({}, ["tool", "begin", "call-1"]),
+    ({"f.txt": "f\n", "a.txt": "one\ntwo\nthree\n"}, ["tool", "done", "call-1"]),
+    ({}, ["revert", "start", "--dry-run"]),
+    ({}, ["revert", "start", "--conflicts", "ours"]),
+    ({}, ["fork", "start", "../fork"]),
+    ({}, ["merge", "../fork", "--dry-run"]),
+    ({}, ["merge", "start", "--base", "@"]),
     ({}, ["pin", "start"]),
     ({}, ["unpin", "start"]),
     ({}, ["prune", "--dry-run"]),
