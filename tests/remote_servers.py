@@ -7,8 +7,10 @@
   public-key authentication, ``exec`` of ``git-upload-pack`` and
   ``git-receive-pack``), since an unprivileged ``sshd`` is seldom at hand.
 
-The servers run the git binary (the tests may; the package never does). Each
-is a context manager yielding what a client needs to reach it.
+The servers run the git binary (the tests may; the package never does),
+through the ``Popen`` saved when this module was imported, so a test may
+patch every process API to fail for the code under test while the servers
+still work. Each is a context manager yielding what a client needs to reach it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 GIT = shutil.which("git")
+_POPEN = subprocess.Popen
+"""The real one, kept for the servers (tests may patch ``subprocess``'s)."""
 
 
 def has_git_program(name: str) -> bool:
@@ -88,9 +92,10 @@ class HttpControl:
 
 
 @contextlib.contextmanager
-def http_backend(base: Path, user: str, password: str) -> Iterator[tuple[str, HttpControl]]:
+def http_backend(base: Path, user: str, password: str, host: str = "127.0.0.1") -> Iterator[tuple[str, HttpControl]]:
     """``git http-backend`` for the repositories below ``base``, behind basic auth;
-    yields ``http://127.0.0.1:PORT`` (no credentials in it) and its control."""
+    yields ``http://HOST:PORT`` (no credentials in it; an IPv6 ``host`` such as
+    ``::1`` in brackets) and its control."""
     assert GIT is not None
     control = HttpControl()
     expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
@@ -169,8 +174,11 @@ def http_backend(base: Path, user: str, password: str) -> Iterator[tuple[str, Ht
             }
             if self.headers.get("Content-Encoding"):
                 env["HTTP_CONTENT_ENCODING"] = self.headers["Content-Encoding"]
-            done = subprocess.run([GIT, "http-backend"], input=body, env=env, capture_output=True, check=False)
-            head, _, payload = done.stdout.partition(b"\r\n\r\n")
+            process = _POPEN(
+                [GIT, "http-backend"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+            )
+            stdout, _ = process.communicate(body)
+            head, _, payload = stdout.partition(b"\r\n\r\n")
             status = 200
             headers = []
             for line in head.split(b"\r\n"):
@@ -186,11 +194,15 @@ def http_backend(base: Path, user: str, password: str) -> Iterator[tuple[str, Ht
             self.end_headers()
             self.wfile.write(payload)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    class Server(ThreadingHTTPServer):
+        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+    server = Server((host, 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
+    shown = f"[{host}]" if ":" in host else host
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", control
+        yield f"http://{shown}:{server.server_address[1]}", control
     finally:
         server.shutdown()
         server.server_close()
@@ -265,7 +277,7 @@ def ssh_server(base: Path, keys: Path) -> Iterator[SshEndpoint]:
             if program not in ("git-upload-pack", "git-receive-pack"):
                 channel.send_exit_status(1)
                 return
-            process = subprocess.Popen(
+            process = _POPEN(
                 [GIT, program.removeprefix("git-"), str(base / where.lstrip("/"))],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,

@@ -357,3 +357,53 @@ def test_config_never_prints_a_remotes_password(tmp_path: Path, ws: Path) -> Non
     done = run_command("-C", str(ws), "config", env=env)
     assert done.returncode == 0 and "example.com/s.git" in done.stdout
     assert "hunter2" not in done.stdout and "hunter2" not in done.stderr
+
+
+def test_a_token_given_as_the_urls_user_is_never_shown(tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """GitHub takes ``https://<token>@host/repo``: the token is the user part, and
+    must leave every result, message and printed line as a password does."""
+    from conftest import run_command
+
+    token = "ghp_S3CRETTOKEN123"
+    write(ws, {"f": "1\n"})
+    make().snapshot()
+    bare_repository(tmp_path / "srv" / "snaps.git")
+    with http_backend(tmp_path / "srv", token, "") as (url, _):
+        location = url.replace("http://", f"http://{token}@")
+        snap = make()
+        assert token not in snap.push(f"{location}/snaps.git").remote
+        with pytest.raises(RemoteError) as caught:
+            snap.push(f"{location}/missing.git")
+        assert token not in str(caught.value)
+        done = run_command(
+            "-C", str(ws), "push", f"{location}/snaps.git", env={"SNAPSHOTTER_HOME": str(tmp_path / "home")}
+        )
+        assert done.returncode == 0 and "pushed" in done.stdout and token not in done.stdout + done.stderr
+
+
+def test_an_ipv6_http_remote_works(tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    import socket
+
+    try:
+        socket.socket(socket.AF_INET6).bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    write(ws, {"f": "1\n"})
+    snap = make()
+    snap.snapshot()
+    bare_repository(tmp_path / "srv" / "snaps.git")
+    with http_backend(tmp_path / "srv", USER, PASSWORD, host="::1") as (url, _):
+        assert url.startswith("http://[::1]:")
+        assert snap.push(f"{url}/snaps.git", credentials=Credentials(USER, PASSWORD)).snapshots_sent == 1
+
+
+@pytest.mark.parametrize("url", ["http://host:abc/x.git", "git://host:99999/x.git", "http://tok@[::1/x.git"])
+def test_a_malformed_remote_url_is_a_typed_error(url: str, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    from snapshotter import InvalidInput
+
+    write(ws, {"f": "1\n"})
+    snap = make()
+    snap.snapshot()
+    with pytest.raises(InvalidInput) as caught:
+        snap.push(url)
+    assert "tok" not in str(caught.value)

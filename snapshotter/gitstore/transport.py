@@ -80,13 +80,20 @@ class Remote:
 
 
 def shown(location: str) -> str:
-    """``location`` without the ``user:password@`` of a URL."""
-    parts = urlsplit(location)
+    """``location`` without the whole ``user:password@`` of a URL: the user part
+    alone may be a token (GitHub takes ``https://<token>@github.com/...``)."""
+    try:
+        parts = urlsplit(location)
+    except ValueError:  # not a URL python reads (``http://[::1/x``): the user part goes all the same
+        return re.sub(r"(\w+://)[^/@\s]*@", r"\1", location)
     if parts.scheme and parts.netloc and "@" in parts.netloc:
-        host = parts.netloc.rpartition("@")[2]
-        user = parts.netloc.rpartition("@")[0].partition(":")[0]
-        return urlunsplit(parts._replace(netloc=f"{user}@{host}" if user and not parts.password else host))
+        return urlunsplit(parts._replace(netloc=_host_and_port(parts.netloc)))
     return location
+
+
+def _host_and_port(netloc: str) -> str:
+    """``netloc`` as written, without its user part: an IPv6 host keeps its brackets."""
+    return netloc.rpartition("@")[2]
 
 
 def open_remote(location: str, credentials: Credentials | None = None, timeout: float = TIMEOUT) -> Remote:
@@ -95,7 +102,11 @@ def open_remote(location: str, credentials: Credentials | None = None, timeout: 
     if not isinstance(location, str) or not location or "\0" in location:
         raise InvalidInput("a remote is a path or a file://, git://, http(s):// or ssh:// URL")
     given = credentials or Credentials()
-    parts = urlsplit(location)
+    try:
+        parts = urlsplit(location)
+        parts.port  # noqa: B018 (read for its check: a port that is no number, or out of range)
+    except ValueError as exc:
+        raise InvalidInput(f"remote {shown(location)} is not a valid URL ({exc})") from None
     scheme = parts.scheme.lower()
     if scheme in ("http", "https", "git", "ssh", "file"):
         from_url = Credentials(
@@ -110,7 +121,7 @@ def open_remote(location: str, credentials: Credentials | None = None, timeout: 
             return Remote(shown(location), TCPGitClient(parts.hostname, parts.port), parts.path)
         if scheme == "ssh":
             return _ssh(shown(location), parts.hostname, parts.port, creds, parts.path, timeout)
-        base = urlunsplit(parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else "")))
+        base = urlunsplit(parts._replace(netloc=_host_and_port(parts.netloc)))
         client = Urllib3HttpGitClient(
             base, username=creds.username, password=creds.password, timeout=timeout, config=None
         )
