@@ -6,7 +6,8 @@ and nothing else there is ever touched (branches, tags, other namespaces):
 - ``snapshots/<commit id>``: one ref per snapshot, named by its id, so two
   machines pushing different workspaces, or the same one, can never name two
   snapshots alike, and no push ever moves a ref another made (add only;
-  ``prune`` deletes only refs this store pushed and retention dropped since);
+  ``prune`` deletes only refs this store created there and retention dropped
+  since, never one of a snapshot it found there, fetched or not);
 - ``hosts/<host id>/...``: this store's base, pins, undo, redo and turn stacks
   and its sessions' (labels and sessions travel inside the commits), replaced
   by each push of this store and of no other (each store has its own host id).
@@ -25,13 +26,15 @@ import hashlib
 import os
 import re
 import secrets
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from snapshotter.errors import InvalidInput, PushRefused, RemoteError, StoreError
 from snapshotter.gitstore import replication
 from snapshotter.gitstore.location import store_key
+from snapshotter.gitstore.locking import StoreLock
 from snapshotter.gitstore.objects import MODE_TREE, parse_tree
 from snapshotter.gitstore.store import Store
 from snapshotter.gitstore.trailers import is_snapshot_commit
@@ -44,6 +47,10 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _HOST_FILE = "host-id"
 _PUSHED = "pushed"
 _ARRIVALS = "fetched"
+_PUSH_LOCK = "push.lock"
+PUSH_LOCK_WAIT = 600.0
+"""Seconds a push waits for another push of the same store (a first push of a
+big workspace takes minutes) before StoreLocked."""
 
 
 def check_name(name: object) -> str:
@@ -94,7 +101,17 @@ def target(location: str, name: str, credentials: Credentials | None) -> Target:
 def push(
     store: Store, to: Target, max_file_size: int, prune: bool, progress: Callable[[int, int], None] | None = None
 ) -> PushResult:
-    """Send this store's snapshots and state to ``to`` (see the module's docstring)."""
+    """Send this store's snapshots and state to ``to`` (see the module's docstring),
+    one push of this store at a time: a foreground push and the background one
+    would otherwise race for the remote's ref locks and this store's records."""
+    os.makedirs(store.meta_dir, mode=0o700, exist_ok=True)
+    with StoreLock(os.path.join(store.meta_dir, _PUSH_LOCK), PUSH_LOCK_WAIT):
+        return _push(store, to, max_file_size, prune, progress)
+
+
+def _push(
+    store: Store, to: Target, max_file_size: int, prune: bool, progress: Callable[[int, int], None] | None
+) -> PushResult:
     replication.ensure_local_repository(to.remote)
     there = replication.remote_refs(to.remote, PREFIX + to.name.encode() + b"/", to.credentials)
     local = {sha.hex() for sha in store.snapshot_refs().values()}
@@ -102,14 +119,11 @@ def push(
     new = sorted(sha for sha in local if to.snapshots + sha.encode() not in there)
     for sha in new:
         updates[to.snapshots + sha.encode()] = sha.encode()
-    pruned = 0
     record = _pushed_file(store, to)
-    if prune:
-        for sha in _read_lines(record) - local:
-            ref = to.snapshots + sha.encode()
-            if ref in there:
-                updates[ref] = None
-                pruned += 1
+    made_there = _read_lines(record)  # the snapshots this store created on the remote
+    dropped = {sha for sha in made_there - local if to.snapshots + sha.encode() in there} if prune else set()
+    for sha in dropped:
+        updates[to.snapshots + sha.encode()] = None
     host_prefix = PREFIX + to.name.encode() + b"/hosts/" + host_id(store).encode() + b"/"
     state = _state_refs(store, host_prefix)
     for ref, value in state.items():
@@ -120,17 +134,26 @@ def push(
             updates[ref] = None  # this store's state only: no other store's is ever touched
     if not updates:
         return PushResult(to.remote.shown, to.name, 0, 0, 0, 0)
+    plan = replication.plan(store, [v for v in updates.values() if v is not None], list(there.values()))
+    _check_sizes(store, plan.objects, [bytes.fromhex(s) for s in new], max_file_size)  # before a byte goes
+    sent = replication.send(store, to.remote, updates, to.credentials, plan, progress)
+    refused = _still_refused(to, sent.refused, updates)
+    if refused:
+        first = next(iter(refused.items()))
+        raise RemoteError(f"{to.remote.shown} refused {len(refused)} refs ({first[0]}: {first[1]})")
+    # Only what this push created there, never a snapshot that was there already (another
+    # store's, fetched here): a later prune deletes only what this store made.
+    _write_text(record, "".join(f"{sha}\n" for sha in sorted((made_there | set(new)) - dropped)))
+    return PushResult(to.remote.shown, to.name, len(new), sent.objects, sent.refs_updated, len(dropped))
 
-    def check(objects: list[tuple[int, bytes]]) -> None:
-        _check_sizes(store, objects, [bytes.fromhex(s) for s in new], max_file_size)
 
-    sent = replication.send(store, to.remote, updates, to.credentials, check, progress)
-    if sent.refused:
-        first = next(iter(sent.refused.items()))
-        raise RemoteError(f"{to.remote.shown} refused {len(sent.refused)} refs ({first[0]}: {first[1]})")
-    kept = local if prune else local | _read_lines(record)  # what a later prune may delete, if gone by then
-    _write_text(record, "".join(f"{sha}\n" for sha in sorted(kept)))
-    return PushResult(to.remote.shown, to.name, len(new), sent.objects, sent.refs_updated, pruned)
+def _still_refused(to: Target, refused: Mapping[str, str], updates: Mapping[bytes, bytes | None]) -> dict[str, str]:
+    """The refused refs the remote does not hold as wanted: one another push (of
+    another process) set to the same value meanwhile was done, not refused."""
+    if not refused:
+        return {}
+    now = replication.remote_refs(to.remote, PREFIX + to.name.encode() + b"/", to.credentials)
+    return {name: why for name, why in refused.items() if now.get(name.encode()) != updates.get(name.encode(), b"?")}
 
 
 def fetch(engine: Engine, source: Target) -> list[SnapshotInfo]:
@@ -286,7 +309,7 @@ def _read_lines(path: str) -> set[str]:
 def _write_text(path: str, text: str) -> None:
     folder = os.path.dirname(path)
     os.makedirs(folder, mode=0o700, exist_ok=True)
-    temporary = f"{path}.{os.getpid()}.tmp"
+    temporary = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"  # one per writer, threads included
     with open(temporary, "w", encoding="ascii") as handle:
         handle.write(text)
     os.replace(temporary, path)

@@ -407,3 +407,63 @@ def test_a_malformed_remote_url_is_a_typed_error(url: str, ws: Path, make) -> No
     with pytest.raises(InvalidInput) as caught:
         snap.push(url)
     assert "tok" not in str(caught.value)
+
+
+def test_prune_never_deletes_a_snapshot_another_store_pushed(tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    from snapshotter import Retention
+
+    server = bare_repository(tmp_path / "r.git")
+    write(tmp_path / "a", {"f": "a\n"})
+    write(tmp_path / "b", {"f": "b\n"})
+    a = make(tmp_path / "a", home=tmp_path / "ha")
+    theirs = a.snapshot("A's")
+    a.push(str(server), name="proj")
+    b = make(tmp_path / "b", home=tmp_path / "hb", retention=Retention(max_snapshots=2, max_undo=0, max_age=None))
+    b.fetch(str(server), name="proj")
+    b.snapshot("B's first")
+    b.push(str(server), name="proj")  # A's is there already: B sends it not, so it is not B's to prune
+    write(tmp_path / "b", {"g": "b\n"})
+    b.snapshot("B's second")  # retention drops A's snapshot here
+    assert theirs.id not in {s.id for s in b.list(limit=None)}
+    assert b.push(str(server), name="proj", prune=True).pruned == 0
+    refs = git("--git-dir", str(server), "for-each-ref", "--format=%(refname)")
+    assert f"/snapshots/{theirs.id}" in refs
+
+
+def test_a_push_racing_the_background_push_succeeds(tmp_path: Path, ws: Path, make, caplog) -> None:  # type: ignore[no-untyped-def]
+    server = bare_repository(tmp_path / "r.git")
+    snap = make(remote=str(server), remote_name="n", auto_push=True)
+    failures = []
+    for i in range(40):
+        write(ws, {"f": f"{i}\n"})
+        snap.snapshot(f"s{i}")
+        try:
+            snap.push()
+        except Exception as exc:  # noqa: BLE001 (every kind of failure is what is counted)
+            failures.append(f"{type(exc).__name__}: {exc}")
+    snap.close(push_timeout=30)
+    assert failures == [] and "background push failed" not in caplog.text
+    refs = git("--git-dir", str(server), "for-each-ref", "--format=%(refname)")
+    assert {r.rpartition("/")[2] for r in refs.split() if "/snapshots/" in r} == {s.id for s in snap.list(limit=None)}
+
+
+def test_the_push_limit_refuses_before_a_ref_update_is_sent(tmp_path: Path, ws: Path, make, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import dulwich.protocol
+
+    if not has_git_program("daemon"):
+        pytest.skip("git daemon is not installed with git here")
+    written: list[bytes] = []
+    original = dulwich.protocol.Protocol.write_pkt_line
+
+    def spy(self, line):  # type: ignore[no-untyped-def]
+        written.append(line or b"")
+        return original(self, line)
+
+    monkeypatch.setattr(dulwich.protocol.Protocol, "write_pkt_line", spy)
+    write(ws, {"big.bin": "x" * 5000})
+    snap = make(max_push_file_size=1000)
+    snap.snapshot()
+    bare_repository(tmp_path / "srv" / "r.git")
+    with git_daemon(tmp_path / "srv") as url, pytest.raises(PushRefused, match="big.bin"):
+        snap.push(f"{url}/r.git")
+    assert not [line for line in written if b"receive-pack" in line]  # not even a connection to take a push

@@ -36,6 +36,7 @@ from dulwich.errors import (
     ObjectFormatException,
     SendPackError,
 )
+from dulwich.file import FileLocked
 from dulwich.objects import ZERO_SHA
 from dulwich.pack import UnpackedObject
 from dulwich.repo import Repo
@@ -101,18 +102,41 @@ def reachable(store: Store, commits: list[bytes], known: set[bytes] | None = Non
     return out
 
 
+@dataclass(frozen=True)
+class Plan:
+    """What a push will send, worked out before connecting to send it: the objects
+    the ``wants`` reach and the ``haves`` (commits the remote holds, and so
+    does this store) do not. Checks run on it before any byte goes."""
+
+    wants: frozenset[bytes]
+    haves: frozenset[bytes]
+    objects: list[tuple[int, bytes]]
+
+
+def plan(store: Store, wants: list[bytes], haves: list[bytes]) -> Plan:
+    """The :class:`Plan` for commits ``wants`` over ``haves`` (both hex, as refs hold them)."""
+    held = frozenset(sha for sha in _hex_set(haves) if store.has_object(bytes.fromhex(sha.decode())))
+    return Plan(frozenset(_hex_set(wants)), held, _objects(store, held, _hex_set(wants)))
+
+
+def _objects(store: Store, haves: set[bytes] | frozenset[bytes], wants: set[bytes]) -> list[tuple[int, bytes]]:
+    known: set[bytes] = set()
+    reachable(store, [bytes.fromhex(sha.decode()) for sha in haves], known)
+    return reachable(store, [bytes.fromhex(sha.decode()) for sha in sorted(wants)], known)
+
+
 def send(
     store: Store,
     remote: Remote,
     updates: Mapping[bytes, bytes | None],
     credentials: Credentials | None = None,
-    check: Callable[[list[tuple[int, bytes]]], None] | None = None,
+    planned: Plan | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Sent:
     """Push ``updates`` (ref -> commit id in hex, None to delete) to ``remote``,
-    with the objects it lacks. ``check(objects)`` sees what is about to be sent
-    (type, raw id) before any byte of it leaves, and may refuse by raising;
-    ``progress(done, total)`` is told as objects go."""
+    with the objects it lacks: the ``planned`` ones (less any that refs the
+    remote shows only now already reach), else worked out here; ``progress(done,
+    total)`` is told as objects go."""
     sent = [0]
     report = progress  # the inner function's own ``progress`` is dulwich's
 
@@ -129,13 +153,16 @@ def send(
     def generate_pack_data(
         have: object, want: object, ofs_delta: bool = True, progress: object = None
     ) -> tuple[int, Iterator[UnpackedObject]]:
-        known: set[bytes] = set()
-        haves = [bytes.fromhex(sha.decode()) for sha in _hex_set(have) if store.has_object(bytes.fromhex(sha.decode()))]
-        reachable(store, haves, known)
-        wanted = [bytes.fromhex(sha.decode()) for sha in _hex_set(want)]
-        objects = reachable(store, wanted, known)
-        if check is not None:
-            check(objects)
+        haves = {sha for sha in _hex_set(have) if store.has_object(bytes.fromhex(sha.decode()))}
+        wants = _hex_set(want)
+        if planned is None or not wants <= planned.wants:
+            objects = _objects(store, haves, wants)
+        elif haves - planned.haves:  # the remote holds more than the plan knew: send none of that
+            skip: set[bytes] = set()
+            reachable(store, [bytes.fromhex(sha.decode()) for sha in haves - planned.haves], skip)
+            objects = [entry for entry in planned.objects if entry[1] not in skip]
+        else:
+            objects = planned.objects
         sent[0] = len(objects)
         return len(objects), _streamed(store, objects, report)
 
@@ -221,6 +248,8 @@ class remote_errors:  # noqa: N801 (used as a context manager, like contextlib's
         where = self.remote.shown
         if isinstance(error, HTTPUnauthorized):
             raise RemoteAuthError(f"{where} refused the credentials (HTTP 401); check the user and token") from None
+        if isinstance(error, FileLocked):  # a path remote that another push is writing to this moment
+            raise RemoteError(f"{where}: another push is updating the same refs there; push again") from None
         if isinstance(error, NotGitRepository):
             raise RemoteError(f"{where} is not a git repository; create a bare one there first") from None
         damaged = (ChecksumMismatch, ApplyDeltaError, ObjectFormatException, zlib.error, BufferError)
