@@ -215,14 +215,17 @@ def _call(ws: Path, snap: Snapshotter, session: str, call: str, rng: random.Rand
     snap.tool_done(call)
 
 
-def _others(files: dict[str, bytes], session: str) -> dict[str, bytes]:
-    """What the other session owns: its files and its lines of the shared ones."""
-    other = "B" if session == "A" else "A"
-    low, high = OWN[other]
-    out = {rel: data for rel, data in files.items() if rel.startswith(other.lower())}
+def _owned(files: dict[str, bytes], session: str) -> dict[str, bytes]:
+    """What ``session`` owns: its files and its lines of the shared ones."""
+    low, high = OWN[session]
+    out = {rel: data for rel, data in files.items() if rel.startswith(session.lower())}
     for rel in SHARED:
         out[rel] = b"".join(files[rel].splitlines(keepends=True)[low:high])
     return out
+
+
+def _others(files: dict[str, bytes], session: str) -> dict[str, bytes]:
+    return _owned(files, "B" if session == "A" else "A")
 
 
 STEPS = st.lists(
@@ -233,7 +236,9 @@ STEPS = st.lists(
 def test_model_reverts_never_touch_the_other_sessions_work(request: pytest.FixtureRequest, tmp_path_factory) -> None:  # type: ignore[no-untyped-def]
     """Random interleavings of two sessions' bracketed calls, turns (sometimes with a
     checkpoint), reverts and undos: a session's revert or undo never changes what
-    the other session owns, nor any path outside the session's own work.
+    the other session owns, nor any path outside the session's own work; and a
+    revert of its last turn (nothing of its own done after the turn ended) leaves
+    what it owns as at the turn's start, conflicting paths aside.
     ``--long`` runs 400 examples."""
     long = bool(request.config.getoption("--long"))
     effective = [0]
@@ -257,15 +262,20 @@ def _play(root: Path, steps: list[tuple[str, str]], seed: int) -> int:
     rng = random.Random(seed)
     sessions = {name: Snapshotter(ws, home=home, session=name) for name in "AB"}
     open_turn = {"A": False, "B": False}
+    at_turn_start: dict[str, dict[str, bytes] | None] = {"A": None, "B": None}
+    """What each session owned when its last turn began; None: unknown, or it acted after the turn."""
     try:
         for number, (who, action) in enumerate(steps):
             snap = sessions[who]
+            if action in ("call", "undo") and not open_turn[who]:
+                at_turn_start[who] = None  # its own later work: the turn's start is no longer the target
             if action == "call":
                 _call(ws, snap, who, f"c{number}", rng)
             elif action == "turn":
                 if open_turn[who]:
                     snap.end_turn()
                 else:
+                    at_turn_start[who] = _owned(contents(ws), who)
                     snap.begin_turn()
                     if rng.random() < 0.5:
                         snap.checkpoint()
@@ -275,7 +285,13 @@ def _play(root: Path, steps: list[tuple[str, str]], seed: int) -> int:
                 if action == "revert" and any(
                     i.label and i.label.startswith("pre-turn:") for i in snap.list(session=who)
                 ):
-                    snap.revert_turn(conflicts="ours")
+                    result = snap.revert_turn(conflicts="ours")
+                    start = at_turn_start[who]
+                    if start is not None:
+                        clashed = {c.path for c in result.conflicts}
+                        mine = _owned(contents(ws), who)
+                        for rel in (set(start) | set(mine)) - clashed:
+                            assert mine.get(rel) == start.get(rel), ("not reverted", who, number, rel)
                 elif action == "undo":
                     snap.undo()
                 after = contents(ws)
