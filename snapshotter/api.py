@@ -15,6 +15,7 @@ from snapshotter.calls import public
 from snapshotter.errors import FIRST_SNAPSHOT, SnapshotError, SnapshotNotFound, StoreError
 from snapshotter.gitstore import trailers
 from snapshotter.gitstore.location import canonical_workspace
+from snapshotter.gitstore.transport import Credentials
 from snapshotter.guard import Guard
 from snapshotter.model import (
     FileChange,
@@ -47,6 +48,9 @@ class Snapshotter(Workflows, Replicas):
     With ``on_error="warn"`` (for agent hooks that must never break a turn),
     a failing call logs a warning and returns None (False for predicates)
     instead of raising; the workspace is left as it was.
+
+    ``credentials`` go with every push and fetch, background ones included,
+    under those a call passes (held in memory only).
     """
 
     def __init__(
@@ -70,6 +74,7 @@ class Snapshotter(Workflows, Replicas):
         remote_name: str | None = DEFAULTS.remote_name,
         auto_push: bool = DEFAULTS.auto_push,
         max_push_file_size: int = DEFAULTS.max_push_file_size,
+        credentials: Credentials | None = None,
     ) -> None:
         check_path("workspace", workspace)
         self._options = Options(
@@ -92,6 +97,7 @@ class Snapshotter(Workflows, Replicas):
             max_push_file_size=max_push_file_size,
         )
         self._lock = threading.RLock()
+        self._credentials = self._creds(credentials)  # for every push and fetch, the background ones too
         self._background = Background()
         self._progress: Callable[[str, int, int], None] | None = None
         self._engine: Engine | None = None

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +33,11 @@ class Replicas:
     """push, push_async, fetch, remote_workspaces and clone (see the module's docstring)."""
 
     _options: Options
-    _replicator: Replicator | None = None
+    _lock: threading.RLock
+    _credentials: Credentials | None = None
+    """The Snapshotter's own (``credentials=``): under what each call passes."""
+    _replicators: dict[tuple[str, str, Credentials | None], Replicator] | None = None
+    """The background pushers, one per target (remote, name, credentials)."""
 
     if TYPE_CHECKING:  # Snapshotter's own, which every method here runs through
 
@@ -41,13 +48,25 @@ class Replicas:
         """The remote ``push`` and ``fetch`` use when given none (``remote=``)."""
         return self._options.remote
 
-    def _target(self, remote: str | None, name: str | None, credentials: Credentials | None) -> remotes.Target:
+    def _where(self, remote: str | None, name: str | None) -> tuple[str, str]:
+        """The location and namespace a call means: its own, else the options'."""
         engine = self._engine_ok()
         location = remote if remote is not None else self._options.remote
         if location is None:
             raise InvalidInput("no remote: pass one, or set remote= (SNAPSHOTTER_REMOTE, --remote)")
         chosen = name if name is not None else self._options.remote_name or remotes.default_name(engine.workspace)
-        return remotes.target(location, chosen, credentials)
+        return location, chosen
+
+    def _creds(self, given: Credentials | None) -> Credentials | None:
+        """The call's credentials, each missing part from the Snapshotter's own."""
+        if given is not None and not isinstance(given, Credentials):
+            raise InvalidInput(f"credentials must be a snapshotter.Credentials, not {type(given).__name__}")
+        if self._credentials is None or given is None:
+            return given or self._credentials
+        return given.over(self._credentials)
+
+    def _target(self, remote: str | None, name: str | None, credentials: Credentials | None) -> remotes.Target:
+        return remotes.target(*self._where(remote, name), self._creds(credentials))
 
     @public()
     def push(
@@ -64,33 +83,49 @@ class Replicas:
         ``remote``: a path, or a ``file://``, ``git://``, ``http(s)://`` or
         ``ssh://`` URL (default: ``remote=``); ``name``: the namespace (default:
         the folder's name and a hash of its path); ``prune``: also delete the
-        remote refs of snapshots this store pushed and has dropped since. A file
+        remote refs of snapshots this store created there and has dropped since;
+        ``credentials``: over the Snapshotter's own (``credentials=``). A file
         over ``max_push_file_size`` refuses the push before anything is sent."""
         engine = self._engine_ok()
         to = self._target(remote, name, credentials)
         limit = self._options.max_push_file_size
         return remotes.push(engine.store, to, limit, bool(prune), engine.phase("sending"))
 
-    def push_async(self, remote: str | None = None, *, name: str | None = None) -> Future[PushResult]:
+    def push_async(
+        self, remote: str | None = None, *, name: str | None = None, credentials: Credentials | None = None
+    ) -> Future[PushResult]:
         """Push on a background thread and return at once; the future holds the
-        result (or the error). Pushes asked for while one runs are coalesced."""
-        return self._replicas(remote, name).request()
+        result (or the error). Pushes asked for while one to the same remote and
+        name runs are coalesced; the arguments are :meth:`push`'s."""
+        return self._replicas(remote, name, credentials).request()
 
-    def _replicas(self, remote: str | None = None, name: str | None = None) -> Replicator:
-        if self._replicator is None:
-            to = self._target(remote, name, None)
-            engine = self._engine_ok()
-            path, workspace, limit = engine.store_path, engine.workspace, self._options.max_push_file_size
+    def _replicas(
+        self, remote: str | None = None, name: str | None = None, credentials: Credentials | None = None
+    ) -> Replicator:
+        """The background pusher to this target: each target its own, so a call
+        never goes where an earlier one went instead of where it says."""
+        location, chosen = self._where(remote, name)
+        creds = self._creds(credentials)
+        key = (location, chosen, creds)
+        with self._lock:
+            replicators = self._replicators if self._replicators is not None else {}
+            self._replicators = replicators
+            if key not in replicators:
+                replicators[key] = Replicator(self._pusher(remotes.target(location, chosen, creds)))
+            return replicators[key]
 
-            def push_once() -> PushResult:
-                own = Store.open_or_create(path, workspace)  # the worker's own handles and caches
-                try:
-                    return remotes.push(own, to, limit, prune=False)
-                finally:
-                    own.close()
+    def _pusher(self, to: remotes.Target) -> Callable[[], PushResult]:
+        engine = self._engine_ok()
+        path, workspace, limit = engine.store_path, engine.workspace, self._options.max_push_file_size
 
-            self._replicator = Replicator(push_once)
-        return self._replicator
+        def push_once() -> PushResult:
+            own = Store.open_or_create(path, workspace)  # the worker's own handles and caches
+            try:
+                return remotes.push(own, to, limit, prune=False)
+            finally:
+                own.close()
+
+        return push_once
 
     def _after_change(self) -> None:
         """After a call that may have recorded a snapshot: push it, if ``auto_push``."""
@@ -98,13 +133,16 @@ class Replicas:
             self._replicas().request()
 
     def _flush_pushes(self, timeout: float) -> None:
-        replicator, self._replicator = self._replicator, None
-        if replicator is None:
-            return
-        failure = replicator.flush(timeout)
-        if failure is not None:
-            if self._options.on_error == "raise":
-                raise failure
+        """Wait for the background pushes (all within ``timeout``) and stop them;
+        the first failure is raised, or every one logged, as ``on_error`` says."""
+        with self._lock:
+            replicators, self._replicators = self._replicators or {}, None
+        deadline = time.monotonic() + timeout
+        failures = [r.flush(max(deadline - time.monotonic(), 0.0)) for r in replicators.values()]
+        known = [failure for failure in failures if failure is not None]
+        if known and self._options.on_error == "raise":
+            raise known[0]
+        for failure in known:
             log.warning("snapshotter: the last background push failed: %s", failure)
 
     @public(mutates=True)
@@ -139,13 +177,15 @@ class Replicas:
         """Fill ``dest`` (new, or an empty folder) with snapshot ``ref`` (default: the
         newest) of namespace ``name`` on ``remote``, in one call; returns a
         Snapshotter on it (``options`` as for ``Snapshotter``), whose pushes go
-        back to that remote and namespace unless ``options`` say otherwise."""
+        back to that remote and namespace, with these credentials, unless
+        ``options`` say otherwise."""
         path = os.path.abspath(os.fspath(dest))
         if os.path.lexists(path) and (not os.path.isdir(path) or os.listdir(path)):
             raise WorkspaceError(f"cannot clone into {path}: it exists and is not an empty folder")
         os.makedirs(path, exist_ok=True)
         make: Any = cls  # Snapshotter, whose arguments these are
         own = {"remote": options.get("remote") or remote, "remote_name": options.get("remote_name") or name}
+        own["credentials"] = credentials  # its pushes go back with them
         made: Any = make(path, **{**options, **own})
         try:
             made.fetch(remote, name=name, credentials=credentials)

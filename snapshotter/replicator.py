@@ -6,8 +6,8 @@ foreground but the files, which are only ever added to or renamed). Requests
 coalesce: snapshots taken while a push runs are sent by the next one, a burst
 costs one push after it. A failed push is retried with backoff (1 s doubling
 to 60 s) and logged once per failure streak; ``flush`` waits for the worker
-to be idle, up to a timeout, and returns the last failure, if the last push
-failed, for the caller's error policy.
+to be idle, up to a timeout, or for one more try to have failed, and returns
+the last failure, if the last push failed, for the caller's error policy.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ class Replicator:
         self._stopping = False
         self._waiting: list[Future[PushResult]] = []
         self._thread: threading.Thread | None = None
+        self._tries = 0
+        """Pushes tried (ended, either way): ``flush`` waits for one after it began."""
         self.failure: SnapshotError | None = None
         """The last push's error, None once one succeeds."""
 
@@ -55,19 +57,26 @@ class Replicator:
 
     def flush(self, timeout: float) -> SnapshotError | None:
         """Wait until nothing is wanted or running (up to ``timeout`` s), then stop the
-        worker; the failure of the last push, if it failed (or did not finish)."""
+        worker; the failure of the last push, if it failed (or did not finish).
+        A worker waiting to retry a failed push retries at once, and once that
+        try has failed too the wait ends: a remote that is down would otherwise
+        hold ``close()`` for the whole timeout."""
         deadline = time.monotonic() + timeout
         with self._wake:
+            tries = self._tries
+            self._wake.notify_all()  # out of a retry's backoff: the last try is now
             while (self._wanted or self._busy) and self._thread is not None:
+                if self.failure is not None and not self._busy and self._tries > tries:
+                    break  # failed, and tried since the flush began: known, reported by the caller
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
                 self._wake.wait(left)
-            unfinished = self._wanted or self._busy
+            unfinished = (self._wanted or self._busy) and self.failure is None
             self._stopping = True
             self._wake.notify_all()
         if unfinished:
-            return self.failure or SnapshotError(f"a background push did not finish within {timeout:g} s")
+            return SnapshotError(f"a background push did not finish within {timeout:g} s")
         return self.failure
 
     def _run(self) -> None:
@@ -90,6 +99,7 @@ class Replicator:
                 for handle in waiting:
                     handle.set_exception(error)
                 with self._wake:
+                    self._tries += 1
                     self._busy = False
                     self._wanted = True  # retried, with backoff, until one works or the worker stops
                     self._wake.notify_all()
@@ -104,5 +114,6 @@ class Replicator:
             for handle in waiting:
                 handle.set_result(result)
             with self._wake:
+                self._tries += 1
                 self._busy = False
                 self._wake.notify_all()

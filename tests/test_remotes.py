@@ -467,3 +467,53 @@ def test_the_push_limit_refuses_before_a_ref_update_is_sent(tmp_path: Path, ws: 
     with git_daemon(tmp_path / "srv") as url, pytest.raises(PushRefused, match="big.bin"):
         snap.push(f"{url}/r.git")
     assert not [line for line in written if b"receive-pack" in line]  # not even a connection to take a push
+
+
+def test_push_async_goes_where_each_call_says(tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    a, b = bare_repository(tmp_path / "a.git"), bare_repository(tmp_path / "b.git")
+    write(ws, {"f": "1\n"})
+    snap = make()
+    snap.snapshot()
+    assert snap.push_async(str(a), name="one").result(60).name == "one"
+    second = snap.push_async(str(b), name="two").result(60)
+    assert (second.remote, second.name, second.snapshots_sent) == (str(b), "two", 1)
+    assert [w.name for w in Snapshotter.remote_workspaces(str(b))] == ["two"]
+
+
+def test_background_pushes_use_the_credentials_a_push_would(tmp_path: Path, ws: Path) -> None:
+    """The user config's ``[credentials]`` reach the auto_push after ``snapshot``, as
+    they reach ``push``; and a Snapshotter's own ``credentials=`` reach its pushes."""
+    from conftest import run_command
+
+    config = tmp_path / "user.toml"
+    config.write_text(f'[credentials]\nusername = "{USER}"\npassword = "{PASSWORD}"\n')
+    write(ws, {"f": "1\n"})
+    bare_repository(tmp_path / "srv" / "snaps.git")
+    with http_backend(tmp_path / "srv", USER, PASSWORD) as (url, _):
+        env = {"SNAPSHOTTER_HOME": str(tmp_path / "h"), "SNAPSHOTTER_CONFIG": str(config)}
+        env |= {"SNAPSHOTTER_REMOTE": f"{url}/snaps.git", "SNAPSHOTTER_AUTO_PUSH": "true"}
+        done = run_command("-C", str(ws), "snapshot", "-m", "one", env=env)
+        assert done.returncode == 0, done.stderr
+        assert PASSWORD not in done.stdout + done.stderr
+        assert Snapshotter.remote_workspaces(f"{url}/snaps.git", credentials=Credentials(USER, PASSWORD))[0].snapshots
+        write(ws, {"f": "2\n"})
+        creds = Credentials(USER, PASSWORD)
+        with Snapshotter(ws, home=tmp_path / "h", remote=f"{url}/snaps.git", credentials=creds) as snap:
+            snap.snapshot("two")
+            assert snap.push_async().result(60).snapshots_sent == 1
+
+
+def test_close_returns_once_the_background_push_has_failed(tmp_path: Path, ws: Path) -> None:
+    import time
+
+    from remote_servers import free_port
+
+    write(ws, {"f": "0\n"})
+    down = Snapshotter(ws, home=tmp_path / "h", remote=f"git://127.0.0.1:{free_port()}/x.git", auto_push=True)
+    for i in range(3):
+        write(ws, {"f": f"{i}\n"})
+        down.snapshot()
+    started = time.monotonic()
+    with pytest.raises(RemoteError):
+        down.close()  # the default push_timeout is a minute: a known failure need not wait it out
+    assert time.monotonic() - started < 15

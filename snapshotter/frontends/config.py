@@ -119,6 +119,8 @@ class Resolved:
 
     values: Mapping[str, tuple[Any, str]]
     warnings: tuple[str, ...] = field(default=())
+    credentials: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """The user config file's ``[credentials]``: every push takes them, background ones too."""
 
     def value(self, name: str) -> Any:
         return self.values[name][0]
@@ -204,7 +206,12 @@ def resolve(workspace: str, flags: Mapping[str, Any], environ: Mapping[str, str]
     from_env = {n: environ[f"SNAPSHOTTER_{n.upper()}"] for n in SETTINGS if f"SNAPSHOTTER_{n.upper()}" in environ}
     caller_layer("environment", from_env)
     caller_layer("command line", {n: v for n, v in flags.items() if v is not None and n in SETTINGS})
-    return Resolved(out, tuple(warnings))
+    try:
+        table = remote_credentials(environ)
+    except InvalidInput as exc:  # a push names it again, as its error; other commands go on
+        warnings.append(f"ignored: {exc}")
+        table = {}
+    return Resolved(out, tuple(warnings), table)
 
 
 def _workspace_files(workspace: str, warnings: list[str]) -> list[tuple[str, Mapping[str, Any]]]:
@@ -280,7 +287,21 @@ def snapshotter_options(settings: Resolved) -> dict[str, Any]:
     options = {knob.name: value(knob.name) for knob in fields(Options) if knob.name in SETTINGS}
     options["exclude"] = tuple(options["exclude"])
     options["retention"] = _retention(value)
+    if settings.credentials:  # for the pushes a command starts in the background (auto_push)
+        options["credentials"] = credentials_of(settings.credentials)
     return options
+
+
+def credentials_of(table: Mapping[str, str]) -> Any:
+    """A ``[credentials]`` table as the library's ``Credentials``."""
+    from snapshotter.gitstore.transport import Credentials
+
+    return Credentials(
+        table.get("username"),
+        table.get("password") or table.get("token"),
+        table.get("ssh_key"),
+        table.get("ssh_known_hosts"),
+    )
 
 
 def _retention(value: Callable[[str], Any]) -> Retention:

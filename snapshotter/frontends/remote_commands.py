@@ -29,15 +29,7 @@ Printer = Callable[[str], None]
 def credentials(environ: Mapping[str, str]) -> Any:
     """The user config file's credentials, for the library (which also reads the
     environment and the URL itself, and prefers them in that order after these)."""
-    from snapshotter.gitstore.transport import Credentials
-
-    table = config.remote_credentials(environ)
-    return Credentials(
-        table.get("username"),
-        table.get("password") or table.get("token"),
-        table.get("ssh_key"),
-        table.get("ssh_known_hosts"),
-    )
+    return config.credentials_of(config.remote_credentials(environ))
 
 
 def dispatch(
@@ -80,6 +72,7 @@ def clone(
     """``clone REMOTE NAME [REF] DIR``: a new folder filled from a remote snapshot."""
     from snapshotter.api import Snapshotter
 
+    options = {key: value for key, value in options.items() if key != "credentials"}  # passed on its own
     made = Snapshotter.clone(args.remote, args.name, args.ref, args.dest, credentials=credentials(environ), **options)
     try:
         newest = made.base() or made.list(limit=1)[0]
