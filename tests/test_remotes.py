@@ -517,3 +517,18 @@ def test_close_returns_once_the_background_push_has_failed(tmp_path: Path, ws: P
     with pytest.raises(RemoteError):
         down.close()  # the default push_timeout is a minute: a known failure need not wait it out
     assert time.monotonic() - started < 15
+
+
+def test_a_wrong_ssh_key_is_refused_as_an_auth_error(tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    paramiko = pytest.importorskip("paramiko")
+    write(ws, {"f": "1\n"})
+    snap = make()
+    snap.snapshot()
+    other_key = tmp_path / "other_id"
+    paramiko.RSAKey.generate(2048).write_private_key_file(str(other_key))
+    bare_repository(tmp_path / "srv" / "snaps.git")
+    with ssh_server(tmp_path / "srv", tmp_path / "keys") as end:
+        wrong = Credentials(end.user, key_file=str(other_key), known_hosts=end.known_hosts)
+        with pytest.raises(RemoteAuthError) as caught:
+            snap.push(f"ssh://{end.user}@{end.host}:{end.port}/snaps.git", credentials=wrong)
+        assert "\n" not in str(caught.value)

@@ -107,7 +107,7 @@ class ParamikoVendor(SSHVendor):
                 port=port or 22,
                 username=username,
                 password=password,
-                key_filename=key,
+                pkey=_load_key(paramiko, key, password) if key else None,
                 timeout=self.timeout,
                 banner_timeout=self.timeout,
                 auth_timeout=self.timeout,
@@ -135,3 +135,22 @@ class ParamikoVendor(SSHVendor):
             client.close()
             raise RemoteError(f"ssh://{host}: cannot connect ({exc})") from None
         return ParamikoChannel(client, channel)
+
+
+def _load_key(paramiko: Any, path: str, passphrase: str | None) -> Any:
+    """The key in ``path``, read here: handed the file, paramiko tries every key
+    type on it and a key the server refuses surfaces as the last type's parse
+    error ("encountered RSA key, expected OPENSSH key"), not as refused."""
+    try:
+        if hasattr(paramiko.PKey, "from_path"):  # paramiko 3.2 and later: the type is read from the file
+            return paramiko.PKey.from_path(path, passphrase.encode() if passphrase else None)
+        for kind in (paramiko.Ed25519Key, paramiko.ECDSAKey, paramiko.RSAKey):
+            try:
+                return kind.from_private_key_file(path, passphrase)
+            except paramiko.SSHException:
+                continue
+        raise paramiko.SSHException("not a key paramiko reads")
+    except (paramiko.PasswordRequiredException, TypeError):  # TypeError: from_path's "not given but encrypted"
+        raise RemoteAuthError(f"the SSH key {path} needs its passphrase (pass it as the password)") from None
+    except (OSError, ValueError, paramiko.SSHException, paramiko.UnknownKeyType) as exc:
+        raise InvalidInput(f"cannot read the SSH key {path}: {str(exc).splitlines()[0] if str(exc) else exc}") from None
