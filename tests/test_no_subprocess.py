@@ -3,6 +3,8 @@ and it never evaluates data (file contents, names, refs, commit messages) as cod
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import os
 import subprocess
 from pathlib import Path
@@ -74,19 +76,34 @@ def test_package_never_evaluates_data_as_code() -> None:
 
 
 def test_pushes_and_fetches_start_no_process(ws: Path, tmp_path: Path, make, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    """dulwich's clients for paths and git:// are pure Python, and SSH goes through
-    paramiko: a push and a fetch run with every process API patched to fail (the
-    git daemon serving them was started before, by the test)."""
+    """dulwich's clients for paths, git:// and smart HTTP are pure Python, and SSH
+    goes through paramiko: a push and a fetch over each run with every process
+    API patched to fail (the servers, started by the test, run git through the
+    ``Popen`` remote_servers saved before the patch)."""
     from conftest import GIT
-    from remote_servers import bare_repository, git_daemon
+    from remote_servers import bare_repository, git_daemon, has_git_program, http_backend, ssh_server
+
+    from snapshotter import Credentials
 
     if GIT is None:
         pytest.skip("git binary not on PATH (the server side only)")
     write(ws, {"a.txt": "a\n"})
     snap = make()
     snap.snapshot("one")
-    bare_repository(tmp_path / "srv" / "r.git")
-    with git_daemon(tmp_path / "srv") as url:
+    with contextlib.ExitStack() as servers:
+        remotes: list[tuple[str, Credentials | None]] = [(str(tmp_path / "plain.git"), None)]
+        for kind in ("git", "http", "ssh"):
+            base = tmp_path / kind
+            bare_repository(base / "r.git")
+            if kind == "git" and has_git_program("daemon"):
+                remotes.append((f"{servers.enter_context(git_daemon(base))}/r.git", None))
+            elif kind == "http" and has_git_program("http-backend"):
+                url, _ = servers.enter_context(http_backend(base, "u", "p"))
+                remotes.append((f"{url}/r.git", Credentials("u", "p")))
+            elif kind == "ssh" and importlib.util.find_spec("paramiko") is not None:
+                end = servers.enter_context(ssh_server(base, tmp_path / "keys"))
+                creds = Credentials(end.user, key_file=end.key_file, known_hosts=end.known_hosts)
+                remotes.append((f"ssh://{end.user}@{end.host}:{end.port}/r.git", creds))
 
         def forbidden(*args: object, **kwargs: object) -> None:
             raise AssertionError(f"a process was started: {args!r}")
@@ -98,9 +115,10 @@ def test_pushes_and_fetches_start_no_process(ws: Path, tmp_path: Path, make, mon
                 if hasattr(os, name):
                     patched.setattr(os, name, forbidden)
             patched.setenv("PATH", "")
-            for remote in (str(tmp_path / "plain.git"), f"{url}/r.git"):
-                assert snap.push(remote, name="n").snapshots_sent == 1
-                other = tmp_path / f"other{len(remote)}"
+            for number, (remote, creds) in enumerate(remotes):
+                assert snap.push(remote, name="n", credentials=creds).snapshots_sent == 1, remote
+                other = tmp_path / f"other{number}"
                 other.mkdir()
-                with make(other, home=tmp_path / f"h{len(remote)}") as there:
-                    assert len(there.fetch(remote, name="n").snapshots) == 1
+                with make(other, home=tmp_path / f"h{number}") as there:
+                    assert len(there.fetch(remote, name="n", credentials=creds).snapshots) == 1, remote
+    assert len(remotes) == 4 or not all(has_git_program(p) for p in ("daemon", "http-backend"))
