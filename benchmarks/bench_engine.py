@@ -437,11 +437,13 @@ class Bench:
                 with Snapshotter(self.ws.root, home=home, **self.options) as snap:
                     snap.snapshot("cold")
 
+            quiet_disk()  # the other side's, or the generator's, writeback lands on nobody's run
             self.time_side(row, "snapshotter", take)
             shutil.rmtree(home, ignore_errors=True)
 
         def theirs() -> None:
             self.git.reset()
+            quiet_disk()
             self.time_side(row, "git", self.git.snapshot)
 
         for run in range(self.runs):
