@@ -161,9 +161,7 @@ class StoredObjects:
     def object_header(self, sha: bytes) -> tuple[int, int]:
         """(type number, size) of an object, from its header where it can be
         (a delta in a pack is resolved to learn its type); KeyError if missing."""
-        found = loose_header(self.writer.loose_path(sha), sha)
-        if found is None:
-            found = self.packs.peek(sha, True)
+        found = self._header(sha)
         if found is None or found[0] in (6, 7):
             kind, content = self.read_raw(sha)
             return kind, len(content)
@@ -171,8 +169,19 @@ class StoredObjects:
 
     def blob_size(self, sha: bytes) -> int:
         """An object's size from its header, never inflating it whole."""
-        found = loose_header(self.writer.loose_path(sha), sha) or self.packs.peek(sha, True)
+        found = self._header(sha)
         return found[1] if found is not None else self.object_header(sha)[1]
+
+    def _header(self, sha: bytes) -> tuple[int, int] | None:
+        """(type number, size) from an object's header, looked up in ``read_raw``'s
+        order: the packs as listed (no system call), loose, the packs listed afresh.
+        Loose first cost a failed ``open`` per packed object: 0.8 s of a push's
+        size check over 100,000 packed files."""
+        try:
+            found = self.packs.peek(sha, False)
+        except OSError:
+            found = None  # a pack vanished (a gc elsewhere): the packs are listed afresh below
+        return found or loose_header(self.writer.loose_path(sha), sha) or self.packs.peek(sha, True)
 
     def loose_size(self, sha: bytes) -> int | None:
         """A loose object's size from its header; None if the object is not loose."""
