@@ -23,6 +23,7 @@ from remote_servers import bare_repository, git_daemon, has_git_program, http_ba
 from snapshotter import Credentials, PushRefused, RemoteAuthError, RemoteError, Snapshotter, UnsafeTree
 from snapshotter.gitstore.objects import MODE_TREE
 from snapshotter.gitstore.replication import reachable
+from snapshotter.worktree.hashing import _PACK_THRESHOLD
 
 pytestmark = needs_git
 TRANSPORTS = ["path", "file", "git", "http", "ssh"]
@@ -532,3 +533,55 @@ def test_a_wrong_ssh_key_is_refused_as_an_auth_error(tmp_path: Path, ws: Path, m
         with pytest.raises(RemoteAuthError) as caught:
             snap.push(f"ssh://{end.user}@{end.host}:{end.port}/snaps.git", credentials=wrong)
         assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("where", ["zlib stream", "entry header"])
+def test_a_damaged_object_in_this_store_is_never_sent(tmp_path: Path, ws: Path, make, where: str) -> None:  # type: ignore[no-untyped-def]
+    """One damaged byte in a packed object refuses the push with a typed error
+    that blames this store, never the remote, and the remote holds no ref."""
+    import hashlib
+
+    from snapshotter import SnapshotError
+    from snapshotter.gitstore.packread import PackIndex
+
+    write(ws, {f"f{i}.txt": f"line {i} of a file worth compressing\n" * 20 for i in range(_PACK_THRESHOLD)})
+    snap = make()
+    snap.snapshot()
+    (pack,) = (Path(snap._engine_ok().store.path) / "objects" / "pack").glob("*.pack")  # this many new files: one pack
+    entries = PackIndex.read(str(pack.with_suffix(".idx"))).entries()
+    start = max(offset for _, offset, _ in entries)  # the last entry: the commit
+    raw = bytearray(pack.read_bytes()[:-20])
+    raw[start + (0 if where == "entry header" else 10)] ^= 0x55
+    pack.write_bytes(bytes(raw) + hashlib.sha1(bytes(raw)).digest())
+    snap.close()
+    server = bare_repository(tmp_path / "r.git")
+    with pytest.raises(SnapshotError) as caught:
+        make().push(str(server))
+    assert "\n" not in str(caught.value) and "r.git" not in str(caught.value)
+    assert git("--git-dir", str(server), "for-each-ref") == ""
+
+
+def test_a_packed_object_is_sent_as_stored_only_if_it_matches_its_id(tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """A push copies whole packed objects as stored, without compressing them
+    again, yet checks each against its id first. Here a pack holds a blob under
+    its id with other content, in a well-formed entry (its CRC right): only that
+    check stands between it and the remote."""
+    from snapshotter import SnapshotError
+    from snapshotter.gitstore.objects import object_id
+    from snapshotter.gitstore.packs import PackBuilder
+
+    write(ws, {"a.txt": "genuine\n", "b.txt": "b\n"})
+    snap = make()
+    snap.snapshot()
+    store = snap._engine_ok().store
+    blob = object_id(b"blob", b"genuine\n")
+    loose = Path(store.path) / "objects" / blob.hex()[:2] / blob.hex()[2:]
+    loose.unlink()  # the genuine copy goes; a forged one stands in a pack under its id
+    builder = PackBuilder(str(Path(store.path) / "objects" / "pack"))
+    builder.add(b"blob", blob, b"forged!\n")
+    assert builder.finish() is not None
+    snap.close()
+    server = bare_repository(tmp_path / "r.git")
+    with pytest.raises(SnapshotError, match=f"object {blob.hex()} .*damaged"):
+        make().push(str(server))
+    assert git("--git-dir", str(server), "for-each-ref") == ""

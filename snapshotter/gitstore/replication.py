@@ -41,9 +41,11 @@ from dulwich.objects import ZERO_SHA
 from dulwich.pack import UnpackedObject
 from dulwich.repo import Repo
 
-from snapshotter.errors import RemoteAuthError, RemoteError
+from snapshotter.errors import VERIFY, RemoteAuthError, RemoteError, StoreError
 from snapshotter.gitstore.deflate import deflate
-from snapshotter.gitstore.objects import MODE_TREE, parse_tree
+from snapshotter.gitstore.inflate import ObjectTooLarge, inflate_whole
+from snapshotter.gitstore.objects import MODE_TREE, TYPE_NAMES, object_id, parse_tree
+from snapshotter.gitstore.packread import StoredEntries
 from snapshotter.gitstore.packs import entry_header
 from snapshotter.gitstore.store import MISSING_OR_DAMAGED, Store
 from snapshotter.gitstore.transport import Credentials, Remote, without_secrets
@@ -81,7 +83,7 @@ def reachable(store: Store, commits: list[bytes], known: set[bytes] | None = Non
     for commit in commits:
         if commit in seen:
             continue
-        kind, content = store.read_raw(commit)
+        kind, content = _read(store, commit)
         if kind != 1 or not content.startswith(b"tree "):
             continue  # a remote ref may name a tag or a blob: it reaches nothing of ours
         seen.add(commit)
@@ -93,7 +95,7 @@ def reachable(store: Store, commits: list[bytes], known: set[bytes] | None = Non
             continue
         seen.add(tree)
         out.append((2, tree))
-        for _, mode, sha in parse_tree(store.read_raw(tree)[1]):
+        for _, mode, sha in parse_tree(_read(store, tree)[1]):
             if mode == MODE_TREE:
                 trees.append(sha)
             elif mode != 0o160000 and sha not in seen:  # a gitlink names a commit elsewhere: nothing to send
@@ -215,19 +217,50 @@ def _streamed(
 ) -> Iterator[UnpackedObject]:
     """The objects as the pack writer takes them, read one at a time."""
     total = len(objects)
-    for done, (kind, sha) in enumerate(objects, 1):
-        if progress is not None and (done % 256 == 0 or done == total):
-            progress(done, total)
-        yield _unpacked(store, kind, sha)
+    stored = StoredEntries(store.packs.bases(), store.packs.index)
+    try:
+        for done, (kind, sha) in enumerate(objects, 1):
+            if progress is not None and (done % 256 == 0 or done == total):
+                progress(done, total)
+            yield _unpacked(store, stored, kind, sha)
+    finally:
+        stored.close()
 
 
-def _unpacked(store: Store, kind: int, sha: bytes) -> UnpackedObject:
-    """One object as a pack entry, compressed here at the snapshot level (zlib 1,
-    ISA-L when installed): dulwich would compress it at zlib's default, 4 times
-    slower (measured: a first push of 100,000 files took 13 s, git's 2.3 s)."""
-    _, content = store.read_raw(sha)  # checked against its id: only true objects leave
+def _unpacked(store: Store, stored: StoredEntries, kind: int, sha: bytes) -> UnpackedObject:
+    """One object as a pack entry, in one piece (dulwich sends each piece with a
+    system call of its own). Only true objects leave: each is checked against
+    its id. A whole object in a pack goes as stored (CRC-checked, as gc copies
+    it) instead of being compressed again; any other is compressed here at the
+    snapshot level (zlib 1, ISA-L when installed), where dulwich would use
+    zlib's default, 4 times slower. A first push of 100,000 files took 13 s
+    with dulwich's compression, 9.5 s with ours, beside git push's 2.5 s."""
+    content = None
+    try:
+        entry = stored.get(sha)
+    except ObjectTooLarge:
+        entry = None
+    if entry is not None and entry.base is None and entry.kind == kind:
+        content = inflate_whole(entry.data, entry.size)
+        if content is not None and object_id(TYPE_NAMES[kind], content) == sha:
+            return _entry(kind, sha, content, entry_header(kind, entry.size) + entry.data)
+    _, content = _read(store, sha)  # not packed whole, or damaged there: read (and checked) the usual way
+    return _entry(kind, sha, content, entry_header(kind, len(content)) + deflate(content))
+
+
+def _read(store: Store, sha: bytes) -> tuple[int, bytes]:
+    """An object of this store, checked; one missing or damaged is a StoreError
+    that says so (never a KeyError, nor a damage blamed on the remote)."""
+    try:
+        return store.read_raw(sha)
+    except MISSING_OR_DAMAGED as exc:
+        state = "missing from" if isinstance(exc, KeyError) else "damaged in"
+        raise StoreError(f"object {sha.hex()} is {state} this store; nothing was pushed", VERIFY) from None
+
+
+def _entry(kind: int, sha: bytes, content: bytes, packed: bytes) -> UnpackedObject:
     unpacked = UnpackedObject(kind, decomp_chunks=[content], sha=sha, decomp_len=len(content))
-    unpacked.comp_chunks = [entry_header(kind, len(content)), deflate(content)]
+    unpacked.comp_chunks = [packed]
     return unpacked
 
 
