@@ -564,8 +564,8 @@ def test_a_damaged_object_in_this_store_is_never_sent(tmp_path: Path, ws: Path, 
 def test_a_packed_object_is_sent_as_stored_only_if_it_matches_its_id(tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
     """A push copies whole packed objects as stored, without compressing them
     again, yet checks each against its id first. Here a pack holds a blob under
-    its id with other content, in a well-formed entry (its CRC right): only that
-    check stands between it and the remote."""
+    its id with other content, in a well-formed entry: only that check stands
+    between it and the remote."""
     from snapshotter import SnapshotError
     from snapshotter.gitstore.objects import object_id
     from snapshotter.gitstore.packs import PackBuilder

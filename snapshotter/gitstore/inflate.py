@@ -45,16 +45,25 @@ def inflate_whole(data: bytes, size: int) -> bytes | None:
     about half of zlib's time on the small objects a restore reads by the
     thousand; anything it finds wrong goes the zlib way.
     """
+    found = inflate_measured(data, size)
+    return found[0] if found is not None else None
+
+
+def inflate_measured(data: bytes, size: int) -> tuple[bytes, int] | None:
+    """:func:`inflate_whole`'s content, and how many bytes of ``data`` its zlib
+    stream takes (what follows it is not part of it)."""
     if _isal is not None:
         try:
             inflater = _isal.decompressobj()
             content: bytes = inflater.decompress(data, size + 1)
         except _isal.error:
             return None
-        return content if inflater.eof and len(content) == size else None
-    plain = zlib.decompressobj()
-    content = plain.decompress(data, size + 1)
-    return content if plain.eof and len(content) == size else None
+    else:
+        inflater = zlib.decompressobj()
+        content = inflater.decompress(data, size + 1)
+    if not inflater.eof or len(content) != size:
+        return None
+    return content, len(data) - len(inflater.unused_data)
 
 
 class Stream:

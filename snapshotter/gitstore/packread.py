@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from dulwich.pack import apply_delta
 
-from snapshotter.gitstore.inflate import MAX_WHOLE, PIECE, Stream, inflate_whole, too_large
+from snapshotter.gitstore.inflate import MAX_WHOLE, PIECE, Stream, inflate_measured, inflate_whole, too_large
 
 _MAGIC = b"\377tOc\0\0\0\2"
 _OFS_DELTA = 6
@@ -241,6 +241,24 @@ def _inflate_at(
     whole = inflate_whole(head[used:], size)  # most objects are small: all in ``head``, inflated in one call
     content = whole if whole is not None else _entry_stream(pack, offset, head, used, size, sha).exact(size)
     return kind, content, base
+
+
+def whole_entry(pack: PackFile, offset: int, sha: bytes, limit: int = MAX_WHOLE) -> tuple[int, bytes, bytes] | None:
+    """(type number, content, its zlib stream as stored) of the whole object at
+    ``offset``, to send on as it is stored; None for a delta, one above
+    ``limit``, or one whose stream does not inflate to its size (the caller
+    reads it the usual way, which says what is wrong)."""
+    head = pack.read_at(4096, offset)
+    kind, size, used, distance = _entry_header(head, sha)
+    if distance is not None or kind == _REF_DELTA or size > limit:
+        return None
+    window = used + size + 5 * (size // 16384 + 1) + 16  # past deflate's worst case (stored blocks)
+    data = head if len(head) >= window else pack.read_at(window, offset)
+    found = inflate_measured(data[used:], size)
+    if found is None:
+        return None
+    content, length = found
+    return kind, content, data[used : used + length]
 
 
 def _entry_stream(pack: PackFile, offset: int, head: bytes, used: int, size: int, sha: bytes) -> Stream:

@@ -25,7 +25,15 @@ from collections.abc import Callable, Iterator
 
 from snapshotter.gitstore.inflate import MAX_WHOLE, PIECE
 from snapshotter.gitstore.packindex import IndexDamaged, PackDamaged, load_index, read_through, write_index
-from snapshotter.gitstore.packread import BaseById, PackFile, PackIndex, peek_entry, read_entry, stream_entry
+from snapshotter.gitstore.packread import (
+    BaseById,
+    PackFile,
+    PackIndex,
+    peek_entry,
+    read_entry,
+    stream_entry,
+    whole_entry,
+)
 
 log = logging.getLogger("snapshotter")
 
@@ -215,6 +223,15 @@ class PackSet:
         with self._guard:  # never through a pack closed meanwhile
             kind, content = read_entry(self._file(base), offset, sha, limit, base_by_id)
         return kind, content, base
+
+    def whole(self, sha: bytes) -> tuple[int, bytes, bytes] | None:
+        """(type number, content, zlib stream as stored) of an object packed whole,
+        in the packs as listed last (see ``packread.whole_entry``); None otherwise."""
+        found = self.locate(sha, False)
+        if found is None:
+            return None
+        with self._guard:
+            return whole_entry(self._file(found[0]), found[1], sha)
 
     def peek(self, sha: bytes, relist: bool) -> tuple[int, int] | None:
         """(type number, size) of a packed object from its entry's header (a
