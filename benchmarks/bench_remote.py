@@ -70,30 +70,15 @@ def measure(files: int, runs: int) -> dict[str, Any]:
                 bare_repository(servers / theirs)
                 home = scratch / f"home{run}"
                 with Snapshotter(ws, home=home, **caps) as snap:  # type: ignore[arg-type]
+                    targets = (f"{url}/{ours}", repo, f"{url}/{theirs}")
                     snap.snapshot("base")
-                    quiet_disk()
-                    start = time.perf_counter()
-                    first = snap.push(f"{url}/{ours}", name="bench")
-                    rows["first"]["snapshotter"].append(time.perf_counter() - start)
-                    sent["first"].append(first.objects_sent)
-                    quiet_disk()
-                    start = time.perf_counter()
-                    git(repo, "push", "-q", f"{url}/{theirs}", "HEAD:refs/heads/x")
-                    rows["first"]["git"].append(time.perf_counter() - start)
+                    both_push(snap, *targets, rows["first"], sent["first"])
                     changed = [p.relative_to(ws) for p in rng.sample(paths, 10)]
                     edit([ws / p for p in changed], f"run {run}")
                     edit([repo / p for p in changed], f"run {run}")
                     snap.snapshot("ten")
                     git(repo, "commit", "-q", "-a", "-m", f"ten {run}")
-                    quiet_disk()
-                    start = time.perf_counter()
-                    ten = snap.push(f"{url}/{ours}", name="bench")
-                    rows["ten"]["snapshotter"].append(time.perf_counter() - start)
-                    sent["ten"].append(ten.objects_sent)
-                    quiet_disk()
-                    start = time.perf_counter()
-                    git(repo, "push", "-q", f"{url}/{theirs}", "HEAD:refs/heads/x")
-                    rows["ten"]["git"].append(time.perf_counter() - start)
+                    both_push(snap, *targets, rows["ten"], sent["ten"])
         out: dict[str, Any] = {"files": files, "rows": {}, "objects_sent": sent}
         for key, sides in rows.items():
             a, b = statistics.median(sides["snapshotter"]), statistics.median(sides["git"])
@@ -101,6 +86,20 @@ def measure(files: int, runs: int) -> dict[str, Any]:
         return out
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def both_push(
+    snap: Snapshotter, ours: str, repo: Path, theirs: str, row: dict[str, list[float]], sent: list[int]
+) -> None:
+    """Time our push to ``ours``, then git's from ``repo`` to ``theirs``, each on a quiet disk."""
+    quiet_disk()
+    start = time.perf_counter()
+    sent.append(snap.push(ours, name="bench").objects_sent)
+    row["snapshotter"].append(time.perf_counter() - start)
+    quiet_disk()
+    start = time.perf_counter()
+    git(repo, "push", "-q", theirs, "HEAD:refs/heads/x")
+    row["git"].append(time.perf_counter() - start)
 
 
 def show(result: dict[str, Any]) -> None:
