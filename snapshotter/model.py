@@ -253,6 +253,8 @@ class ScanStats:
     seconds: float = 0.0
     incremental: bool = False
     """Watch mode walked only what changed (``files_seen`` then counts only those files)."""
+    dirs_preloaded: int = 0
+    """Folders whose files a second core found unchanged for this walk (see ``parallel_walk``)."""
 
 
 @dataclass(frozen=True)

@@ -105,6 +105,11 @@ class Options:
         "skip re-listing folders whose mtime is unchanged (off: for filesystems that do not update it)",
         workspace="only-off",
     )
+    parallel_walk: bool = setting(
+        True,
+        "check a big workspace's unchanged files on a second core too, in a forked copy of this process (Linux)",
+        workspace="only-off",
+    )
     session: str | None = setting(
         None, "the session to work in: its own turns, tool calls, checkpoints, undo and redo", kind=str
     )
@@ -138,7 +143,14 @@ class Options:
         timeout: Any = self.lock_timeout
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
             raise InvalidInput("lock_timeout must be a number of seconds, 0 or more")
-        flags = ("use_default_excludes", "allow_unsafe_root", "watch", "trust_folder_mtimes", "auto_push")
+        flags = (
+            "use_default_excludes",
+            "allow_unsafe_root",
+            "watch",
+            "trust_folder_mtimes",
+            "parallel_walk",
+            "auto_push",
+        )
         for flag in flags:
             given = getattr(self, flag)
             if not isinstance(given, bool) and given not in (0, 1):

@@ -45,6 +45,18 @@ def test_package_source_names_no_process_api() -> None:
             assert needle not in text, f"{path.name} mentions {needle}"
 
 
+def test_only_the_preload_forks() -> None:
+    """A fork starts no program: the copy runs one loop and leaves with
+    ``os._exit``. Only ``worktree/preload.py`` may fork, and it never executes."""
+    import snapshotter
+
+    root = Path(snapshotter.__file__).parent
+    forking = sorted(path.relative_to(root).as_posix() for path in root.rglob("*.py") if "os.fork" in path.read_text())
+    assert forking == ["worktree/preload.py"]
+    text = (root / "worktree/preload.py").read_text()
+    assert "os._exit(" in text and "exec" not in text.replace("executed", "")
+
+
 def test_package_never_evaluates_data_as_code() -> None:
     """No eval/exec/compile, no unpickling, no dynamic imports of names from data."""
     import ast

@@ -12,7 +12,7 @@ from snapshotter.fsutil import USE_CTIME, FileStat
 from snapshotter.model import SkippedPath, SkipReason
 from snapshotter.worktree.limits import stored_size
 from snapshotter.worktree.packedfolder import PackedItems
-from snapshotter.worktree.readdir import Lstat, Pairs
+from snapshotter.worktree.readdir import Lstat, Pairs, TrustedItems
 from snapshotter.worktree.statcache import Folder, Record
 from snapshotter.worktree.walkstate import DirNode, Pending, Walk
 
@@ -26,15 +26,20 @@ Miss = tuple[str, Record | None, FileStat]
 def classify(walk: Walk, node: DirNode, base: str, pairs: Pairs, lstat: Lstat, fd: int, table: Folder) -> None:
     """Check folder ``node``'s tracked files (``pairs``, whose records come from
     ``table``) and set its records to those that still match."""
+    preload = walk.preload
+    if preload is not None and (type(pairs) is PackedItems or type(pairs) is TrustedItems):
+        # A folder trusted unchanged that the preload's copy got to first.
+        total = preload.total(table)
+        if total is not None:
+            _all_matched(walk, node, table, total)
+            walk.dirs_preloaded += 1
+            return
     if type(pairs) is PackedItems and USE_CTIME and not walk.carry_modes:
         # A folder as loaded, trusted unchanged: checked on the packed bytes,
         # decoding nothing; at the first file that differs, checked below.
         total = pairs.folder.all_match(lstat, fd, walk.cutoff)
         if total is not None:
-            walk.files_seen += len(table)
-            walk.bytes_seen += total
-            node.records = table
-            walk.shared_tables += bool(table)
+            _all_matched(walk, node, table, total)
             return
     prefix = node.rel + "/" if node.rel else ""
     cutoff = walk.cutoff
@@ -79,6 +84,14 @@ def classify(walk: Walk, node: DirNode, base: str, pairs: Pairs, lstat: Lstat, f
         node.clean = False
         gone = set(missed + specials)
         node.records = {name: record for name, record in pairs if record is not None and name not in gone}
+
+
+def _all_matched(walk: Walk, node: DirNode, table: Folder, total: int) -> None:
+    """Every file of folder ``node`` matched its record: it shares the cache's table."""
+    walk.files_seen += len(table)
+    walk.bytes_seen += total
+    node.records = table
+    walk.shared_tables += bool(table)
 
 
 def _examine(

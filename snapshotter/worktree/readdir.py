@@ -10,7 +10,7 @@ where nothing changed below them.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, ItemsView, Iterator
 
 from snapshotter.fsutil import FileStat
 from snapshotter.model import SkippedPath
@@ -32,6 +32,18 @@ Queued = tuple[DirNode, str, IgnoreStack, bool]
 walk may still reuse what lies below it."""
 
 
+class TrustedItems(ItemsView[str, Record]):
+    """The records of a folder trusted unchanged whose table is decoded: its
+    files are the table's names (a ``PackedFolder``'s are ``PackedItems``)."""
+
+    def __init__(self, table: Folder) -> None:
+        super().__init__(table)
+        self.table = table
+
+    def __iter__(self) -> Iterator[tuple[str, Record]]:
+        return iter(self.table.items())
+
+
 def read_folder(
     walk: Walk, node: DirNode, path: str, base: str, rules: IgnoreStack, fd: int, table: Folder
 ) -> Contents | None:
@@ -49,7 +61,8 @@ def read_folder(
             walk.listing_hits[0] += 1
             walk.shape_hits += 1
             node.shape = shape
-            return inner, dirs, rescued, table.items(), os.stat  # only a folder open as ``fd`` is trusted
+            pairs = table.items() if isinstance(table, PackedFolder) else TrustedItems(table)
+            return inner, dirs, rescued, pairs, os.stat  # only a folder open as ``fd`` is trusted
     return _list(walk, node, path, base, rules, fd, own, table)
 
 

@@ -189,6 +189,14 @@ class StatCache:
     def count(self) -> int:
         return sum(len(table) for table in self.folders.values())
 
+    def size_hint(self) -> int:
+        """About how many records it holds, decoding nothing: those of the file
+        as loaded (handed out or not), else those handed out."""
+        packed = self.undecoded
+        if packed is not None and packed.ends:
+            return packed.ends[-1][0]
+        return sum(map(len, self.tables.values()))
+
     def racy_cutoff(self) -> int:
         """Records whose mtime is at or above this value must be re-hashed."""
         if self.written_ns == 0:

@@ -35,6 +35,7 @@ from snapshotter.worktree.hostfs import POSIX, HostFS
 from snapshotter.worktree.ignore import IgnoreStack
 from snapshotter.worktree.limits import WorkspaceLimits
 from snapshotter.worktree.listing import open_folder
+from snapshotter.worktree.preload import Preload
 from snapshotter.worktree.readdir import Queued, descend, forget_gone_subdirs, read_folder, skips_below
 from snapshotter.worktree.statcache import Folder, Listings, Record, Shape, StatCache
 from snapshotter.worktree.trust import FolderTrust, Prelisting, lasting_shapes
@@ -171,7 +172,13 @@ def scan(
     walk.previous_mode = previous_mode
     line_counts: dict[bytes, int | None] = {}
     with collector_paused():  # what a walk makes is not cyclic garbage (see collector_paused)
-        _visit_all(walk, [(walk.root, walk.workspace, ignores, incremental is not None)])
+        if incremental is None and options.parallel_walk and options.trust_folder_mtimes and not walk.carry_modes:
+            walk.preload = Preload.start(walk.workspace, cache, walk.cutoff)
+        try:
+            _visit_all(walk, [(walk.root, walk.workspace, ignores, incremental is not None)])
+        finally:
+            if walk.preload is not None:
+                walk.preload.stop()
         if incremental is not None:
             walk.skipped.extend(skips_below(incremental.previous.skipped, walk.grafted))
             if limits.max_entries or limits.max_bytes:  # the files about to be hashed count too
@@ -318,6 +325,7 @@ def _outcome(
         dirs_listed=walk.dirs_listed,
         seconds=time.perf_counter() - started,
         incremental=not full,
+        dirs_preloaded=walk.dirs_preloaded,
     )
     skipped = walk.skipped
     skipped.extend(SkippedPath(path, SkipReason.NAME) for path in walk.unsafe_names)

@@ -16,6 +16,7 @@ from snapshotter.gitstore.objects import git_mode
 from snapshotter.model import SkippedPath
 from snapshotter.worktree.hostfs import HostFS
 from snapshotter.worktree.limits import WorkspaceLimits
+from snapshotter.worktree.preload import Preload
 from snapshotter.worktree.statcache import Folder, Listings, Record, Shape, StatCache
 from snapshotter.worktree.trust import FolderTrust
 
@@ -117,6 +118,8 @@ class Walk:
     """An incremental walk: the previous scan's folders, and what changed."""
     deep: frozenset[str] = frozenset()
     on_the_way: frozenset[str] = frozenset()
+    preload: Preload | None = None
+    """A forked copy checking trusted folders from the far end (see ``preload``)."""
 
     nodes: dict[str, DirNode] = field(default_factory=dict)
     listings: Listings = field(default_factory=dict)
@@ -137,6 +140,7 @@ class Walk:
     files_seen: int = 0
     bytes_seen: int = 0
     dirs_listed: int = 0
+    dirs_preloaded: int = 0
     shape_hits: int = 0
     shared_tables: int = 0
     """Folders whose files all matched: they share the cache's table."""

@@ -1,0 +1,212 @@
+"""The preload: a forked copy of the process checks unchanged folders on a
+second core while the walk checks them too (``worktree.preload``). Whatever the
+copy says, the snapshot must be what a walk alone (and git) makes of the folder.
+
+``MIN_FILES`` is lowered so that small folders fork too: the rule under test
+is the same at any size. And the walk waits for the copy's verdicts
+(``WAIT_FOR_COPY``), so every folder the copy vouches for is taken on its
+word; otherwise which side checks which folder depends on their speeds.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from conftest import git_shadow_tree, needs_git, write
+
+from snapshotter import Snapshotter, fsutil
+from snapshotter.errors import SnapshotError
+from snapshotter.worktree import classify as classify_module
+from snapshotter.worktree import preload, walker
+
+pytestmark = pytest.mark.skipif(not preload.SUPPORTED, reason="the preload forks on Linux with two or more cores")
+
+FOLDERS = 40
+
+
+@pytest.fixture(autouse=True)
+def _eager(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(preload, "MIN_FILES", 0)
+    monkeypatch.setattr(preload, "WAIT_FOR_COPY", True)
+
+
+def _files() -> dict[str, str]:
+    files = {f"d{i % 5}/f{i}/file{j}.txt": f"folder {i} file {j}\n" for i in range(FOLDERS) for j in range(4)}
+    files["top.txt"] = "top\n"
+    return files
+
+
+def _settle() -> None:
+    """Old enough for its folders and files to be trusted by the next walk."""
+    time.sleep(fsutil.RECENT_NS / 1e9 + 0.03)
+
+
+def _first(ws: Path, home: Path) -> str:
+    write(ws, _files())
+    _settle()
+    with Snapshotter(ws, home=home) as snap:
+        tree = snap.snapshot().tree_id
+    _settle()
+    return tree
+
+
+def _again(ws: Path, home: Path, **options: object) -> tuple[str, Snapshotter]:
+    """A snapshot by a new instance, which loads the stat cache from its file, as a one-shot command does."""
+    with Snapshotter(ws, home=home, **options) as snap:  # type: ignore[arg-type]
+        return snap.snapshot().tree_id, snap
+
+
+def _no_child_left() -> bool:
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+def test_an_unchanged_workspace_is_vouched_for_by_the_copy(ws: Path, home: Path) -> None:
+    first = _first(ws, home)
+    tree, snap = _again(ws, home)
+    assert tree == first
+    stats = snap.last_scan
+    assert stats.files_hashed == 0 and stats.dirs_listed == 0
+    assert stats.dirs_preloaded == FOLDERS + 1, "every folder with files (the root too) is the copy's call"
+    assert _no_child_left()
+
+
+def test_a_change_in_every_folder_is_found(ws: Path, home: Path, tmp_path: Path) -> None:
+    """The copy checks from the far end, the walk from the near end: a changed
+    file anywhere must be hashed, so no folder may be vouched for."""
+    _first(ws, home)
+    write(ws, {f"d{i % 5}/f{i}/file{i % 4}.txt": f"changed {i}\n" for i in range(FOLDERS)})
+    tree, snap = _again(ws, home)
+    assert snap.last_scan.files_hashed == FOLDERS
+    assert snap.last_scan.dirs_preloaded == 1  # the root: its top.txt did not change
+    with Snapshotter(ws, home=tmp_path / "cold") as cold:
+        assert cold.snapshot().tree_id == tree
+
+
+def test_changes_at_either_end_are_found(ws: Path, home: Path, tmp_path: Path) -> None:
+    """The first and last folders of the walk changed, the rest not: the walk
+    takes the copy's word only for the folders it vouched for."""
+    _first(ws, home)
+    write(ws, {"d0/f0/file0.txt": "first\n", f"d4/f{FOLDERS - 1}/file3.txt": "last, and longer\n"})
+    os.utime(ws / "d1/f1/file1.txt", ns=(1, 1))  # same content, older stamp: hashed again, same blob
+    tree, snap = _again(ws, home)
+    assert snap.last_scan.files_hashed == 3
+    assert snap.last_scan.dirs_preloaded == FOLDERS + 1 - 3
+    with Snapshotter(ws, home=tmp_path / "cold") as cold:
+        assert cold.snapshot().tree_id == tree
+
+
+@needs_git
+def test_the_tree_is_gits(ws: Path, home: Path, tmp_path: Path) -> None:
+    _first(ws, home)
+    write(ws, {"d2/f7/file1.txt": "edited\n", "d3/new.txt": "new\n"})
+    (ws / "d4/f9/file2.txt").unlink()
+    tree, snap = _again(ws, home)
+    assert snap.last_scan.dirs_preloaded == FOLDERS + 1 - 2  # f9 listed again, f7 changed (d3 has no files of its own)
+    assert tree == git_shadow_tree(ws, tmp_path / "shadow")
+
+
+def test_without_waiting_the_result_is_the_same(ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As it runs for real: each side checks what it reaches first."""
+    monkeypatch.setattr(preload, "WAIT_FOR_COPY", False)
+    _first(ws, home)
+    write(ws, {f"d{i % 5}/f{i}/file{i % 4}.txt": f"changed {i}\n" for i in range(0, FOLDERS, 3)})
+    tree, snap = _again(ws, home)
+    assert snap.last_scan.files_hashed == len(range(0, FOLDERS, 3))
+    assert _no_child_left()
+    with Snapshotter(ws, home=home.parent / "cold") as cold:
+        assert cold.snapshot().tree_id == tree
+
+
+def test_the_option_turns_it_off(ws: Path, home: Path) -> None:
+    _first(ws, home)
+    _, snap = _again(ws, home, parallel_walk=False)
+    assert snap.last_scan.dirs_preloaded == 0
+
+
+def test_not_while_another_thread_runs(ws: Path, home: Path) -> None:
+    """A fork copies only the calling thread: a lock another one held would stay held in the copy."""
+    _first(ws, home)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        _, snap = _again(ws, home)
+    finally:
+        stop.set()
+        other.join()
+    assert snap.last_scan.dirs_preloaded == 0
+    assert snap.last_scan.files_seen == FOLDERS * 4 + 1
+
+
+@pytest.fixture
+def failing_walk(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], None]]:
+    """The walk fails in its tenth folder, the copy still running."""
+    calls = [0]
+    real = classify_module.classify
+
+    def classify(*args: object) -> None:
+        calls[0] += 1
+        if calls[0] == 10:
+            raise SnapshotError("the walk failed")
+        real(*args)  # type: ignore[arg-type]
+
+    def arm() -> None:
+        monkeypatch.setattr(walker, "classify", classify)
+
+    yield arm
+
+
+def test_no_copy_outlives_a_failed_walk(ws: Path, home: Path, failing_walk: Callable[[], None]) -> None:
+    first = _first(ws, home)
+    failing_walk()
+    with pytest.raises(SnapshotError, match="the walk failed"), Snapshotter(ws, home=home) as snap:
+        snap.snapshot()
+    assert _no_child_left()
+    with Snapshotter(ws, home=home) as snap:
+        assert snap.snapshot().tree_id == first
+
+
+def test_the_walk_order_is_the_walkers(ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The copy starts from the walk's far end only if it predicts the walk's order."""
+    _first(ws, home)
+    visited: list[str] = []
+    real = classify_module.classify
+
+    def classify(walk, node, *args):  # type: ignore[no-untyped-def]
+        visited.append(node.rel)
+        real(walk, node, *args)
+
+    monkeypatch.setattr(walker, "classify", classify)
+    monkeypatch.setattr(preload, "SUPPORTED", False)
+    with Snapshotter(ws, home=home) as snap:
+        snap.snapshot()
+        cache = snap._engine._current_cache()  # type: ignore[union-attr]
+    predicted = preload.walk_order(cache)
+    assert predicted == visited
+
+
+def test_the_same_instance_is_helped_too(ws: Path, home: Path, tmp_path: Path) -> None:
+    """After its first snapshot an instance holds decoded tables, not the
+    file's packed bytes: the copy checks those as well."""
+    write(ws, _files())
+    _settle()
+    with Snapshotter(ws, home=home) as snap:
+        first = snap.snapshot().tree_id
+        _settle()
+        assert snap.snapshot().tree_id == first
+        assert snap.last_scan.dirs_preloaded == FOLDERS + 1
+        write(ws, {"d1/f6/file2.txt": "edited in place\n"})
+        second = snap.snapshot().tree_id
+        assert snap.last_scan.files_hashed == 1 and snap.last_scan.dirs_preloaded == FOLDERS
+    with Snapshotter(ws, home=tmp_path / "cold") as cold:
+        assert cold.snapshot().tree_id == second
+    assert _no_child_left()
