@@ -255,6 +255,8 @@ class ScanStats:
     """Watch mode walked only what changed (``files_seen`` then counts only those files)."""
     dirs_preloaded: int = 0
     """Folders whose files a second core found unchanged for this walk (see ``parallel_walk``)."""
+    files_hashed_forked: int = 0
+    """Of ``files_hashed``, those a second core hashed (see ``parallel_walk``)."""
 
 
 @dataclass(frozen=True)

@@ -107,7 +107,7 @@ class Options:
     )
     parallel_walk: bool = setting(
         True,
-        "check a big workspace's unchanged files on a second core too, in a forked copy of this process (Linux)",
+        "check and hash a big workspace's files on a second core too, in a forked copy of this process (Linux)",
         workspace="only-off",
     )
     session: str | None = setting(

@@ -46,14 +46,14 @@ def test_package_source_names_no_process_api() -> None:
 
 
 def test_only_the_preload_forks() -> None:
-    """A fork starts no program: the copy runs one loop and leaves with
-    ``os._exit``. Only ``worktree/preload.py`` may fork, and it never executes."""
+    """A fork starts no program: the copy runs one function and leaves with
+    ``os._exit``. Only ``worktree/secondcore.py`` may fork, and it never executes."""
     import snapshotter
 
     root = Path(snapshotter.__file__).parent
     forking = sorted(path.relative_to(root).as_posix() for path in root.rglob("*.py") if "os.fork" in path.read_text())
-    assert forking == ["worktree/preload.py"]
-    text = (root / "worktree/preload.py").read_text()
+    assert forking == ["worktree/secondcore.py"]
+    text = (root / "worktree/secondcore.py").read_text()
     assert "os._exit(" in text and "exec" not in text.replace("executed", "")
 
 

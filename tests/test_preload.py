@@ -22,9 +22,11 @@ from conftest import git_shadow_tree, needs_git, write
 from snapshotter import Snapshotter, fsutil
 from snapshotter.errors import SnapshotError
 from snapshotter.worktree import classify as classify_module
-from snapshotter.worktree import preload, walker
+from snapshotter.worktree import preload, secondcore, walker
 
-pytestmark = pytest.mark.skipif(not preload.SUPPORTED, reason="the preload forks on Linux with two or more cores")
+pytestmark = pytest.mark.skipif(
+    not secondcore.SUPPORTED, reason="a second core is forked on Linux with two or more cores"
+)
 
 FOLDERS = 40
 
@@ -186,7 +188,7 @@ def test_the_walk_order_is_the_walkers(ws: Path, home: Path, monkeypatch: pytest
         real(walk, node, *args)
 
     monkeypatch.setattr(walker, "classify", classify)
-    monkeypatch.setattr(preload, "SUPPORTED", False)
+    monkeypatch.setattr(secondcore, "SUPPORTED", False)
     with Snapshotter(ws, home=home) as snap:
         snap.snapshot()
         cache = snap._engine._current_cache()  # type: ignore[union-attr]

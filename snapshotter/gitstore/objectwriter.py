@@ -96,6 +96,17 @@ class ObjectWriter:
             self._pack = None
             self._loose_folders = None
 
+    def sibling(self) -> ObjectWriter:
+        """A writer of its own over the same objects folder, sharing nothing
+        with this one's batch (for a forked copy of the process: this one's
+        open pack belongs to the original)."""
+        return ObjectWriter(self.objects_dir, self._has_packed)
+
+    def count_written(self, size: int, loose: int, packs: int) -> None:
+        """Add what another writer (a sibling in a copy) added to the store."""
+        before = self.written
+        self.written = (before[0] + size, before[1] + loose, before[2] + packs)
+
     def loose_path(self, sha: bytes) -> str:
         hexsha = sha.hex()
         return os.path.join(self.objects_dir, hexsha[:2], hexsha[2:])

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from snapshotter.gitstore.objects import MODE_TREE, describe_lines, object_id, serialize_tree
 from snapshotter.gitstore.objectwriter import FileChanged, Hashed, ObjectWriter
 from snapshotter.model import SkippedPath, SkipReason
+from snapshotter.worktree.splithash import SplitHashing
 from snapshotter.worktree.statcache import Record, StatCache
 from snapshotter.worktree.walkstate import DirNode, Pending, Walk, git_mode_of
 
@@ -77,23 +78,35 @@ def _hash_pending(
         except (OSError, FileChanged) as exc:  # the workspace file; store failures are StoreError
             return exc
 
+    # Many small files: a forked copy hashes the tail of the queue (see splithash).
+    # Made before any thread is, since a fork copies only the calling thread.
+    split = None
+    if walk.split:
+        split = SplitHashing.start(pending, writer, write, _hash_one, _skip_reason, _THREAD_MIN_SIZE)
     # Threads pay only for big files: for small ones the GIL hand-offs cost
     # more than hashing and compressing (measured: 2x slower on 2 cores).
-    results: Iterator[Hashed | BaseException]
     big = [item for item in pending if item.size >= _THREAD_MIN_SIZE]
-    pool = None
-    if len(big) >= 2:
-        pool = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="snapshotter-hash")
-        futures = {id(item): pool.submit(run, item) for item in big}
-        results = (futures[id(item)].result() if id(item) in futures else run(item) for item in pending)
-    else:
-        results = map(run, pending)
+    pool = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="snapshotter-hash") if len(big) >= 2 else None
+    futures = {id(item): pool.submit(run, item) for item in big} if pool is not None else {}
+
+    def outcomes() -> Iterator[Hashed | BaseException | SkipReason]:
+        for index, item in enumerate(pending):
+            if split is not None:
+                if split.owns(index):
+                    found = split.result(index, writer)
+                    yield found if found is not None else run(item)
+                    continue
+                if index % 64 == 0:
+                    split.receive()  # the pipe holds only 64 KiB: keep the copy going
+            future = futures.get(id(item))
+            yield future.result() if future is not None else run(item)
+
     hashed = 0
     total = 0
     try:
-        for item, result in zip(pending, results):
-            if isinstance(result, BaseException):
-                reason = _skip_reason(result)
+        for item, result in zip(pending, outcomes()):
+            if not isinstance(result, Hashed):
+                reason = result if isinstance(result, SkipReason) else _skip_reason(result)
                 skipped.append(SkippedPath(item.rel, reason))
                 if reason is SkipReason.UNREADABLE and item.record is not None:
                     _own_records(item.node)[item.name] = item.record  # kept as last recorded, never dropped
@@ -112,8 +125,11 @@ def _hash_pending(
             if progress is not None:
                 progress(hashed, len(pending))
     finally:
+        if split is not None:
+            split.stop()
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+    walk.hashed_forked = split.hashed if split is not None else 0
     return hashed, total
 
 

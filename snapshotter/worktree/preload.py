@@ -2,8 +2,7 @@
 
 A no-change snapshot of a big workspace is one ``lstat`` per file, compared
 with its stat-cache record (``PackedFolder.all_match``). Git spreads those
-calls over threads; Python threads cannot, since each call hands the GIL back
-and forth (measured 3x slower on 2 cores). So a forked copy of this process
+calls over threads; here a forked copy of this process (``secondcore``)
 checks the cache's trusted folders from the far end of the walk's order,
 while the walk works from the near end, and sends back which folders matched
 whole. The walk takes a folder's verdict if it has arrived when it gets there
@@ -16,23 +15,17 @@ a symlink, and only in a folder whose own stat still equals its cached shape,
 which the walk also requires before it asks (see ``trust``). A verdict is
 only "every file matched, this many bytes" or "check it yourself".
 
-It runs only where forking is safe and pays: Linux, two or more cores, a
-single-threaded caller (a fork copies no other thread, so their locks could
-be held forever in the copy), and a cache of at least ``MIN_FILES`` files.
-The copy runs nothing but this module's loop and leaves with ``os._exit``: no
-program is executed, and nothing of the parent's (buffers, ``atexit``) runs twice.
+It runs where ``secondcore`` may make a copy, for a cache of at least
+``MIN_FILES`` files.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import struct
-import sys
-import threading
 
-from snapshotter.fsutil import DIR_FLAGS, NO_FOLLOW, USE_CTIME
-from snapshotter.worktree.listing import LIST_BY_FD
+from snapshotter.fsutil import DIR_FLAGS, NO_FOLLOW
+from snapshotter.worktree import secondcore
 from snapshotter.worktree.packedfolder import PackedFolder
 from snapshotter.worktree.statcache import Folder, StatCache
 from snapshotter.worktree.trust import same_stat
@@ -49,19 +42,6 @@ _VERDICT = struct.Struct("<QQq")  # the folder's table (see ``_key``); total byt
 _DECODED = 2**64 - 1  # no place in loaded bytes: a decoded table
 _FLUSH_FILES = 2_000  # the copy sends its verdicts after about this many files
 _MISMATCH = -1
-
-
-def _supported() -> bool:
-    if not sys.platform.startswith("linux") or not hasattr(os, "fork") or not LIST_BY_FD or not USE_CTIME:
-        return False
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return cores >= 2
-
-
-SUPPORTED = _supported()
 
 
 def walk_order(cache: StatCache) -> list[str]:
@@ -85,81 +65,34 @@ class Preload:
     """The forked copy checking folders from the far end of the walk's order,
     and the verdicts it has sent so far."""
 
-    def __init__(self, pid: int, reader: int) -> None:
-        self._pid = pid
-        self._reader = reader
+    def __init__(self, copy: secondcore.Copy) -> None:
+        self._copy = copy
         self._totals: dict[tuple[int, int], int] = {}
-        self._partial = b""
-        self._open = True
 
     @classmethod
     def start(cls, workspace: str, cache: StatCache, cutoff: int) -> Preload | None:
         """A copy checking ``cache``'s trusted folders of ``workspace``, or None
-        where it would not pay or is not safe (see the module's docstring)."""
-        if not SUPPORTED or threading.active_count() != 1 or cache.size_hint() < MIN_FILES:
+        where it would not pay or may not be made."""
+        if not secondcore.available() or cache.size_hint() < MIN_FILES:
             return None
-        reader, writer = os.pipe()
-        try:
-            pid = os.fork()
-        except OSError:
-            os.close(reader)
-            os.close(writer)
-            return None
-        if pid == 0:  # the copy: never returns
-            status = 1
-            try:
-                os.close(reader)
-                signal.signal(signal.SIGINT, signal.SIG_DFL)
-                _check_from_the_end(workspace, cache, cutoff, writer)
-                status = 0
-            finally:
-                os._exit(status)
-        os.close(writer)
-        os.set_blocking(reader, WAIT_FOR_COPY)
-        return cls(pid, reader)
+        copy = secondcore.start(lambda out: _check_from_the_end(workspace, cache, cutoff, out), blocking=WAIT_FOR_COPY)
+        return cls(copy) if copy is not None else None
 
     def total(self, table: Folder) -> int | None:
         """The total size of the files of ``table`` (a trusted folder's records)
         if the copy found every one as recorded; None if it found one that was
         not, or has not got there yet."""
         key = _key(table)
-        if key not in self._totals and self._open:
-            self._receive()
-        total = self._totals.get(key, _MISMATCH)
+        totals = self._totals
+        if key not in totals and not self._copy.done:
+            for source, place, total in self._copy.records(_VERDICT):
+                totals[source, place] = total  # type: ignore[index,assignment]
+        total = totals.get(key, _MISMATCH)
         return total if total != _MISMATCH else None
-
-    def _receive(self) -> None:
-        while True:
-            try:
-                data = os.read(self._reader, 1 << 16)
-            except BlockingIOError:
-                return
-            except OSError:
-                data = b""
-            if not data:  # the copy is done (or died): no more verdicts
-                self._open = False
-                return
-            data = self._partial + data
-            whole = len(data) - len(data) % _VERDICT.size
-            self._partial = data[whole:]
-            totals = self._totals
-            for source, place, total in _VERDICT.iter_unpack(memoryview(data)[:whole]):
-                totals[source, place] = total
 
     def stop(self) -> None:
         """End the copy, wherever it is, and reap it."""
-        if self._pid <= 0:
-            return
-        pid, self._pid = self._pid, 0
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        try:
-            os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass
-        os.close(self._reader)
+        self._copy.stop()
 
 
 def _check_from_the_end(workspace: str, cache: StatCache, cutoff: int, out: int) -> None:
@@ -193,11 +126,11 @@ def _check_from_the_end(workspace: str, cache: StatCache, cutoff: int, out: int)
         sent.append(_VERDICT.pack(*_key(table), _MISMATCH if total is None else total))
         files += len(table)
         if files >= _FLUSH_FILES:
-            _send(out, b"".join(sent))
+            secondcore.send(out, b"".join(sent))
             sent.clear()
             files = 0
     if sent:
-        _send(out, b"".join(sent))
+        secondcore.send(out, b"".join(sent))
 
 
 def _key(table: Folder) -> tuple[int, int]:
@@ -229,10 +162,3 @@ def _all_match(table: Folder, fd: int, cutoff: int) -> int | None:
     except OSError:
         return None
     return total
-
-
-def _send(out: int, data: bytes) -> None:
-    """Write all of ``data``: blocks while the pipe is full; EPIPE once the walk stopped reading."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(out, view) :]

@@ -172,6 +172,7 @@ def scan(
     walk.previous_mode = previous_mode
     line_counts: dict[bytes, int | None] = {}
     with collector_paused():  # what a walk makes is not cyclic garbage (see collector_paused)
+        walk.split = options.parallel_walk
         if incremental is None and options.parallel_walk and options.trust_folder_mtimes and not walk.carry_modes:
             walk.preload = Preload.start(walk.workspace, cache, walk.cutoff)
         try:
@@ -326,6 +327,7 @@ def _outcome(
         seconds=time.perf_counter() - started,
         incremental=not full,
         dirs_preloaded=walk.dirs_preloaded,
+        files_hashed_forked=walk.hashed_forked,
     )
     skipped = walk.skipped
     skipped.extend(SkippedPath(path, SkipReason.NAME) for path in walk.unsafe_names)

@@ -120,6 +120,8 @@ class Walk:
     on_the_way: frozenset[str] = frozenset()
     preload: Preload | None = None
     """A forked copy checking trusted folders from the far end (see ``preload``)."""
+    split: bool = False
+    """A forked copy may hash the tail of the queue (``parallel_walk``, see ``splithash``)."""
 
     nodes: dict[str, DirNode] = field(default_factory=dict)
     listings: Listings = field(default_factory=dict)
@@ -141,6 +143,7 @@ class Walk:
     bytes_seen: int = 0
     dirs_listed: int = 0
     dirs_preloaded: int = 0
+    hashed_forked: int = 0
     shape_hits: int = 0
     shared_tables: int = 0
     """Folders whose files all matched: they share the cache's table."""

@@ -1,0 +1,171 @@
+"""Hashing on two cores: the tail of a walk's queue in a forked copy.
+
+A cold snapshot reads, hashes and compresses every file: about 60 us of
+Python and system calls per small file, which threads cannot share (see
+``secondcore``). With many files queued, a copy of the process hashes the
+tail of the queue into a pack of its own while the walk hashes the head into
+its own, and sends back what each file hashed to. Only small regular files
+go to the copy: big ones stay with the walk's threads (``hashing``).
+
+The copy's answers count only once it has said it is done: its pack sealed,
+synced and in place, so that no snapshot can name an object that is not in
+the store. A copy that fails or dies leaves its share to the walk, which
+hashes it as if alone. Either way every file is hashed exactly as a walk
+alone hashes it, with the same outcome when it cannot be read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+from collections.abc import Callable
+
+from snapshotter.gitstore.objectwriter import FileChanged, Hashed, ObjectWriter
+from snapshotter.model import SkipReason
+from snapshotter.worktree import secondcore
+from snapshotter.worktree.walkstate import Pending
+
+MIN_FILES = 2_000
+"""Below this many files to hash, a fork costs more than the copy saves."""
+
+_RESULT = struct.Struct("<IB20sIQqqQQq")
+"""The file's place in the queue; its outcome (see ``_OUTCOMES``); blob id,
+stat key (mode, size, mtime_ns, ctime_ns, inode), size read, lines (-1: binary).
+The last record has the place ``_DONE``, and in place of a blob id what the
+copy added to the store (``_ADDED``)."""
+_DONE = 0xFFFFFFFF
+_ADDED = struct.Struct("<QQI")  # bytes, loose objects, packs: 20 bytes, a blob id's room
+_OUTCOMES: tuple[SkipReason | None, ...] = (None, SkipReason.VANISHED, SkipReason.UNREADABLE, SkipReason.CHANGING)
+_OVERHEAD = 4096  # a file's fixed cost, in bytes hashed, when splitting the queue
+_FLUSH = 256  # the copy sends its results this many at a time
+
+Outcome = Hashed | SkipReason
+HashOne = Callable[[Pending, ObjectWriter, bool], Hashed]
+ReasonOf = Callable[[BaseException], SkipReason]
+
+
+class SplitHashing:
+    """The copy hashing a share of the queue, and its results so far."""
+
+    def __init__(self, copy: secondcore.Copy, share: set[int]) -> None:
+        self._copy = copy
+        self._share = share
+        self._results: dict[int, Outcome] = {}
+        self._written: tuple[int, int, int] | None = None
+
+    @classmethod
+    def start(
+        cls,
+        pending: list[Pending],
+        writer: ObjectWriter,
+        write: bool,
+        hash_one: HashOne,
+        reason_of: ReasonOf,
+        big: int,
+    ) -> SplitHashing | None:
+        """A copy hashing about half of ``pending`` (by ``hash_one``, into its
+        own writer; files of ``big`` bytes or more stay with the walk), or None
+        where it would not pay or may not be made."""
+        if len(pending) < MIN_FILES or not secondcore.available():
+            return None
+        share = _tail_share(pending, big)
+        items = [(index, pending[index]) for index in sorted(share)]
+
+        def job(out: int) -> None:
+            _hash_share(items, writer, write, hash_one, reason_of, out)
+
+        copy = secondcore.start(job, blocking=False)
+        return cls(copy, share) if copy is not None else None
+
+    def owns(self, index: int) -> bool:
+        """Whether the file at ``index`` in the queue is the copy's to hash."""
+        return index in self._share
+
+    def receive(self) -> None:
+        """Take the results that have arrived, without waiting (the pipe holds only 64 KiB)."""
+        if not self._copy.done:
+            self._take(self._copy.records(_RESULT))
+
+    def result(self, index: int, writer: ObjectWriter) -> Outcome | None:
+        """The copy's outcome for the file at ``index``, once the copy is done
+        (waiting for it the first time); None if the copy failed: hash it yourself.
+        What the copy added to the store is added to ``writer.written``."""
+        if self._copy.pid:
+            os.set_blocking(self._copy.reader, True)
+            self._take(self._copy.records(_RESULT))
+            ended = self._copy.finish()
+            if ended and self._written is not None:
+                writer.count_written(*self._written)
+            else:
+                self._results.clear()
+        return self._results.get(index) if self._written is not None else None
+
+    @property
+    def hashed(self) -> int:
+        """How many files the copy hashed and the walk took (0 until it is done)."""
+        return sum(type(found) is Hashed for found in self._results.values()) if self._written is not None else 0
+
+    def stop(self) -> None:
+        """End the copy if it still runs (the walk failed), and reap it."""
+        if self._copy.pid:
+            self._copy.stop()
+
+    def _take(self, records: object) -> None:
+        results = self._results
+        for place, outcome, sha, mode, size, mtime, ctime, inode, read, lines in records:  # type: ignore[attr-defined]
+            if place == _DONE:
+                self._written = _ADDED.unpack(sha)
+                continue
+            reason = _OUTCOMES[outcome]
+            if reason is None:
+                results[place] = Hashed(sha, (mode, size, mtime, ctime, inode), read, None if lines < 0 else lines)
+            else:
+                results[place] = reason
+
+
+def _tail_share(pending: list[Pending], big: int) -> set[int]:
+    """The places of the small regular files at the queue's end that make
+    about half its work (bytes plus a fixed cost per file)."""
+    total = sum(item.size + _OVERHEAD for item in pending)
+    share: set[int] = set()
+    taken = 0
+    for index in range(len(pending) - 1, -1, -1):
+        if taken * 2 >= total:
+            break
+        item = pending[index]
+        if item.is_link or item.size >= big:
+            continue
+        share.add(index)
+        taken += item.size + _OVERHEAD
+    return share
+
+
+def _hash_share(
+    items: list[tuple[int, Pending]],
+    writer: ObjectWriter,
+    write: bool,
+    hash_one: HashOne,
+    reason_of: ReasonOf,
+    out: int,
+) -> None:
+    """The copy's work: hash its share into a writer of its own (never the
+    walk's: its open pack is the walk's), then say it is done."""
+    own = writer.sibling()
+    sent: list[bytes] = []
+    with own.batch() if write else contextlib.nullcontext():
+        for index, item in items:
+            try:
+                found = hash_one(item, own, write)
+            except (OSError, FileChanged) as exc:  # the workspace file's: a store failure ends the copy
+                sent.append(_RESULT.pack(index, _OUTCOMES.index(reason_of(exc)), b"", 0, 0, 0, 0, 0, 0, 0))
+            else:
+                lines = -1 if found.lines is None else found.lines
+                sent.append(_RESULT.pack(index, 0, found.sha, *found.key, found.size, lines))
+            if len(sent) >= _FLUSH:
+                secondcore.send(out, b"".join(sent))
+                sent.clear()
+    own.make_durable()
+    size, loose, packs = own.written
+    sent.append(_RESULT.pack(_DONE, 0, _ADDED.pack(size, loose, packs), 0, 0, 0, 0, 0, 0, 0))
+    secondcore.send(out, b"".join(sent))
