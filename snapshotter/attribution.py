@@ -76,10 +76,11 @@ def after_of(engine: Engine, before: SnapshotInfo) -> SnapshotInfo | None:
 def tool_calls(
     engine: Engine, session: str | None, start: SnapshotInfo, end: SnapshotInfo | None, *, others: bool = False
 ) -> list[Pair]:
-    """The session's bracketed tool calls between ``start`` and ``end`` (None: now),
-    oldest first: (the ``tool:`` snapshot, its ``tool-done:`` one, None while
-    running). With ``others``, every other session's calls done there, and the
-    changes it wrote three ways (revert, merge, undo, redo: see ``CLOSING_LABELS``)."""
+    """The session's bracketed changes between ``start`` and ``end`` (None: now),
+    oldest first: its tool calls (the ``tool:`` snapshot, its ``tool-done:``
+    one, None while running) and the changes the library wrote for it three
+    ways (revert, merge, undo, redo: see ``CLOSING_LABELS``). With ``others``,
+    every other session's, done there."""
     window = [
         info
         for info in engine.catalog.newest_first()
@@ -92,7 +93,7 @@ def tool_calls(
     begun: dict[tuple[str | None, str], SnapshotInfo] = {}
     for info in window:
         label = info.label or ""
-        if others and label in CLOSING_LABELS:
+        if label in CLOSING_LABELS:
             opened_at = _snapshot(engine, info.metadata.get(SINCE, ""))
             if opened_at is not None:
                 calls.append((opened_at, info))
@@ -126,10 +127,11 @@ def _snapshot(engine: Engine, ref: str) -> SnapshotInfo | None:
 
 def session_changes(engine: Engine, session: str | None, start: SnapshotInfo, end: SnapshotInfo | None) -> list[Pair]:
     """What ``session`` changed from ``start`` to ``end`` (None: now): its tool
-    calls there if it bracketed any; else the stretch in pieces, the stretches
-    between other sessions' bracketed changes inside it (those are theirs)."""
+    calls there, and its undos, reverts and merges, if it bracketed any call;
+    else the stretch in pieces, the stretches between other sessions'
+    bracketed changes inside it (those are theirs)."""
     own = tool_calls(engine, session, start, end)
-    if own:
+    if any((opened.label or "").startswith(TOOL) for opened, _ in own):
         return own
     theirs = tool_calls(engine, session, start, end, others=True)
     pieces: list[Pair] = []

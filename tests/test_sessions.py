@@ -187,6 +187,29 @@ def test_turn_numbers_and_pairs_survive_retention_dropping_old_turns(ws: Path, m
     assert (ws / "mine.txt").read_text() == "a person's edit after the last turn\n"
 
 
+def test_a_turn_revert_takes_back_the_sessions_own_undo_too(ws: Path, two) -> None:  # type: ignore[no-untyped-def]
+    """A session that brackets its calls, and undoes an earlier turn's call inside
+    a turn: reverting that turn puts back what the undo took away as well (found
+    by the model below: only the bracketed calls were reverted)."""
+    a, b = two
+    b.begin_turn()
+    a.begin_turn()
+    a.tool_snapshot("c1")
+    write(ws, {"f1.py": "f1 by A's first call\n"})
+    a.tool_done("c1")
+    a.end_turn()
+    a.begin_turn()
+    assert a.undo().ok  # inside the second turn: takes the first call back
+    assert (ws / "f1.py").read_text() == "f1 original\n"
+    a.tool_snapshot("c2")
+    write(ws, {"f2.py": "f2 by A's second call\n"})
+    a.tool_done("c2")
+    result = a.revert_turn()
+    assert set(result.reverted) == {"f1.py", "f2.py"}, result
+    assert (ws / "f1.py").read_text() == "f1 by A's first call\n"  # as when the turn began
+    assert (ws / "f2.py").read_text() == "f2 original\n"
+
+
 def test_tool_done_needs_its_tool_snapshot(ws: Path, two) -> None:  # type: ignore[no-untyped-def]
     a, b = two
     b.tool_snapshot("shared-id")
