@@ -30,6 +30,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 needs_git = pytest.mark.skipif(GIT is None, reason="git binary not on PATH (oracle tests only)")
 
 
+def _second_core() -> bool:
+    from snapshotter.worktree import secondcore
+
+    return secondcore.SUPPORTED
+
+
+needs_second_core = pytest.mark.skipif(
+    not _second_core(), reason="a second core is forked on Linux with two or more cores"
+)
+
+
+def no_child_left() -> bool:
+    """Whether this process has no child process, running or unreaped."""
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test may touch the real user data folder, or read the real user config."""

@@ -17,16 +17,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import git_shadow_tree, needs_git, write
+from conftest import git_shadow_tree, needs_git, needs_second_core, no_child_left, write
 
 from snapshotter import Snapshotter, fsutil
 from snapshotter.errors import SnapshotError
 from snapshotter.worktree import classify as classify_module
 from snapshotter.worktree import preload, secondcore, walker
 
-pytestmark = pytest.mark.skipif(
-    not secondcore.SUPPORTED, reason="a second core is forked on Linux with two or more cores"
-)
+pytestmark = needs_second_core
 
 FOLDERS = 40
 
@@ -63,14 +61,6 @@ def _again(ws: Path, home: Path, **options: object) -> tuple[str, Snapshotter]:
         return snap.snapshot().tree_id, snap
 
 
-def _no_child_left() -> bool:
-    try:
-        os.waitpid(-1, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return False
-
-
 def test_an_unchanged_workspace_is_vouched_for_by_the_copy(ws: Path, home: Path) -> None:
     first = _first(ws, home)
     tree, snap = _again(ws, home)
@@ -78,7 +68,7 @@ def test_an_unchanged_workspace_is_vouched_for_by_the_copy(ws: Path, home: Path)
     stats = snap.last_scan
     assert stats.files_hashed == 0 and stats.dirs_listed == 0
     assert stats.dirs_preloaded == FOLDERS + 1, "every folder with files (the root too) is the copy's call"
-    assert _no_child_left()
+    assert no_child_left()
 
 
 def test_a_change_in_every_folder_is_found(ws: Path, home: Path, tmp_path: Path) -> None:
@@ -123,7 +113,7 @@ def test_without_waiting_the_result_is_the_same(ws: Path, home: Path, monkeypatc
     write(ws, {f"d{i % 5}/f{i}/file{i % 4}.txt": f"changed {i}\n" for i in range(0, FOLDERS, 3)})
     tree, snap = _again(ws, home)
     assert snap.last_scan.files_hashed == len(range(0, FOLDERS, 3))
-    assert _no_child_left()
+    assert no_child_left()
     with Snapshotter(ws, home=home.parent / "cold") as cold:
         assert cold.snapshot().tree_id == tree
 
@@ -172,7 +162,7 @@ def test_no_copy_outlives_a_failed_walk(ws: Path, home: Path, failing_walk: Call
     failing_walk()
     with pytest.raises(SnapshotError, match="the walk failed"), Snapshotter(ws, home=home) as snap:
         snap.snapshot()
-    assert _no_child_left()
+    assert no_child_left()
     with Snapshotter(ws, home=home) as snap:
         assert snap.snapshot().tree_id == first
 
@@ -211,4 +201,4 @@ def test_the_same_instance_is_helped_too(ws: Path, home: Path, tmp_path: Path) -
         assert snap.last_scan.files_hashed == 1 and snap.last_scan.dirs_preloaded == FOLDERS
     with Snapshotter(ws, home=tmp_path / "cold") as cold:
         assert cold.snapshot().tree_id == second
-    assert _no_child_left()
+    assert no_child_left()

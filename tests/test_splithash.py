@@ -13,16 +13,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import contents, deny_reading, git, git_shadow_tree, needs_git, write
+from conftest import contents, deny_reading, git, git_shadow_tree, needs_git, needs_second_core, no_child_left, write
 
 from snapshotter import Snapshotter
 from snapshotter.gitstore.objectwriter import ObjectWriter
 from snapshotter.model import SkipReason
-from snapshotter.worktree import hashing, secondcore, splithash
+from snapshotter.worktree import hashing, splithash
 
-pytestmark = pytest.mark.skipif(
-    not secondcore.SUPPORTED, reason="a second core is forked on Linux with two or more cores"
-)
+pytestmark = needs_second_core
 
 FILES = 300
 
@@ -44,14 +42,6 @@ def _packs(snap: Snapshotter) -> list[str]:
     return sorted(name for name in os.listdir(Path(snap.store_path) / "objects" / "pack") if name.endswith(".pack"))
 
 
-def _no_child_left() -> bool:
-    try:
-        os.waitpid(-1, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return False
-
-
 def test_a_cold_snapshot_on_two_cores_is_the_one_core_snapshot(ws: Path, home: Path, tmp_path: Path) -> None:
     write(ws, _files())
     (ws / "src/m0/run.sh").write_text("#!/bin/sh\n")
@@ -68,7 +58,7 @@ def test_a_cold_snapshot_on_two_cores_is_the_one_core_snapshot(ws: Path, home: P
         assert alone.last_scan.files_hashed_forked == 0
     assert info.tree_id == one.tree_id
     assert (info.files_changed, info.additions, info.deletions) == (one.files_changed, one.additions, one.deletions)
-    assert _no_child_left()
+    assert no_child_left()
 
 
 def test_every_object_the_copy_wrote_restores(ws: Path, home: Path) -> None:
@@ -128,7 +118,7 @@ def test_a_copy_that_fails_leaves_its_share_to_the_walk(
         snap.restore(info.id)
     with Snapshotter(ws, home=tmp_path / "alone", parallel_walk=False) as alone:
         assert alone.snapshot().tree_id == info.tree_id
-    assert _no_child_left()
+    assert no_child_left()
 
 
 def test_a_copy_that_dies_half_way_counts_for_nothing(
@@ -160,7 +150,7 @@ def test_a_copy_that_dies_half_way_counts_for_nothing(
         assert [name for name in os.listdir(pack_dir) if name.startswith("tmp_pack_")], "the copy's unfinished pack"
     with Snapshotter(ws, home=tmp_path / "alone", parallel_walk=False) as alone:
         assert alone.snapshot().tree_id == info.tree_id
-    assert _no_child_left()
+    assert no_child_left()
 
 
 def test_the_option_turns_it_off(ws: Path, home: Path) -> None:
