@@ -61,9 +61,10 @@ class Copy:
         self.reader = reader
         self._partial = b""
 
-    def records(self, layout: struct.Struct) -> Iterator[tuple[int | bytes, ...]]:
-        """The whole records that can be read now (without waiting, if the pipe
-        does not block); ``self.done`` is set once the copy has closed its end."""
+    def chunks(self, size: int) -> Iterator[bytes]:
+        """What can be read now (without waiting, if the pipe does not block),
+        cut to whole records of ``size`` bytes; ``self.done`` is set once the
+        copy has closed its end."""
         while True:
             try:
                 data = os.read(self.reader, 1 << 16)
@@ -75,9 +76,15 @@ class Copy:
                 self.done = True
                 return
             data = self._partial + data
-            whole = len(data) - len(data) % layout.size
+            whole = len(data) - len(data) % size
             self._partial = data[whole:]
-            yield from layout.iter_unpack(memoryview(data)[:whole])
+            if whole:
+                yield data[:whole]
+
+    def records(self, layout: struct.Struct) -> Iterator[tuple[int | bytes, ...]]:
+        """The records that can be read now, unpacked (see ``chunks``)."""
+        for chunk in self.chunks(layout.size):
+            yield from layout.iter_unpack(chunk)
 
     done = False
 

@@ -17,9 +17,11 @@ alone hashes it, with the same outcome when it cannot be read.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from snapshotter.gitstore.objectwriter import FileChanged, Hashed, ObjectWriter
 from snapshotter.model import SkipReason
@@ -46,13 +48,20 @@ ReasonOf = Callable[[BaseException], SkipReason]
 
 
 class SplitHashing:
-    """The copy hashing a share of the queue, and its results so far."""
+    """The copy hashing a share of the queue, and its results so far: kept as
+    received (87 bytes a file) and decoded one by one as the walk takes them,
+    in the queue's order, which is the order the copy sent them in."""
 
-    def __init__(self, copy: secondcore.Copy, share: set[int]) -> None:
+    def __init__(self, copy: secondcore.Copy, pending: list[Pending], first: int, big: int) -> None:
         self._copy = copy
-        self._share = share
-        self._results: dict[int, Outcome] = {}
-        self._written: tuple[int, int, int] | None = None
+        self._pending = pending
+        self._first = first
+        self._big = big
+        self._received: list[bytes] = []
+        self._results: Iterator[tuple[Any, ...]] | None = None
+        self._ahead: tuple[Any, ...] | None = None
+        self.hashed = 0
+        """How many files the copy hashed that the walk took."""
 
     @classmethod
     def start(
@@ -69,76 +78,79 @@ class SplitHashing:
         where it would not pay or may not be made."""
         if len(pending) < MIN_FILES or not secondcore.available():
             return None
-        share = _tail_share(pending, big)
-        items = [(index, pending[index]) for index in sorted(share)]
+        first = _tail_start(pending, big)
 
         def job(out: int) -> None:
-            _hash_share(items, writer, write, hash_one, reason_of, out)
+            share = [(index, pending[index]) for index in range(first, len(pending)) if _small(pending[index], big)]
+            _hash_share(share, writer, write, hash_one, reason_of, out)
 
         copy = secondcore.start(job, blocking=False)
-        return cls(copy, share) if copy is not None else None
+        return cls(copy, pending, first, big) if copy is not None else None
 
     def owns(self, index: int) -> bool:
         """Whether the file at ``index`` in the queue is the copy's to hash."""
-        return index in self._share
+        return index >= self._first and _small(self._pending[index], self._big)
 
     def receive(self) -> None:
         """Take the results that have arrived, without waiting (the pipe holds only 64 KiB)."""
         if not self._copy.done:
-            self._take(self._copy.records(_RESULT))
+            self._received.extend(self._copy.chunks(_RESULT.size))
 
     def result(self, index: int, writer: ObjectWriter) -> Outcome | None:
         """The copy's outcome for the file at ``index``, once the copy is done
         (waiting for it the first time); None if the copy failed: hash it yourself.
         What the copy added to the store is added to ``writer.written``."""
-        if self._copy.pid:
-            os.set_blocking(self._copy.reader, True)
-            self._take(self._copy.records(_RESULT))
-            ended = self._copy.finish()
-            if ended and self._written is not None:
-                writer.count_written(*self._written)
-            else:
-                self._results.clear()
-        return self._results.get(index) if self._written is not None else None
-
-    @property
-    def hashed(self) -> int:
-        """How many files the copy hashed and the walk took (0 until it is done)."""
-        return sum(type(found) is Hashed for found in self._results.values()) if self._written is not None else 0
+        if self._results is None:
+            self._results = self._settle(writer)
+            self._ahead = next(self._results, None)
+        record = self._ahead
+        while record is not None and record[0] < index:
+            record = next(self._results, None)
+        if record is None or record[0] != index:
+            self._ahead = record
+            return None  # not answered by the copy (it failed): the walk hashes it
+        self._ahead = next(self._results, None)
+        _, outcome, sha, mode, size, mtime, ctime, inode, read, lines = record
+        reason: SkipReason | None = _OUTCOMES[outcome]
+        if reason is not None:
+            return reason
+        self.hashed += 1
+        return Hashed(sha, (mode, size, mtime, ctime, inode), read, None if lines < 0 else lines)
 
     def stop(self) -> None:
         """End the copy if it still runs (the walk failed), and reap it."""
-        if self._copy.pid:
-            self._copy.stop()
+        self._copy.stop()
 
-    def _take(self, records: object) -> None:
-        results = self._results
-        for place, outcome, sha, mode, size, mtime, ctime, inode, read, lines in records:  # type: ignore[attr-defined]
-            if place == _DONE:
-                self._written = _ADDED.unpack(sha)
-                continue
-            reason = _OUTCOMES[outcome]
-            if reason is None:
-                results[place] = Hashed(sha, (mode, size, mtime, ctime, inode), read, None if lines < 0 else lines)
-            else:
-                results[place] = reason
+    def _settle(self, writer: ObjectWriter) -> Iterator[tuple[Any, ...]]:
+        """Wait for the copy to end; its results if it ended done, else none."""
+        os.set_blocking(self._copy.reader, True)
+        self.receive()
+        received, self._received = self._received, []
+        last = received[-1][-_RESULT.size :] if received else b""
+        if not self._copy.finish() or not last or _RESULT.unpack(last)[0] != _DONE:
+            return iter(())
+        writer.count_written(*_ADDED.unpack(_RESULT.unpack(last)[2]))
+        return itertools.chain.from_iterable(_RESULT.iter_unpack(chunk) for chunk in received)
 
 
-def _tail_share(pending: list[Pending], big: int) -> set[int]:
-    """The places of the small regular files at the queue's end that make
-    about half its work (bytes plus a fixed cost per file)."""
+def _small(item: Pending, big: int) -> bool:
+    """A file the copy may hash: a regular file under ``big`` bytes."""
+    return not item.is_link and item.size < big
+
+
+def _tail_start(pending: list[Pending], big: int) -> int:
+    """Where the copy's share begins: from there to the end, the small
+    regular files make about half the queue's work (bytes plus a fixed cost
+    per file)."""
     total = sum(item.size + _OVERHEAD for item in pending)
-    share: set[int] = set()
     taken = 0
-    for index in range(len(pending) - 1, -1, -1):
-        if taken * 2 >= total:
-            break
+    index = len(pending)
+    while index > 0 and taken * 2 < total:
+        index -= 1
         item = pending[index]
-        if item.is_link or item.size >= big:
-            continue
-        share.add(index)
-        taken += item.size + _OVERHEAD
-    return share
+        if _small(item, big):
+            taken += item.size + _OVERHEAD
+    return index
 
 
 def _hash_share(
