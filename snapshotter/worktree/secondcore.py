@@ -49,8 +49,14 @@ SUPPORTED = _supported()
 
 
 def available() -> bool:
-    """Whether a copy may be made now (see the module's docstring)."""
-    return SUPPORTED and threading.active_count() == 1
+    """Whether a copy may be made now (see the module's docstring): no other
+    thread, Python's or one a C extension started (counted in ``/proc``)."""
+    if not SUPPORTED or threading.active_count() != 1:
+        return False
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
 
 
 class Copy:
