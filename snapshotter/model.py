@@ -254,9 +254,9 @@ class ScanStats:
     incremental: bool = False
     """Watch mode walked only what changed (``files_seen`` then counts only those files)."""
     dirs_preloaded: int = 0
-    """Folders whose files a second core found unchanged for this walk (see ``parallel_walk``)."""
+    """Folders whose files a second core found unchanged for this walk (see ``second_core``)."""
     files_hashed_forked: int = 0
-    """Of ``files_hashed``, those a second core hashed (see ``parallel_walk``)."""
+    """Of ``files_hashed``, those a second core hashed (see ``second_core``)."""
 
 
 @dataclass(frozen=True)

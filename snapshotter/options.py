@@ -105,9 +105,10 @@ class Options:
         "skip re-listing folders whose mtime is unchanged (off: for filesystems that do not update it)",
         workspace="only-off",
     )
-    parallel_walk: bool = setting(
+    second_core: bool = setting(
         True,
-        "check and hash a big workspace's files on a second core too, in a forked copy of this process (Linux)",
+        "check and hash a big workspace's files, and write a big restore's, on a second core too,"
+        " in a forked copy of this process (Linux)",
         workspace="only-off",
     )
     session: str | None = setting(
@@ -148,7 +149,7 @@ class Options:
             "allow_unsafe_root",
             "watch",
             "trust_folder_mtimes",
-            "parallel_walk",
+            "second_core",
             "auto_push",
         )
         for flag in flags:

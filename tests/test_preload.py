@@ -120,7 +120,7 @@ def test_without_waiting_the_result_is_the_same(ws: Path, home: Path, monkeypatc
 
 def test_the_option_turns_it_off(ws: Path, home: Path) -> None:
     _first(ws, home)
-    _, snap = _again(ws, home, parallel_walk=False)
+    _, snap = _again(ws, home, second_core=False)
     assert snap.last_scan.dirs_preloaded == 0
 
 

@@ -53,7 +53,7 @@ def test_a_cold_snapshot_on_two_cores_is_the_one_core_snapshot(ws: Path, home: P
         assert stats.files_hashed == FILES + 5
         assert FILES // 3 < stats.files_hashed_forked < FILES, "the copy's share"
         assert len(_packs(snap)) == 2, "the walk's pack and the copy's"
-    with Snapshotter(ws, home=tmp_path / "alone", parallel_walk=False) as alone:
+    with Snapshotter(ws, home=tmp_path / "alone", second_core=False) as alone:
         one = alone.snapshot()
         assert alone.last_scan.files_hashed_forked == 0
     assert info.tree_id == one.tree_id
@@ -91,7 +91,7 @@ def test_a_file_the_copy_cannot_read_is_skipped_as_alone(
     with Snapshotter(ws, home=home) as snap:
         info = snap.snapshot()
         assert snap.last_scan.files_hashed_forked > 0
-    with Snapshotter(ws, home=tmp_path / "alone", parallel_walk=False) as alone:
+    with Snapshotter(ws, home=tmp_path / "alone", second_core=False) as alone:
         one = alone.snapshot()
     assert [(s.path, s.reason) for s in info.skipped] == [(s.path, s.reason) for s in one.skipped]
     assert ("src/m9/f299.py", SkipReason.UNREADABLE) in [(s.path, s.reason) for s in info.skipped]
@@ -116,7 +116,7 @@ def test_a_copy_that_fails_leaves_its_share_to_the_walk(
         assert len(_packs(snap)) == 1
         shutil.rmtree(ws / "src")
         snap.restore(info.id)
-    with Snapshotter(ws, home=tmp_path / "alone", parallel_walk=False) as alone:
+    with Snapshotter(ws, home=tmp_path / "alone", second_core=False) as alone:
         assert alone.snapshot().tree_id == info.tree_id
     assert no_child_left()
 
@@ -148,14 +148,14 @@ def test_a_copy_that_dies_half_way_counts_for_nothing(
         snap.restore(info.id)
         pack_dir = Path(snap.store_path) / "objects" / "pack"
         assert [name for name in os.listdir(pack_dir) if name.startswith("tmp_pack_")], "the copy's unfinished pack"
-    with Snapshotter(ws, home=tmp_path / "alone", parallel_walk=False) as alone:
+    with Snapshotter(ws, home=tmp_path / "alone", second_core=False) as alone:
         assert alone.snapshot().tree_id == info.tree_id
     assert no_child_left()
 
 
 def test_the_option_turns_it_off(ws: Path, home: Path) -> None:
     write(ws, _files())
-    with Snapshotter(ws, home=home, parallel_walk=False) as snap:
+    with Snapshotter(ws, home=home, second_core=False) as snap:
         snap.snapshot()
         assert snap.last_scan.files_hashed_forked == 0
         assert len(_packs(snap)) == 1

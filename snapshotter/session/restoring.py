@@ -146,7 +146,9 @@ def apply_or_put_back(engine: Engine, plan: Plan, workspace: Workspace, safety: 
     with engine.watch_paused(len(plan.writes) + len(plan.chmods) + len(plan.deletes)):
         cache = engine.cache_for_writes()
         try:
-            apply_plan(plan, workspace, engine.store.blob_chunks, cache, engine.phase("writing"))
+            apply_plan(
+                plan, workspace, engine.store.blob_chunks, cache, engine.phase("writing"), engine.options.second_core
+            )
         except BaseException as failure:
             engine.drop_cache()  # records may describe half-applied writes: reload from disk
             try:
@@ -154,7 +156,7 @@ def apply_or_put_back(engine: Engine, plan: Plan, workspace: Workspace, safety: 
                 undo = make_plan(
                     StoredTree(engine.store, bytes.fromhex(safety.tree_id)), ScannedTree(back), workspace, None, None
                 )
-                apply_plan(undo, workspace, engine.store.blob_chunks, StatCache())
+                apply_plan(undo, workspace, engine.store.blob_chunks, StatCache(), None, engine.options.second_core)
             except BaseException:
                 raise StoreError(
                     f"writing failed part-way ({failure}) and putting the workspace back failed too; "

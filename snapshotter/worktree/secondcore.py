@@ -1,4 +1,4 @@
-"""A second core for a walk: a forked copy of this process, and when to make one.
+"""A second core for a walk or a restore: a forked copy of this process, and when to make one.
 
 Git spreads a walk's ``lstat`` calls and its hashing over threads. Python
 threads cannot share that work: each system call hands the GIL back and
@@ -13,7 +13,7 @@ a copy that dies, or is killed, only leaves work undone, which the original
 then does itself.
 
 A copy is made only where that is safe and pays (``available``): Linux,
-two or more cores, the ``parallel_walk`` option on, and no other thread in
+two or more cores, the ``second_core`` option on, and no other thread in
 the process, since a fork copies only the calling thread, and a lock another
 thread held would stay held in the copy for ever.
 """

@@ -172,8 +172,8 @@ def scan(
     walk.previous_mode = previous_mode
     line_counts: dict[bytes, int | None] = {}
     with collector_paused():  # what a walk makes is not cyclic garbage (see collector_paused)
-        walk.split = options.parallel_walk
-        if incremental is None and options.parallel_walk and options.trust_folder_mtimes and not walk.carry_modes:
+        walk.split = options.second_core
+        if incremental is None and options.second_core and options.trust_folder_mtimes and not walk.carry_modes:
             walk.preload = Preload.start(walk.workspace, cache, walk.cutoff)
         try:
             _visit_all(walk, [(walk.root, walk.workspace, ignores, incremental is not None)])

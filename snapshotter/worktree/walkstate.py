@@ -121,7 +121,7 @@ class Walk:
     preload: Preload | None = None
     """A forked copy checking trusted folders from the far end (see ``preload``)."""
     split: bool = False
-    """A forked copy may hash the tail of the queue (``parallel_walk``, see ``splithash``)."""
+    """A forked copy may hash the tail of the queue (``second_core``, see ``splithash``)."""
 
     nodes: dict[str, DirNode] = field(default_factory=dict)
     listings: Listings = field(default_factory=dict)
