@@ -6,8 +6,9 @@
 
 The rows are bench_engine.py's (its workspaces, its git shadow, its settling
 and turn-taking; this script imports them): cold snapshot, no-change snapshot,
-snapshot with 10 changed, diff of 10 changed, and the watch-mode no-change
-snapshot when watchdog is installed. Every figure is the median of ``--runs``
+snapshot with 10 changed, diff of 10 changed, the watch-mode no-change
+snapshot when watchdog is installed, and the Python floor (a bare ``lstat``
+walk, no git column: how the machine's cost per file grows). Every figure is the median of ``--runs``
 runs; ratios are snapshotter / git. Each size is measured in a child process of
 its own; after its timed rows, every one-shot operation runs once more in a
 lone process of its own, whose peak RSS is reported beside the interpreter's.
@@ -49,7 +50,9 @@ from bench_engine import (  # noqa: E402
 from snapshotter import Snapshotter  # noqa: E402
 from snapshotter.options import DEFAULTS  # noqa: E402
 
-ROWS = ("cold", "no_change", "changed_10", "diff_10", "watch_no_change")
+ROWS = ("cold", "no_change", "changed_10", "diff_10", "watch_no_change", "walk")
+"""``walk`` is bench_engine's Python floor (a bare ``scandir`` + ``lstat`` of
+every file, no git column): how this machine's own cost per file grows."""
 TARGETS_AT = "1000000"
 TARGETS = {"cold": 0.5, "no_change": 1.5, "watch_no_change": 0.1}
 """Target ratios to git at 1,000,000 files (issue #20, item 3)."""
@@ -95,6 +98,7 @@ class GrowthBench(Bench):
         self.measure("no_change", self.no_change)
         self.measure("changed_10", self.changed_10)
         self.measure("diff_10", self.diff_10)
+        self.measure("walk", self.walk)
         self.watch(("watch_no_change",))
 
 
@@ -260,7 +264,7 @@ def print_table(result: dict[str, Any], runs: int) -> None:
         row, solo = result["operations"][key], result["lone"].get(key, {})
         if row["note"]:
             print(f"  {row['label']}: {row['status']}: {row['note']}")
-        if solo.get("status") != "ok":
+        if key in LONE and solo.get("status") != "ok":
             print(f"  {row['label']}, lone process: {solo.get('status')}: {solo.get('note')}")
     for mismatch in result["tree_mismatches"]:
         print(f"  tree ids differ: {mismatch}")
