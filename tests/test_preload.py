@@ -202,3 +202,67 @@ def test_the_same_instance_is_helped_too(ws: Path, home: Path, tmp_path: Path) -
     with Snapshotter(ws, home=tmp_path / "cold") as cold:
         assert cold.snapshot().tree_id == second
     assert no_child_left()
+
+
+def test_folders_a_restore_wrote_to_are_relisted_by_the_copy(ws: Path, home: Path, tmp_path: Path) -> None:
+    """A restore leaves the folders it wrote to without a shape: the walk must
+    list them again, and the copy lists them on its side too. The walk takes
+    the copy's listing, and the snapshot is the one a walk alone makes."""
+    first = _first(ws, home)
+    with Snapshotter(ws, home=home) as snap:
+        target = snap.list()[0].id
+        write(ws, {f"d{i % 5}/f{i}/file{j}.txt": f"second {i} {j}\n" for i in range(FOLDERS) for j in range(4)})
+        snap.snapshot()
+        assert snap.restore(target).written == 4 * FOLDERS
+    _settle()
+    tree, snap = _again(ws, home)
+    assert tree == first
+    stats = snap.last_scan
+    assert stats.files_hashed == 0
+    assert stats.dirs_listed == FOLDERS, "each folder the restore wrote to is listed again..."
+    assert stats.dirs_preloaded == FOLDERS + 1, "...by the copy, which checked its files too"
+    _settle()
+    tree, snap = _again(ws, home)
+    assert tree == first and snap.last_scan.dirs_listed == 0, "the walk left their shapes"
+    assert no_child_left()
+
+
+def test_a_relisting_is_taken_only_as_the_walk_would_judge_it(ws: Path, home: Path, tmp_path: Path) -> None:
+    """The restore wrote a file the rules now ignore (they changed since the
+    target was taken) into a folder: the names differ from the listing the
+    walk last judged, so the walk lists the folder and leaves the file out,
+    though the copy found it and its record."""
+    write(ws, _files())
+    with Snapshotter(ws, home=home) as snap:
+        write(ws, {"d1/f6/note.log": "a log\n"})
+        target = snap.snapshot().id
+    _settle()
+    with Snapshotter(ws, home=home, exclude=["*.log"]) as snap:
+        (ws / "d1/f6/note.log").unlink()
+        snap.snapshot()
+        snap.restore(target)
+    assert (ws / "d1/f6/note.log").exists()
+    _settle()
+    tree, snap = _again(ws, home, exclude=["*.log"])
+    assert snap.last_scan.dirs_listed >= 1
+    with Snapshotter(ws, home=tmp_path / "alone", exclude=["*.log"], second_core=False) as alone:
+        assert alone.snapshot().tree_id == tree
+    assert no_child_left()
+
+
+def test_a_folder_changed_after_the_restore_is_listed_by_the_walk(ws: Path, home: Path, tmp_path: Path) -> None:
+    """A new file beside those the restore wrote, or one gone: the copy's
+    listing is not the table's names, so it vouches for nothing there."""
+    _first(ws, home)
+    with Snapshotter(ws, home=home) as snap:
+        target = snap.list()[0].id
+        write(ws, {f"d{i % 5}/f{i}/file0.txt": f"second {i}\n" for i in range(FOLDERS)})
+        snap.snapshot()
+        snap.restore(target)
+    write(ws, {"d2/f7/extra.txt": "new\n"})
+    (ws / "d3/f8/file1.txt").unlink()
+    _settle()
+    tree, snap = _again(ws, home)
+    assert snap.last_scan.dirs_preloaded == FOLDERS + 1 - 2
+    with Snapshotter(ws, home=tmp_path / "alone", second_core=False) as alone:
+        assert alone.snapshot().tree_id == tree

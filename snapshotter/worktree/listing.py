@@ -123,9 +123,7 @@ def _ignored(
     """The names of folder ``prefix`` that the rules ignore: its cached verdicts
     if its rules and listing (``names``) are the same as then, else judged now.
     Either way they go to ``fresh``, under the digest of both."""
-    digest = hashlib.sha1(rules.fingerprint)
-    digest.update("\0".join(names).encode("utf-8", "surrogateescape"))
-    key = digest.digest()
+    key = listing_key(rules.fingerprint, names)
     record = cached.get(prefix)
     if record is not None and record[0] == key:
         ignored = record[1]
@@ -138,6 +136,14 @@ def _ignored(
         )
     fresh[prefix] = (key, ignored)  # the rules' verdicts only: what tracked paths keep is asked afresh
     return ignored
+
+
+def listing_key(fingerprint: bytes, names: list[str]) -> bytes:
+    """What a folder's ignore verdicts are cached under: the digest of its rules
+    and its listing (``names``: sorted, each subfolder's with a trailing ``/``)."""
+    digest = hashlib.sha1(fingerprint)
+    digest.update("\0".join(names).encode("utf-8", "surrogateescape"))
+    return digest.digest()
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool | None:

@@ -15,6 +15,15 @@ a symlink, and only in a folder whose own stat still equals its cached shape,
 which the walk also requires before it asks (see ``trust``). A verdict is
 only "every file matched, this many bytes" or "check it yourself".
 
+A folder without a shape (a restore wrote to it since it was listed) must be
+listed again. The copy lists it too, when it holds files and no folder: if
+its own stat had settled before the listing, the listing holds exactly the
+names of the folder's table and each file matches its record, the verdict
+carries that stat. The walk takes it only for a folder whose stat is still
+that one, and only if those names are the listing it last judged under the
+same rules with nothing ignored (``FolderTrust.same_names``): then listing
+the folder itself would find what the copy found.
+
 It runs where ``secondcore`` may make a copy, for a cache of at least
 ``MIN_FILES`` files.
 """
@@ -23,9 +32,11 @@ from __future__ import annotations
 
 import os
 import struct
+import time
 
-from snapshotter.fsutil import DIR_FLAGS, NO_FOLLOW
+from snapshotter.fsutil import DIR_FLAGS, NO_FOLLOW, settled
 from snapshotter.worktree import secondcore
+from snapshotter.worktree.listing import list_folder
 from snapshotter.worktree.packedfolder import PackedFolder
 from snapshotter.worktree.statcache import Folder, StatCache
 from snapshotter.worktree.trust import same_stat
@@ -38,7 +49,9 @@ WAIT_FOR_COPY = False
 copy vouches for is taken on its word (otherwise which side checks which
 folder depends on their speeds)."""
 
-_VERDICT = struct.Struct("<QQq")  # the folder's table (see ``_key``); total bytes, or -1: check it yourself
+_VERDICT = struct.Struct("<QQqqqQ")
+"""The folder's table (see ``_key``); total bytes, or -1: check it yourself;
+the folder's own stat (mtime_ns, ctime_ns, inode) the verdict holds for."""
 _DECODED = 2**64 - 1  # no place in loaded bytes: a decoded table
 _FLUSH_FILES = 2_000  # the copy sends its verdicts after about this many files
 _MISMATCH = -1
@@ -67,7 +80,7 @@ class Preload:
 
     def __init__(self, copy: secondcore.Copy) -> None:
         self._copy = copy
-        self._totals: dict[tuple[int, int], int] = {}
+        self._verdicts: dict[tuple[int, int], tuple[int, int, int, int]] = {}
 
     @classmethod
     def start(cls, workspace: str, cache: StatCache, cutoff: int) -> Preload | None:
@@ -79,16 +92,27 @@ class Preload:
         return cls(copy) if copy is not None else None
 
     def total(self, table: Folder) -> int | None:
-        """The total size of the files of ``table`` (a trusted folder's records)
-        if the copy found every one as recorded; None if it found one that was
-        not, or has not got there yet."""
+        """The total size of the files of ``table`` (a trusted or relisted
+        folder's records) if the copy found every one as recorded; None if it
+        found one that was not, or has not got there yet."""
+        verdict = self._verdict(table)
+        return verdict[0] if verdict is not None else None
+
+    def relisted(self, table: Folder, own: os.stat_result) -> bool:
+        """Whether the copy listed the folder of ``table`` (one without a shape)
+        under the stat ``own`` and found exactly the table's names, every file
+        as recorded."""
+        verdict = self._verdict(table)
+        return verdict is not None and same_stat(own, *verdict[1:])
+
+    def _verdict(self, table: Folder) -> tuple[int, int, int, int] | None:
         key = _key(table)
-        totals = self._totals
-        if key not in totals and not self._copy.done:
-            for source, place, total in self._copy.records(_VERDICT):
-                totals[source, place] = total  # type: ignore[index,assignment]
-        total = totals.get(key, _MISMATCH)
-        return total if total != _MISMATCH else None
+        verdicts = self._verdicts
+        if key not in verdicts and not self._copy.done:
+            for source, place, total, mtime, ctime, inode in self._copy.records(_VERDICT):
+                verdicts[source, place] = (total, mtime, ctime, inode)  # type: ignore[index,assignment]
+        found = verdicts.get(key)
+        return found if found is not None and found[0] != _MISMATCH else None
 
     def stop(self) -> None:
         """End the copy, wherever it is, and reap it."""
@@ -105,7 +129,7 @@ def _check_from_the_end(workspace: str, cache: StatCache, cutoff: int, out: int)
     files = 0
     for rel in reversed(order):
         shape = shapes.get(rel)
-        if shape is None or shape[1] >= cutoff:
+        if shape is not None and shape[1] >= cutoff:
             continue  # the walk lists it again: no verdict is asked for
         table = cache.folder(rel)
         if not table:
@@ -115,15 +139,23 @@ def _check_from_the_end(workspace: str, cache: StatCache, cutoff: int, out: int)
         except OSError:
             continue
         try:
-            if not same_stat(os.fstat(fd), shape[0], shape[1], shape[2]):
+            own = os.fstat(fd)
+            if shape is None:
+                same = _holds_only(fd, own, table)
+            else:
+                same = same_stat(own, shape[0], shape[1], shape[2])
+            if not same:
                 total = None
             elif type(table) is PackedFolder:
                 total = table.all_match(lstat, fd, cutoff)
             else:
                 total = _all_match(table, fd, cutoff)
+        except OSError:
+            continue  # the walk will say why
         finally:
             os.close(fd)
-        sent.append(_VERDICT.pack(*_key(table), _MISMATCH if total is None else total))
+        verdict = _MISMATCH if total is None else total
+        sent.append(_VERDICT.pack(*_key(table), verdict, own.st_mtime_ns, own.st_ctime_ns, own.st_ino))
         files += len(table)
         if files >= _FLUSH_FILES:
             secondcore.send(out, b"".join(sent))
@@ -131,6 +163,18 @@ def _check_from_the_end(workspace: str, cache: StatCache, cutoff: int, out: int)
             files = 0
     if sent:
         secondcore.send(out, b"".join(sent))
+
+
+def _holds_only(fd: int, own: os.stat_result, table: Folder) -> bool:
+    """Whether the folder open as ``fd``, listed now, holds the names of
+    ``table`` and nothing else, no folder among them; only if its stat ``own``,
+    taken before, had settled (a later change cannot hide in the same tick)."""
+    if not settled(own, time.time_ns()):
+        return False
+    entries = list_folder("", fd)
+    if len(entries) != len(table):
+        return False
+    return all(entry.name in table and not entry.is_dir(follow_symlinks=False) for entry in entries)
 
 
 def _key(table: Folder) -> tuple[int, int]:

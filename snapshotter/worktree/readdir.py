@@ -63,7 +63,31 @@ def read_folder(
             node.shape = shape
             pairs = table.items() if isinstance(table, PackedFolder) else TrustedItems(table)
             return inner, dirs, rescued, pairs, os.stat  # only a folder open as ``fd`` is trusted
+        if walk.preload is not None and node.rel not in trust.shapes and walk.preload.relisted(table, own):
+            relisted = _relisted(walk, node, base, rules, own, table)
+            if relisted is not None:
+                return relisted
     return _list(walk, node, path, base, rules, fd, own, table)
+
+
+def _relisted(
+    walk: Walk, node: DirNode, base: str, rules: IgnoreStack, own: os.stat_result, table: Folder
+) -> Contents | None:
+    """Folder ``node`` as the preload's copy listed it under its stat ``own``
+    (the files of ``table``, no folder), if the walk would judge that listing
+    as it did last time; else None: list it."""
+    names = list(table)
+    found = walk.trust.same_names(node.rel, rules, base, names)
+    if found is None:
+        return None
+    inner, known = found
+    walk.dirs_listed += 1
+    walk.listed.add(node.rel)
+    walk.listings[node.rel] = known
+    walk.listing_hits[0] += 1
+    node.shape = walk.trust.shape(own, inner, ".gitignore" in names, [], False)
+    pairs = table.items() if isinstance(table, PackedFolder) else TrustedItems(table)
+    return inner, [], set(), pairs, os.stat  # classify takes the copy's verdict
 
 
 def _list(

@@ -18,6 +18,11 @@ one place that decides when that holds; the walk's steps only ask it.
   verdicts may differ), whether it has a ``.gitignore``, and its tracked
   subfolders. A shape holds only while the folder's table has a record for
   every file listed; a folder holding a leftover of a killed restore gets none.
+- Relisting. A folder without a shape (a restore wrote to it) is listed
+  again; where the preload's copy already listed it under the very stat the
+  walk sees now and found only the files of its table, the walk takes that
+  listing if those names are the ones it last judged under the same rules,
+  with nothing ignored (``same_names``; see ``preload``).
 - Prelisting. The size check of a new store lists every folder; the store's
   first scan takes those whose stat has not changed since instead of listing
   them again (only which entries exist is trusted: every file is read afresh).
@@ -43,7 +48,7 @@ from typing import Protocol
 
 from snapshotter.fsutil import settled, stat_key
 from snapshotter.worktree.ignore import IgnoreStack
-from snapshotter.worktree.listing import LIST_BY_FD, own_rules
+from snapshotter.worktree.listing import LIST_BY_FD, listing_key, own_rules
 from snapshotter.worktree.statcache import Folder, Shape, StatCache
 
 
@@ -147,6 +152,18 @@ class FolderTrust:
             return None
         inner = own_rules(rules, shape[4], rel, base)
         return (shape, inner, known) if inner.fingerprint == shape[3] else None
+
+    def same_names(
+        self, rel: str, rules: IgnoreStack, base: str, names: list[str]
+    ) -> tuple[IgnoreStack, tuple[bytes, frozenset[str]]] | None:
+        """The rules inside folder ``rel`` and its ignore verdicts, if a listing
+        that found exactly ``names`` (files only) is the listing the last walk
+        judged under the same rules, and it ignored none of them; else None."""
+        known = self.listings.get(rel)
+        if known is None or known[1]:
+            return None
+        inner = own_rules(rules, ".gitignore" in names, rel, base)
+        return (inner, known) if listing_key(inner.fingerprint, sorted(names)) == known[0] else None
 
     def prelisted(self, rel: str, own: os.stat_result) -> Listed | None:
         """The size check's listing of folder ``rel``, if it still holds."""
