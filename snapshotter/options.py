@@ -107,7 +107,7 @@ class Options:
     )
     second_core: bool = setting(
         True,
-        "check and hash a big workspace's files, and write a big restore's, on a second core too,"
+        "check and hash a big workspace's files, and delete and write a big restore's, on a second core too,"
         " in a forked copy of this process (Linux)",
         workspace="only-off",
     )

@@ -1,5 +1,5 @@
-"""Writing on two cores: a forked copy writes the second half of a restore's
-files (``session.splitwrite``). The workspace and the stat cache must end as
+"""Writing on two cores: a forked copy deletes and writes the second half of
+a restore's files (``session.splitwrite``). The workspace and the stat cache must end as
 one core leaves them; a copy that fails or dies must cost nothing but time;
 a restore that fails must stop the copy before it puts the workspace back.
 
@@ -164,3 +164,32 @@ def test_a_restore_that_fails_stops_its_copy_and_puts_everything_back(
         assert contents(ws) == now
         assert no_child_left()
     assert contents(ws) == now
+
+
+def test_deletions_are_shared_too(ws: Path, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Undoing a turn that made many files deletes them on two cores, then
+    removes the folders they leave empty."""
+    log = tmp_path / "deleters.log"
+    real = Workspace.delete
+
+    def logged(self: Workspace, rel: str) -> None:
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        try:
+            os.write(fd, f"{os.getpid()}\n".encode())
+        finally:
+            os.close(fd)
+        real(self, rel)
+
+    monkeypatch.setattr(Workspace, "delete", logged)
+    write(ws, {"keep.txt": "kept\n"})
+    with Snapshotter(ws, home=home) as snap:
+        target = snap.snapshot().id
+        write(ws, _files(1))
+        snap.snapshot()
+        result = snap.restore(target)
+    assert result.deleted == FILES
+    assert read_tree(ws) == {"keep.txt": ("file", b"kept\n")}
+    assert sorted(os.listdir(ws)) == ["keep.txt"], "the emptied folders are gone"
+    deleters = _writers(log)
+    assert len(deleters) == 2 and deleters[os.getpid()] == FILES // 2
+    assert no_child_left()

@@ -19,7 +19,7 @@ from snapshotter.errors import InvalidInput, RestoreConflict, UnsafeTree
 from snapshotter.fsutil import StatKey, stat_key
 from snapshotter.gitstore.objects import MODE_EXEC, MODE_LINK, TRACKED_MODES
 from snapshotter.model import SkippedPath, SkipReason
-from snapshotter.session.splitwrite import SplitWriting
+from snapshotter.session.splitwrite import do_all
 from snapshotter.worktree.fsops import Workspace
 from snapshotter.worktree.hostfs import HostFS, recorded_mode
 from snapshotter.worktree.statcache import Record, StatCache
@@ -321,50 +321,41 @@ def apply_plan(
     each file's blob read and record made in Python, two threads made a
     10,000-file restore slower here (2.1-2.5 s against 1.2-1.8 s), as each
     thread back from a system call waits for the other to let go of the GIL.
-    With ``second_core``, a forked copy of the process writes the second half
-    of many writes instead (see ``splitwrite``).
+    With ``second_core``, a forked copy of the process deletes and writes the
+    second half of many files instead (see ``splitwrite``).
     """
-    writes = plan.writes
-    total = len(writes)
+    deletes, writes = plan.deletes, plan.writes
     records: dict[str, Record | None] = {}
 
-    def write_one(path: str, entry: Entry) -> StatKey:
-        mode, sha = entry
+    def delete_one(path: str) -> None:
+        workspace.delete(path)
+
+    def deleted(index: int, key: StatKey | None) -> None:
+        records[deletes[index]] = None
+
+    def write_one(change: tuple[str, Entry]) -> StatKey:
+        path, (mode, sha) = change
         if mode == MODE_LINK:
             st = workspace.write_symlink(path, _link_target(path, blob_chunks(sha)))
         else:
             st = workspace.write_file(path, blob_chunks(sha), mode == MODE_EXEC)
         return _record_key(st, mode, workspace.host)
 
-    def take(answers: Iterable[tuple[int, StatKey]]) -> None:
-        for index, key in answers:
-            path, (_, sha) = writes[index]
-            records[path] = (*key, sha)
+    def written(index: int, key: StatKey | None) -> None:
+        path, (_, sha) = writes[index]
+        assert key is not None
+        records[path] = (*key, sha)
+        if progress is not None:
+            progress(len(records) - len(deletes), len(writes))
 
-    split: SplitWriting | None = None
     try:
-        for path in plan.deletes:
-            workspace.delete(path)
-            records[path] = None
-        _remove_emptied_dirs(workspace, plan.deletes)
-        split = SplitWriting.start(writes, write_one) if second_core else None
-        for index, (path, entry) in enumerate(writes[: split.first] if split is not None else writes):
-            if progress is not None:
-                progress(len(records) - len(plan.deletes) + 1, total)
-            records[path] = (*write_one(path, entry), entry[1])
-            if split is not None and index % 64 == 0:
-                take(split.received())
-        if split is not None:
-            take(split.finish())
-            for path, entry in writes[split.first :]:  # what a failed copy left undone
-                if path not in records:
-                    records[path] = (*write_one(path, entry), entry[1])
+        do_all(deletes, delete_one, deleted, second_core)
+        _remove_emptied_dirs(workspace, deletes)
+        do_all(writes, write_one, written, second_core)
         for path, (mode, sha) in plan.chmods:
             st = workspace.set_executable(path, mode == MODE_EXEC)
             records[path] = (*_record_key(st, mode, workspace.host), sha)
     finally:
-        if split is not None:
-            split.stop()  # the copy ends before anything else happens (putting the workspace back, say)
         cache.apply(records)  # what was written is recorded even if a later write failed
     cache.dirs.update(plan.folders)  # every write done: each folder now holds what the target's does
 
