@@ -118,6 +118,11 @@ class PackedFolder(Mapping[str, Record]):
         return PackedItems(self)
 
 
+def names_of(table: Mapping[str, Record]) -> list[str]:
+    """A table's file names, decoding no record of a packed one."""
+    return table.names() if type(table) is PackedFolder else list(table)
+
+
 class PackedItems(ItemsView[str, Record]):
     """A ``PackedFolder``'s items, decoded only when iterated: a walk that
     sees this type may check the folder on its packed bytes instead."""

@@ -37,7 +37,7 @@ import time
 from snapshotter.fsutil import DIR_FLAGS, NO_FOLLOW, settled
 from snapshotter.worktree import secondcore
 from snapshotter.worktree.listing import list_folder
-from snapshotter.worktree.packedfolder import PackedFolder
+from snapshotter.worktree.packedfolder import PackedFolder, names_of
 from snapshotter.worktree.statcache import Folder, StatCache
 from snapshotter.worktree.trust import same_stat
 
@@ -174,7 +174,8 @@ def _holds_only(fd: int, own: os.stat_result, table: Folder) -> bool:
     entries = list_folder("", fd)
     if len(entries) != len(table):
         return False
-    return all(entry.name in table and not entry.is_dir(follow_symlinks=False) for entry in entries)
+    names = set(names_of(table))
+    return all(entry.name in names and not entry.is_dir(follow_symlinks=False) for entry in entries)
 
 
 def _key(table: Folder) -> tuple[int, int]:

@@ -16,7 +16,7 @@ from snapshotter.fsutil import FileStat
 from snapshotter.model import SkippedPath
 from snapshotter.worktree.ignore import IgnoreStack
 from snapshotter.worktree.listing import has_gitignore, list_folder, own_rules, tracked_entries
-from snapshotter.worktree.packedfolder import PackedFolder
+from snapshotter.worktree.packedfolder import PackedFolder, names_of
 from snapshotter.worktree.statcache import Folder, Listings, Record
 from snapshotter.worktree.trust import KnownStat
 from snapshotter.worktree.walkstate import DirNode, Walk
@@ -76,7 +76,7 @@ def _relisted(
     """Folder ``node`` as the preload's copy listed it under its stat ``own``
     (the files of ``table``, no folder), if the walk would judge that listing
     as it did last time; else None: list it."""
-    names = list(table)
+    names = names_of(table)
     found = walk.trust.same_names(node.rel, rules, base, names)
     if found is None:
         return None
