@@ -106,7 +106,10 @@ def push(
     would otherwise race for the remote's ref locks and this store's records."""
     os.makedirs(store.meta_dir, mode=0o700, exist_ok=True)
     with StoreLock(os.path.join(store.meta_dir, _PUSH_LOCK), PUSH_LOCK_WAIT):
-        return _push(store, to, max_file_size, prune, progress)
+        try:
+            return _push(store, to, max_file_size, prune, progress)
+        finally:
+            to.remote.release()
 
 
 def _push(
@@ -160,10 +163,15 @@ def fetch(engine: Engine, source: Target) -> list[SnapshotInfo]:
     """Bring ``source``'s snapshots into this store (hold the store lock): the same
     commits, with refs numbered after this store's; returns the new ones, oldest first."""
     store = engine.store
-    there = replication.remote_refs(source.remote, source.snapshots, source.credentials)
-    if not there:
-        raise RemoteError(f"{source.remote.shown} holds no snapshots named {source.name!r}; `remote list` shows them")
-    replication.receive(store, source.remote, there, source.credentials)
+    try:
+        there = replication.remote_refs(source.remote, source.snapshots, source.credentials)
+        if not there:
+            raise RemoteError(
+                f"{source.remote.shown} holds no snapshots named {source.name!r}; `remote list` shows them"
+            )
+        replication.receive(store, source.remote, there, source.credentials)
+    finally:
+        source.remote.release()
     have = set(store.snapshot_refs().values())
     arrived: list[tuple[tuple[int, int], bytes]] = []
     for sha in {bytes.fromhex(value.decode()) for value in there.values()} - have:
@@ -220,7 +228,11 @@ def workspaces(location: str, credentials: Credentials | None) -> list[RemoteWor
     remote = open_remote(location, credentials)
     counts: dict[str, int] = {}
     hosts: dict[str, set[str]] = {}
-    for ref in replication.remote_refs(remote, PREFIX, credentials):
+    try:
+        refs = replication.remote_refs(remote, PREFIX, credentials)
+    finally:
+        remote.release()
+    for ref in refs:
         name, _, rest = ref[len(PREFIX) :].decode("utf-8", "replace").partition("/")
         if rest.startswith("snapshots/"):
             counts[name] = counts.get(name, 0) + 1

@@ -41,6 +41,22 @@ needs_second_core = pytest.mark.skipif(
 )
 
 
+def alone_in_this_process(timeout: float = 10.0) -> None:
+    """Wait until no other thread runs in this process, as a fork needs (see
+    ``secondcore.available``): an earlier test's threads may still be ending.
+    Fails, naming them, if some are still there after ``timeout`` seconds."""
+    import threading
+
+    from snapshotter.worktree import secondcore
+
+    deadline = time.monotonic() + timeout
+    while not secondcore.available():
+        if time.monotonic() > deadline:
+            names = [thread.name for thread in threading.enumerate()]
+            pytest.fail(f"other threads still run, so nothing can be forked: {names}, {os.listdir('/proc/self/task')}")
+        time.sleep(0.01)
+
+
 def no_child_left() -> bool:
     """Whether this process has no child process, running or unreaped."""
     try:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import git_shadow_tree, needs_git, needs_second_core, no_child_left, write
+from conftest import alone_in_this_process, git_shadow_tree, needs_git, needs_second_core, no_child_left, write
 
 from snapshotter import Snapshotter, fsutil
 from snapshotter.errors import SnapshotError
@@ -33,6 +33,7 @@ FOLDERS = 40
 def _eager(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(preload, "MIN_FILES", 0)
     monkeypatch.setattr(preload, "WAIT_FOR_COPY", True)
+    alone_in_this_process()
 
 
 def _files() -> dict[str, str]:

@@ -11,8 +11,11 @@ server) and the oracle; these tests skip without it.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -585,3 +588,40 @@ def test_a_packed_object_is_sent_as_stored_only_if_it_matches_its_id(tmp_path: P
     with pytest.raises(SnapshotError, match=f"object {blob.hex()} .*damaged"):
         make().push(str(server))
     assert git("--git-dir", str(server), "for-each-ref") == ""
+
+
+def test_no_connection_stays_open_after_a_push_or_a_fetch(tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """The HTTP client keeps its connection for reuse: once a push or fetch
+    returns it is closed, so the server's thread serving it ends (left open, it
+    would end only when the client object is garbage-collected)."""
+    if not has_git_program("http-backend"):
+        pytest.skip("git http-backend is not installed with git here")
+
+    def serving() -> list[str]:
+        deadline = time.monotonic() + 1
+        while time.monotonic() < deadline:
+            names = [t.name for t in threading.enumerate() if "process_request" in t.name]
+            if not names:
+                return []
+            time.sleep(0.02)
+        return names
+
+    write(ws, {"f": "1\n"})
+    snap = make()
+    snap.snapshot()
+    bare_repository(tmp_path / "srv" / "snaps.git")
+    gc.disable()  # the client's pool must be closed by the library, not by the collector
+    try:
+        with http_backend(tmp_path / "srv", USER, PASSWORD) as (url, _):
+            snap.push(f"{url}/snaps.git", credentials=Credentials(USER, PASSWORD))
+            assert serving() == []
+            write(ws, {"f": "2\n"})
+            snap.snapshot()
+            snap.push_async(f"{url}/snaps.git", credentials=Credentials(USER, PASSWORD)).result(timeout=60)
+            assert serving() == [], "the background pusher keeps its remote between pushes, not its connection"
+            snap.fetch(f"{url}/snaps.git", credentials=Credentials(USER, PASSWORD))
+            assert serving() == []
+            Snapshotter.remote_workspaces(f"{url}/snaps.git", credentials=Credentials(USER, PASSWORD))
+            assert serving() == []
+    finally:
+        gc.enable()

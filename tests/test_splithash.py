@@ -13,7 +13,17 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import contents, deny_reading, git, git_shadow_tree, needs_git, needs_second_core, no_child_left, write
+from conftest import (
+    alone_in_this_process,
+    contents,
+    deny_reading,
+    git,
+    git_shadow_tree,
+    needs_git,
+    needs_second_core,
+    no_child_left,
+    write,
+)
 
 from snapshotter import Snapshotter
 from snapshotter.gitstore.objectwriter import ObjectWriter
@@ -28,6 +38,7 @@ FILES = 300
 @pytest.fixture(autouse=True)
 def _eager(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(splithash, "MIN_FILES", 0)
+    alone_in_this_process()
 
 
 def _files() -> dict[str, str | bytes]:

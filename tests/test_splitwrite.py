@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import contents, needs_second_core, no_child_left, read_tree, write
+from conftest import alone_in_this_process, contents, needs_second_core, no_child_left, read_tree, write
 
 from snapshotter import Snapshotter
 from snapshotter.errors import WorkspaceError
@@ -31,6 +31,7 @@ FILES = 300
 @pytest.fixture(autouse=True)
 def _eager(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(splitwrite, "MIN_FILES", 0)
+    alone_in_this_process()
 
 
 def _files(version: int) -> dict[str, str | bytes]:

@@ -78,6 +78,16 @@ class Remote:
     client: GitClient
     path: str
 
+    def release(self) -> None:
+        """Close the connections the client keeps for reuse. The HTTP client
+        keeps its last one open in a pool until it is garbage-collected, and
+        dulwich's ``close`` leaves it there; a push or fetch is over when its
+        function returns, so nothing is left open behind it."""
+        self.client.close()
+        pool = getattr(self.client, "pool_manager", None)
+        if pool is not None:
+            pool.clear()
+
 
 def shown(location: str) -> str:
     """``location`` without the whole ``user:password@`` of a URL: the user part
