@@ -218,6 +218,19 @@ class PushResult:
     refs_updated: int
     pruned: int = 0
     """Remote snapshot refs deleted because retention dropped them here (``prune=True``)."""
+    skipped: tuple[SkippedSnapshot, ...] = ()
+    """Snapshots left out, and why (``skip_refused=True``); without it, such a snapshot refuses the push."""
+
+
+@dataclass(frozen=True)
+class SkippedSnapshot:
+    """A snapshot a push did not send: the first ``path`` that kept it back, and
+    the ``reason``: ``"excluded"`` (a path the excludes keep out of snapshots
+    now, recorded before they did) or ``"too large"`` (a file over the push limit)."""
+
+    id: str
+    path: str
+    reason: str
 
 
 @dataclass(frozen=True)

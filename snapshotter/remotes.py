@@ -31,16 +31,17 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from snapshotter.errors import InvalidInput, PushRefused, RemoteError, StoreError
+from snapshotter import outgoing
+from snapshotter.errors import InvalidInput, RemoteError, StoreError
 from snapshotter.gitstore import replication
 from snapshotter.gitstore.location import store_key
 from snapshotter.gitstore.locking import StoreLock
-from snapshotter.gitstore.objects import MODE_TREE, parse_tree
 from snapshotter.gitstore.store import Store
 from snapshotter.gitstore.trailers import is_snapshot_commit
 from snapshotter.gitstore.transport import Credentials, Remote, open_remote
-from snapshotter.model import PushResult, RemoteWorkspace, SnapshotInfo
+from snapshotter.model import PushResult, RemoteWorkspace, SkippedSnapshot, SnapshotInfo
 from snapshotter.session.engine import Engine
+from snapshotter.worktree.ignore import IgnoreStack
 
 PREFIX = b"refs/snapshotter/"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -99,7 +100,11 @@ def target(location: str, name: str, credentials: Credentials | None) -> Target:
 
 
 def push(
-    store: Store, to: Target, max_file_size: int, prune: bool, progress: Callable[[int, int], None] | None = None
+    store: Store,
+    to: Target,
+    checks: PushChecks,
+    prune: bool,
+    progress: Callable[[int, int], None] | None = None,
 ) -> PushResult:
     """Send this store's snapshots and state to ``to`` (see the module's docstring),
     one push of this store at a time: a foreground push and the background one
@@ -107,38 +112,55 @@ def push(
     os.makedirs(store.meta_dir, mode=0o700, exist_ok=True)
     with StoreLock(os.path.join(store.meta_dir, _PUSH_LOCK), PUSH_LOCK_WAIT):
         try:
-            return _push(store, to, max_file_size, prune, progress)
+            return _push(store, to, checks, prune, progress)
         finally:
             to.remote.release()
 
 
+@dataclass(frozen=True)
+class PushChecks:
+    """What a push checks before sending (see ``outgoing``): the ``policy`` no
+    snapshot's path may match, the ``max_file_size`` (0: none), and whether a
+    snapshot that fails either is left out (``skip_refused``) or refuses the push."""
+
+    policy: IgnoreStack
+    max_file_size: int
+    skip_refused: bool = False
+
+
 def _push(
-    store: Store, to: Target, max_file_size: int, prune: bool, progress: Callable[[int, int], None] | None
+    store: Store, to: Target, checks: PushChecks, prune: bool, progress: Callable[[int, int], None] | None
 ) -> PushResult:
-    replication.ensure_local_repository(to.remote)
-    there = replication.remote_refs(to.remote, PREFIX + to.name.encode() + b"/", to.credentials)
+    new_there = replication.missing_local_repository(to.remote)
+    there = {} if new_there else replication.remote_refs(to.remote, PREFIX + to.name.encode() + b"/", to.credentials)
     local = {sha.hex() for sha in store.snapshot_refs().values()}
-    updates: dict[bytes, bytes | None] = {}
     new = sorted(sha for sha in local if to.snapshots + sha.encode() not in there)
-    for sha in new:
-        updates[to.snapshots + sha.encode()] = sha.encode()
-    record = _pushed_file(store, to)
-    made_there = _read_lines(record)  # the snapshots this store created on the remote
-    dropped = {sha for sha in made_there - local if to.snapshots + sha.encode() in there} if prune else set()
-    for sha in dropped:
-        updates[to.snapshots + sha.encode()] = None
     host_prefix = PREFIX + to.name.encode() + b"/hosts/" + host_id(store).encode() + b"/"
     state = _state_refs(store, host_prefix)
-    for ref, value in state.items():
-        if there.get(ref) != value:
-            updates[ref] = value
-    for ref in there:
-        if ref.startswith(host_prefix) and ref not in state:
-            updates[ref] = None  # this store's state only: no other store's is ever touched
+    held = {value.decode() for value in there.values()}
+    outgoing_commits = sorted((set(new) | {value.decode() for value in state.values()}) - held)
+    skipped = outgoing.policy_refusals(store, [bytes.fromhex(sha) for sha in outgoing_commits], checks.policy)
+    while True:
+        if skipped and not checks.skip_refused:
+            raise outgoing.refuse(skipped[0], checks.max_file_size)  # before a byte goes
+        left_out = {entry.id for entry in skipped}
+        sending = [sha for sha in new if sha not in left_out]
+        updates = _updates(store, to, there, sending, local, prune, state, left_out)
+        if not updates:
+            break
+        plan = replication.plan(store, [v for v in updates.values() if v is not None], list(there.values()))
+        big = outgoing.oversized(store, plan.objects, checks.max_file_size)
+        if not big:
+            break
+        wanted = [bytes.fromhex(sha) for sha in outgoing_commits if sha not in left_out]
+        more = outgoing.size_refusals(store, big, wanted)
+        if not more:  # reached only through a commit the remote holds: no snapshot to leave out
+            raise outgoing.refuse(SkippedSnapshot("", f"{next(iter(big)).hex()}", "too large"), checks.max_file_size)
+        skipped += more
     if not updates:
-        return PushResult(to.remote.shown, to.name, 0, 0, 0, 0)
-    plan = replication.plan(store, [v for v in updates.values() if v is not None], list(there.values()))
-    _check_sizes(store, plan.objects, [bytes.fromhex(s) for s in new], max_file_size)  # before a byte goes
+        return PushResult(to.remote.shown, to.name, 0, 0, 0, 0, tuple(skipped))
+    if new_there:
+        replication.ensure_local_repository(to.remote)
     sent = replication.send(store, to.remote, updates, to.credentials, plan, progress)
     refused = _still_refused(to, sent.refused, updates)
     if refused:
@@ -146,8 +168,43 @@ def _push(
         raise RemoteError(f"{to.remote.shown} refused {len(refused)} refs ({first[0]}: {first[1]})")
     # Only what this push created there, never a snapshot that was there already (another
     # store's, fetched here): a later prune deletes only what this store made.
-    _write_text(record, "".join(f"{sha}\n" for sha in sorted((made_there | set(new)) - dropped)))
-    return PushResult(to.remote.shown, to.name, len(new), sent.objects, sent.refs_updated, len(dropped))
+    record = _pushed_file(store, to)
+    made_there = _read_lines(record)
+    dropped = {
+        ref[len(to.snapshots) :].decode() for ref, v in updates.items() if v is None and ref.startswith(to.snapshots)
+    }
+    _write_text(record, "".join(f"{sha}\n" for sha in sorted((made_there | set(sending)) - dropped)))
+    counts = (len(sending), sent.objects, sent.refs_updated, len(dropped))
+    return PushResult(to.remote.shown, to.name, *counts, tuple(skipped))
+
+
+def _updates(
+    store: Store,
+    to: Target,
+    there: replication.Refs,
+    sending: list[str],
+    local: set[str],
+    prune: bool,
+    state: dict[bytes, bytes],
+    left_out: set[str],
+) -> dict[bytes, bytes | None]:
+    """The ref updates of a push: each snapshot to send, each this store made
+    there and dropped since (``prune``), and this store's state refs, less those
+    naming a snapshot ``left_out``."""
+    updates: dict[bytes, bytes | None] = {to.snapshots + sha.encode(): sha.encode() for sha in sending}
+    if prune:
+        for sha in _read_lines(_pushed_file(store, to)) - local:
+            if to.snapshots + sha.encode() in there:
+                updates[to.snapshots + sha.encode()] = None
+    host_prefix = PREFIX + to.name.encode() + b"/hosts/" + host_id(store).encode() + b"/"
+    kept = {ref: value for ref, value in state.items() if value.decode() not in left_out}
+    for ref, value in kept.items():
+        if there.get(ref) != value:
+            updates[ref] = value
+    for ref in there:
+        if ref.startswith(host_prefix) and ref not in state:
+            updates[ref] = None  # this store's state only: no other store's is ever touched
+    return updates
 
 
 def _still_refused(to: Target, refused: Mapping[str, str], updates: Mapping[bytes, bytes | None]) -> dict[str, str]:
@@ -258,37 +315,6 @@ def _state_refs(store: Store, prefix: bytes) -> dict[bytes, bytes]:
 
 
 _STACKS = ("undo", "redo", "turns")
-
-
-def _check_sizes(store: Store, objects: list[tuple[int, bytes]], snapshots: list[bytes], limit: int) -> None:
-    if not limit:
-        return
-    for kind, sha in objects:
-        if kind != 3:
-            continue
-        size = store.object_header(sha)[1]
-        if size > limit:
-            where = _path_of(store, sha, snapshots) or sha.hex()
-            raise PushRefused(
-                f"{where} is {size:,} bytes, over the push limit of {limit:,} (most servers refuse such files); "
-                "nothing was sent: exclude it, or raise max_push_file_size"
-            )
-
-
-def _path_of(store: Store, blob: bytes, commits: list[bytes]) -> str | None:
-    """Where ``blob`` stands in one of the ``commits`` (for the message)."""
-    for commit in commits:
-        content = store.read_raw(commit)[1]
-        stack = [("", bytes.fromhex(content[5:45].decode("ascii")))]
-        while stack:
-            prefix, tree = stack.pop()
-            for name, mode, sha in parse_tree(store.read_raw(tree)[1]):
-                path = prefix + os.fsdecode(name)
-                if mode == MODE_TREE:
-                    stack.append((path + "/", sha))
-                elif sha == blob:
-                    return path
-    return None
 
 
 def _taken_in_order(content: bytes) -> tuple[int, int]:

@@ -25,6 +25,7 @@ from snapshotter.model import FetchResult, PushResult, RemoteWorkspace
 from snapshotter.options import Options
 from snapshotter.replicator import Replicator
 from snapshotter.session.engine import Engine
+from snapshotter.worktree.ignore import policy_stack
 
 log = logging.getLogger("snapshotter")
 
@@ -76,6 +77,7 @@ class Replicas:
         name: str | None = None,
         prune: bool = False,
         credentials: Credentials | None = None,
+        skip_refused: bool = False,
     ) -> PushResult:
         """Send this workspace's snapshots (and its pins, base, undo, redo, turn and
         session stacks) to a git remote, under ``refs/snapshotter/<name>/``, never
@@ -84,12 +86,22 @@ class Replicas:
         ``ssh://`` URL (default: ``remote=``); ``name``: the namespace (default:
         the folder's name and a hash of its path); ``prune``: also delete the
         remote refs of snapshots this store created there and has dropped since;
-        ``credentials``: over the Snapshotter's own (``credentials=``). A file
-        over ``max_push_file_size`` refuses the push before anything is sent."""
+        ``credentials``: over the Snapshotter's own (``credentials=``).
+
+        Before anything is sent, each snapshot to send is checked: a file over
+        ``max_push_file_size``, or a path that ``exclude=`` and the default
+        excludes keep out of snapshots now (one recorded before they did),
+        refuses the push (``PushRefused``); with ``skip_refused=True`` such
+        snapshots stay here and the others go (``PushResult.skipped``)."""
         engine = self._engine_ok()
         to = self._target(remote, name, credentials)
-        limit = self._options.max_push_file_size
-        return remotes.push(engine.store, to, limit, bool(prune), engine.phase("sending"))
+        checks = self._push_checks(bool(skip_refused))
+        return remotes.push(engine.store, to, checks, bool(prune), engine.phase("sending"))
+
+    def _push_checks(self, skip_refused: bool) -> remotes.PushChecks:
+        options = self._options
+        policy = policy_stack(options.exclude, options.use_default_excludes)
+        return remotes.PushChecks(policy, options.max_push_file_size, skip_refused)
 
     def push_async(
         self, remote: str | None = None, *, name: str | None = None, credentials: Credentials | None = None
@@ -116,12 +128,12 @@ class Replicas:
 
     def _pusher(self, to: remotes.Target) -> Callable[[], PushResult]:
         engine = self._engine_ok()
-        path, workspace, limit = engine.store_path, engine.workspace, self._options.max_push_file_size
+        path, workspace, checks = engine.store_path, engine.workspace, self._push_checks(False)
 
         def push_once() -> PushResult:
             own = Store.open_or_create(path, workspace)  # the worker's own handles and caches
             try:
-                return remotes.push(own, to, limit, prune=False)
+                return remotes.push(own, to, checks, prune=False)
             finally:
                 own.close()
 

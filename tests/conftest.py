@@ -8,7 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -238,10 +238,42 @@ def git(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, 
     return result.stdout
 
 
+def policy_ignored(scratch: Path, policy: Sequence[str], workspace: Path, paths: Iterable[str]) -> set[str]:
+    """Which of ``paths`` (files and folders of ``workspace``) the policy alone
+    ignores, as git judges it: ``git check-ignore --no-index`` in a repository of
+    its own whose only rules are ``policy`` (the default excludes, then the
+    caller's ``exclude=``, later lines winning), over a tree of the workspace's
+    folders (so folder patterns see folders, and what lies below an ignored
+    folder is ignored, as git never enters one)."""
+    wanted = sorted(set(paths))
+    if not policy or not wanted:
+        return set()
+    repo = scratch / "policy-oracle"
+    env = git_env(scratch)
+    if not (repo / ".git").exists():
+        repo.mkdir(parents=True, exist_ok=True)
+        git("init", "-q", str(repo), env=env)
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "exclude").write_bytes(b"".join(os.fsencode(line) + b"\n" for line in policy))
+    for rel in wanted:
+        folder = rel if (workspace / rel).is_dir() and not (workspace / rel).is_symlink() else os.path.dirname(rel)
+        if folder:
+            (repo / folder).mkdir(parents=True, exist_ok=True)
+    stdin = b"".join(b"./" + os.fsencode(rel) + b"\0" for rel in wanted)
+    assert GIT is not None
+    done = subprocess.run(
+        [GIT, "check-ignore", "--no-index", "-z", "--stdin"], cwd=repo, env=env, input=stdin, capture_output=True
+    )
+    assert done.returncode in (0, 1), done.stderr
+    return {os.fsdecode(p.removeprefix(b"./")) for p in done.stdout.split(b"\0") if p}
+
+
 def git_shadow_tree(workspace: Path, scratch: Path, excludes: tuple[str, ...] = DEFAULT_EXCLUDES) -> str:
     """What ``git add -A && git write-tree`` gives in a bare shadow repo, from a
     fresh index (git keeps ignored files tracked once they are in its index;
-    a snapshot records what the rules say now)."""
+    a snapshot records what the rules say now), with ``excludes`` as the policy:
+    applied over the workspace's own rules, so the paths they ignore leave the
+    index (``git rm --cached``) whatever a ``.gitignore`` negation says."""
     scratch.mkdir(parents=True, exist_ok=True)
     shadow = scratch / "shadow.git"
     env = git_env(scratch)
@@ -249,9 +281,30 @@ def git_shadow_tree(workspace: Path, scratch: Path, excludes: tuple[str, ...] = 
         git("init", "-q", "--bare", str(shadow), env=env)
     (shadow / "index").unlink(missing_ok=True)  # a fresh index: ignore rules apply to every file
     (shadow / "info").mkdir(exist_ok=True)
-    (shadow / "info" / "exclude").write_text("\n".join(excludes) + "\n")
+    (shadow / "info" / "exclude").write_text("")
     base = ["--git-dir", str(shadow), "--work-tree", str(workspace)]
     git(*base, "add", "-A", env=env)
+    listed = git(*base, "ls-files", "-z", env=env).split("\0")
+    dropped = policy_ignored(scratch, excludes, workspace, [p for p in listed if p])
+    if dropped:
+        assert GIT is not None
+        stdin = b"".join(os.fsencode(p) + b"\0" for p in sorted(dropped))
+        subprocess.run(
+            [
+                GIT,
+                "--literal-pathspecs",
+                *base,
+                "rm",
+                "-q",
+                "--cached",
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+            ],
+            env=env,
+            input=stdin,
+            check=True,
+            capture_output=True,
+        )
     return git(*base, "write-tree", env=env).strip()
 
 

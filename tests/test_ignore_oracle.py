@@ -3,11 +3,12 @@
 Every case builds a real workspace, then compares two things with git 2.39:
 the verdict on every path the walker judges (``git check-ignore --no-index``)
 and what a snapshot records (``git ls-files -o --exclude-standard`` from a
-fresh index in a bare shadow repository). Our sources map onto git's so that
-precedence is the same: the built-in excludes, ``exclude=`` and the
-workspace's ``.git/info/exclude`` become, in that order, the shadow's
-``info/exclude`` (within one file a later line beats an earlier one), and the
-``.gitignore`` files are git's own.
+fresh index in a bare shadow repository). The workspace's own sources map
+onto git's: its ``.git/info/exclude`` is the shadow's, and the ``.gitignore``
+files are git's own. The policy (the built-in excludes, then ``exclude=``,
+within one file a later line beating an earlier one) is judged by git on its
+own, in a repository with no other rule; a path is ignored if either ignores
+it, as no workspace file may lift a policy exclude.
 
 The cases come from the bug reports (POSIX classes, ``[\\]]``, ``***``, lines
 split where git does not split them, odd backslashes and spaces) and from git's
@@ -24,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from conftest import GIT, git, git_env, needs_git, tree_modes
+from conftest import GIT, git, git_env, needs_git, policy_ignored, tree_modes
 
 from snapshotter import DEFAULT_EXCLUDES
 from snapshotter.worktree.ignore import root_stack
@@ -33,22 +34,15 @@ from snapshotter.worktree.listing import has_gitignore, own_rules
 pytestmark = needs_git
 
 
-def _shadow_info_exclude(workspace: Path, exclude: Sequence[str], defaults: bool) -> bytes:
-    """Our root sources as one git exclude file, lowest precedence first."""
-    lines = [*(DEFAULT_EXCLUDES if defaults else ()), *exclude]
-    text = b"".join(os.fsencode(line) + b"\n" for line in lines)
-    own = workspace / ".git" / "info" / "exclude"
-    if own.is_file() and not own.is_symlink():
-        text += own.read_bytes()
-    return text
-
-
-def _shadow(workspace: Path, scratch: Path, exclude: Sequence[str], defaults: bool) -> list[str]:
-    """A bare shadow repository with an empty index; the git arguments that use it."""
+def _shadow(workspace: Path, scratch: Path) -> list[str]:
+    """A bare shadow repository with an empty index, whose ``info/exclude`` is the
+    workspace's own; the git arguments that use it."""
     shadow = scratch / "shadow.git"
     git("init", "-q", "--bare", str(shadow), env=git_env(scratch))
     (shadow / "info").mkdir(exist_ok=True)
-    (shadow / "info" / "exclude").write_bytes(_shadow_info_exclude(workspace, exclude, defaults))
+    own = workspace / ".git" / "info" / "exclude"
+    text = own.read_bytes() if own.is_file() and not own.is_symlink() else b""
+    (shadow / "info" / "exclude").write_bytes(text)
     return ["--git-dir", str(shadow), "--work-tree", str(workspace)]
 
 
@@ -87,17 +81,24 @@ def assert_same_as_git(
     exclude: Sequence[str] = (),
     defaults: bool = False,
 ) -> set[str]:
-    """Verdicts and recorded files equal git's; returns the recorded files."""
+    """Verdicts and recorded files equal git's; returns the recorded files.
+
+    git judges the workspace's own rules in the shadow repository, and the
+    policy (the defaults, then ``exclude=``) on its own (``policy_ignored``): a
+    path is ignored if either ignores it."""
     scratch.mkdir(parents=True, exist_ok=True)
-    args = _shadow(workspace, scratch, exclude, defaults)
+    args = _shadow(workspace, scratch)
+    policy = [*(DEFAULT_EXCLUDES if defaults else ()), *exclude]
     ours = our_verdicts(workspace, exclude, defaults)
     stdin = b"".join(b"./" + os.fsencode(p) + b"\0" for p in sorted(ours))  # "./": a name like ":x" is no magic
     theirs = _git_z([*args, "check-ignore", "--no-index", "-z", "--stdin"], scratch, workspace, stdin)
+    theirs |= policy_ignored(scratch, policy, workspace, ours)
     wrong = {p: v for p, v in ours.items() if v != (p in theirs)}
     assert not wrong, f"verdicts differ from git (ours shown): {wrong}"
     snap = make(workspace, exclude=exclude, use_default_excludes=defaults)
     recorded = set(tree_modes(snap, snap.snapshot("oracle").tree_id))
     listed = _git_z([*args, "ls-files", "-o", "--exclude-standard", "-z"], scratch, workspace)
+    listed -= policy_ignored(scratch, policy, workspace, listed)
     assert recorded == listed, f"only ours: {recorded - listed}, only git's: {listed - recorded}"
     return recorded
 
@@ -331,32 +332,47 @@ T3001_EXPECT |= {"three/a.5", "three/a.8"}
 def test_t3001_various_exclude_options(line_end: bytes, where: str, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
     """git's first t3001 case, with its \\r\\n variant of the top .gitignore.
 
-    git's ``--exclude=*.6`` outranks every file; none of our sources does, and
-    the top ``!*.6`` re-includes a.6 here: so the a.6 files join git's list."""
+    git's ``--exclude=*.6`` outranks every file, as ``exclude=`` does (the
+    policy): the top ``!*.6`` re-includes nothing.
+    In ``.git/info/exclude``, a workspace source, ``*.6`` is the lowest rule,
+    and the top ``!*.6`` re-includes the a.6 files."""
     workspace = tmp_path / "w"
     files = {
         ".gitignore": line_end.join([b"*.1", b"/*.3", b"!*.6", b""]),
         "one/.gitignore": b"*.2\ntwo/*.4\n!*.7\n*.8\n",
         "one/two/.gitignore": b"!*.2\n!*.8\n",
     }
-    exclude: tuple[str, ...] = ("*.6",)
+    exclude: tuple[str, ...] = ()
     if where == "exclude=":
-        exclude += T3001_EXCLUDE_FROM
+        exclude = ("*.6", *T3001_EXCLUDE_FROM)
     else:
-        files[".git/info/exclude"] = "\n".join(T3001_EXCLUDE_FROM).encode() + b"\n"
+        files[".git/info/exclude"] = "\n".join(("*.6", *T3001_EXCLUDE_FROM)).encode() + b"\n"
     build(workspace, T3001_FILES, files)
     recorded = assert_same_as_git(workspace, tmp_path / "git", make, exclude=exclude)
-    assert recorded == T3001_EXPECT | {"a.6", "one/a.6", "one/two/a.6", "three/a.6"}
+    if where == "exclude=":  # and its *.7, from git's lowest source there, now beats one/'s !*.7 too
+        assert recorded == T3001_EXPECT - {"one/a.7", "one/two/a.7"}
+    else:
+        assert recorded == T3001_EXPECT | {"a.6", "one/a.6", "one/two/a.6", "three/a.6"}
 
 
-def test_t3001_status_honors_core_excludesfile(tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
-    """core.excludesFile is git's lowest source, like ``exclude=``."""
+@pytest.mark.parametrize("where", ["exclude=", ".git/info/exclude"])
+def test_t3001_status_honors_core_excludesfile(where: str, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """git's core.excludesFile case. As ``.git/info/exclude`` (git's lowest source
+    too) the ``.gitignore`` negations re-include a.6 (git status's list); as
+    ``exclude=`` (the policy) nothing re-includes what it excludes."""
     workspace = tmp_path / "w"
     build(workspace, [*T3001_FILES, "output", "expect"], {".gitignore": b"*.1\r\n/*.3\r\n!*.6\r\n"})
     build(workspace, [], {"one/.gitignore": b"*.2\ntwo/*.4\n!*.7\n*.8\n", "one/two/.gitignore": b"!*.2\n!*.8\n"})
-    recorded = assert_same_as_git(workspace, tmp_path / "git", make, exclude=("*.[1-8]", "e*", "\\#*"))
-    top = {p.split("/")[0] + ("/" if "/" in p else "") for p in recorded}
-    assert top == {".gitignore", "a.6", "one/", "output", "three/"}  # git status's list
+    lines = ("*.[1-8]", "e*", "\\#*")
+    if where == "exclude=":
+        recorded = assert_same_as_git(workspace, tmp_path / "git", make, exclude=lines)
+        assert {p for p in recorded if p.split("/")[-1].startswith("a.")} == set()
+        assert {p.split("/")[0] for p in recorded} == {".gitignore", "one", "output"}
+    else:
+        build(workspace, [], {".git/info/exclude": "\n".join(lines).encode() + b"\n"})
+        recorded = assert_same_as_git(workspace, tmp_path / "git", make)
+        top = {p.split("/")[0] + ("/" if "/" in p else "") for p in recorded}
+        assert top == {".gitignore", "a.6", "one/", "output", "three/"}  # git status's list
 
 
 T3001_SINGLE = [
@@ -455,3 +471,15 @@ def test_a_gitignore_built_to_backtrack_costs_no_time(tmp_path: Path, make) -> N
     started = time.monotonic()
     make(workspace).snapshot()
     assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("where", [".gitignore", "sub/.gitignore", ".git/info/exclude"])
+def test_no_workspace_negation_lifts_the_policy(where: str, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """``!.env`` and friends, anywhere in the workspace, re-include nothing the
+    defaults or ``exclude=`` exclude; the workspace's own excludes still apply."""
+    workspace = tmp_path / "w"
+    paths = [".env", "sub/.env", ".env.local", "sub/deep/.env.production", "cfg/.env/inner", "sub/id_rsa"]
+    paths += ["node_modules/x/index.js", "app.key", "pw", "sub/pw", "src/a.py", "src/b.log", "id_rsa.pub"]
+    build(workspace, paths, {where: b"!.env\n!.env.*\n!.env/\n!node_modules/\n!*.key\n!id_rsa\n!pw\n*.log\n"})
+    recorded = assert_same_as_git(workspace, tmp_path / "git", make, exclude=("pw",), defaults=True)
+    assert recorded & set(paths) == {"src/a.py", "id_rsa.pub"} | ({"src/b.log"} if where == "sub/.gitignore" else set())

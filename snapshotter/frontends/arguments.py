@@ -178,6 +178,11 @@ def _parser() -> argparse.ArgumentParser:
     push.add_argument("remote", nargs="?", default=None, help="a path or URL (default: the remote setting)")
     push.add_argument("--name", default=None, help="the namespace there (default: the folder's name and a hash)")
     push.add_argument("--prune", action="store_true", help="also delete there what retention dropped here")
+    push.add_argument(
+        "--skip-refused",
+        action="store_true",
+        help="send the other snapshots when one holds a path the excludes keep out now, or a file over the limit",
+    )
     fetch = command("fetch", "bring a namespace's snapshots from a git remote into this folder's store")
     fetch.add_argument("remote", nargs="?", default=None, help="a path or URL (default: the remote setting)")
     fetch.add_argument("--name", default=None, help="the namespace (default: this folder's; `remote list`)")

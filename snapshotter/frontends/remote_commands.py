@@ -37,12 +37,15 @@ def dispatch(
 ) -> tuple[Any, Callable[[], None]]:
     creds = credentials(environ)
     if name == "push":
-        pushed = snap.push(args.remote, name=args.name, prune=args.prune, credentials=creds)
-        line = (
+        pushed = snap.push(
+            args.remote, name=args.name, prune=args.prune, credentials=creds, skip_refused=args.skip_refused
+        )
+        rows = [f"left out {s.id[:12]}: {s.path} ({s.reason})" for s in pushed.skipped]
+        rows.append(
             f"pushed {pushed.snapshots_sent} snapshots ({pushed.objects_sent:,} objects) to {pushed.remote} "
             f"as {pushed.name}" + (f"; pruned {pushed.pruned}" if pushed.pruned else "")
         )
-        return rendering.plain_json(pushed), lambda: say(line)
+        return rendering.plain_json(pushed), lambda: _lines(say, rows)
     if name == "fetch":
         fetched = snap.fetch(args.remote, name=args.name, credentials=creds)
         rows = [rendering.snapshot_line(info) for info in fetched.snapshots]

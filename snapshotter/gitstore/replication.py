@@ -81,7 +81,7 @@ def reachable(store: Store, commits: list[bytes], known: set[bytes] | None = Non
     for commit in commits:
         if commit in seen:
             continue
-        kind, content = _read(store, commit)
+        kind, content = read_checked(store, commit)
         if kind != 1 or not content.startswith(b"tree "):
             continue  # a remote ref may name a tag or a blob: it reaches nothing of ours
         seen.add(commit)
@@ -93,7 +93,7 @@ def reachable(store: Store, commits: list[bytes], known: set[bytes] | None = Non
             continue
         seen.add(tree)
         out.append((2, tree))
-        for _, mode, sha in parse_tree(_read(store, tree)[1]):
+        for _, mode, sha in parse_tree(read_checked(store, tree)[1]):
             if mode == MODE_TREE:
                 trees.append(sha)
             elif mode != 0o160000 and sha not in seen:  # a gitlink names a commit elsewhere: nothing to send
@@ -189,10 +189,15 @@ def receive(store: Store, remote: Remote, refs: Refs, credentials: Credentials |
     return len(wanted)
 
 
+def missing_local_repository(remote: Remote) -> bool:
+    """Whether the remote is a folder on this machine that does not exist yet."""
+    return remote.client.__class__.__name__ == "LocalGitClient" and not os.path.exists(remote.path)
+
+
 def ensure_local_repository(remote: Remote) -> None:
     """A remote that is a folder on this machine and does not exist yet becomes an
     empty bare repository (a git server's repositories are its owner's to make)."""
-    if remote.client.__class__.__name__ == "LocalGitClient" and not os.path.exists(remote.path):
+    if missing_local_repository(remote):
         os.makedirs(remote.path, mode=0o700)
         Repo.init_bare(remote.path).close()
 
@@ -238,11 +243,11 @@ def _unpacked(store: Store, kind: int, sha: bytes) -> UnpackedObject:
         found = None  # a pack vanished (a gc elsewhere), or a damaged entry: the usual way says which
     if found is not None and found[0] == kind and object_id(TYPE_NAMES[kind], found[1]) == sha:
         return _entry(kind, sha, found[1], entry_header(kind, len(found[1])) + found[2])
-    _, content = _read(store, sha)  # not packed whole, or damaged there: read (and checked) the usual way
+    _, content = read_checked(store, sha)  # not packed whole, or damaged there: read (and checked) the usual way
     return _entry(kind, sha, content, entry_header(kind, len(content)) + deflate(content))
 
 
-def _read(store: Store, sha: bytes) -> tuple[int, bytes]:
+def read_checked(store: Store, sha: bytes) -> tuple[int, bytes]:
     """An object of this store, checked; one missing or damaged is a StoreError
     that says so (never a KeyError, nor a damage blamed on the remote)."""
     try:

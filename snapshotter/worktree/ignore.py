@@ -1,10 +1,15 @@
 """The gitignore rules of one workspace, judged the way ``git add -A`` judges them.
 
-Sources, lowest precedence first: :data:`DEFAULT_EXCLUDES`, the caller's
-``exclude=``, the workspace's ``.git/info/exclude``, then each ``.gitignore``
-from the root down. Within a source the last matching pattern wins; a deeper
-``.gitignore`` beats a shallower one; a pattern is matched against the path
-relative to the folder of the file it came from. The walker never enters an
+Two kinds of source. The workspace's own, lowest precedence first: its
+``.git/info/exclude`` (or its repository's), then each ``.gitignore`` from the
+root down; within a source the last matching pattern wins, a deeper
+``.gitignore`` beats a shallower one, and a pattern is matched against the path
+relative to the folder of the file it came from, as in git. Above them, the
+*policy*: the caller's ``exclude=`` over :data:`DEFAULT_EXCLUDES`. A path the
+policy ignores is ignored whatever the workspace's files say: a file inside the
+workspace, which the guarded agent can write, may add excludes but never take
+one away (a ``!.env`` line re-includes nothing). Only the policy's own
+negations (the caller's ``!x`` over a default) lift a policy exclude. The walker never enters an
 excluded folder, so nothing below one can be re-included (git's rule), which
 is also why every pattern here must match the *whole* path it judges:
 ``*.txt`` + ``!d.txt`` ignores ``d.txt/a.txt`` in git, because the folder
@@ -30,9 +35,41 @@ from snapshotter.worktree.ignorelines import Pattern, byte_text, warn_once
 DEFAULT_EXCLUDES: tuple[str, ...] = (
     # Version control metadata: never entered anywhere, also enforced by the walker.
     ".git",
-    # Secrets: never stored in a snapshot, so never touched by a restore.
+    # Secrets: never stored in a snapshot, so never pushed, and never touched by a restore.
+    # Environment files (direnv's included).
     ".env",
     ".env.*",
+    ".envrc",
+    # Private keys: SSH (OpenSSH's default names, PuTTY's format), TLS and code signing.
+    "id_rsa",
+    "id_dsa",
+    "id_ecdsa",
+    "id_ecdsa_sk",
+    "id_ed25519",
+    "id_ed25519_sk",
+    "*.ppk",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    # Credential stores: git's, curl's and ftp's, PostgreSQL's, PyPI's, Vault's, password managers'.
+    ".git-credentials",
+    ".netrc",
+    "_netrc",
+    ".pgpass",
+    ".pypirc",
+    ".vault-token",
+    "*.kdbx",
+    # Folders of keys and cloud credentials: SSH, GnuPG, AWS, Azure, Google Cloud, Kubernetes, Docker.
+    ".ssh/",
+    ".gnupg/",
+    ".aws/",
+    ".azure/",
+    "**/.config/gcloud/",
+    "**/.kube/config",
+    "**/.docker/config.json",
     # Virtual environments and dependency folders.
     ".venv/",
     "venv/",
@@ -49,7 +86,13 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
     ".DS_Store",
     "Thumbs.db",
 )
-"""Built-in gitignore-style patterns applied below every other source."""
+"""Built-in gitignore-style patterns. With the caller's ``exclude=`` above them,
+they are the policy: applied over every rule in the workspace, so no file
+there can re-include what they exclude (see the module's docstring). The
+secret files are those secret scanners flag by name (private keys, credential
+stores, cloud credential folders); certificates and public keys are not
+secrets and stay in. A caller who wants one back passes ``exclude=["!*.key"]``
+(or ``use_default_excludes=False``)."""
 
 
 class IgnoreSource:
@@ -193,18 +236,28 @@ def _compilable(patterns: Sequence[tuple[int, Pattern]], origin: str) -> list[tu
 _EVERYTHING = ("*",)
 
 
+RULES_VERSION = b"policy-over-workspace/1"
+"""Part of every stack's fingerprint: verdicts cached under an older way of
+combining sources (the workspace's negations could lift a default) are never
+reused."""
+
+
 class IgnoreStack:
     """The sources in force inside one folder, most specific first, and the paths
     tracked whatever they say: ``tracked`` by the user's git index (beating the
-    repository's own rules, as in git, but not the caller's ``exclude=`` or the
-    default excludes) and ``forced`` by the caller for one restore (beating all).
+    workspace's own rules, as in git, but not the policy: the caller's
+    ``exclude=`` and the default excludes) and ``forced`` by the caller for one
+    restore (beating all).
+
+    A path is ignored if the policy ignores it, or else if the workspace's own
+    sources do (see the module's docstring).
 
     Neither set is part of the ``fingerprint``: cached verdicts are the rules'
     alone, and which ignored names those sets keep is asked afresh each time
     (``rescues``). ``checksum`` tells when they may have changed.
     """
 
-    __slots__ = ("sources", "fingerprint", "tracked", "forced")
+    __slots__ = ("sources", "fingerprint", "tracked", "forced", "_policy", "_local")
 
     def __init__(
         self,
@@ -215,7 +268,9 @@ class IgnoreStack:
         self.sources = sources
         self.tracked = tracked
         self.forced = forced
-        digest = hashlib.sha1()
+        self._policy = tuple(source for source in sources if source.policy)
+        self._local = tuple(source for source in sources if not source.policy)
+        digest = hashlib.sha1(RULES_VERSION)
         for source in sources:
             digest.update(source.fingerprint)
         self.fingerprint = digest.digest()
@@ -243,8 +298,19 @@ class IgnoreStack:
         return self.by_rules(rel_path, is_dir) and not self.rescues(rel_path, is_dir)
 
     def by_rules(self, rel_path: str, is_dir: bool) -> bool:
-        """The rules' own verdict, tracked paths aside."""
-        for source in self.sources:
+        """The rules' own verdict, tracked paths aside: the policy's exclude, else
+        the workspace's own sources' verdict."""
+        if self.by_policy(rel_path, is_dir):
+            return True
+        for source in self._local:
+            verdict = source.judge(rel_path, is_dir)
+            if verdict is not None:
+                return verdict
+        return False
+
+    def by_policy(self, rel_path: str, is_dir: bool) -> bool:
+        """Whether the policy (the caller's ``exclude=`` over the defaults) ignores the path."""
+        for source in self._policy:
             verdict = source.judge(rel_path, is_dir)
             if verdict is not None:
                 return verdict
@@ -252,18 +318,14 @@ class IgnoreStack:
 
     def rescues(self, rel_path: str, is_dir: bool) -> bool:
         """Whether a path the rules ignore is tracked all the same (a folder: some
-        tracked path lies below it)."""
+        tracked path lies below it). The user's index never rescues what the
+        policy ignores."""
         forced, tracked = self.forced, self.tracked
         if forced is not None and (forced.has_below(rel_path) if is_dir else forced.has(rel_path)):
             return True
         if tracked is None or not (tracked.has_below(rel_path) if is_dir else tracked.has(rel_path)):
             return False
-        for source in self.sources:  # the caller's excludes and the defaults still win
-            if source.policy:
-                verdict = source.judge(rel_path, is_dir)
-                if verdict is not None:
-                    return not verdict
-        return True
+        return not self.by_policy(rel_path, is_dir)
 
     def inside(self, rel_dir: str) -> IgnoreStack:
         """The stack for the entries of a folder the rules ignore but that holds
@@ -355,8 +417,8 @@ def root_stack(
 ) -> IgnoreStack:
     """The sources that apply everywhere, most specific first: the ``.gitignore``
     files from the workspace's folder up to its repository's root (when the
-    workspace lies inside one), that repository's ``info/exclude``, then
-    ``exclude=``, then the defaults."""
+    workspace lies inside one), that repository's ``info/exclude``, then the
+    policy (``exclude=``, then the defaults), which is judged before them all."""
     sources: list[IgnoreSource] = []
     if repository is not None:
         folder, inside = repository.root, repository.prefix.split("/") if repository.prefix else []
@@ -369,7 +431,15 @@ def root_stack(
         sources.append(IgnoreSource.from_file(repository.exclude_path, follow=True))
     else:
         sources.append(IgnoreSource.from_file(os.path.join(workspace, ".git", "info", "exclude"), follow=True))
-    sources.append(IgnoreSource.from_lines(exclude, origin="exclude=", policy=True))
+    sources.extend(policy_stack(exclude, use_default_excludes).sources)
+    return IgnoreStack(tuple(s for s in sources if s))
+
+
+def policy_stack(exclude: Sequence[str], use_default_excludes: bool) -> IgnoreStack:
+    """The policy alone: the caller's ``exclude=`` over the defaults (if used),
+    anchored at the workspace's root. What a snapshot may hold is judged by it
+    again before a push (a snapshot recorded before the defaults grew)."""
+    sources = [IgnoreSource.from_lines(exclude, origin="exclude=", policy=True)]
     if use_default_excludes:
         sources.append(IgnoreSource.from_lines(DEFAULT_EXCLUDES, origin="DEFAULT_EXCLUDES", policy=True))
     return IgnoreStack(tuple(s for s in sources if s))

@@ -1,0 +1,197 @@
+"""Secrets never reach a remote: no file in the workspace can lift the default
+excludes or the caller's ``exclude=``, and the defaults hold the usual secret
+files. Checked through ``push()`` to a local bare repository, searching every
+object there for each secret's bytes (decompressed, so a packed copy counts).
+Needs no git: dulwich reads the remote's objects.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import tree_modes, write
+from dulwich.repo import Repo
+
+from snapshotter import DEFAULT_EXCLUDES, PushRefused, Snapshotter
+from snapshotter.gitstore.objects import serialize_tree
+from snapshotter.gitstore.trailers import build_commit
+
+SECRETS = {
+    ".env": "ENV_ROOT_SECRET=1\n",
+    "sub/.env": "ENV_SUB_SECRET=1\n",
+    ".env.local": "ENV_LOCAL_SECRET=1\n",
+    "deep/a/b/.env.production": "ENV_PRODUCTION_SECRET=1\n",
+    "cfg/.env/inner": "ENV_FOLDER_SECRET=1\n",
+}
+KEYS = {
+    "id_rsa": "-----BEGIN OPENSSH PRIVATE KEY----- ID_RSA_SECRET\n",
+    ".ssh/id_ed25519": "-----BEGIN OPENSSH PRIVATE KEY----- ID_ED25519_SECRET\n",
+    "deploy/server.pem": "-----BEGIN PRIVATE KEY----- SERVER_PEM_SECRET\n",
+    "tls/tls.key": "-----BEGIN PRIVATE KEY----- TLS_KEY_SECRET\n",
+    ".git-credentials": "https://bot:GIT_CREDENTIALS_SECRET@example.com\n",
+    ".netrc": "machine example.com login bot password NETRC_SECRET\n",
+    ".aws/credentials": "[default]\naws_secret_access_key = AWS_CREDENTIALS_SECRET\n",
+}
+KEPT = {"src/app.py": "print('hello')\n", "id_rsa.pub": "ssh-rsa AAAA public\n", "README.md": "readme\n"}
+
+
+def remote_bytes(server: Path) -> bytes:
+    """Every object the remote holds, decompressed, end to end."""
+    repo = Repo(str(server))
+    try:
+        return b"\0".join(repo.object_store[sha].as_raw_string() for sha in repo.object_store)
+    finally:
+        repo.close()
+
+
+def secrets_sent(server: Path, files: dict[str, str]) -> list[str]:
+    held = remote_bytes(server)
+    return [path for path, text in files.items() if text.strip().split()[-1].encode() in held]
+
+
+def push_all(snap: Snapshotter, server: Path) -> None:
+    snap.snapshot("all of it")
+    result = snap.push(str(server))
+    assert result.snapshots_sent >= 1
+
+
+def test_the_defaults_hold_the_usual_secret_files() -> None:
+    for pattern in (".env", ".env.*", "id_rsa", "id_ed25519", "*.pem", "*.key", ".netrc", ".git-credentials", ".aws/"):
+        assert pattern in DEFAULT_EXCLUDES
+
+
+@pytest.mark.parametrize(
+    "where", [".gitignore", "sub/.gitignore", "deep/a/.gitignore", "cfg/.gitignore", ".git/info/exclude"]
+)
+def test_a_negation_in_the_workspace_never_lifts_a_default_exclude(where: str, tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    lifting = "!.env\n!.env.*\n!.env/\n!*.pem\n!*.key\n!id_rsa\n!.ssh/\n!.aws/\n!.netrc\n!.git-credentials\n"
+    write(ws, {**SECRETS, **KEYS, **KEPT, where: lifting})
+    server = tmp_path / "remote.git"
+    snap = make()
+    push_all(snap, server)
+    assert secrets_sent(server, {**SECRETS, **KEYS}) == []
+    assert secrets_sent(server, {"src/app.py": "print('hello')\n"}) == ["src/app.py"]  # the search finds content
+    recorded = _paths(snap)
+    assert not recorded & set(SECRETS) and not recorded & set(KEYS)
+    assert {"src/app.py", "id_rsa.pub", "README.md"} <= recorded
+
+
+def test_a_workspace_negation_never_lifts_the_callers_excludes(tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    caller = {"app.key.txt": "CALLER_KEY_SECRET\n", "pw": "CALLER_PW_SECRET\n", "nested/pw": "CALLER_NESTED_SECRET\n"}
+    write(ws, {**caller, **KEPT, ".gitignore": "!app.key.txt\n!pw\n", "nested/.gitignore": "!pw\n!/pw\n"})
+    server = tmp_path / "remote.git"
+    snap = make(exclude=["app.key.txt", "pw"])
+    push_all(snap, server)
+    assert secrets_sent(server, caller) == []
+    assert "src/app.py" in _paths(snap)
+
+
+def test_the_callers_own_negation_lifts_a_default(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """The caller may weaken safety (their exclude= is the policy): ``!*.pem`` takes certificates back."""
+    write(ws, {"certs/ca.pem": "-----BEGIN CERTIFICATE-----\n", ".env": "S=1\n", **KEPT})
+    snap = make(exclude=["!*.pem"])
+    snap.snapshot()
+    assert "certs/ca.pem" in _paths(snap) and ".env" not in _paths(snap)
+
+
+def test_the_users_index_does_not_rescue_a_policy_exclude(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """A file the enclosing repository tracks is recorded whatever .gitignore says, but
+    not when a default or the caller excludes it."""
+    pytest.importorskip("dulwich.index")
+    from dulwich import porcelain
+
+    write(ws, {".env": "TRACKED_ENV_SECRET=1\n", "ignored.txt": "tracked but ignored\n", ".gitignore": "ignored.txt\n"})
+    repo = porcelain.init(str(ws))
+    repo.get_worktree().stage([".env", "ignored.txt", ".gitignore"]) if hasattr(repo, "get_worktree") else repo.stage(
+        [".env", "ignored.txt", ".gitignore"]
+    )
+    repo.close()
+    snap = make()
+    snap.snapshot()
+    recorded = _paths(snap)
+    assert "ignored.txt" in recorded  # tracked beats the workspace's own ignore rules
+    assert ".env" not in recorded  # but never the policy
+
+
+def _old_snapshot_with_a_key(snap: Snapshotter, secret: bytes = b"OLD_RELEASE_KEY_SECRET\n") -> str:
+    """A snapshot holding ``deploy/server.pem``, as a release before ``*.pem`` was
+    a default exclude would have recorded it; pinned, so a state ref names it too."""
+    from datetime import datetime, timezone
+
+    store = snap._engine_ok().store
+    key = store.writer.write(b"blob", secret)
+    app = store.writer.write(b"blob", b"x = 1\n")
+    deploy = store.writer.write(b"tree", serialize_tree([(b"server.pem", 0o100644, key)]))
+    src = store.writer.write(b"tree", serialize_tree([(b"app.py", 0o100644, app)]))
+    tree = store.writer.write(b"tree", serialize_tree([(b"deploy", 0o40000, deploy), (b"src", 0o40000, src)]))
+    when = datetime.now(timezone.utc)
+    commit = build_commit(tree, "old", seq=900, label=None, metadata={}, stats=(0, 0, 0), skipped=[], when=when)
+    sha = store.write_commit(commit)
+    assert store.add_snapshot_ref(900, sha)
+    snap.pin(sha.hex())
+    return sha.hex()
+
+
+def test_a_push_refuses_a_snapshot_recorded_before_the_defaults_grew(tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """A snapshot that holds a path the defaults now exclude (written by an older
+    release, or by hand) refuses the push: a typed error, and nothing is sent."""
+    write(ws, {"src/app.py": "x = 1\n"})
+    snap = make()
+    snap.snapshot("clean")
+    old = _old_snapshot_with_a_key(snap)
+    server = tmp_path / "remote.git"
+    with pytest.raises(PushRefused) as refused:
+        snap.push(str(server))
+    message = str(refused.value)
+    assert "deploy/server.pem" in message and old[:12] in message and "skip_refused" in message
+    assert "\n" not in message
+    assert not server.exists()  # not even the empty repository was made
+
+
+def test_skip_refused_sends_the_other_snapshots_and_no_ref_to_the_refused_one(tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"src/app.py": "x = 1\n"})
+    snap = make()
+    clean = snap.snapshot("clean")
+    old = _old_snapshot_with_a_key(snap)
+    server = tmp_path / "remote.git"
+    result = snap.push(str(server), skip_refused=True)
+    assert result.snapshots_sent == 1
+    assert [(s.id, s.path, s.reason) for s in result.skipped] == [(old, "deploy/server.pem", "excluded")]
+    assert secrets_sent(server, {"deploy/server.pem": "OLD_RELEASE_KEY_SECRET"}) == []
+    repo = Repo(str(server))
+    try:
+        values = {value.decode() for value in repo.get_refs().values()}
+    finally:
+        repo.close()
+    assert clean.id in values and old not in values  # its pin's state ref stayed here too
+    again = snap.push(str(server), skip_refused=True)
+    assert again.snapshots_sent == 0 and [s.id for s in again.skipped] == [old]
+
+
+def _paths(snap: Snapshotter) -> set[str]:
+    """Every file path the newest snapshot holds."""
+    return set(tree_modes(snap, snap.list(limit=1)[0].tree_id))
+
+
+def test_the_command_line_refuses_then_skips_with_skip_refused(tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    from conftest import run_command
+
+    write(ws, {"src/app.py": "x = 1\n"})
+    snap = make()
+    snap.snapshot("clean")
+    old = _old_snapshot_with_a_key(snap)
+    snap.close()
+    server = tmp_path / "remote.git"
+    env = {"SNAPSHOTTER_HOME": str(tmp_path / "home")}
+    refused = run_command("-C", str(ws), "push", str(server), env=env)
+    assert refused.returncode == 1 and "deploy/server.pem" in refused.stderr and "--skip-refused" in refused.stderr
+    assert not server.exists()
+    sent = run_command("-C", str(ws), "--json", "push", str(server), "--skip-refused", env=env)
+    assert sent.returncode == 0, sent.stderr
+    import json
+
+    body = json.loads(sent.stdout)["result"]
+    assert body["snapshots_sent"] == 1 and body["skipped"] == [
+        {"id": old, "path": "deploy/server.pem", "reason": "excluded"}
+    ]
