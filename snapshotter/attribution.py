@@ -8,19 +8,26 @@ Reverting it brings ``after`` -> ``before`` into the workspace three ways
 What a session changed in a stretch of its history (a turn, the time since a
 checkpoint) is, most precisely first:
 
-1. the union of its tool calls in that stretch, when it brackets them: a
-   ``tool:<id>`` snapshot before the call, a ``tool-done:<id>`` snapshot
-   after it (``tool_snapshot`` / ``tool_done``); a call not done yet runs to now;
-2. else the stretch itself (from its first snapshot to its last, or to now),
-   less what other sessions bracketed inside it (their tool calls, and the
-   reverts, merges, undos and redos they wrote): the pieces between those.
+1. if the session brackets its tool calls (it has closed one in the store:
+   a ``tool-done:<id>`` snapshot), the union of its tool calls in that
+   stretch: a ``tool:<id>`` snapshot before the call, a ``tool-done:<id>``
+   snapshot after it (``tool_snapshot`` / ``tool_done``), a call not done by
+   the stretch's end running to it (or to now); and of the reverts, merges,
+   undos and redos it wrote there. A stretch without a call of its own holds
+   nothing of its;
+2. else the stretch itself, less what other sessions bracketed inside it
+   (their tool calls, and the reverts, merges, undos and redos they wrote):
+   the pieces between those. A stretch ends where the session last spoke: at
+   its newest snapshot, or at now only while it has a turn open. So after
+   ``end_turn()``, or a ``checkpoint()`` outside a turn, an edit made before
+   the session's next call is nobody's, as a closed turn's revert already had it.
 
-What cannot be told apart: within one bracket, or within an unbracketed
-stretch, every change not bracketed by another session is taken as the
+What cannot be told apart: within one bracket, or within an open unbracketed
+turn, every change not bracketed by another session is taken as the
 session's, including a person's edits and another session's unbracketed ones
 (or those of a call still running) made at that time; brackets make that
 window as short as the tool call. Edits between a session's brackets are
-nobody's: its revert leaves them.
+nobody's: its revert and its undo leave them.
 
 The default ``after`` of ``revert(before)``: the ``post-turn:<n>`` of a
 ``pre-turn:<n>``, the ``tool-done:<id>`` of a ``tool:<id>``, else the next
@@ -103,8 +110,8 @@ def tool_calls(
             opened = begun.pop((info.session, label[len(TOOL_DONE) :]), None)
             if opened is not None:
                 calls.append((opened, info))
-    if end is None and not others:
-        calls.extend((opened, None) for opened in begun.values())
+    if not others:  # a call not done by the stretch's end runs to its end (None: now)
+        calls.extend((opened, end) for opened in begun.values())
     return sorted(calls, key=lambda pair: pair[0].sequence)
 
 
@@ -131,8 +138,10 @@ def session_changes(engine: Engine, session: str | None, start: SnapshotInfo, en
     else the stretch in pieces, the stretches between other sessions'
     bracketed changes inside it (those are theirs)."""
     own = tool_calls(engine, session, start, end)
-    if any((opened.label or "").startswith(TOOL) for opened, _ in own):
+    if brackets_calls(engine, session):
         return own
+    if end is None:
+        end = _last_word(engine, session, start)
     theirs = tool_calls(engine, session, start, end, others=True)
     pieces: list[Pair] = []
     cursor, reached = start, start.sequence
@@ -145,6 +154,32 @@ def session_changes(engine: Engine, session: str | None, start: SnapshotInfo, en
         cursor, reached = closed, closed.sequence
     pieces.append((cursor, end))
     return pieces
+
+
+def brackets_calls(engine: Engine, session: str | None) -> bool:
+    """Whether ``session`` brackets its tool calls: it has closed one here (a
+    ``tool-done:`` snapshot; a ``tool:`` snapshot alone may be a plain label)."""
+    return any(
+        same_session(info, session) and (info.label or "").startswith(TOOL_DONE)
+        for info in engine.catalog.newest_first()
+    )
+
+
+def _last_word(engine: Engine, session: str | None, start: SnapshotInfo) -> SnapshotInfo | None:
+    """Where an unbracketed stretch of ``session`` from ``start`` ends: now (None)
+    while its newest turn is open, else its newest snapshot."""
+    newest: SnapshotInfo | None = None
+    for info in engine.catalog.newest_first():
+        if not same_session(info, session):
+            continue
+        if newest is None and info.sequence >= start.sequence:
+            newest = info
+        label = info.label or ""
+        if label.startswith(PRE_TURN):
+            return None  # its turn is open: what happens now is the turn's
+        if label.startswith(POST_TURN):
+            break
+    return newest or start
 
 
 def revert_changes(

@@ -210,6 +210,47 @@ def test_a_turn_revert_takes_back_the_sessions_own_undo_too(ws: Path, two) -> No
     assert (ws / "f2.py").read_text() == "f2 original\n"
 
 
+@pytest.mark.parametrize("opening", ["empty turn", "checkpoint", "empty turn after a bracketed one"])
+def test_a_sessions_undo_never_takes_a_persons_edit_after_it_stopped(opening: str, ws: Path, two) -> None:  # type: ignore[no-untyped-def]
+    """Session A's turn (or checkpoint) changes nothing; a person then edits. A's
+    undo leaves the person's edit byte for byte, as revert_turn(1) does."""
+    a, b = two
+    write(ws, {"notes.txt": "the person's notes\n"})
+    if opening == "empty turn after a bracketed one":
+        a.begin_turn()
+        a.tool_snapshot("c1")
+        write(ws, {"f1.py": "f1 by A\n"})
+        a.tool_done("c1")
+        a.end_turn()
+    if opening == "checkpoint":
+        a.checkpoint()
+    else:
+        a.begin_turn()
+        a.end_turn()
+    write(ws, {"notes.txt": "the person's notes, edited by the person\n"})
+    edited = (ws / "notes.txt").read_bytes()
+    if opening != "checkpoint":
+        reverted = a.revert_turn(1)
+        assert (ws / "notes.txt").read_bytes() == edited and not reverted.reverted and not reverted.merged
+    undone = a.undo()
+    assert (ws / "notes.txt").read_bytes() == edited
+    if opening == "empty turn after a bracketed one":  # undo goes back to what A did before: its own call
+        assert undone.ok and (ws / "f1.py").read_text() == "f1 original\n"
+    else:
+        assert not undone.ok and "nothing to undo" in undone.message
+    assert not a.can_undo() or opening == "empty turn after a bracketed one"
+
+
+def test_an_unbracketed_turn_still_open_is_the_sessions_to_undo(ws: Path, two) -> None:  # type: ignore[no-untyped-def]
+    """A session that brackets nothing: inside its open turn, every change is its
+    own (the documented limit), so its undo takes the turn's edit back."""
+    a, b = two
+    a.begin_turn()
+    write(ws, {"f1.py": "f1 by A, unbracketed\n"})
+    undone = a.undo()
+    assert undone.ok and (ws / "f1.py").read_text() == "f1 original\n"
+
+
 def test_tool_done_needs_its_tool_snapshot(ws: Path, two) -> None:  # type: ignore[no-untyped-def]
     a, b = two
     b.tool_snapshot("shared-id")
@@ -221,9 +262,18 @@ def test_tool_done_needs_its_tool_snapshot(ws: Path, two) -> None:  # type: igno
 
 # -- the model: random interleavings never touch the other session's work -------------------
 
-OWN = {"A": (0, 10), "B": (50, 60)}
-"""Each session edits its own lines of the shared files, and files of its own."""
+OWN = {"A": (0, 10), "B": (50, 60), "P": (80, 90)}
+"""Each session edits its own lines of the shared files, and files of its own;
+so does the person (P), between any two calls, in no session at all."""
 SHARED = ("s1.txt", "s2.txt")
+
+
+def _person_edits(ws: Path, step: int, rng: random.Random) -> None:
+    low, high = OWN["P"]
+    rel = rng.choice(SHARED)
+    start = rng.randrange(low, high - 2)
+    edit_lines(ws, rel, start, start + 2, f"P{step}")
+    write(ws, {f"p{rng.randint(0, 2)}.txt": f"the person's edit {step}\n"})
 
 
 def _call(ws: Path, snap: Snapshotter, session: str, call: str, rng: random.Random) -> None:
@@ -248,20 +298,23 @@ def _owned(files: dict[str, bytes], session: str) -> dict[str, bytes]:
 
 
 def _others(files: dict[str, bytes], session: str) -> dict[str, bytes]:
-    return _owned(files, "B" if session == "A" else "A")
+    return {who: _owned(files, who) for who in "ABP" if who != session}
 
 
 STEPS = st.lists(
-    st.tuples(st.sampled_from("AB"), st.sampled_from(["call", "call", "turn", "revert", "undo"])), max_size=14
+    st.tuples(st.sampled_from("ABP"), st.sampled_from(["call", "call", "turn", "revert", "undo"])), max_size=14
 )
+"""Steps of the model: a session's call, turn (begun or ended), revert or undo;
+for P, whatever the action, the person edits."""
 
 
 def test_model_reverts_never_touch_the_other_sessions_work(request: pytest.FixtureRequest, tmp_path_factory) -> None:  # type: ignore[no-untyped-def]
     """Random interleavings of two sessions' bracketed calls, turns (sometimes with a
-    checkpoint), reverts and undos: a session's revert or undo never changes what
-    the other session owns, nor any path outside the session's own work; and a
-    revert of its last turn (nothing of its own done after the turn ended) leaves
-    what it owns as at the turn's start, conflicting paths aside.
+    checkpoint), reverts and undos, and a person's edits between any two of them:
+    a session's revert or undo never changes what the other session or the
+    person owns, nor any path outside the session's own work; and a revert of
+    its last turn (nothing of its own done after the turn ended) leaves what it
+    owns as at the turn's start, conflicting paths aside.
     ``--long`` runs 400 examples."""
     long = bool(request.config.getoption("--long"))
     effective = [0]
@@ -289,6 +342,9 @@ def _play(root: Path, steps: list[tuple[str, str]], seed: int) -> int:
     """What each session owned when its last turn began; None: unknown, or it acted after the turn."""
     try:
         for number, (who, action) in enumerate(steps):
+            if who == "P":
+                _person_edits(ws, number, rng)
+                continue
             snap = sessions[who]
             if action in ("call", "undo") and not open_turn[who]:
                 at_turn_start[who] = None  # its own later work: the turn's start is no longer the target
