@@ -3,9 +3,10 @@
 dulwich's default SSH vendor runs ``ssh``; the package must never start a
 program, so SSH remotes go through this vendor instead, and only when the
 optional ``ssh`` extra (paramiko) is installed. Host keys are checked against
-the known-hosts files (the caller's, else ``~/.ssh/known_hosts``): an unknown
-or changed host key refuses the connection, as ``ssh`` does with
-``StrictHostKeyChecking``. Authentication: a key file the caller names, the
+the known-hosts file (the caller's, else ``~/.ssh/known_hosts``), read as ssh
+reads it (``knownhosts``: negated and wildcard patterns, hashed names,
+``@revoked``): an unknown, changed or revoked host key refuses the
+connection, as ``ssh`` does with ``StrictHostKeyChecking``. Authentication: a key file the caller names, the
 keys in the SSH agent and in ``~/.ssh``, or a password.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 from dulwich.client import SSHVendor
 
 from snapshotter.errors import InvalidInput, RemoteAuthError, RemoteError
+from snapshotter.gitstore import knownhosts
 
 SSH_EXTRA_HINT = 'SSH remotes need the ssh extra: pip install "workspace-snapshotter[ssh]" (paramiko)'
 
@@ -97,9 +99,7 @@ class ParamikoVendor(SSHVendor):
             raise InvalidInput(SSH_EXTRA_HINT) from None
         client = paramiko.SSHClient()
         known = self.known_hosts or os.path.expanduser(os.path.join("~", ".ssh", "known_hosts"))
-        if os.path.exists(known):
-            client.load_host_keys(known)
-        client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        client.set_missing_host_key_policy(_KnownHostsPolicy(paramiko, known))  # every key is judged there
         key = os.path.expanduser(key_filename) if key_filename else self.key_file
         try:
             client.connect(
@@ -121,20 +121,48 @@ class ParamikoVendor(SSHVendor):
                 except paramiko.SSHException:
                     pass
             channel.exec_command(command)
+        except RemoteError:  # the host key, refused by the policy
+            client.close()
+            raise
         except paramiko.AuthenticationException:
             client.close()
             raise RemoteAuthError(f"ssh://{host}: authentication failed; check the user, key or password") from None
         except paramiko.SSHException as exc:
             client.close()
-            if "not found in known_hosts" in str(exc) or "does not match" in str(exc):
-                raise RemoteError(
-                    f"ssh://{host}: its host key is not in {known}; add it there (as ssh would ask you to)"
-                ) from None
             raise RemoteError(f"ssh://{host}: {exc}") from None
         except OSError as exc:  # TimeoutError included
             client.close()
             raise RemoteError(f"ssh://{host}: cannot connect ({exc})") from None
         return ParamikoChannel(client, channel)
+
+
+def _KnownHostsPolicy(paramiko: Any, known: str) -> Any:  # noqa: N802 (a class, made once paramiko is imported)
+    """paramiko's host-key policy, deciding by the known-hosts file as ssh does
+    (``knownhosts``). No key is loaded into the client, so every server key
+    comes here: a key paramiko's own literal reading would accept is judged too."""
+
+    class Policy(paramiko.MissingHostKeyPolicy):  # type: ignore[misc]
+        def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
+            try:
+                with open(known, encoding="utf-8", errors="replace") as handle:
+                    lines = knownhosts.parse(handle.read())
+            except OSError:
+                lines = []
+            found = knownhosts.verdict(lines, hostname, key.asbytes())
+            if found is knownhosts.Verdict.KNOWN:
+                return
+            if found is knownhosts.Verdict.REVOKED:
+                raise RemoteError(f"ssh://{hostname}: its host key is marked @revoked in {known}; refused")
+            if found is knownhosts.Verdict.CHANGED:
+                raise RemoteError(
+                    f"ssh://{hostname}: its host key does not match the one in {known} (it changed, or someone "
+                    "stands in between); check it, then replace the line"
+                )
+            raise RemoteError(
+                f"ssh://{hostname}: its host key is not in {known}; add it there (as ssh would ask you to)"
+            )
+
+    return Policy()
 
 
 def _load_key(paramiko: Any, path: str, passphrase: str | None) -> Any:
