@@ -34,7 +34,7 @@ from snapshotter.gitstore.store import Store
 from snapshotter.model import ConflictMode, ForkInfo, RevertResult, SnapshotInfo
 from snapshotter.session.engine import Engine
 from snapshotter.session.reverting import Step, bring_in
-from snapshotter.worktree.pathnames import names_checker
+from snapshotter.worktree.pathnames import git_spelling, names_checker
 
 FORK_FILE = "fork.json"
 """In a fork's store: where it came from."""
@@ -43,20 +43,37 @@ FORKS_FILE = "forks.json"
 FORK_LABEL = "fork-point"
 
 
-def check_destination(engine: Engine, dest: str | os.PathLike[str]) -> str:
+def check_destination(engine: Engine, dest: str | os.PathLike[str], home: str | os.PathLike[str] | None) -> str:
     """``dest`` as an absolute, resolved path: new or an empty folder, outside
-    the workspace (and not around it), with no store of its own yet."""
+    the workspace (and not around it), outside every ``.git`` folder and the
+    snapshot home, with no store of its own yet. Checked before anything is
+    made: a refused fork leaves no folder behind."""
     if not isinstance(dest, (str, os.PathLike)) or not os.fspath(dest):
         raise InvalidInput("fork(ref, dest): dest must be a folder path")
-    path = os.path.realpath(os.path.abspath(os.fspath(dest)))
+    given = os.path.abspath(os.fspath(dest))
+    path = os.path.realpath(given)
     workspace = engine.workspace
     if path == workspace or path.startswith(workspace.rstrip(os.sep) + os.sep):
         raise WorkspaceError(f"cannot fork into {path}: it is inside the workspace {workspace}; pick a folder outside")
     if workspace.startswith(path.rstrip(os.sep) + os.sep):
         raise WorkspaceError(f"cannot fork into {path}: it holds the workspace {workspace}; pick another folder")
+    for name in {*_parts(given), *_parts(path)}:
+        if name.lower() == ".git" or git_spelling(name):
+            raise WorkspaceError(f"cannot fork into {path}: it lies in a git folder ({name}); pick a folder outside it")
     if os.path.lexists(path) and (not os.path.isdir(path) or os.listdir(path)):
         raise WorkspaceError(f"cannot fork into {path}: it exists and is not an empty folder; pick a new folder")
+    fork_store = store_path_for(path, home)  # refuses a folder inside the home (its stores) or around it
+    if os.path.exists(fork_store):
+        raise StoreError(f"a store for {path} exists already ({fork_store}); remove it or pick another folder")
     return path
+
+
+def _parts(path: str) -> list[str]:
+    """The names along ``path`` (a drive or root aside)."""
+    rest = os.path.splitdrive(path)[1]
+    if os.altsep:
+        rest = rest.replace(os.altsep, os.sep)
+    return [name for name in rest.split(os.sep) if name]
 
 
 def make_fork(
@@ -68,10 +85,8 @@ def make_fork(
 ) -> Any:
     """Make the fork (see the module's docstring); ``open_fork(path)`` opens a
     Snapshotter on the new folder (the caller's settings), which is returned."""
+    fork_store_path = store_path_for(dest, home)  # checked by check_destination, before anything was made
     os.makedirs(dest, exist_ok=True)
-    fork_store_path = store_path_for(dest, home)
-    if os.path.exists(fork_store_path):
-        raise StoreError(f"a store for {dest} exists already ({fork_store_path}); remove it or pick another folder")
     fork_store = Store.open_or_create(fork_store_path, dest)
     try:
         share_objects(engine.store_path, fork_store_path)

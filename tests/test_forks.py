@@ -141,6 +141,44 @@ def test_fork_refuses_unsafe_destinations(ws: Path, tmp_path: Path, parent: Snap
         parent.merge(tmp_path / "busy")  # a folder that is no fork
 
 
+def _listing(root: Path) -> list[str]:
+    """Every path below ``root``, folders included: what a refused fork must not add to."""
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "other-repo/.git/forkhere",
+        "other-repo/.git/deeper/still",
+        "other-repo/.GIT/forkhere",
+        "other-repo/git~1/forkhere",
+        "other-repo/.git",
+        "link-to-git/forkhere",
+        "home",
+        "home/snapshots/x",
+        "store",
+    ],
+)
+def test_a_refused_fork_destination_leaves_nothing_behind(
+    where: str, ws: Path, tmp_path: Path, home: Path, parent: Snapshotter
+) -> None:
+    """A destination in a git folder (any spelling, at any depth, through a symlink
+    too), in the snapshot home or in the store is refused before anything is made."""
+    point = parent.snapshot()
+    repo = tmp_path / "other-repo"
+    write(repo, {".git/HEAD": "ref: refs/heads/main\n", "README": "theirs\n"})
+    (tmp_path / "link-to-git").symlink_to(repo / ".git")
+    if where == "store":
+        dest = Path(parent.store_path) / "forkhere"
+    else:
+        dest = tmp_path / where
+    before = _listing(tmp_path)
+    with pytest.raises(WorkspaceError):
+        parent.fork(point.id, dest)
+    assert _listing(tmp_path) == before
+
+
 def test_where_files_cannot_be_linked_they_are_copied(
     ws: Path, tmp_path: Path, parent: Snapshotter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
