@@ -99,6 +99,16 @@ def target(location: str, name: str, credentials: Credentials | None) -> Target:
     return Target(open_remote(location, credentials), check_name(name), credentials)
 
 
+def check_outside(to: Target, workspace: str) -> None:
+    """Refuse a remote that is a folder inside the workspace: the agent could read
+    or rewrite it, and the next snapshot would take it in."""
+    if not to.remote.is_local:
+        return
+    path = os.path.realpath(to.remote.path)
+    if path == workspace or path.startswith(workspace.rstrip(os.sep) + os.sep):
+        raise InvalidInput(f"the remote {to.remote.shown} is inside the workspace {workspace}; pick a folder outside")
+
+
 def push(
     store: Store,
     to: Target,

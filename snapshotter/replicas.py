@@ -67,7 +67,9 @@ class Replicas:
         return given.over(self._credentials)
 
     def _target(self, remote: str | None, name: str | None, credentials: Credentials | None) -> remotes.Target:
-        return remotes.target(*self._where(remote, name), self._creds(credentials))
+        made = remotes.target(*self._where(remote, name), self._creds(credentials))
+        remotes.check_outside(made, self._engine_ok().workspace)
+        return made
 
     @public()
     def push(
@@ -123,7 +125,9 @@ class Replicas:
             replicators = self._replicators if self._replicators is not None else {}
             self._replicators = replicators
             if key not in replicators:
-                replicators[key] = Replicator(self._pusher(remotes.target(location, chosen, creds)))
+                made = remotes.target(location, chosen, creds)
+                remotes.check_outside(made, self._engine_ok().workspace)
+                replicators[key] = Replicator(self._pusher(made))
             return replicators[key]
 
     def _pusher(self, to: remotes.Target) -> Callable[[], PushResult]:

@@ -221,9 +221,10 @@ class SshEndpoint:
 
 
 @contextlib.contextmanager
-def ssh_server(base: Path, keys: Path) -> Iterator[SshEndpoint]:
-    """A paramiko SSH server on loopback running git's pack commands on the
-    repositories below ``base`` for one user with one (generated) key."""
+def ssh_server(base: Path, keys: Path, port: int = 0) -> Iterator[SshEndpoint]:
+    """A paramiko SSH server on loopback (``port``: 0 for any free one) running
+    git's pack commands on the repositories below ``base`` for one user with one
+    (generated) key."""
     import paramiko
 
     assert GIT is not None
@@ -233,11 +234,13 @@ def ssh_server(base: Path, keys: Path) -> Iterator[SshEndpoint]:
     key_file = keys / "id_rsa"
     client_key.write_private_key_file(str(key_file))
     listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
     listener.listen(5)
     port = listener.getsockname()[1]
     known = keys / "known_hosts"
-    known.write_text(f"[127.0.0.1]:{port} {host_key.get_name()} {host_key.get_base64()}\n")
+    name = "127.0.0.1" if port == 22 else f"[127.0.0.1]:{port}"  # as ssh looks a host up
+    known.write_text(f"{name} {host_key.get_name()} {host_key.get_base64()}\n")
     stop = threading.Event()
 
     class Server(paramiko.ServerInterface):

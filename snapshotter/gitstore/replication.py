@@ -191,7 +191,7 @@ def receive(store: Store, remote: Remote, refs: Refs, credentials: Credentials |
 
 def missing_local_repository(remote: Remote) -> bool:
     """Whether the remote is a folder on this machine that does not exist yet."""
-    return remote.client.__class__.__name__ == "LocalGitClient" and not os.path.exists(remote.path)
+    return remote.is_local and not os.path.exists(remote.path)
 
 
 def ensure_local_repository(remote: Remote) -> None:

@@ -30,8 +30,11 @@ from snapshotter.gitstore.sshvendor import ParamikoVendor
 
 TIMEOUT = 60.0
 """Seconds a connection may stay silent before it is given up."""
-_SCP_LIKE = re.compile(r"(?:(?P<user>[^@/]+)@)?(?P<host>[A-Za-z0-9.\-_]+):(?P<path>[^/\\\\].*)")
-"""git's scp-like syntax, ``user@host:path`` (a Windows drive ``C:\\...`` is a path)."""
+_SCP_LIKE = re.compile(r"(?:(?P<user>[^@/\[]+)@)?(?P<host>\[[^\]/]+\]|[^@/:\[\]]+):(?P<path>.+)", re.DOTALL)
+"""git's scp-like syntax, ``[user@]host:path``, the path relative to the user's
+folder or absolute (``git@host:/srv/x.git``), an IPv6 host in brackets. git
+reads a location as one whenever a ``:`` comes before the first ``/``, save a
+Windows drive (``C:\\...``, ``C:/...``): it is then SSH, never a local path."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,11 @@ class Remote:
     client: GitClient
     path: str
 
+    @property
+    def is_local(self) -> bool:
+        """Whether the remote is a folder on this machine (a path or ``file://``)."""
+        return isinstance(self.client, LocalGitClient)
+
     def release(self) -> None:
         """Close the connections the client keeps for reuse. The HTTP client
         keeps its last one open in a pool until it is garbage-collected, and
@@ -99,6 +107,12 @@ def shown(location: str) -> str:
     if parts.scheme and parts.netloc and "@" in parts.netloc:
         return urlunsplit(parts._replace(netloc=_host_and_port(parts.netloc)))
     return location
+
+
+def shown_scp(location: str) -> str:
+    """An scp-like location without its user part, as ``shown`` leaves URLs."""
+    found = _SCP_LIKE.fullmatch(location)
+    return location if found is None or found["user"] is None else location[len(found["user"]) + 1 :]
 
 
 def _host_and_port(netloc: str) -> str:
@@ -136,12 +150,12 @@ def open_remote(location: str, credentials: Credentials | None = None, timeout: 
             base, username=creds.username, password=creds.password, timeout=timeout, config=None
         )
         return Remote(shown(location), client, "")
-    scp = _SCP_LIKE.fullmatch(location) if not os.path.exists(location) else None
+    if scheme and location[len(scheme) : len(scheme) + 3] == "://":
+        raise InvalidInput(f"remote {shown(location)}: {scheme}:// is not a kind of remote snapshotter speaks")
+    scp = _SCP_LIKE.fullmatch(location)
     if scp is not None and not re.fullmatch(r"[A-Za-z]", scp["host"]):
         creds = given.over(Credentials(scp["user"])).over(Credentials.from_environment())
-        return _ssh(location, scp["host"], None, creds, scp["path"], timeout)
-    if scheme and len(scheme) > 1:
-        raise InvalidInput(f"remote {shown(location)}: {scheme}:// is not a kind of remote snapshotter speaks")
+        return _ssh(shown_scp(location), scp["host"].strip("[]"), None, creds, scp["path"], timeout)
     return Remote(location, LocalGitClient(), os.path.abspath(location))
 
 
