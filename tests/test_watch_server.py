@@ -432,3 +432,33 @@ def test_home_from_the_user_config_file_is_found(tmp_path: Path, watcher: Any) -
         assert done.returncode == 0 and len(server.served()) == 1, (done.stderr, server.log.read_text())
     finally:
         server.stop()
+
+
+def test_a_token_in_a_served_command_line_is_in_no_log_output_or_store(tmp_path: Path, watcher: Any) -> None:
+    """A push URL carrying a token, served by the watcher and declined by it (other
+    settings): the token is in none of the watcher's log lines, the command's
+    output (text or JSON), nor any file of the store."""
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    write(ws, {"a.txt": "a\n"})
+    token = "ghp_NEVERSHOWNtoken0123456789"
+    assert run_command("snapshot", cwd=ws, env={"SNAPSHOTTER_HOME": str(home)}).returncode == 0
+    started = watcher(ws, home)
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    port = dead.getsockname()[1]
+    dead.close()  # nothing listens there: each push fails, naming the remote
+    url = f"http://bot:{token}@127.0.0.1:{port}/x.git"
+    outputs = []
+    for argv in (["push", url], ["--json", "push", url], ["--exclude", "other", "push", url]):
+        done = run_command(*argv, cwd=ws, env={"SNAPSHOTTER_HOME": str(home)})
+        assert done.returncode != 0
+        outputs.append(done.stdout + done.stderr)
+    served = started.served()
+    assert len(served) == 2 and all("http://127.0.0.1" in line for line in served), served
+    assert any("declined" in line for line in started.log.read_text().splitlines()), started.log.read_text()
+    started.stop()
+    assert all(token not in text and "bot:" not in text for text in outputs), outputs
+    assert token not in started.log.read_text()
+    for path in Path(store_of(ws, home)).rglob("*"):
+        if path.is_file():
+            assert token.encode() not in path.read_bytes(), path

@@ -41,6 +41,7 @@ from typing import Any
 from snapshotter import __version__
 from snapshotter.frontends import arguments, config, relay, wire
 from snapshotter.gitstore.location import canonical_workspace, store_path_for
+from snapshotter.gitstore.transport import without_secrets
 
 log = logging.getLogger("snapshotter")
 
@@ -196,7 +197,7 @@ class Server:
     def _answer(self, conn: wire.Channel, request: Mapping[str, Any], why: str | None) -> None:
         conn.send(json.dumps({"accept": why is None, "why": why}).encode())
         if why is not None:
-            sys.stderr.write(f"snapshotter watch: declined {request.get('argv')}: {why}\n")
+            sys.stderr.write(f"snapshotter watch: declined {_shown(request.get('argv'))}: {_hidden(why)}\n")
             return
         try:
             if conn.recv(relay.DECISION_TIMEOUT * 2, limit=64) != b'"go"':
@@ -215,7 +216,7 @@ class Server:
             code = 1
         self.served += 1
         seconds = time.monotonic() - started
-        sys.stderr.write(f"snapshotter watch: served {request['argv']} (exit {code}, {seconds:.3f} s)\n")
+        sys.stderr.write(f"snapshotter watch: served {_shown(request['argv'])} (exit {code}, {seconds:.3f} s)\n")
         conn.send(json.dumps({"code": code, "out": out.getvalue(), "err": err.getvalue()}).encode())
 
     def accept_loop(self) -> None:
@@ -234,7 +235,7 @@ class Server:
                 with conn:
                     self.handle(conn)
             except Exception as exc:  # the caller went away; keep serving
-                log.debug("watch: a request failed: %s", exc)
+                log.debug("watch: a request failed: %s", _hidden(str(exc)))
             if not os.path.isdir(self.store):
                 self.stopping.set()
 
@@ -266,6 +267,17 @@ class Server:
         with contextlib.suppress(OSError):
             if relay.read_key(self.store) == self.key:  # not a newer watcher's
                 os.unlink(relay.key_path(self.store))
+
+
+def _hidden(text: str) -> str:
+    """``text`` with every URL's user part left out (it may be a token), as the
+    command line shows remotes."""
+    return without_secrets(text, None)
+
+
+def _shown(argv: object) -> str:
+    """A served command line as the watcher's log names it: every URL in it without its user part."""
+    return _hidden(str(argv))
 
 
 def serve(workspace: str, settings: config.Resolved, run: Runner, console: ConsoleMaker) -> str | None:
