@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -92,7 +93,9 @@ class Options:
     use_default_excludes: bool = setting(
         True, "apply the built-in excludes (.env, node_modules, ...)", workspace="only-on"
     )
-    max_new_file_size: int = setting(10 * 2**20, "skip new files larger than this many bytes", workspace="lower")
+    max_new_file_size: int = setting(
+        10 * 2**20, "skip new files larger than this many bytes (0: no cap)", workspace="lower"
+    )
     on_error: OnError = "raise"
     lock_timeout: float = setting(30.0, "seconds to wait for another writer", workspace="any")
     retention: Retention = Retention()
@@ -125,6 +128,11 @@ class Options:
     )
     """The session this instance works in: its turns, checkpoints, tool calls,
     undo and redo are its own (``None``: the one anonymous session)."""
+
+    @property
+    def new_file_cap(self) -> int:
+        """``max_new_file_size`` as the walk compares sizes with it: 0 is no cap, as for every other limit."""
+        return self.max_new_file_size or sys.maxsize
 
     def __post_init__(self) -> None:
         """Refuse a bad value (in the order the facade always checked them), and

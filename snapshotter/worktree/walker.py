@@ -214,7 +214,7 @@ def _begin(
         host=host,
         carry_modes=host.needs_recorded_modes,
         cutoff=cutoff,
-        max_new_file_size=options.max_new_file_size,
+        max_new_file_size=options.new_file_cap,
         forced=ignores.forced.has if ignores.forced is not None else never,  # tracked whatever their size
     )
     if incremental is None:  # an incremental walk checks the caps once, over the whole result
