@@ -192,7 +192,7 @@ def _session_undo(engine: Engine, stack: list[bytes]) -> UndoResult:
         engine.store.pop(stack_of(engine, UNDO))
     meta = {REDO_TO: result.safety_snapshot_id, POPPED: popped.id if popped is not None else ""}
     meta[SINCE] = result.safety_snapshot_id  # closes the undo's change, as a tool call's end does
-    after = engine.snapshot("after undo", "post-undo", meta)
+    after = engine.snapshot("after undo", "post-undo", meta, moves_base=False)
     engine.store.push(stack_of(engine, REDO), bytes.fromhex(after.id))
     message = f"reverted {len(result.reverted) + len(result.merged)} paths of session {engine.session}"
     return UndoResult(True, "undo", message, after.id, result.safety_snapshot_id, revert=result)

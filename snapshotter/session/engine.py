@@ -68,7 +68,7 @@ def open_engine(workspace: str, options: Options) -> Engine:
         repository = find_repository(workspace)
         rules = root_stack(workspace, options.exclude, options.use_default_excludes, repository)
         rules = rules.with_tracked(tracked_paths(repository) if repository is not None else None)
-        measure(workspace, rules, WorkspaceLimits.of(options), listings, prelisting, options.max_new_file_size)
+        measure(workspace, rules, WorkspaceLimits.of(options), listings, prelisting, options.new_file_cap)
     return Engine(workspace, Store.open_or_create(path, workspace), options, listings, prelisting)
 
 
@@ -213,8 +213,12 @@ class Engine:
         dirs = {p: r for p, r in cache.dirs.items() if r[1] in kept}
         self.save_cache(statcache.StatCache(folders, dirs, cache.listings, shapes, generation=generation))
 
-    def snapshot(self, message: str, label: str | None, metadata: dict[str, str]) -> SnapshotInfo:
-        return self.record(self.scan(write=True), message, label, metadata).info
+    def snapshot(
+        self, message: str, label: str | None, metadata: dict[str, str], *, moves_base: bool = True
+    ) -> SnapshotInfo:
+        """Record the workspace now; it becomes the base unless not ``moves_base``
+        (a snapshot the library takes for itself, closing a revert or an undo)."""
+        return self.record(self.scan(write=True), message, label, metadata, moves_base=moves_base).info
 
     def record(
         self,
@@ -226,6 +230,7 @@ class Engine:
         save_cache: bool = True,
         base_side: StoredTree | None = None,
         count_lines: bool = True,
+        moves_base: bool = True,
     ) -> Recorded:
         """Commit a written scan as a new snapshot: object, then ref, then stat cache
         (kept in memory only without ``save_cache``: a restore saves it once, after writing).
@@ -252,7 +257,17 @@ class Engine:
         current.line_counts = {}  # counted: a cold snapshot's are 10 MiB at 100k files (recording again reads back)
         against = None if count_lines else base
         info = commit(
-            self.store, self.catalog, current, message, label, metadata, stats, self.clock(), against, self.session
+            self.store,
+            self.catalog,
+            current,
+            message,
+            label,
+            metadata,
+            stats,
+            self.clock(),
+            against,
+            self.session,
+            moves_base,
         )
         self._remember(current, save=save_cache)
         return Recorded(info, compared)
@@ -267,15 +282,25 @@ class Engine:
         base_side: StoredTree | None = None,
     ) -> Recorded:
         """A safety snapshot of ``current``, taken for the library's own use
-        (before a restore, undo, redo): the newest snapshot if it already holds
-        ``current``, else a new one whose lines are counted only when asked
-        for (see ``record``)."""
-        for held in (self.catalog.base(), self.catalog.latest()):  # the base first: it does not move then
+        (before a restore, undo, redo, revert): the base or the newest snapshot
+        if it already holds ``current``, else a new one whose lines are counted
+        only when asked for (see ``record``). It never moves the base: only a
+        whole restore that succeeds does, so a failed restore leaves ``@``
+        (and what ``status`` shows) as it was."""
+        for held in (self.catalog.base(), self.catalog.latest()):
             if held is not None and held.tree_id == current.tree_id.hex():
-                self.store.set_base(bytes.fromhex(held.id))
                 self._remember(current, save=save_cache)
                 return Recorded(held)
-        return self.record(current, message, label, {}, save_cache=save_cache, base_side=base_side, count_lines=False)
+        return self.record(
+            current,
+            message,
+            label,
+            {},
+            save_cache=save_cache,
+            base_side=base_side,
+            count_lines=False,
+            moves_base=False,
+        )
 
     def relabelled(self, info: SnapshotInfo, message: str, label: str) -> SnapshotInfo:
         """A new snapshot of ``info``'s tree, under ``message`` and ``label`` (nothing is walked)."""

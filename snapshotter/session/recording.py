@@ -119,9 +119,11 @@ def commit(
     when: datetime,
     uncounted_against: bytes | None = None,
     session: str | None = None,
+    moves_base: bool = True,
 ) -> SnapshotInfo:
     """Write the snapshot commit of ``current`` and its ref (the next free
-    number, whatever other writers took), and make it the base. With
+    number, whatever other writers took), and make it the base (unless not
+    ``moves_base``: a snapshot the library takes for itself). With
     ``uncounted_against`` its lines are not counted yet (see ``trailers``)."""
     seq = max(store.snapshot_refs(), default=0) + 1
     while True:
@@ -142,7 +144,8 @@ def commit(
         if store.add_snapshot_ref(seq, sha):
             break
         seq += 1  # another writer took this number; take the next one
-    store.set_base(sha)
+    if moves_base:
+        store.set_base(sha)
     return catalog.info(seq, sha)
 
 

@@ -109,7 +109,8 @@ def bring_in(
             workspace.close()  # writing starts from fresh checks of every folder
             apply_or_put_back(engine, plan, workspace, safety, current)
             if closing_label is not None:
-                engine.snapshot(f"after: {message.removeprefix('before ')}", closing_label, {SINCE: safety.id})
+                closing = f"after: {message.removeprefix('before ')}"
+                engine.snapshot(closing, closing_label, {SINCE: safety.id}, moves_base=False)
             return merging.result(safety.id, dry_run, applied=True)
         finally:
             workspace.close()
