@@ -30,7 +30,7 @@ from snapshotter.frontends.failures import (
     EXIT_USAGE,
     CommandFailed,
 )
-from snapshotter.gitstore.location import canonical_workspace, store_path_for
+from snapshotter.gitstore.location import store_path_for
 
 TYPE_CHECKING = False  # not ``typing``'s: see ``_load``
 if TYPE_CHECKING:  # loaded by ``_load`` when a command runs in this process; a command handed to a watcher needs none
@@ -94,8 +94,7 @@ def _confirm(question: str, refusal: str, args: argparse.Namespace) -> None:
 
 
 def _settings(args: argparse.Namespace) -> tuple[str, config.Resolved]:
-    workspace = canonical_workspace(os.path.abspath(args.workspace))
-    settings = config.resolve(workspace, arguments.flags(args), _console.environ)
+    workspace, settings = config.locate(os.path.abspath(args.workspace), arguments.flags(args), _console.environ)
     for warning in settings.warnings:
         logging.getLogger("snapshotter").warning("%s", warning)  # loaded by ``run``
     return workspace, settings

@@ -183,6 +183,18 @@ def user_config_path(environ: Mapping[str, str] | None = None) -> str:
     return os.path.join(platformdirs.user_config_dir("snapshotter", appauthor=False), "config.toml")
 
 
+def locate(start: str, flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> tuple[str, Resolved]:
+    """The workspace a command started in folder ``start`` means (see
+    ``location.find_workspace``), and its settings. The home cannot come from a
+    workspace file, so the settings read at ``start`` say where to look."""
+    from snapshotter.gitstore.location import canonical_workspace, find_workspace
+
+    begun = canonical_workspace(start)
+    settings = resolve(begun, flags, environ)
+    workspace = find_workspace(begun, settings.value("home"))
+    return workspace, settings if workspace == begun else resolve(workspace, flags, environ)
+
+
 def resolve(workspace: str, flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Resolved:
     """Every setting's effective value and the source it came from."""
     environ = os.environ if environ is None else environ

@@ -21,7 +21,6 @@ from snapshotter import __version__
 from snapshotter.api import Snapshotter
 from snapshotter.errors import InvalidInput, SnapshotError
 from snapshotter.frontends import config, remote_commands, rendering
-from snapshotter.gitstore.location import canonical_workspace
 from snapshotter.model import ConflictMode, RevertResult, UndoResult
 from snapshotter.worktree.watch import watch_available
 
@@ -36,8 +35,7 @@ def build_server(workspace: str, flags: Mapping[str, Any]) -> Any:
         from mcp.server.mcpserver.exceptions import ToolError
     except ImportError:
         raise InvalidInput(INSTALL_HINT) from None
-    canonical = canonical_workspace(workspace)
-    settings = config.resolve(canonical, flags)
+    canonical, settings = config.locate(workspace, flags)
     logger = logging.getLogger("snapshotter")
     for warning in settings.warnings:
         logger.warning("%s", warning)

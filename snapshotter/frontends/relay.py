@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 
 from snapshotter import __version__
 from snapshotter.frontends import arguments, wire
-from snapshotter.gitstore.location import canonical_workspace, store_path_for
+from snapshotter.gitstore.location import canonical_workspace, find_workspace, store_path_for
 
 TYPE_CHECKING = False  # not ``typing``'s: this module's imports are the price of every handed-over command
 if TYPE_CHECKING:
@@ -156,8 +156,9 @@ def hand_over(argv: Sequence[str]) -> int | None:
     if not relayable(args, interactive):
         return None
     try:
-        workspace = canonical_workspace(os.path.abspath(args.workspace))
-        store = store_path_for(workspace, _home(args, workspace))
+        begun = canonical_workspace(os.path.abspath(args.workspace))
+        home = _home(args, begun)
+        store = store_path_for(find_workspace(begun, home), home)
     except Exception:  # a SnapshotError, or a bad setting: the direct run reports it
         return None
     address = address_of(store)

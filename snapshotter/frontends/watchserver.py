@@ -40,7 +40,7 @@ from typing import Any
 
 from snapshotter import __version__
 from snapshotter.frontends import arguments, config, relay, wire
-from snapshotter.gitstore.location import canonical_workspace, store_path_for
+from snapshotter.gitstore.location import store_path_for
 from snapshotter.gitstore.transport import without_secrets
 
 log = logging.getLogger("snapshotter")
@@ -161,8 +161,9 @@ class Server:
                 return f"another {name}"
         environ = self.environ(request)
         try:
-            workspace = canonical_workspace(os.path.join(request["cwd"], args.workspace))
-            settings = config.resolve(workspace, arguments.flags(args), environ)
+            workspace, settings = config.locate(
+                os.path.join(request["cwd"], args.workspace), arguments.flags(args), environ
+            )
         except Exception as exc:  # the caller reports it the same way, itself
             return f"settings: {exc}"
         if workspace != self.workspace:

@@ -57,9 +57,34 @@ def _is_within(path: str, folder: str) -> bool:
         return False
 
 
+def find_workspace(start: str, home: str | os.PathLike[str] | None) -> str:
+    """The workspace a command started in folder ``start`` (canonical) means, found
+    as git and jj find theirs: the nearest folder at or above ``start`` that has
+    a store in ``home``, else the root of the nearest git repository around it,
+    else ``start`` itself. So ``snapshotter status`` in a subfolder speaks of
+    the folder snapshotted above it, never of a new, empty one."""
+    home_path = _home_path(home)
+    repository: str | None = None
+    folder = start
+    while True:
+        overlaps = _is_within(home_path, folder) or _is_within(folder, home_path)  # no store of its own
+        if not overlaps and os.path.isdir(os.path.join(home_path, "snapshots", store_key(folder))):
+            return folder
+        if repository is None and os.path.lexists(os.path.join(folder, ".git")):
+            repository = folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return repository or start
+        folder = parent
+
+
+def _home_path(home: str | os.PathLike[str] | None) -> str:
+    return os.path.realpath(os.path.abspath(os.fspath(home) if home is not None else default_home()))
+
+
 def store_path_for(canonical: str, home: str | os.PathLike[str] | None) -> str:
     """The store folder of a canonical workspace; refuses overlapping locations."""
-    home_path = os.path.realpath(os.path.abspath(os.fspath(home) if home is not None else default_home()))
+    home_path = _home_path(home)
     store = os.path.join(home_path, "snapshots", store_key(canonical))
     inside_workspace, around_workspace = _is_within(home_path, canonical), _is_within(canonical, home_path)
     if inside_workspace or around_workspace:
