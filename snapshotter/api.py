@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from snapshotter import inputs, maintenance
+from snapshotter import history, inputs, maintenance
 from snapshotter.background import Background, SnapshotHandle, finished
 from snapshotter.calls import public
 from snapshotter.errors import FIRST_SNAPSHOT, SnapshotError, SnapshotNotFound, StoreError
@@ -293,22 +293,25 @@ class Snapshotter(Workflows, Replicas):
         """Make the workspace (or just ``files``) match a snapshot.
 
         The current state is snapshotted first with the label ``pre-restore``
-        (unless the base or the newest snapshot already holds it), so a restore
-        can itself be undone; a restore that fails part-way puts the workspace
-        back. A file the current scan does not track (ignored or excluded now,
+        (unless the base or the newest snapshot already holds it) and becomes
+        an undo point, so ``undo()`` takes the restore back; a restore that
+        fails part-way puts the workspace back, and ``@`` (the base) moves to
+        the target only once a whole restore succeeded. A file the current scan does not track (ignored or excluded now,
         too large, unreadable) is never overwritten or deleted: a whole restore
         leaves it and lists it in ``RestoreResult.kept``; restoring it by name
         is refused (``RestoreConflict``) unless ``overwrite_untracked``, which
         first saves the ignored and too-large ones in the safety snapshot.
         """
         engine = self._engine_ok()
-        return restoring.restore(
+        result = restoring.restore(
             engine,
             engine.catalog.get(ref),
             inputs.paths(files),
             dry_run=dry_run,
             overwrite_untracked=bool(overwrite_untracked),
         )
+        history.restored(engine, result)
+        return result
 
     # -- lifecycle: retention, pins, compaction ---------------------------------------------
 

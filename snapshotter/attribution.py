@@ -52,7 +52,8 @@ Pair = tuple[SnapshotInfo, SnapshotInfo | None]
 
 TOOL, TOOL_DONE = "tool:", "tool-done:"
 PRE_TURN, POST_TURN = "pre-turn:", "post-turn:"
-CLOSING_LABELS = frozenset({"post-revert", "post-merge", "post-undo", "post-redo"})
+POST_RESTORE = "post-restore"
+CLOSING_LABELS = frozenset({"post-revert", "post-merge", "post-undo", "post-redo", POST_RESTORE})
 """Snapshots closing a change the library wrote three ways (its metadata ``since`` names where it began)."""
 INTERNAL_LABELS = frozenset({"pre-restore", "pre-undo", "pre-redo", "pre-revert", "pre-merge"}) | CLOSING_LABELS
 """Labels of the snapshots the library takes for itself."""

@@ -24,6 +24,7 @@ later edits, or with ``reset`` restores the state before it.
 from __future__ import annotations
 
 from snapshotter.attribution import (
+    POST_RESTORE,
     POST_TURN,
     PRE_TURN,
     TOOL,
@@ -64,6 +65,22 @@ def checkpoint(engine: Engine, message: str, label: str | None, metadata: dict[s
     engine.store.push(stack_of(engine, UNDO), bytes.fromhex(info.id))
     _abandon_redo(engine)
     return info
+
+
+def restored(engine: Engine, result: RestoreResult) -> None:
+    """After a restore the caller asked for: the state it replaced (its safety
+    snapshot) becomes an undo point, so ``undo`` takes the restore back and
+    ``redo`` brings it again. In a named session the restore is closed by a
+    ``post-restore`` snapshot too, so its undo, which reverts the session's own
+    changes, knows the restore as one. A dry run, or a restore that changed
+    nothing, makes no undo point."""
+    if result.dry_run or result.safety_snapshot_id is None or not (result.written or result.deleted):
+        return
+    engine.store.push(stack_of(engine, UNDO), bytes.fromhex(result.safety_snapshot_id))
+    _abandon_redo(engine)
+    if engine.session is not None:
+        meta = {SINCE: result.safety_snapshot_id}
+        engine.snapshot(f"after restoring {result.target_id[:12]}", POST_RESTORE, meta, moves_base=False)
 
 
 def _abandon_redo(engine: Engine) -> None:
@@ -304,7 +321,9 @@ def revert_turn(engine: Engine, n: int, reset: bool, conflicts: ConflictMode) ->
     ``reset``, restore the state before it instead (later edits replaced)."""
     pre, post = turn_pair(engine, n)
     if reset:
-        return restore(engine, pre, safety_label="pre-revert")
+        result = restore(engine, pre, safety_label="pre-revert")
+        restored(engine, result)
+        return result
     turn = (pre.label or "")[len(PRE_TURN) :]
     pairs = session_changes(engine, engine.session, pre, post)
     return revert_changes(engine, pairs, conflicts=conflicts, message=f"before reverting turn {turn}")

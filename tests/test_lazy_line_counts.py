@@ -261,8 +261,8 @@ def test_every_public_result_carries_the_counts(ws: Path, make) -> None:  # type
     checker.restore(safety_id)  # back to state B: the pre-restore snapshot is the base now
     base = checker.base()
     assert base is not None and base.id == safety_id and _counts(base) == expected
-    pruner = make(retention=Retention(max_snapshots=1, max_age=None, max_store_bytes=None))
-    checker.snapshot("newer")  # the pre-restore snapshot is no longer the newest, nor the base
+    pruner = make(retention=Retention(max_snapshots=1, max_age=None, max_store_bytes=None, max_undo=1))
+    checker.snapshot("newer")  # the pre-restore snapshot is no longer the newest, the base, nor the newest undo point
     pruned = {info.id: _counts(info) for info in pruner.prune(dry_run=True).pruned}
     assert pruned[safety_id] == expected
 

@@ -67,6 +67,8 @@ def test_mcp_server_over_stdio(ws: Path, home: Path) -> None:
             assert _is_error(bad) and "no snapshot labelled" in _error_text(bad)
             outside = await session.call_tool("restore", {"ref": "start", "files": ["../escape"], "dry_run": False})
             assert _is_error(outside)
+            taken_back = _payload(await session.call_tool("undo", {}))  # undo takes the restore back
+            assert taken_back["ok"] and (ws / "app.py").read_text() == "print('v2')\n"
             nothing = await session.call_tool("undo", {})  # did nothing: an error result with the reason
             assert _is_error(nothing) and "nothing to undo" in _error_text(nothing)
             assert (ws / ".env").read_text() == "SECRET=1\n"

@@ -299,8 +299,15 @@ class WorkspaceModel(RuleBasedStateMachine):
         self.files, self.folders = files, folders
         if result.safety_snapshot_id is not None:
             self._record(result.safety_snapshot_id, tracked(before[0]))
+            self._undo_point(result.safety_snapshot_id, tracked(before[0]), result)
         self._note("restore done")
         return True
+
+    def _undo_point(self, sha: str, state: Files, result: object) -> None:
+        """A restore that changed something makes the state it replaced an undo point (undo takes it back)."""
+        if getattr(result, "written", 0) or getattr(result, "deleted", 0):
+            self.undo_stack.append((sha, state))
+            self.redo_stack.clear()
 
     @rule(pick=st.integers(min_value=0))
     @precondition(lambda self: bool(self.snapshots))
@@ -355,6 +362,7 @@ class WorkspaceModel(RuleBasedStateMachine):
         self.files, self.folders = after_files, after_folders
         if result.safety_snapshot_id is not None:
             self._record(result.safety_snapshot_id, tracked(before_files))
+            self._undo_point(result.safety_snapshot_id, tracked(before_files), result)
         self._note("selective done")
         self._sync_retention()
 

@@ -158,7 +158,11 @@ def _parser() -> argparse.ArgumentParser:
     revert.add_argument("--dry-run", action="store_true", help="show what would change, change nothing")
     _conflicts_option(revert)
 
-    command("undo", "go back to the last checkpoint (in a session: undo only its own changes)")
+    point = command("checkpoint", "record the folder now as an undo point (what undo goes back to)")
+    point.add_argument("-m", "--message", default="", help="a message for the checkpoint")
+    point.add_argument("--label", default=None, help="a label usable wherever a ref is")
+    point.add_argument("--meta", action="append", type=_meta, default=[], metavar="KEY=VALUE", help="metadata")
+    command("undo", "take back the last restore, or go back to the last checkpoint (in a session: its own changes)")
     command("redo", "return to what the last undo replaced")
     turn = command("turn", "agent turns: begin, end, or revert N (its own changes; --reset: the state before it)")
     turn.add_argument("action", choices=["begin", "end", "revert"])

@@ -1,6 +1,6 @@
-"""The command line's agent-loop commands: ``undo``, ``redo``, ``turn``, ``tool``,
-``revert``, ``fork``, ``merge`` and ``forks`` (the grammar is in ``arguments``;
-``cli`` runs the rest).
+"""The command line's agent-loop commands: ``checkpoint``, ``undo``, ``redo``,
+``turn``, ``tool``, ``revert``, ``fork``, ``merge`` and ``forks`` (the grammar is
+in ``arguments``; ``cli`` runs the rest).
 
 Each returns (its JSON result, a function printing its text). A revert that
 conflicts and wrote nothing is a failure (exit 5, the result in the JSON
@@ -22,13 +22,16 @@ if TYPE_CHECKING:
     from snapshotter.api import Snapshotter
     from snapshotter.model import RevertResult
 
-NAMES = frozenset({"undo", "redo", "turn", "tool", "revert", "fork", "merge", "forks"})
+NAMES = frozenset({"checkpoint", "undo", "redo", "turn", "tool", "revert", "fork", "merge", "forks"})
 Printer = Callable[[str], None]
 
 
 def dispatch(name: str, snap: Snapshotter, args: argparse.Namespace, say: Printer) -> tuple[Any, Callable[[], None]]:
     """Run the agent-loop command ``name``; ``say`` prints one line."""
     f = rendering
+    if name == "checkpoint":
+        point = snap.checkpoint(args.message, label=args.label, metadata=dict(args.meta) or None)
+        return f.snapshot_json(point), lambda: say(f.snapshot_line(point))
     if name in ("undo", "redo"):
         outcome = snap.undo() if name == "undo" else snap.redo()
         if not outcome.ok:
