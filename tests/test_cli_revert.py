@@ -48,7 +48,7 @@ def test_a_conflicting_revert_exits_5_and_writes_nothing(ws: Path, home: Path) -
     assert error["type"] == "Conflict" and error["result"]["conflicts"][0]["reason"] == "content"
     assert (ws / "f.py").read_text() == LINES.replace("line 3\n", "person 3\n")
     marked = cli(ws, home, "revert", before["id"], after["id"], "--conflicts", "markers")
-    assert marked.returncode == 0 and "conflict markers written" in marked.stdout
+    assert marked.returncode == 1 and "wrote conflict markers into f.py" in marked.stderr  # never a clean success
     assert "<<<<<<< workspace" in (ws / "f.py").read_text()
 
 

@@ -1,7 +1,7 @@
 """How a command line ends: its exit codes, and a command that ran but did not succeed.
 
 Exit codes: 0 ok, 1 error (or nothing to undo/redo, a failed verify, a
-declined confirmation), 2 usage, 3 snapshot, ref or path not found, 4 store
+declined confirmation, conflict markers written), 2 usage, 3 snapshot, ref or path not found, 4 store
 locked, 5 refused (a restore's conflict or unsafe snapshot, a revert or merge
 that conflicts and wrote nothing), 141 output pipe closed (as git).
 """

@@ -4,7 +4,8 @@ in ``arguments``; ``cli`` runs the rest).
 
 Each returns (its JSON result, a function printing its text). A revert that
 conflicts and wrote nothing is a failure (exit 5, the result in the JSON
-error), never a silent success.
+error), never a silent success; one that wrote conflict markers exits 1, as
+``git merge`` does, so a script never takes the markers for a clean result.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import argparse
 from collections.abc import Callable
 
 from snapshotter.frontends import rendering
-from snapshotter.frontends.failures import EXIT_REFUSED, CommandFailed
+from snapshotter.frontends.failures import EXIT_ERROR, EXIT_REFUSED, CommandFailed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -86,6 +87,16 @@ def _reverted(result: RevertResult, say: Printer, taken: str = "revert") -> tupl
             f"nothing was written: conflicts at {shown}{more}; pass --conflicts ours or --conflicts markers",
             rendering.revert_json(result),
             EXIT_REFUSED,
+        )
+    if result.marked and not result.dry_run:
+        undo = (
+            f" (undo with: snapshotter restore {result.safety_snapshot_id[:12]})" if result.safety_snapshot_id else ""
+        )
+        raise CommandFailed(
+            "ConflictMarkers",
+            f"wrote conflict markers into {', '.join(result.marked)}: resolve them, then snapshot{undo}",
+            rendering.revert_json(result),
+            EXIT_ERROR,
         )
     return rendering.revert_json(result), lambda: _lines(say, rendering.revert_lines(result, taken))
 
