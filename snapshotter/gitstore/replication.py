@@ -42,7 +42,8 @@ from dulwich.pack import UnpackedObject
 from dulwich.repo import Repo
 
 from snapshotter.errors import VERIFY, RemoteAuthError, RemoteError, StoreError
-from snapshotter.gitstore.deflate import deflate
+from snapshotter.gitstore.deflate import compressor, deflate
+from snapshotter.gitstore.inflate import ObjectTooLarge
 from snapshotter.gitstore.objects import MODE_TREE, TYPE_NAMES, object_id, parse_tree
 from snapshotter.gitstore.packs import entry_header
 from snapshotter.gitstore.store import MISSING_OR_DAMAGED, Store
@@ -243,8 +244,35 @@ def _unpacked(store: Store, kind: int, sha: bytes) -> UnpackedObject:
         found = None  # a pack vanished (a gc elsewhere), or a damaged entry: the usual way says which
     if found is not None and found[0] == kind and object_id(TYPE_NAMES[kind], found[1]) == sha:
         return _entry(kind, sha, found[1], entry_header(kind, len(found[1])) + found[2])
-    _, content = read_checked(store, sha)  # not packed whole, or damaged there: read (and checked) the usual way
+    try:
+        _, content = read_checked(store, sha)  # not packed whole, or damaged there: read (and checked) the usual way
+    except ObjectTooLarge:
+        if kind != 3:
+            raise
+        return _streamed_blob(store, sha)
     return _entry(kind, sha, content, entry_header(kind, len(content)) + deflate(content))
+
+
+def _streamed_blob(store: Store, sha: bytes) -> UnpackedObject:
+    """A blob too big to hold whole (over ``MAX_WHOLE``), as a pack entry made
+    while it is sent: inflated from the store a piece at a time, compressed
+    again a piece at a time, never held whole. Its id is checked as the pieces
+    go (``blob_chunks``): a damaged one raises after its last piece, so the pack
+    is cut short and the remote takes no ref."""
+    size = store.blob_size(sha)
+
+    def pieces() -> Iterator[bytes]:
+        yield entry_header(3, size)
+        squeezer = compressor()
+        for piece in store.blob_chunks(sha):
+            packed = squeezer.compress(piece)
+            if packed:
+                yield packed
+        yield squeezer.flush()
+
+    unpacked = UnpackedObject(3, sha=sha, decomp_len=size)
+    unpacked.comp_chunks = pieces()  # type: ignore[assignment]  # dulwich iterates it once, as it writes
+    return unpacked
 
 
 def read_checked(store: Store, sha: bytes) -> tuple[int, bytes]:
