@@ -1,6 +1,6 @@
 """``snapshotter mcp``: one workspace's snapshots as tools for an MCP client (stdio).
 
-Needs the optional ``mcp`` extra (``pip install "workspace-snapshotter[mcp]"``).
+Needs the optional ``mcp`` extra (``pip install ".[mcp]"`` in a checkout).
 The server is rooted at the workspace it was started for and takes no other
 path from the client but files inside it; every result is a JSON object, and
 every failure (an undo with nothing to undo included) an error result with
@@ -25,7 +25,7 @@ from snapshotter.model import ConflictMode, RevertResult, UndoResult
 from snapshotter.worktree.watch import watch_available
 
 _Tool = TypeVar("_Tool", bound=Callable[..., Any])
-INSTALL_HINT = 'the MCP server needs the mcp extra: pip install "workspace-snapshotter[mcp]" (".[mcp]" from a checkout)'
+INSTALL_HINT = 'the MCP server needs the mcp extra: pip install ".[mcp]" in a checkout of snapshotter'
 
 
 def build_server(workspace: str, flags: Mapping[str, Any]) -> Any:

@@ -20,7 +20,7 @@ from dulwich.client import SSHVendor
 from snapshotter.errors import InvalidInput, RemoteAuthError, RemoteError
 from snapshotter.gitstore import knownhosts
 
-SSH_EXTRA_HINT = 'SSH remotes need the ssh extra: pip install "workspace-snapshotter[ssh]" (paramiko)'
+SSH_EXTRA_HINT = 'SSH remotes need the ssh extra (paramiko): pip install ".[ssh]" in a checkout of snapshotter'
 
 
 def ssh_available() -> bool:

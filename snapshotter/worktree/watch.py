@@ -28,7 +28,7 @@ Epochs make the journal safe against scans that are never recorded (status,
 dry runs, failures): :meth:`ChangeJournal.take` returns every change since the
 last :meth:`ChangeJournal.ack`, and only a recorded scan acknowledges its epoch.
 
-watchdog is an optional dependency (``pip install "workspace-snapshotter[watch]"``).
+watchdog is an optional dependency (``pip install ".[watch]"`` in a checkout).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ it needs Python 3.11."""
 
 def watch_available() -> bool:
     """Whether watch mode can run here: watchdog 7.1 or newer is installed
-    (``pip install "workspace-snapshotter[watch]"``, Python 3.11+)."""
+    (``pip install ".[watch]"``, Python 3.11+)."""
     if importlib.util.find_spec("watchdog") is None:
         return False
     try:
@@ -135,7 +135,7 @@ class ChangeJournal:
         if not watch_available():
             log.warning(
                 "snapshotter: watch=True needs watchdog 7.1 or newer "
-                "(pip install 'workspace-snapshotter[watch]', Python 3.11+)"
+                "(pip install '.[watch]' in a checkout of snapshotter, Python 3.11+)"
             )
             return False
         try:
@@ -143,7 +143,7 @@ class ChangeJournal:
             from watchdog.observers import Observer
         except ImportError:
             log.warning(
-                "snapshotter: watch=True needs watchdog 7.1 or newer (pip install 'workspace-snapshotter[watch]')"
+                "snapshotter: watch=True needs watchdog 7.1 or newer (pip install '.[watch]' in a snapshotter checkout)"
             )
             return False
         _OverflowSpotter.install(self)
