@@ -61,6 +61,7 @@ if TYPE_CHECKING:
         VerifyResult,
     )
     from snapshotter.options import Retention
+    from snapshotter.warnmode import ForgivingSnapshotter, forgiving
     from snapshotter.worktree.ignore import DEFAULT_EXCLUDES
     from snapshotter.worktree.watch import watch_available
 
@@ -80,13 +81,13 @@ def __getattr__(name: str) -> Any:
 def _load() -> None:
     """Publish every name of ``__all__`` from the module defining it (the list in
     the ``TYPE_CHECKING`` block above, for type checkers)."""
-    from snapshotter import api, background, errors, model, options
+    from snapshotter import api, background, errors, model, options, warnmode
     from snapshotter import guard as guarding
     from snapshotter.gitstore import transport
     from snapshotter.worktree import ignore, watch
 
     found: dict[str, object] = {}
-    for module in (api, background, errors, guarding, model, options, transport, ignore, watch):
+    for module in (api, background, errors, guarding, model, options, transport, ignore, watch, warnmode):
         found.update({name: getattr(module, name) for name in __all__ if name not in found and hasattr(module, name)})
     globals().update(found)  # after the imports: importing ``snapshotter.guard`` set ``guard`` to that module
 
@@ -138,5 +139,7 @@ __all__ = [
     "UnsafeTree",
     "WorkspaceError",
     "guard",
+    "forgiving",
+    "ForgivingSnapshotter",
     "watch_available",
 ]

@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "snapshotter"
 # Top first. A module may import its own wing and any wing below it.
 WINGS = ["frontends", "facade", "session", "compare", "upkeep", "worktree", "gitstore", "leaves"]
 FACADE = {"api", "inputs", "history", "guard", "background", "maintenance"}
-FACADE |= {"calls", "workflows", "attribution", "forks", "remotes", "outgoing", "replicas", "replicator"}
+FACADE |= {"calls", "workflows", "attribution", "forks", "remotes", "outgoing", "replicas", "replicator", "warnmode"}
 LEAVES = {"errors", "model", "options", "fsutil", "collector"}
 # Side wings: what each may see besides itself (it is not simply "everything below").
 ONLY = {"upkeep": {"gitstore", "leaves"}}
