@@ -182,3 +182,24 @@ def test_mcp_push_goes_only_to_the_remote_the_server_was_started_with(ws: Path, 
             assert not (tmp_path / "exfiltrate.git").exists()
 
     anyio.run(session_run)
+
+
+def test_every_tool_and_parameter_is_described_and_annotated(ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What an MCP client shows its model: each tool's description, each
+    parameter's, and the hints (read-only, destructive) clients use to ask first.
+    docs/integrations.md lists every tool."""
+    from snapshotter.frontends.mcp_server import build_server
+
+    monkeypatch.setenv("SNAPSHOTTER_HOME", str(home))
+    server = build_server(str(ws), {})
+    tools = anyio.run(server.list_tools)
+    documented = (Path(__file__).parent.parent / "docs" / "integrations.md").read_text()
+    for tool in tools:
+        assert tool.description and len(tool.description) > 20, tool.name
+        for name, schema in tool.input_schema["properties"].items():
+            assert schema.get("description"), (tool.name, name)
+        assert f"`{tool.name}`" in documented, f"{tool.name} is not in docs/integrations.md"
+    hints = {tool.name: tool.annotations for tool in tools}
+    assert all(hints[name].read_only_hint for name in ("status", "diff", "show", "list_snapshots"))
+    assert all(hints[name].destructive_hint for name in ("restore", "undo", "redo", "revert", "revert_turn"))
+    assert not hints["snapshot"].read_only_hint and not hints["snapshot"].destructive_hint
