@@ -16,7 +16,7 @@ from snapshotter import __version__
 
 TYPE_CHECKING = False  # not ``typing``'s: the grammar is loaded by every command line, handed over or not
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, NoReturn
 
 ALIASES = {"track": "snapshot"}
 """Another name a command answers to -> the command's own name."""
@@ -101,7 +101,7 @@ def _conflicts_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="snapshotter",
         description="Snapshots of a folder in a hidden git store: take, list, diff, restore, undo.",
         epilog="REF: an id, a 7+ digit id prefix, a label, @ (the base: what the folder was last made "
@@ -130,15 +130,15 @@ def _parser() -> argparse.ArgumentParser:
     show = command("show", "one snapshot's details")
     show.add_argument("ref", help="a REF (see below)")
 
-    diff = command("diff", "what changed: FROM (default @, the base) to TO (default the folder now); -- PATH...")
-    diff.add_argument("from_ref", nargs="?", default=None)
-    diff.add_argument("to_ref", nargs="?", default=None)
+    diff = command("diff", "what changed: FROM (default @, the base) to TO (default the folder now), or A..B; PATHs")
+    diff.add_argument("words", nargs="*", metavar="[FROM [TO]] [PATH...]", help="refs (or A..B), then paths")
     shape = diff.add_mutually_exclusive_group()
     shape.add_argument("--stat", action="store_true", help="a summary per file")
     shape.add_argument("--name-status", action="store_true", help="status letter and path per file")
     shape.add_argument("--numstat", action="store_true", help="added and deleted lines per file")
 
-    command("status", "what changed since the base (@); -- PATH... to limit it")
+    status = command("status", "what changed since the base (@); PATHs to limit it")
+    status.add_argument("paths", nargs="*", help="only these paths or folders")
 
     restore = command("restore", "bring back a snapshot (all of it, or PATHs)")
     restore.add_argument("ref", help="a REF")
@@ -152,7 +152,7 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     revert = command("revert", "undo the change BEFORE -> AFTER (default: the next snapshot) and keep every other")
-    revert.add_argument("before", help="a REF: the change's start")
+    revert.add_argument("before", help="a REF: the change's start (or BEFORE..AFTER)")
     revert.add_argument("after", nargs="?", default=None, help="a REF: its end (default: see docs/cli.md#revert)")
     revert.add_argument("paths", nargs="*", help="revert only these paths")
     revert.add_argument("--dry-run", action="store_true", help="show what would change, change nothing")
@@ -218,8 +218,33 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class UsageError(Exception):
+    """A command line that does not parse: the usage to show, and what is wrong."""
+
+    def __init__(self, usage: str, message: str) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, raising :class:`UsageError` instead of printing and exiting,
+    so a ``--json`` caller gets its usage error as a document too."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self.format_usage(), f"{self.prog}: error: {message}")
+
+
+def command_names() -> frozenset[str]:
+    """Every command's name, aliases included."""
+    for action in _parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return frozenset(action.choices)
+    return frozenset()
+
+
 def parse(argv: Sequence[str]) -> argparse.Namespace:
-    """Parse, taking the paths after a ``--`` apart (``diff @~2 -- src/``)."""
+    """Parse, taking the paths after a ``--`` apart (``diff @~2 -- src/``);
+    ``UsageError`` if the words do not parse (``--help`` and ``--version`` exit)."""
     parser = _parser()
     head, paths = list(argv), []
     if "--" in head:
@@ -233,6 +258,7 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         args.paths = [*getattr(args, "paths", []), *paths]
     elif not hasattr(args, "paths"):
         args.paths = []
+    args.dashed = paths  # the paths after --: they need not exist
     return args
 
 

@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # loaded by ``_load`` when a command runs in this process; a 
         StoreLocked,
         UnsafeTree,
     )
-    from snapshotter.frontends import config, remote_commands, rendering, workflow_commands
+    from snapshotter.frontends import config, remote_commands, rendering, words, workflow_commands
 
 
 class Console:
@@ -197,10 +197,15 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
         info = snap.get(args.ref)
         return f.snapshot_json(info), _printer(f.show_lines(info))
     if name == "diff":
-        diffs = snap.diff(args.from_ref, args.to_ref, files=args.paths or None)
+        start = os.path.abspath(args.workspace)
+        refs, named = words.refs_and_paths(snap, args.words, start)
+        from_ref, to_ref = (*refs, None, None)[:2]
+        diffs = snap.diff(from_ref, to_ref, files=words.paths(start, named + args.paths) or None)
         return [f.diff_json(d, with_patch=True) for d in diffs], lambda: _print_diff(diffs, args)
     if name == "status":
-        changes = snap.status(args.paths or None)
+        start = os.path.abspath(args.workspace)
+        words.refs_and_paths(snap, args.paths[: len(args.paths) - len(args.dashed)], start, at_most=0)
+        changes = snap.status(words.paths(start, args.paths) or None)
         rows = [f"{f.STATUS_LETTER[c.status.value]} {c.path}" for c in changes]
         return [f.change_json(c) for c in changes], _printer(rows)
     if name == "restore":
@@ -211,9 +216,8 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
                 f"a full restore would write {plan.written} and delete {plan.deleted} files",
                 args,
             )
-        result = snap.restore(
-            args.ref, args.paths or None, dry_run=args.dry_run, overwrite_untracked=args.overwrite_untracked
-        )
+        files = words.paths(os.path.abspath(args.workspace), args.paths) or None
+        result = snap.restore(args.ref, files, dry_run=args.dry_run, overwrite_untracked=args.overwrite_untracked)
         return f.restore_json(result), lambda: _print_restore(result)
     if name in workflow_commands.NAMES:
         return workflow_commands.dispatch(name, snap, args, _print)
@@ -310,6 +314,19 @@ def _warnings_shown() -> Iterator[rendering.CaughtWarnings]:
         logger.propagate = propagate
 
 
+def _usage_error(argv: Sequence[str], error: arguments.UsageError) -> int:
+    """What argparse would print (usage, then the error) and exit 2 with; with
+    ``--json`` among the words, also the error as a document on stdout."""
+    _console.err.write(error.usage + f"{error}\n")
+    given = list(argv[: list(argv).index("--")] if "--" in argv else argv)
+    if "--json" in given:
+        names = arguments.command_names()
+        command = next((arguments.ALIASES.get(word, word) for word in given if word in names), None)
+        detail = {"type": "UsageError", "message": str(error), "exit_code": EXIT_USAGE}
+        _print(_document(command or "", {"error": detail}, []))
+    return EXIT_USAGE
+
+
 def _document(name: str, body: dict[str, Any], warnings: list[str]) -> str:
     document: dict[str, Any] = {"schema": rendering.SCHEMA, "command": name, **body}
     if warnings:
@@ -348,7 +365,7 @@ def _load() -> None:
     """Import what running a command here needs, for the whole module: the command
     line imports only the grammar and ``relay`` first, so a command handed to a
     watcher costs its process as little as possible (``python -X importtime``)."""
-    global logging, config, rendering, remote_commands, workflow_commands
+    global logging, config, rendering, remote_commands, words, workflow_commands
     global InvalidRef, PathNotFound, RestoreConflict, SnapshotError, SnapshotNotFound, StoreLocked, UnsafeTree
     import logging
 
@@ -361,11 +378,14 @@ def _load() -> None:
         StoreLocked,
         UnsafeTree,
     )
-    from snapshotter.frontends import config, remote_commands, rendering, workflow_commands
+    from snapshotter.frontends import config, remote_commands, rendering, words, workflow_commands
 
 
 def _main(argv: Sequence[str]) -> int:
-    args = arguments.parse(argv)
+    try:
+        args = arguments.parse(argv)
+    except arguments.UsageError as error:
+        return _usage_error(argv, error)
     name = args.command
     with _warnings_shown() as warned:
         try:

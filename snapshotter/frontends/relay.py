@@ -135,7 +135,7 @@ def quiet_parse(argv: Sequence[str]) -> Any:
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         try:
             return arguments.parse(argv)
-        except SystemExit:
+        except (SystemExit, arguments.UsageError):
             return None
 
 

@@ -11,9 +11,10 @@ error), never a silent success; one that wrote conflict markers exits 1, as
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 
-from snapshotter.frontends import rendering
+from snapshotter.frontends import rendering, words
 from snapshotter.frontends.failures import EXIT_ERROR, EXIT_REFUSED, CommandFailed
 
 TYPE_CHECKING = False
@@ -52,9 +53,12 @@ def dispatch(name: str, snap: Snapshotter, args: argparse.Namespace, say: Printe
         info = snap.tool_snapshot(args.call_id) if args.action == "begin" else snap.tool_done(args.call_id)
         return f.snapshot_json(info), lambda: say(f.snapshot_line(info))
     if name == "revert":
-        result = snap.revert(
-            args.before, args.after, files=args.paths or None, dry_run=args.dry_run, conflicts=args.conflicts
-        )
+        before, after, paths = args.before, args.after, args.paths
+        ranged = words.split_range(snap, before)
+        if ranged is not None:  # BEFORE..AFTER: a second word is a path
+            (before, after), paths = ranged, [*([after] if after else []), *paths]
+        files = words.paths(os.path.abspath(args.workspace), paths) or None
+        result = snap.revert(before, after, files=files, dry_run=args.dry_run, conflicts=args.conflicts)
         return _reverted(result, say)
     if name == "fork":
         with snap.fork(args.ref, args.dest) as forked:
@@ -73,8 +77,6 @@ def dispatch(name: str, snap: Snapshotter, args: argparse.Namespace, say: Printe
 
 def _folder_or_ref(source: str) -> str:
     """A merge's source as the library takes it: an existing folder, or a ref."""
-    import os
-
     return os.path.abspath(source) if os.path.isdir(source) else source
 
 

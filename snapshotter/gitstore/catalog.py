@@ -32,6 +32,8 @@ _ID_PREFIX = re.compile(r"[0-9a-fA-F]{7,39}")
 _RELATIVE = re.compile(r"@(?:~([0-9]*))?")
 """``@`` is the base (the snapshot the workspace was last made equal to);
 ``@~N`` the snapshot N places older than it in sequence order (``@~`` = ``@~1``)."""
+_BACK = re.compile(r"(.+?)~([0-9]*)")
+"""``REF~N``: the snapshot N places older than REF (an id, prefix or label), as git's ``~``."""
 
 Ref = str | SnapshotInfo
 LineCounter = Callable[[bytes, bytes], tuple[int, int]]
@@ -180,7 +182,9 @@ class Catalog:
         return self.info(*self.resolve(ref))
 
     def resolve(self, ref: Ref) -> tuple[int, bytes]:
-        """(seq, commit id) for a full id, a unique id prefix of 7+ hex digits, or a label."""
+        """(seq, commit id) for a full id, a unique id prefix of 7+ hex digits, a
+        label, ``@``, or any of them followed by ``~N`` (N places older, in
+        sequence order; a label that is spelled so wins)."""
         if isinstance(ref, SnapshotInfo):
             ref = ref.id
         if not isinstance(ref, str):
@@ -191,6 +195,9 @@ class Catalog:
         relative = _RELATIVE.fullmatch(text)
         if relative is not None:
             return self._relative(text, int(relative.group(1) or 1) if relative.group(1) is not None else 0)
+        back = _BACK.fullmatch(text)
+        if back is not None and self.labelled(text) is None:
+            return self._older(text, self.resolve(back.group(1)), int(back.group(2) or 1))
         by_id = {sha: seq for seq, sha in self.store.iter_snapshot_ids()}
         if _FULL_ID.fullmatch(text):
             sha = bytes.fromhex(text)
@@ -233,14 +240,18 @@ class Catalog:
         return newest
 
     def _relative(self, text: str, back: int) -> tuple[int, bytes]:
-        newest_first = list(self.store.iter_snapshot_ids())
-        base = self._base_position(newest_first)
+        base = self._base_position(list(self.store.iter_snapshot_ids()))
         if base is None:
             raise SnapshotNotFound(f"{text} names no snapshot: there are none yet")
-        place = newest_first.index(base) + back
+        return self._older(text, base, back, "the base")
+
+    def _older(self, text: str, start: tuple[int, bytes], back: int, named: str = "it") -> tuple[int, bytes]:
+        """The snapshot ``back`` places older than ``start`` (seq, id) in sequence order."""
+        newest_first = list(self.store.iter_snapshot_ids())
+        place = newest_first.index(start) + back
         if place >= len(newest_first):
-            older = len(newest_first) - 1 - newest_first.index(base)
-            raise SnapshotNotFound(f"{text} goes back past the oldest snapshot ({older} older than the base)")
+            older = len(newest_first) - 1 - newest_first.index(start)
+            raise SnapshotNotFound(f"{text} goes back past the oldest snapshot ({older} older than {named})")
         return newest_first[place]
 
     def read_blob(self, sha: bytes, limit: int = MAX_WHOLE) -> bytes:
