@@ -165,7 +165,7 @@ def test_status_after_a_restore_is_empty_and_refs_count_from_the_base(ws: Path, 
     log = run("log", *base).stdout.splitlines()
     marked = [line for line in log if line[12:14] == " @"]
     assert len(marked) == 1 and marked[0].startswith(ids[0][:12])  # the base, not the newest (pre-restore)
-    assert all(" files +" in line for line in log)  # counts and labels, one line each
+    assert all(" file +" in line or " files +" in line for line in log)  # counts and labels, one line each
     assert log[0].startswith(ids[2][:12])  # the restore's safety snapshot is v2 itself: nothing had changed
     write(ws, {"a.txt": "edited\n", "f0.txt": "edited\n"})
     limited = doc(run("diff", "@", "--json", *base, "--", "a.txt"))["result"]
@@ -196,7 +196,7 @@ def test_show_prints_a_summary_and_json_only_when_asked(ws: Path, home: Path) ->
     shown = run("show", "start", *base).stdout
     assert not shown.lstrip().startswith("{")
     assert "label     start" in shown and "meta      who=me" in shown and "    first line" in shown
-    assert "1 files, +2 -0 lines" in shown
+    assert "1 file, +2 -0 lines" in shown
     assert doc(run("show", "start", "--json", *base))["result"]["label"] == "start"
 
 

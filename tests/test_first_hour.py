@@ -221,3 +221,54 @@ def test_conflict_markers_exit_non_zero(ws: Path, cli) -> None:  # type: ignore[
     assert error["type"] == "ConflictMarkers" and error["result"]["marked"] == ["f.txt"]
     assert "<<<<<<<" in (ws / "f.txt").read_text()
     assert cli("revert", "before", "after", "--conflicts", "markers").returncode == 1
+
+
+# -- 10. polish, as git does it ----------------------------------------------------------------
+
+
+def test_refs_read_as_git_reads_them(ws: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    for n in range(4):
+        write(ws, {"f.txt": f"{n}\n", "g.txt": f"g{n}\n"})
+        cli("snapshot", "--label", f"v{n}")
+    ids = [s["id"] for s in reversed(result(cli("--json", "log")))]
+    assert result(cli("--json", "show", "v3~2"))["id"] == ids[1]  # REF~N, from a label
+    assert result(cli("--json", "show", f"{ids[3][:8]}~"))["id"] == ids[2]  # from an id prefix
+    assert result(cli("--json", "show", "@~1~1"))["id"] == ids[1]
+    ranged = result(cli("--json", "diff", "v0..v2"))
+    assert {d["path"] for d in ranged} == {"f.txt", "g.txt"} and "-0\n+2" in ranged[0]["patch"] + ranged[1]["patch"]
+    write(ws, {"f.txt": "now\n"})
+    to_now = result(cli("--json", "diff", "v2.."))
+    assert [d["path"] for d in to_now] == ["f.txt", "g.txt"]
+    assert result(cli("--json", "revert", "v2..v3", "--dry-run"))["reverted"] == ["g.txt"]  # f.txt merged or kept
+
+
+def test_diff_and_status_take_paths_without_dashes(ws: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"src/a.py": "a\n", "src/b.py": "b\n", "top.txt": "t\n"})
+    cli("snapshot", "--label", "start")
+    write(ws, {"src/a.py": "a2\n", "top.txt": "t2\n"})
+    assert [d["path"] for d in result(cli("--json", "diff", "src"))] == ["src/a.py"]
+    assert [d["path"] for d in result(cli("--json", "diff", "start", "top.txt"))] == ["top.txt"]
+    assert cli("status", "top.txt").stdout.split() == ["M", "top.txt"]
+    assert cli("status", "a.py", cwd=ws / "src").stdout.split() == ["M", "src/a.py"]  # relative to where it ran
+    nowhere = cli("diff", "no-such-thing")
+    assert nowhere.returncode == 1 and "neither a snapshot nor a path" in nowhere.stderr
+
+
+def test_usage_errors_are_json_under_json(ws: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    bad = cli("--json", "diff", "--stat", "--numstat")
+    assert bad.returncode == 2 and "not allowed with argument" in bad.stderr
+    error = json.loads(bad.stdout)["error"]
+    assert error["type"] == "UsageError" and error["exit_code"] == 2 and json.loads(bad.stdout)["command"] == "diff"
+    plain = cli("diff", "--stat", "--numstat")
+    assert plain.returncode == 2 and plain.stdout == ""
+
+
+def test_counts_are_singular_where_git_says_so_and_settings_read_as_toml(ws: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"one.txt": "1\n"})
+    assert " 1 file +1 -0" in cli("snapshot").stdout
+    write(ws, {"one.txt": "1\n2\n"})
+    assert cli("diff", "--stat").stdout.splitlines()[-1] == " 1 file changed, 1 insertion(+)"
+    settings = cli("config").stdout
+    assert "use_default_excludes = true  (default)" in settings and "session = (not set)" in settings
+    assert "True" not in settings and "None" not in settings and "'" not in settings
+    assert "last_gc: (not set)" in cli("stats").stdout

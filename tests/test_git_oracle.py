@@ -477,3 +477,54 @@ def test_crlf_files_under_text_attributes_restore_byte_for_byte(ws: Path, tmp_pa
     (ws / "run.bat").write_bytes(b"edited\n")
     snap.restore(first.id)
     assert (ws / "run.bat").read_bytes() == crlf
+
+
+ODD_NAMES = ["plain.txt", "sp ace.txt", "tab\tand space.txt", "t\tb.txt", "\u00fc.txt", 'q"x.txt', "back\\slash.txt"]
+ODD_NAMES += ["nl\nname.txt"]
+
+
+def test_patch_names_are_quoted_as_git_quotes_them(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """A tab, a newline, a quote, a backslash or a byte above 0x7f puts a name in
+    C-quoted form, as ``git diff`` writes it; a space does not."""
+    write(ws, {name: "one\n" for name in ODD_NAMES} | {"old sp\u00e9.txt": "gone\n"})
+    snap = make(ws)
+    before = snap.snapshot()
+    write(ws, {name: "two\n" for name in ODD_NAMES} | {"new sp.txt": "new\n"})
+    (ws / "old sp\u00e9.txt").unlink()
+    ours = "".join(d.patch for d in sorted(snap.diff(before.id), key=lambda d: d.path.encode()))
+    env = git_env(tmp_path)
+    repo = tmp_path / "repo"
+    write(repo, {name: "one\n" for name in ODD_NAMES} | {"old sp\u00e9.txt": "gone\n"})
+    git("init", "-q", str(repo), env=env)
+    git("add", "-A", cwd=repo, env=env)
+    git("commit", "-q", "-m", "one", cwd=repo, env=env)
+    write(repo, {name: "two\n" for name in ODD_NAMES} | {"new sp.txt": "new\n"})
+    (repo / "old sp\u00e9.txt").unlink()
+    git("add", "-A", cwd=repo, env=env)
+    theirs = git("-c", "core.quotePath=true", "diff", "--cached", "--no-renames", cwd=repo, env=env)
+    assert ours == theirs
+
+
+@pytest.mark.parametrize(
+    "edits",
+    [{"a.txt": "a\nnew\n"}, {"a.txt": ""}, {"a.txt": "x\n", "b.txt": "y\n"}, {"a.txt": "a\n", "c.bin": "\0"}],
+    ids=["one insertion", "one deletion", "both", "binary only"],
+)
+def test_the_stat_summary_reads_as_gits(edits: dict[str, str], ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """`1 file changed`, singular and plural as git counts them, a side with nothing left out."""
+    from snapshotter.frontends.rendering import stat_lines
+
+    write(ws, {"a.txt": "a\n", "b.txt": "b\n"})
+    snap = make(ws)
+    before = snap.snapshot()
+    write(ws, edits)
+    ours = stat_lines(snap.diff(before.id))[-1]
+    env = git_env(tmp_path)
+    repo = tmp_path / "repo"
+    write(repo, {"a.txt": "a\n", "b.txt": "b\n"})
+    git("init", "-q", str(repo), env=env)
+    git("add", "-A", cwd=repo, env=env)
+    git("commit", "-q", "-m", "one", cwd=repo, env=env)
+    write(repo, edits)
+    git("add", "-A", cwd=repo, env=env)
+    assert ours == git("diff", "--cached", "--stat", cwd=repo, env=env).splitlines()[-1]

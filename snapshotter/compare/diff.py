@@ -69,10 +69,25 @@ def unreadable_diff(path: str, recorded: tuple[int, bytes] | None) -> FileDiff:
     )
 
 
+_ESCAPES = {7: "\\a", 8: "\\b", 9: "\\t", 10: "\\n", 11: "\\v", 12: "\\f", 13: "\\r", 34: '\\"', 92: "\\\\"}
+
+
+def quoted(prefix: str, path: str) -> str:
+    """``prefix + path`` as git writes a name in a patch (``quote_c_style``, with
+    its default ``core.quotePath``): as it is, or, if it holds a control
+    character, a double quote, a backslash or a byte above 0x7f, in double
+    quotes with C escapes and octal bytes (``"a/t\\tb"``, ``"b/\\303\\274"``)."""
+    name = (prefix + path).encode("utf-8", "surrogateescape")
+    if not any(byte < 0x20 or byte in (0x22, 0x5C) or byte >= 0x7F for byte in name):
+        return prefix + path
+    body = "".join(_ESCAPES.get(byte) or (chr(byte) if 0x20 <= byte < 0x7F else f"\\{byte:03o}") for byte in name)
+    return f'"{body}"'
+
+
 def render_patch(change: Change, old: bytes, new: bytes, binary: bool) -> str:
-    """A ``git diff``-style patch for one path."""
+    """A ``git diff``-style patch for one path (its names quoted as git quotes them)."""
     path = change.path
-    lines = [f"diff --git a/{path} b/{path}\n"]
+    lines = [f"diff --git {quoted('a/', path)} {quoted('b/', path)}\n"]
     old_mode = f"{change.old[0]:06o}" if change.old else None
     new_mode = f"{change.new[0]:06o}" if change.new else None
     old_short = change.old[1].hex()[:7] if change.old else "0000000"
@@ -91,11 +106,12 @@ def render_patch(change: Change, old: bytes, new: bytes, binary: bool) -> str:
         lines.append(f"index {old_short}..{new_short} {old_mode}\n")
     if change.old is not None and change.new is not None and change.old[1] == change.new[1]:
         return "".join(lines)
-    a_name = f"a/{path}" if change.old else "/dev/null"
-    b_name = f"b/{path}" if change.new else "/dev/null"
+    a_name = quoted("a/", path) if change.old else "/dev/null"
+    b_name = quoted("b/", path) if change.new else "/dev/null"
     if binary:
         lines.append(f"Binary files {a_name} and {b_name} differ\n")
         return "".join(lines)
-    lines.append(f"--- {a_name}\n+++ {b_name}\n")
+    tab = "\t" if " " in path else ""  # git's mark that a name with a space ends here
+    lines.append(f"--- {a_name}{tab if change.old else ''}\n+++ {b_name}{tab if change.new else ''}\n")
     lines.append(linediff.unified_hunks(old, new))
     return "".join(lines)

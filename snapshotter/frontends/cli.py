@@ -146,7 +146,9 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
             k: shown(v) if k == "remote" and isinstance(v, str) else v for k, (v, _) in settings.values.items()
         }
         result = {k: {"value": shown_value[k], "source": s} for k, (_, s) in settings.values.items()}
-        return result, _printer([f"{k} = {v['value']!r}  ({v['source']})" for k, v in result.items()])
+        return result, _printer(
+            [f"{k} = {rendering.setting_text(v['value'])}  ({v['source']})" for k, v in result.items()]
+        )
     if name == "clone":
         return remote_commands.clone(args, config.snapshotter_options(settings), _console.environ, _print)
     store = store_path_for(workspace, settings.value("home"))
@@ -240,7 +242,7 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
         )
     if name == "stats":
         stats = f.stats_json(snap.store_stats())
-        return stats, _printer([f"{k}: {v}" for k, v in stats.items()])
+        return stats, _printer([f"{k}: {rendering.setting_text(v, quoted=False)}" for k, v in stats.items()])
     if name == "verify":
         checked = snap.verify(full=args.full)
         if not checked.ok:

@@ -10,6 +10,7 @@ on a terminal's stderr, never in pipes or with ``--json``.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -179,7 +180,7 @@ def snapshot_line(info: SnapshotInfo, is_base: bool = False) -> str:
     label = f" [{info.label}]" if info.label else ""
     when = info.created_at.strftime("%Y-%m-%d %H:%M:%S")
     first = info.message.splitlines()[0] if info.message else ""
-    stats = f"{info.files_changed} files +{info.additions} -{info.deletions}"
+    stats = f"{plural(info.files_changed, 'file')} +{info.additions} -{info.deletions}"
     marker = " @" if is_base else "  "
     return f"{info.id[:12]}{marker} {when}  {stats}{label}  {first}".rstrip()
 
@@ -191,7 +192,7 @@ def show_lines(info: SnapshotInfo) -> list[str]:
         f"sequence  {info.sequence}",
         f"created   {info.created_at.strftime('%Y-%m-%d %H:%M:%S %Z')}",
         f"label     {info.label if info.label else '-'}",
-        f"changes   {info.files_changed} files, +{info.additions} -{info.deletions} lines "
+        f"changes   {plural(info.files_changed, 'file')}, +{info.additions} -{info.deletions} lines "
         "(against the snapshot before it)",
         f"tree      {info.tree_id}",
     ]
@@ -234,10 +235,33 @@ def stat_lines(diffs: list[FileDiff]) -> list[str]:
         counts = "Bin" if item.binary else f"{item.additions + item.deletions:>5} {'+' * min(item.additions, 30)}"
         counts += "" if item.binary else "-" * min(item.deletions, 30)
         lines.append(f" {item.path:<{width}} | {counts}")
-    added = sum(d.additions for d in diffs)
-    deleted = sum(d.deletions for d in diffs)
-    lines.append(f" {len(diffs)} files changed, {added} insertions(+), {deleted} deletions(-)")
+    lines.append(stat_summary(len(diffs), sum(d.additions for d in diffs), sum(d.deletions for d in diffs)))
     return lines
+
+
+def setting_text(value: Any, quoted: bool = True) -> str:
+    """A value as a config file writes it (TOML): ``true``, ``"text"``, ``["a", "b"]``
+    (a string bare, unless ``quoted``); ``(not set)`` for none."""
+    if value is None:
+        return "(not set)"
+    if isinstance(value, str) and not quoted:
+        return value
+    return json.dumps(value)
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """``1 file``, ``2 files``."""
+    return f"{count} {noun if count == 1 else (many or noun + 's')}"
+
+
+def stat_summary(files: int, added: int, deleted: int) -> str:
+    """git's last ``--stat`` line: a side with nothing is left out, unless both are."""
+    parts = [f" {plural(files, 'file')} changed"]
+    if added or not deleted:
+        parts.append(f"{plural(added, 'insertion')}(+)")
+    if deleted or not added:
+        parts.append(f"{plural(deleted, 'deletion')}(-)")
+    return ", ".join(parts)
 
 
 class ProgressLine:
