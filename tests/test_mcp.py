@@ -184,7 +184,9 @@ def test_mcp_push_goes_only_to_the_remote_the_server_was_started_with(ws: Path, 
     anyio.run(session_run)
 
 
-def test_every_tool_and_parameter_is_described_and_annotated(ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_tool_and_parameter_is_described_and_annotated(
+    ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """What an MCP client shows its model: each tool's description, each
     parameter's, and the hints (read-only, destructive) clients use to ask first.
     docs/integrations.md lists every tool."""
