@@ -23,7 +23,7 @@ from snapshotter.model import RevertResult, UndoResult
 from snapshotter.worktree.watch import watch_available
 
 _Tool = TypeVar("_Tool", bound=Callable[..., Any])
-INSTALL_HINT = 'the MCP server needs the mcp extra: pip install ".[mcp]" in a checkout of snapshotter'
+INSTALL_HINT = 'the MCP server needs the mcp extra: in a checkout of this project, pip install ".[mcp]"'
 
 
 def build_server(workspace: str, flags: Mapping[str, Any]) -> Any:

@@ -116,8 +116,8 @@ def restore_lines(result: RestoreResult) -> list[str]:
     lines += [f"skip   {s.path} ({s.detail or s.reason.value}: not written here)" for s in result.skipped]
     done = ("would write", "would delete") if result.dry_run else ("wrote", "deleted")
     lines.append(f"{done[0]} {result.written}, {done[1]} {result.deleted}, unchanged {result.unchanged}")
-    if result.safety_snapshot_id:
-        lines.append(f"undo with: snapshotter restore {result.safety_snapshot_id[:12]}")
+    if result.safety_snapshot_id and not result.dry_run and (result.written or result.deleted):
+        lines.append(f"undo with: snapshotter undo (or snapshotter restore {result.safety_snapshot_id[:12]})")
     return lines
 
 

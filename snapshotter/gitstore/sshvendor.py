@@ -20,7 +20,7 @@ from dulwich.client import SSHVendor
 from snapshotter.errors import InvalidInput, RemoteAuthError, RemoteError
 from snapshotter.gitstore import knownhosts
 
-SSH_EXTRA_HINT = 'SSH remotes need the ssh extra (paramiko): pip install ".[ssh]" in a checkout of snapshotter'
+SSH_EXTRA_HINT = 'SSH remotes need the ssh extra (paramiko): in a checkout of this project, pip install ".[ssh]"'
 
 
 def ssh_available() -> bool:

@@ -135,7 +135,7 @@ class ChangeJournal:
         if not watch_available():
             log.warning(
                 "snapshotter: watch=True needs watchdog 7.1 or newer "
-                "(pip install '.[watch]' in a checkout of snapshotter, Python 3.11+)"
+                "(in a checkout of this project: pip install '.[watch]', Python 3.11+)"
             )
             return False
         try:
@@ -143,7 +143,7 @@ class ChangeJournal:
             from watchdog.observers import Observer
         except ImportError:
             log.warning(
-                "snapshotter: watch=True needs watchdog 7.1 or newer (pip install '.[watch]' in a snapshotter checkout)"
+                "snapshotter: watch=True needs watchdog 7.1 or newer (the watch extra: pip install '.[watch]')"
             )
             return False
         _OverflowSpotter.install(self)
