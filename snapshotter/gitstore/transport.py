@@ -91,7 +91,9 @@ class Remote:
         keeps its last one open in a pool until it is garbage-collected, and
         dulwich's ``close`` leaves it there; a push or fetch is over when its
         function returns, so nothing is left open behind it."""
-        self.client.close()
+        close = getattr(self.client, "close", None)  # dulwich before 0.26 has none
+        if close is not None:
+            close()
         pool = getattr(self.client, "pool_manager", None)
         if pool is not None:
             pool.clear()
