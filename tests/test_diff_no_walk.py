@@ -178,7 +178,7 @@ def test_one_shot_diff_after_the_shortcut_matches_git(ws: Path, tmp_path: Path, 
 
 
 @needs_git
-@pytest.mark.skipif(not watch_available(), reason="watch mode needs watchdog (pip install '.[watch]')")
+@pytest.mark.skipif(not watch_available(), reason="watch mode needs watchdog 7.1 (Python 3.11+)")
 @pytest.mark.skipif(sys.platform == "darwin", reason="FSEvents delivers events late; covered on Linux")
 def test_watch_mode_diff_compares_in_memory_and_matches_git(  # type: ignore[no-untyped-def]
     ws: Path, tmp_path: Path, make, tree_reads: list[bytes], monkeypatch: pytest.MonkeyPatch

@@ -27,7 +27,7 @@ from snapshotter import RestoreConflict, Snapshotter, watch_available
 from snapshotter.worktree.trust import lasting_shapes
 
 pytestmark = [
-    pytest.mark.skipif(not watch_available(), reason="watch mode needs watchdog (pip install '.[watch]')"),
+    pytest.mark.skipif(not watch_available(), reason="watch mode needs watchdog 7.1 (Python 3.11+)"),
     pytest.mark.skipif(sys.platform == "darwin", reason="FSEvents delivers events late; covered on Linux"),
 ]
 

@@ -28,7 +28,8 @@ Epochs make the journal safe against scans that are never recorded (status,
 dry runs, failures): :meth:`ChangeJournal.take` returns every change since the
 last :meth:`ChangeJournal.ack`, and only a recorded scan acknowledges its epoch.
 
-watchdog is an optional dependency (``pip install ".[watch]"`` in a checkout).
+watchdog is a dependency on Python 3.11 and newer (its 7.1 needs 3.11); on 3.10
+watch mode is off and every call walks.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ it needs Python 3.11."""
 
 def watch_available() -> bool:
     """Whether watch mode can run here: watchdog 7.1 or newer is installed
-    (``pip install ".[watch]"``, Python 3.11+)."""
+    (a dependency on Python 3.11+)."""
     if importlib.util.find_spec("watchdog") is None:
         return False
     try:
@@ -134,17 +135,15 @@ class ChangeJournal:
         """Start watching; False (logged) if the watcher cannot run here."""
         if not watch_available():
             log.warning(
-                "snapshotter: watch=True needs watchdog 7.1 or newer "
-                "(in a checkout of this project: pip install '.[watch]', Python 3.11+)"
+                "snapshotter: watch=True needs watchdog 7.1 or newer, which needs Python 3.11+ "
+                "(installed with snapshotter there); every call walks the folder instead"
             )
             return False
         try:
             from watchdog import events
             from watchdog.observers import Observer
         except ImportError:
-            log.warning(
-                "snapshotter: watch=True needs watchdog 7.1 or newer (the watch extra: pip install '.[watch]')"
-            )
+            log.warning("snapshotter: watch=True needs watchdog 7.1 or newer; every call walks the folder instead")
             return False
         _OverflowSpotter.install(self)
         # watchdog warns when a folder is re-registered as it is created and moved
