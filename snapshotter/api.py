@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
+import dataclasses
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from snapshotter import history, inputs, maintenance
@@ -28,7 +30,7 @@ from snapshotter.model import (
     StoreStats,
     VerifyResult,
 )
-from snapshotter.options import DEFAULTS, OnError, Options, Retention, check_path
+from snapshotter.options import DEFAULTS, OnError, Options, Retention, check_path, check_session
 from snapshotter.replicas import Replicas
 from snapshotter.session import reading, restoring
 from snapshotter.session.engine import Engine, open_engine
@@ -52,6 +54,9 @@ class Snapshotter(Workflows, Replicas):
     ``credentials`` go with every push and fetch, background ones included,
     under those a call passes (held in memory only).
     """
+
+    _view_of: Snapshotter | None = None
+    """The Snapshotter this one is a view of (``in_session``), which owns the store."""
 
     def __init__(
         self,
@@ -122,7 +127,43 @@ class Snapshotter(Workflows, Replicas):
             raise self._failure or StoreError(
                 "this Snapshotter's store was removed by cleanup(); create a new Snapshotter"
             )
+        if self._engine.session != self._options.session:
+            self._engine.use_session(self._options.session)  # a view of another session shares the engine
         return self._engine
+
+    def in_session(self, session: str | None) -> Snapshotter:
+        """This Snapshotter working in another ``session`` (see ``session=``), on
+        the same open store: its lock, watcher and caches, so a process serving
+        many agents' sessions (a watcher, the MCP server) pays for one. Calls
+        through either run one at a time. Closing the view closes nothing."""
+        if session is not None:
+            check_session(session)
+        view = object.__new__(type(self))
+        view.__dict__.update(self.__dict__)
+        view._options = dataclasses.replace(self._options, session=session)
+        view._view_of = self
+        return view
+
+    @contextlib.contextmanager
+    def cache_saved_after(self) -> Iterator[None]:
+        """Within the block, each snapshot's stat cache is saved when the block ends
+        instead of before the call returns: a server (the watcher) answers its
+        caller, then saves. A crash before the save leaves the older cache on disk,
+        which costs only re-reading the files changed since."""
+        engine = self._engine
+        if engine is None:
+            yield
+            return
+        with self._lock:
+            engine.defer_saves(True)
+        try:
+            yield
+        finally:
+            with self._lock:
+                try:
+                    engine.defer_saves(False)
+                except OSError as exc:  # the snapshots are recorded; an older cache only costs reading
+                    log.debug("snapshotter: the stat cache was not saved: %s", exc)
 
     # -- properties -------------------------------------------------------------------
 
@@ -178,6 +219,8 @@ class Snapshotter(Workflows, Replicas):
         """Finish background snapshots and pushes (waiting up to ``push_timeout``
         seconds for the last push: its failure is raised, or logged with
         ``on_error="warn"``), stop watching, release the store."""
+        if self._view_of is not None:
+            return  # a view (in_session): the Snapshotter it was made from owns the store
         self._background.shutdown()
         try:
             self._flush_pushes(push_timeout)

@@ -23,6 +23,8 @@ later edits, or with ``reset`` restores the state before it.
 
 from __future__ import annotations
 
+from typing import Any
+
 from snapshotter.attribution import (
     POST_RESTORE,
     POST_TURN,
@@ -35,7 +37,7 @@ from snapshotter.attribution import (
     session_changes,
 )
 from snapshotter.errors import BEGIN_TURN, InvalidInput, SnapshotError, SnapshotNotFound
-from snapshotter.model import ConflictMode, RestoreResult, RevertResult, SnapshotInfo, UndoResult
+from snapshotter.model import ConflictMode, RestoreResult, RevertResult, SessionInfo, SnapshotInfo, UndoResult
 from snapshotter.session.engine import Engine
 from snapshotter.session.restoring import restore
 from snapshotter.session.reverting import SINCE, Step, bring_in
@@ -327,6 +329,41 @@ def revert_turn(engine: Engine, n: int, reset: bool, conflicts: ConflictMode) ->
     turn = (pre.label or "")[len(PRE_TURN) :]
     pairs = session_changes(engine, engine.session, pre, post)
     return revert_changes(engine, pairs, conflicts=conflicts, message=f"before reverting turn {turn}")
+
+
+def open_turn(engine: Engine) -> SnapshotInfo | None:
+    """The pre-turn snapshot of the session's newest turn if it has not ended yet."""
+    if not _live(engine, stack_of(engine, TURNS)):
+        return None
+    pre, post = turn_pair(engine, 1)
+    return pre if post is None else None
+
+
+def sessions(engine: Engine) -> list[SessionInfo]:
+    """Every named session with snapshots here, the most recently active first."""
+    seen: dict[str, dict[str, Any]] = {}
+    for info in engine.catalog.newest_first():  # newest first: the first of a session is its latest word
+        if info.session is None:
+            continue
+        found = seen.setdefault(info.session, {"last": info.created_at, "turns": 0, "open": None, "meta": {}})
+        label = info.label or ""
+        if label.startswith((PRE_TURN, POST_TURN)) and found["open"] is None:
+            found["open"] = label.startswith(PRE_TURN)
+        found["turns"] += label.startswith(PRE_TURN)
+        for key in ("agent", "agent-session"):
+            if info.metadata.get(key):
+                found["meta"].setdefault(key, info.metadata[key])
+    return [
+        SessionInfo(
+            name,
+            data["meta"].get("agent"),
+            data["meta"].get("agent-session"),
+            data["turns"],
+            bool(data["open"]),
+            data["last"],
+        )
+        for name, data in seen.items()
+    ]
 
 
 def all_stacks(engine: Engine) -> list[str]:

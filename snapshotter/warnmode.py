@@ -63,6 +63,8 @@ class ForgivingSnapshotter:
     fork = _or_none(Snapshotter.fork)
     merge = _or_none(Snapshotter.merge)
     forks = _or_none(Snapshotter.forks)
+    open_turn = _or_none(Snapshotter.open_turn)
+    sessions = _or_none(Snapshotter.sessions)
     push = _or_none(Snapshotter.push)
     fetch = _or_none(Snapshotter.fetch)
     snapshot_async = _as_is(Snapshotter.snapshot_async)
@@ -70,6 +72,7 @@ class ForgivingSnapshotter:
     set_root = _as_is(Snapshotter.set_root)
     guard = _as_is(Snapshotter.guard)
     close = _as_is(Snapshotter.close)
+    cache_saved_after = _as_is(Snapshotter.cache_saved_after)
 
     can_undo = _as_is(Snapshotter.can_undo)  # False when the call failed, as when there is nothing to undo
     can_redo = _as_is(Snapshotter.can_redo)
@@ -79,6 +82,10 @@ class ForgivingSnapshotter:
     watching: bool
     last_scan: ScanStats
     progress: Callable[[str, int, int], None] | None
+
+    def in_session(self, session: str | None) -> ForgivingSnapshotter:
+        """This one working in another session, on the same open store (see ``Snapshotter.in_session``)."""
+        return cast(ForgivingSnapshotter, cast(Snapshotter, self).in_session(session))
 
     def revert_turn(
         self, n: int = 1, *, reset: bool = False, conflicts: ConflictMode = "abort"

@@ -19,7 +19,15 @@ from snapshotter import forks as forking
 from snapshotter.calls import public
 from snapshotter.errors import InvalidInput
 from snapshotter.gitstore.location import canonical_workspace, store_path_for
-from snapshotter.model import ConflictMode, ForkInfo, RestoreResult, RevertResult, SnapshotInfo, UndoResult
+from snapshotter.model import (
+    ConflictMode,
+    ForkInfo,
+    RestoreResult,
+    RevertResult,
+    SessionInfo,
+    SnapshotInfo,
+    UndoResult,
+)
 from snapshotter.options import Options
 from snapshotter.session.engine import Engine
 from snapshotter.session.reverting import check_conflict_mode
@@ -99,6 +107,20 @@ class Workflows:
         :meth:`tool_snapshot` began (in watch mode, milliseconds)."""
         text = inputs.snapshot_text(message, None, metadata)
         return history.tool_done(self._engine_ok(), inputs.call_id(call_id), text[0], text[2])
+
+    @public(mutates=True, maintain=False)
+    def open_turn(self) -> SnapshotInfo | None:
+        """This session's turn still open: its ``pre-turn:<n>`` snapshot, or None
+        when its newest turn has ended (or it began none)."""
+        return history.open_turn(self._engine_ok())
+
+    @public()
+    def sessions(self) -> list[SessionInfo]:
+        """The named sessions keeping history in this folder's store, the most
+        recently active first: each with its agent (if its hooks made it), its
+        turns and whether one is open."""
+        found = history.sessions(self._engine_ok())
+        return sorted(found, key=lambda info: info.last_activity, reverse=True)
 
     @public(mutates=True)
     def revert(

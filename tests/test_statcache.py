@@ -224,3 +224,31 @@ def test_a_loaded_cache_unpacks_each_folder_when_first_asked(tmp_path: Path) -> 
     loaded.apply({"d3/f3": None})  # a change to a folder not unpacked yet keeps its other records
     assert set(loaded.folder("d3")) == {f"f{i}" for i in range(7, 40, 4)}
     assert loaded.folders == {**cache.folders, "d3": loaded.folder("d3")} and loaded.folder_count() == 4
+
+
+def test_a_cache_saved_after_a_block_waits_for_its_end_and_trusts_nothing_early(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """``cache_saved_after`` (the watcher answers first, then saves): inside the
+    block nothing is saved, a file recorded since the last save is read again,
+    another process still gets the right snapshot; the block's end saves."""
+    write(ws, _files(20))
+    _age(ws)
+    snap = make()
+    snap.snapshot()
+    saved = Path(snap.store_path, "snapshotter", "statcache")
+    before = saved.read_bytes()
+    with snap.cache_saved_after():
+        write(ws, {"d0/f0.txt": "changed 0\n"})
+        first = snap.snapshot()
+        assert saved.read_bytes() == before  # not saved yet
+        again = snap.snapshot()
+        assert again.tree_id == first.tree_id and snap.last_scan.files_hashed == 1  # not trusted before the save
+        other = make()  # another process reads the older cache: slower, never wrong
+        assert other.status() == [] and saved.read_bytes() == before
+        other.close()
+        time.sleep(0.1)  # the save's mtime lands past the changed file's
+    assert saved.read_bytes() != before
+    snap.snapshot()
+    assert snap.last_scan.files_hashed == 0
+    reopened = make()
+    reopened.snapshot()
+    assert reopened.last_scan.files_hashed == 0  # the saved cache holds the change

@@ -101,6 +101,8 @@ class Engine:
         self._cache_path = os.path.join(store.meta_dir, "statcache")
         self._cache: statcache.StatCache | None = statcache.StatCache(listings=listings) if listings else None
         """None until loaded; a new store starts from the ignore verdicts its size check found."""
+        self._deferring = 0
+        self._unsaved: statcache.StatCache | None = None  # waiting for ``defer_saves(False)``
         self._prelisting = prelisting
         """A new store's size check listing, for the first scan only (see ``trust.Prelisting``)."""
         self.repository = find_repository(workspace)
@@ -119,6 +121,11 @@ class Engine:
     @property
     def store_path(self) -> str:
         return self.store.path
+
+    def use_session(self, session: str | None) -> None:
+        """Work in ``session`` from now on: the snapshots recorded and the labels
+        resolved are its (one engine can serve several sessions, a call at a time)."""
+        self.session = self.catalog.session = session
 
     @contextlib.contextmanager
     def errors(self) -> Iterator[None]:
@@ -200,7 +207,7 @@ class Engine:
     def forget_objects_not_in(self, kept: set[bytes], generation: int) -> None:
         """Drop stat-cache records naming objects gc removed, so none is reused, and
         stamp the cache with the generation the gc started (see ``Store.generation``)."""
-        cache = statcache.load(self._cache_path)
+        cache = self._unsaved if self._unsaved is not None else statcache.load(self._cache_path)
         self._last = None  # it may name objects that are gone now: walk everything next time
         folders: dict[str, statcache.Folder] = {}
         shapes = dict(cache.shapes)
@@ -349,8 +356,27 @@ class Engine:
             self.journal.ack(current.epoch)
 
     def save_cache(self, cache: statcache.StatCache) -> None:
+        """Make ``cache`` the stat cache and save it; while saves are deferred, when
+        they end (its records judged meanwhile by the last saved one's time)."""
+        if self._deferring:
+            cache.written_ns = self._cache.written_ns if self._cache is not None and cache is not self._cache else 0
+            self._cache = self._unsaved = cache
+            return
         statcache.save(self._cache_path, cache)
         self._cache = cache
+
+    def defer_saves(self, deferring: bool) -> None:
+        """Begin (True) or end (False) deferring stat-cache saves; the last end saves
+        what waited. A server answers its caller first and saves after; a crash
+        in between leaves the older cache on disk, which costs only re-reading."""
+        self._deferring += 1 if deferring else -1
+        if self._deferring == 0:
+            self._save_pending()
+
+    def _save_pending(self) -> None:
+        pending, self._unsaved = self._unsaved, None
+        if pending is not None and pending is self._cache:  # not dropped or replaced since
+            statcache.save(self._cache_path, pending)
 
     def cache_for_writes(self) -> statcache.StatCache:
         """The stat cache a restore records its writes in (then saves)."""
@@ -414,6 +440,8 @@ class Engine:
             self.journal = journal if journal.start() else None
 
     def close(self) -> None:
+        with contextlib.suppress(OSError):  # a cache not saved costs only re-reading
+            self._save_pending()
         if self.journal is not None:
             self.journal.stop()
             self.journal = None
