@@ -2,6 +2,6 @@
 
 import sys
 
-from snapshotter.frontends.cli import main
+from snapshotter.frontends.entry import main
 
 sys.exit(main())

@@ -71,6 +71,7 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test may touch the real user data folder, or read the real user config."""
     monkeypatch.setenv("SNAPSHOTTER_HOME", str(tmp_path / "default-home"))
     monkeypatch.setenv("SNAPSHOTTER_CONFIG", str(tmp_path / "no-user-config.toml"))
+    monkeypatch.setenv("SNAPSHOTTER_HOOKS_LOG", str(tmp_path / "user-state-hooks.log"))
 
 
 @pytest.fixture

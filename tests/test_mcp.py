@@ -144,6 +144,9 @@ def test_mcp_sessions_brackets_and_a_three_way_revert(ws: Path, home: Path) -> N
             assert (ws / "a.py").read_text() == "a0\n"
             mine = _payload(await session.call_tool("list_snapshots", {"session": "A", "limit": 50}))
             assert mine["snapshots"] and {s["session"] for s in mine["snapshots"]} == {"A"}
+            listed = _payload(await session.call_tool("sessions", {}))["sessions"]
+            assert {s["name"]: s["turns"] for s in listed} == {"A": 1, "B": 1}
+            assert all(s["open_turn"] is True and s["agent"] is None for s in listed)
             before = _payload(await session.call_tool("snapshot", {"message": "before"}))
             (ws / "a.py").write_text("agent\n")
             after = _payload(await session.call_tool("snapshot", {"message": "after"}))
@@ -204,6 +207,6 @@ def test_every_tool_and_parameter_is_described_and_annotated(
             assert schema.get("description"), (tool.name, name)
         assert f"`{tool.name}`" in documented, f"{tool.name} is not in docs/integrations.md"
     hints = {tool.name: tool.annotations for tool in tools}
-    assert all(hints[name].read_only_hint for name in ("status", "diff", "show", "list_snapshots"))
+    assert all(hints[name].read_only_hint for name in ("status", "diff", "show", "list_snapshots", "sessions"))
     assert all(hints[name].destructive_hint for name in ("restore", "undo", "redo", "revert", "revert_turn"))
     assert not hints["snapshot"].read_only_hint and not hints["snapshot"].destructive_hint

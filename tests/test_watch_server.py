@@ -27,7 +27,7 @@ from snapshotter.frontends import relay, watchserver, wire
 from snapshotter.gitstore.location import store_path_for
 
 pytestmark = [
-    pytest.mark.skipif(not watch_available(), reason="watch mode needs watchdog (pip install '.[watch]')"),
+    pytest.mark.skipif(not watch_available(), reason="watch mode needs watchdog 7.1 (Python 3.11+)"),
     pytest.mark.skipif(sys.platform == "win32", reason="these tests drive the Unix socket directly"),
 ]
 
@@ -235,9 +235,9 @@ def test_sigterm_and_cleanup_stop_it_and_remove_socket_and_key(ws: Path, home: P
     store = store_of(ws, home)
     server = watcher(ws, home)
     assert oct(os.stat(server.address).st_mode & 0o777) == "0o600"
-    assert oct(os.stat(relay.key_path(store)).st_mode & 0o777) == "0o600"
+    assert oct(os.stat(wire.key_path(store)).st_mode & 0o777) == "0o600"
     assert server.stop() == 0
-    assert not os.path.exists(server.address) and not os.path.exists(relay.key_path(store))
+    assert not os.path.exists(server.address) and not os.path.exists(wire.key_path(store))
     server = watcher(ws, home)
     done = run_command("cleanup", "-y", cwd=ws, env={"SNAPSHOTTER_HOME": str(home)})
     assert done.returncode == 0, done.stderr
@@ -248,9 +248,9 @@ def test_sigterm_and_cleanup_stop_it_and_remove_socket_and_key(ws: Path, home: P
 def fake_watcher(store: str, key: bytes, behave: str) -> threading.Thread:
     """A watcher that misbehaves: ``silent`` accepts and never answers; ``dies``
     takes the command and goes away before answering."""
-    os.makedirs(os.path.dirname(relay.key_path(store)), exist_ok=True)
-    Path(relay.key_path(store)).write_bytes(key)
-    address = relay.address_of(store)
+    os.makedirs(os.path.dirname(wire.key_path(store)), exist_ok=True)
+    Path(wire.key_path(store)).write_bytes(key)
+    address = wire.address_of(store)
     if behave == "silent":
         raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         raw.bind(address)
@@ -285,7 +285,7 @@ def test_a_watcher_that_never_answers_is_bypassed_in_time(ws: Path, home: Path) 
     assert run_command("snapshot", cwd=ws, env=env).returncode == 0
     fake_watcher(store_of(ws, home), b"k" * 32, "silent")
     started = time.monotonic()
-    assert relay.connect(relay.address_of(store_of(ws, home)), b"k" * 32) is None
+    assert relay.connect(wire.address_of(store_of(ws, home)), b"k" * 32) is None
     assert time.monotonic() - started < 1.0  # the handshake timeout, with room for a busy machine
     done = run_command("--json", "status", cwd=ws, env=env)
     assert done.returncode == 0 and json.loads(done.stdout)["result"] == []
@@ -309,7 +309,7 @@ def test_a_wrong_key_is_refused_both_ways(ws: Path, home: Path, watcher: Any) ->
     write(ws, {"a.txt": "a\n"})
     server = watcher(ws, home)
     assert relay.connect(server.address, b"w" * 32, timeout=2.0) is None  # a caller without the key
-    key = relay.read_key(store_of(ws, home))
+    key = wire.read_key(store_of(ws, home))
     assert key is not None
     conn = relay.connect(server.address, key, timeout=2.0)
     assert conn is not None
@@ -322,8 +322,8 @@ def test_a_squatter_without_the_key_gets_nothing(tmp_path: Path) -> None:
     """The caller checks the watcher's key too: a listener that welcomes anyone
     (it cannot know the key) is not sent the command."""
     store = str(tmp_path / "store")
-    os.makedirs(os.path.dirname(relay.key_path(store)))
-    listener = wire.Listener(relay.address_of(store))
+    os.makedirs(os.path.dirname(wire.key_path(store)))
+    listener = wire.Listener(wire.address_of(store))
     heard: list[bytes] = []
 
     def squat() -> None:
@@ -339,7 +339,7 @@ def test_a_squatter_without_the_key_gets_nothing(tmp_path: Path) -> None:
     thread = threading.Thread(target=squat, daemon=True)
     thread.start()
     try:
-        assert relay.connect(relay.address_of(store), b"k" * 32, timeout=2.0) is None
+        assert relay.connect(wire.address_of(store), b"k" * 32, timeout=2.0) is None
         thread.join(5)
     finally:
         listener.close()
@@ -397,11 +397,12 @@ def test_every_public_name_loads_on_first_use() -> None:
 def test_the_cheap_config_path_is_configs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from snapshotter.frontends import config
 
+    assert relay.user_config_path is config.user_config_path  # one function, in a module that loads no settings
     monkeypatch.delenv("SNAPSHOTTER_CONFIG", raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    assert relay._user_config_path() == config.user_config_path()
+    assert config.user_config_path() == str(tmp_path / "xdg" / "snapshotter" / "config.toml")
     monkeypatch.setenv("SNAPSHOTTER_CONFIG", str(tmp_path / "mine.toml"))
-    assert relay._user_config_path() == config.user_config_path() == str(tmp_path / "mine.toml")
+    assert config.user_config_path() == str(tmp_path / "mine.toml")
 
 
 def test_home_from_the_user_config_file_is_found(tmp_path: Path, watcher: Any) -> None:

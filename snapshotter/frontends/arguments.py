@@ -18,6 +18,8 @@ TYPE_CHECKING = False  # not ``typing``'s: the grammar is loaded by every comman
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
+AGENT_NAMES = ("claude-code", "codex", "gemini", "copilot")
+"""The agents ``hooks`` knows (``agents.AGENTS``; named here so the grammar loads no more)."""
 ALIASES = {"track": "snapshot"}
 """Another name a command answers to -> the command's own name."""
 TAKES_PATHS = {"diff", "status", "restore", "revert"}
@@ -168,6 +170,9 @@ def _parser() -> argparse.ArgumentParser:
     turn.add_argument("action", choices=["begin", "end", "revert"])
     turn.add_argument("n", nargs="?", type=int, default=1, help="with revert: the n-th last turn (default 1)")
     turn.add_argument("--reset", action="store_true", help="with revert: restore the state before the turn")
+    turn.add_argument(
+        "--agent", choices=AGENT_NAMES, default=None, help="in that agent's newest session here (see `sessions`)"
+    )
     _conflicts_option(turn)
     fork = command("fork", "make DIR (new or empty, outside this folder) hold snapshot REF, for a parallel agent")
     fork.add_argument("ref", help="a REF")
@@ -178,6 +183,18 @@ def _parser() -> argparse.ArgumentParser:
     merge.add_argument("--dry-run", action="store_true", help="show what would change, change nothing")
     _conflicts_option(merge)
     command("forks", "the folders forked from this one")
+    hooks = command("hooks", "the agent hooks: `hooks install|uninstall AGENT [--user]`, `hooks status`")
+    hooks.add_argument("action", choices=["install", "uninstall", "status"])
+    hooks.add_argument("agent", nargs="?", choices=AGENT_NAMES, help="the agent (install and uninstall)")
+    hooks.add_argument("--user", action="store_true", help="in the user's own settings, for every folder")
+    hooks.add_argument("--dry-run", action="store_true", help="print the file as it would be, write nothing")
+    hooks.add_argument(
+        "--command", dest="hook_command", default=None, help="the command hooks run (default: this snapshotter's path)"
+    )
+    hook = command("hook", "one agent hook event on stdin, recorded (what installed hooks run; always exits 0)")
+    hook.add_argument("agent", choices=AGENT_NAMES)
+    hook.add_argument("event", nargs="?", default=None)
+    command("sessions", "the agent sessions keeping history in this folder, the most recently active first")
     push = command("push", "send this folder's snapshots to a git remote, under refs/snapshotter/NAME/")
     push.add_argument("remote", nargs="?", default=None, help="a path or URL (default: the remote setting)")
     push.add_argument("--name", default=None, help="the namespace there (default: the folder's name and a hash)")

@@ -126,6 +126,8 @@ def _printer(lines: Sequence[str]) -> Callable[[], None]:
 def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
     """Run the command; returns (JSON result, text printer)."""
     name = args.command
+    if name == "hook":  # the command's entry (entry.py) runs a hook before any of this
+        raise CommandFailed("UsageError", "hook takes no options: snapshotter hook AGENT EVENT", code=EXIT_USAGE)
     if name == "mcp":
         from snapshotter.frontends.mcp_server import serve
 
@@ -151,6 +153,10 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
         )
     if name == "clone":
         return remote_commands.clone(args, config.snapshotter_options(settings), _console.environ, _print)
+    if name == "hooks":
+        from snapshotter.frontends import agent_commands
+
+        return agent_commands.hooks(args, workspace, _console.environ, _print)
     store = store_path_for(workspace, settings.value("home"))
     if name == "where":
         found = {"workspace": workspace, "store": store, "exists": os.path.isdir(store)}
@@ -189,11 +195,18 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
 
         return f.snapshot_json(info), show_snapshot
     if name == "log":
+        grouped = snap.session is not None and not args.label and not args.meta  # by turn: all, then the newest
         infos = snap.list(
-            limit=args.limit or None, label=args.label, metadata=dict(args.meta) or None, session=snap.session
+            limit=None if grouped else args.limit or None,
+            label=args.label,
+            metadata=dict(args.meta) or None,
+            session=snap.session,
         )
         base = snap.base()
         base_id = base.id if base is not None else None
+        if grouped:
+            shown = infos[: args.limit] if args.limit else infos
+            return [f.snapshot_json(i) for i in shown], _printer(f.session_log_lines(infos, args.limit, base_id))
         return [f.snapshot_json(i) for i in infos], _printer([f.snapshot_line(i, i.id == base_id) for i in infos])
     if name == "show":
         info = snap.get(args.ref)
@@ -221,6 +234,10 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
         files = words.paths(os.path.abspath(args.workspace), args.paths) or None
         result = snap.restore(args.ref, files, dry_run=args.dry_run, overwrite_untracked=args.overwrite_untracked)
         return f.restore_json(result), lambda: _print_restore(result)
+    if name == "sessions":
+        from snapshotter.frontends import agent_commands
+
+        return agent_commands.sessions(snap, _print)
     if name in workflow_commands.NAMES:
         return workflow_commands.dispatch(name, snap, args, _print)
     if name in remote_commands.NAMES:

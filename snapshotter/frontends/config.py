@@ -24,6 +24,7 @@ from datetime import timedelta
 from typing import Any
 
 from snapshotter.errors import InvalidInput
+from snapshotter.frontends.userfiles import CONFIG_ENV, user_config_path
 from snapshotter.options import DEFAULTS, Options, Retention
 
 if sys.version_info >= (3, 11):
@@ -32,8 +33,6 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 _MAX_DAYS = 999_999  # timedelta's own limit is 999,999,999 days: anything near it means "forever"
-CONFIG_ENV = "SNAPSHOTTER_CONFIG"
-"""Names the user's config file instead of the default location."""
 
 Policy = Callable[[Any, Any], bool]
 """(value so far, value from a workspace file) -> may the workspace file's value stand?"""
@@ -169,18 +168,6 @@ def _read_toml(path: str) -> dict[str, Any]:
         return {}
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"cannot read {path}: {exc}; fix or remove it") from None
-
-
-def user_config_path(environ: Mapping[str, str] | None = None) -> str:
-    """The user's own config file: ``$SNAPSHOTTER_CONFIG``, else ``config.toml`` in
-    the platform's per-user config folder (never inside a workspace)."""
-    environ = os.environ if environ is None else environ
-    named = environ.get(CONFIG_ENV)
-    if named:
-        return named
-    import platformdirs
-
-    return os.path.join(platformdirs.user_config_dir("snapshotter", appauthor=False), "config.toml")
 
 
 def locate(start: str, flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> tuple[str, Resolved]:

@@ -175,6 +175,12 @@ def build_server(workspace: str, flags: Mapping[str, Any]) -> Any:
         return {"snapshots": [rendering.snapshot_json(i) for i in snap.list(limit=limit or None, session=session)]}
 
     @tool(read_only=True)
+    def sessions() -> dict[str, Any]:
+        """The named sessions keeping history in this folder, newest activity first: each one's name (pass it
+        as session), agent, the agent's own session id, turns, whether a turn is open, last activity."""
+        return rendering.sessions_json(snap.sessions())
+
+    @tool(read_only=True)
     def diff(
         from_ref: Annotated[str | None, Field(description="from this snapshot (default: the base, @)")] = None,
         to_ref: Annotated[str | None, Field(description="to this snapshot (default: the workspace now)")] = None,

@@ -21,15 +21,16 @@ wrote beside it (mode 0600), and only JSON on the wire (never pickle).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from snapshotter import __version__
 from snapshotter.frontends import arguments, wire
+from snapshotter.frontends.userfiles import user_config_path
+from snapshotter.frontends.wire import address_of, read_key, relevant_env
 from snapshotter.gitstore.location import canonical_workspace, find_workspace, store_path_for
 
 TYPE_CHECKING = False  # not ``typing``'s: this module's imports are the price of every handed-over command
@@ -40,57 +41,14 @@ if TYPE_CHECKING:
 
 DISABLE_ENV = "SNAPSHOTTER_NO_WATCHER"
 """Set (to anything but empty or 0) to run every command in its own process."""
-NOT_RELAYED = frozenset({"watch", "mcp", "config", "where", "cleanup"})
+NOT_RELAYED = frozenset({"watch", "mcp", "config", "where", "cleanup", "hooks", "hook"})
 """Commands always run in the calling process (cleanup removes the watcher's store)."""
-META, SOCKET_NAME, KEY_NAME = "snapshotter", "watch.sock", "watch.key"
-"""The watcher's socket and key, in the store's own private folder (not counted in its size)."""
 HANDSHAKE_TIMEOUT = 0.2
 """Seconds to connect and prove the key, both ways; past it the caller runs the command itself."""
 DECISION_TIMEOUT = 1.0
 """Seconds for the watcher to accept or decline a command it was handed."""
 MAX_MESSAGE = 1 << 20
 """A request is small; anything bigger is not ours."""
-RELEVANT_ENV = ("NO_COLOR", "TERM")
-"""Besides ``SNAPSHOTTER_*``: the environment the command line reads."""
-PLATFORM_ENV = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "APPDATA", "LOCALAPPDATA", "USERPROFILE")
-"""Where the per-user folders are (the config file, the default home): a watcher
-serves only callers that agree with it on these."""
-
-
-def address_of(store: str) -> str:
-    """Where the watcher of ``store`` listens: a socket in it, or (Windows) a pipe named after it."""
-    if sys.platform == "win32":
-        return r"\\.\pipe\snapshotter-" + hashlib.sha256(os.fsencode(store)).hexdigest()[:32]
-    return os.path.join(store, META, SOCKET_NAME)
-
-
-def key_path(store: str) -> str:
-    return os.path.join(store, META, KEY_NAME)
-
-
-def read_key(store: str) -> bytes | None:
-    try:
-        with open(key_path(store), "rb") as handle:
-            key = handle.read(4096)
-    except OSError:
-        return None
-    return key if len(key) >= 32 else None
-
-
-def relevant_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The environment variables the command line reads (settings, colour, per-user folders)."""
-    names = (*RELEVANT_ENV, *PLATFORM_ENV)
-    return {k: v for k, v in environ.items() if k.startswith("SNAPSHOTTER_") or k in names}
-
-
-def _user_config_path() -> str:
-    """``config.user_config_path()``, without loading the settings machinery."""
-    named = os.environ.get("SNAPSHOTTER_CONFIG")
-    if named:
-        return named
-    import platformdirs
-
-    return os.path.join(platformdirs.user_config_dir("snapshotter", appauthor=False), "config.toml")
 
 
 def _home(args: Any, workspace: str) -> str | None:
@@ -101,7 +59,7 @@ def _home(args: Any, workspace: str) -> str | None:
         return str(args.home)
     if "SNAPSHOTTER_HOME" in os.environ:
         return os.environ["SNAPSHOTTER_HOME"]
-    if not os.path.exists(_user_config_path()):
+    if not os.path.exists(user_config_path()):
         return None
     from snapshotter.frontends import config
 

@@ -21,6 +21,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, TextIO
 
+from snapshotter.attribution import POST_TURN, PRE_TURN
 from snapshotter.model import (
     FileChange,
     FileDiff,
@@ -28,6 +29,7 @@ from snapshotter.model import (
     PruneResult,
     RestoreResult,
     RevertResult,
+    SessionInfo,
     SnapshotInfo,
     StoreStats,
     UndoResult,
@@ -170,6 +172,11 @@ def stats_json(stats: StoreStats) -> dict[str, Any]:
     return plain_json(stats)
 
 
+def sessions_json(found: list[SessionInfo]) -> dict[str, Any]:
+    """``{"sessions": [{name, agent, agent_session_id, turns, open_turn, last_activity}]}``."""
+    return {"sessions": [plain_json(s) for s in found]}
+
+
 def verify_json(result: VerifyResult) -> dict[str, Any]:
     return plain_json(result)
 
@@ -183,6 +190,39 @@ def snapshot_line(info: SnapshotInfo, is_base: bool = False) -> str:
     stats = f"{plural(info.files_changed, 'file')} +{info.additions} -{info.deletions}"
     marker = " @" if is_base else "  "
     return f"{info.id[:12]}{marker} {when}  {stats}{label}  {first}".rstrip()
+
+
+def session_log_lines(infos: list[SnapshotInfo], shown: int, base_id: str | None) -> list[str]:
+    """``log --session``: the session's snapshots (``infos``, newest first, all of
+    them, so each is placed in its turn) under a heading per turn naming its
+    prompt line; only the newest ``shown`` snapshots (0: all) are listed."""
+    groups: list[tuple[str, list[SnapshotInfo]]] = []
+    inside = False
+    for info in reversed(infos):
+        label = info.label or ""
+        if label.startswith(PRE_TURN):
+            first = info.message.splitlines()[0] if info.message else ""
+            groups.append((f"turn {label[len(PRE_TURN) :]}: {first}".rstrip(), []))
+            inside = True
+        elif not inside and (not groups or groups[-1][0] != OUTSIDE_TURNS):
+            groups.append((OUTSIDE_TURNS, []))
+        groups[-1][1].append(info)
+        if label.startswith(POST_TURN):
+            inside = False
+    if inside:
+        groups[-1] = (f"{groups[-1][0]}  (open)", groups[-1][1])
+    lines: list[str] = []
+    left = shown or len(infos)
+    for heading, members in reversed(groups):
+        if left <= 0:
+            break
+        listed = list(reversed(members))[:left]
+        left -= len(listed)
+        lines += [heading, *(f"  {snapshot_line(i, i.id == base_id)}" for i in listed)]
+    return lines
+
+
+OUTSIDE_TURNS = "outside any turn"
 
 
 def show_lines(info: SnapshotInfo) -> list[str]:

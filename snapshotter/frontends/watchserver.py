@@ -44,6 +44,8 @@ from snapshotter.gitstore.location import store_path_for
 from snapshotter.gitstore.transport import without_secrets
 
 log = logging.getLogger("snapshotter")
+HOOK_IDLE = 1800.0
+"""Seconds without a call after which a watcher a hook started leaves."""
 
 Runner = Callable[[Sequence[str], Any], int]
 """``cli.run``-like: (argv, console) -> exit code; ``console`` made by ``make_console``."""
@@ -80,7 +82,7 @@ def _peer_ok(conn: wire.Channel) -> bool:
 def _write_key(store: str) -> bytes:
     """A new random key in the store, mode 0600, written whole or not at all."""
     key = secrets.token_bytes(32)
-    final = relay.key_path(store)
+    final = wire.key_path(store)
     temporary = f"{final}.{secrets.token_hex(8)}.tmp"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
@@ -134,11 +136,23 @@ def _listen(address: str) -> wire.Listener:
 class Server:
     """One watched workspace serving command lines, one at a time."""
 
-    def __init__(self, workspace: str, settings: config.Resolved, snap: Any, run: Runner, console: ConsoleMaker):
+    def __init__(
+        self,
+        workspace: str,
+        settings: config.Resolved,
+        snap: Any,
+        run: Runner,
+        console: ConsoleMaker,
+        for_hooks: bool = False,
+    ) -> None:
         self.workspace, self.snap, self.run, self.console = workspace, snap, run, console
+        self.for_hooks = for_hooks
+        """Started by an agent hook: it leaves when the last agent session ends, or after ``HOOK_IDLE``."""
+        self.hook_sessions: set[str] = set()
+        self.last_request = time.monotonic()
         self.store = store_path_for(workspace, settings.value("home"))
         self.settings = relay.settings_document(settings)
-        self.address = relay.address_of(self.store)
+        self.address = wire.address_of(self.store)
         self.key = b""
         self.socket_inode = -1
         self.listener: wire.Listener | None = None
@@ -156,7 +170,7 @@ class Server:
         if not relay.relayable(args, bool(request.get("interactive"))):
             return "not a command to serve"
         theirs = dict(request.get("env", {}))
-        for name in relay.PLATFORM_ENV:
+        for name in wire.PLATFORM_ENV:
             if theirs.get(name) != os.environ.get(name):
                 return f"another {name}"
         environ = self.environ(request)
@@ -172,9 +186,50 @@ class Server:
             return "settings differ from the watcher's"
         return None
 
+    def hook(self, request: Mapping[str, Any]) -> dict[str, str]:
+        """Record one agent hook event (``hookclient``): ``{"done": ...}``,
+        ``{"failed": ...}`` (both logged here), or ``{"declined": why}``, and the
+        caller records it itself."""
+        from snapshotter.frontends import hookevents, hooklog
+        from snapshotter.frontends.agents import AGENTS
+
+        why = self._declined_hook(request)
+        if why is not None:
+            return {"declined": why}
+        agent, name = AGENTS[request["agent"]], str(request["event"])
+        try:
+            event = hookevents.parse(agent, name, request["payload"], request.get("project", {}))
+            if event is None:
+                return {"done": "nothing to record"}
+            done = hookevents.apply(self.snap.in_session(event.session), event)
+        except Exception as exc:  # the agent's tool goes on whatever failed here: the log says what
+            failure = f"{type(exc).__name__}: {exc}"
+            hooklog.record(self.store, agent.name, name, failure, failed=True)
+            return {"failed": failure}
+        hooklog.record(self.store, event.agent, event.name, done)
+        if event.role == "session-start":
+            self.hook_sessions.add(event.session)
+        elif event.role == "session-end":
+            self.hook_sessions.discard(event.session)
+            if self.for_hooks and not self.hook_sessions:
+                self.stopping.set()  # the last agent session ended
+        return {"done": done}
+
+    def _declined_hook(self, request: Mapping[str, Any]) -> str | None:
+        if request.get("version") != __version__ or request.get("store") != self.store:
+            return "another version or store"
+        theirs = dict(request.get("env", {}))
+        if any(theirs.get(name) != os.environ.get(name) for name in wire.PLATFORM_ENV):
+            return "another user environment"
+        try:
+            settings = config.resolve(self.workspace, {}, self.environ(request))
+        except Exception as exc:  # the caller reports it the same way, itself
+            return f"settings: {exc}"
+        return None if relay.settings_document(settings) == self.settings else "settings differ from the watcher's"
+
     @staticmethod
     def environ(request: Mapping[str, Any]) -> dict[str, str]:
-        own = {k: v for k, v in os.environ.items() if k not in relay.relevant_env(os.environ)}
+        own = {k: v for k, v in os.environ.items() if k not in wire.relevant_env(os.environ)}
         return {**own, **{str(k): str(v) for k, v in dict(request.get("env", {})).items()}}
 
     def handle(self, conn: wire.Channel) -> None:
@@ -183,8 +238,13 @@ class Server:
             return
         wire.greet(conn, self.key, relay.HANDSHAKE_TIMEOUT * 5)
         request = json.loads(conn.recv(relay.HANDSHAKE_TIMEOUT * 5, limit=relay.MAX_MESSAGE))
+        self.last_request = time.monotonic()
+        if request.get("kind") == "hook":
+            with self.busy, self.snap.cache_saved_after():  # answered first, then the cache saved
+                conn.send(json.dumps(self.hook(request)).encode())
+            return
         here = os.getcwd()
-        with self.busy:
+        with self.busy, self.snap.cache_saved_after():
             try:
                 os.chdir(request["cwd"])  # relative paths in argv and settings mean the caller's
                 why = self.decline(request)
@@ -253,6 +313,8 @@ class Server:
                 if not os.path.isdir(self.store):
                     sys.stderr.write("snapshotter watch: the store was removed; stopping\n")
                     break
+                if self.for_hooks and time.monotonic() - self.last_request > _hook_idle():
+                    break  # no agent has called for half an hour: the next hook starts another
         finally:
             self.stopping.set()
             with self.busy:  # a command running now finishes and is answered first
@@ -266,8 +328,16 @@ class Server:
             if sys.platform != "win32" and os.lstat(self.address).st_ino == self.socket_inode:  # not a newer one's
                 os.unlink(self.address)
         with contextlib.suppress(OSError):
-            if relay.read_key(self.store) == self.key:  # not a newer watcher's
-                os.unlink(relay.key_path(self.store))
+            if wire.read_key(self.store) == self.key:  # not a newer watcher's
+                os.unlink(wire.key_path(self.store))
+
+
+def _hook_idle() -> float:
+    """``HOOK_IDLE``, or ``SNAPSHOTTER_HOOK_IDLE`` seconds."""
+    try:
+        return float(os.environ.get("SNAPSHOTTER_HOOK_IDLE", HOOK_IDLE))
+    except ValueError:
+        return HOOK_IDLE
 
 
 def _hidden(text: str) -> str:
@@ -281,11 +351,15 @@ def _shown(argv: object) -> str:
     return _hidden(str(argv))
 
 
-def serve(workspace: str, settings: config.Resolved, run: Runner, console: ConsoleMaker) -> str | None:
-    """Watch ``workspace`` and serve its commands until stopped; returns None, or
-    why it did not start (a watcher already serves it)."""
+def serve(
+    workspace: str, settings: config.Resolved, run: Runner, console: ConsoleMaker, for_hooks: bool = False
+) -> str | None:
+    """Watch ``workspace`` and serve its commands (and agent hooks) until stopped;
+    returns None, or why it did not start (a watcher already serves it).
+    ``for_hooks``: started by a hook, it leaves when the last agent session
+    ends or after ``HOOK_IDLE`` seconds without a call."""
     store = store_path_for(workspace, settings.value("home"))
-    address = relay.address_of(store)
+    address = wire.address_of(store)
     if sys.platform != "win32" and len(os.fsencode(address)) > 100:
         return f"the socket path {address} is too long for this system; set a shorter SNAPSHOTTER_HOME"
     if os.path.isdir(store) and _answers(address):
@@ -296,8 +370,8 @@ def serve(workspace: str, settings: config.Resolved, run: Runner, console: Conso
     try:
         if not snap.watching:
             log.warning("watch mode is not running (see docs/watch.md); serving commands without it")
-        os.makedirs(os.path.dirname(relay.key_path(store)), mode=0o700, exist_ok=True)
-        server = Server(workspace, settings, snap, run, console)
+        os.makedirs(os.path.dirname(wire.key_path(store)), mode=0o700, exist_ok=True)
+        server = Server(workspace, settings, snap, run, console, for_hooks)
         stop = server.stopping.set
         if threading.current_thread() is threading.main_thread():
             for name in ("SIGTERM", "SIGINT", "SIGHUP"):

@@ -28,6 +28,44 @@ if TYPE_CHECKING:
 
 NONCE = 32
 _LENGTH = struct.Struct(">I")
+META, SOCKET_NAME, KEY_NAME = "snapshotter", "watch.sock", "watch.key"
+"""The watcher's socket and key, in the store's own private folder (not counted in its size)."""
+
+
+RELEVANT_ENV = ("NO_COLOR", "TERM")
+"""Besides ``SNAPSHOTTER_*``: the environment the command line reads."""
+PLATFORM_ENV = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "APPDATA", "LOCALAPPDATA", "USERPROFILE")
+"""Where the per-user folders are (the config file, the default home): a watcher
+serves only callers that agree with it on these."""
+
+
+def relevant_env(environ: Any) -> dict[str, str]:
+    """The environment variables the command line reads (settings, colour, per-user folders)."""
+    names = (*RELEVANT_ENV, *PLATFORM_ENV)
+    return {k: v for k, v in environ.items() if k.startswith("SNAPSHOTTER_") or k in names}
+
+
+def address_of(store: str) -> str:
+    """Where the watcher of ``store`` listens: a socket in it, or (Windows) a pipe named after it."""
+    if sys.platform == "win32":
+        import hashlib
+
+        return r"\\.\pipe\snapshotter-" + hashlib.sha256(os.fsencode(store)).hexdigest()[:32]
+    return os.path.join(store, META, SOCKET_NAME)
+
+
+def key_path(store: str) -> str:
+    return os.path.join(store, META, KEY_NAME)
+
+
+def read_key(store: str) -> bytes | None:
+    """The key the watcher of ``store`` wrote (None: no watcher has, or it cannot be read)."""
+    try:
+        with open(key_path(store), "rb") as handle:
+            key = handle.read(4096)
+    except OSError:
+        return None
+    return key if len(key) >= 32 else None
 
 
 class Refused(Exception):

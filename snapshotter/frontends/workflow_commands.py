@@ -42,6 +42,10 @@ def dispatch(name: str, snap: Snapshotter, args: argparse.Namespace, say: Printe
             raise CommandFailed("Conflict" if refused else "NothingToDo", outcome.message, f.undo_json(outcome), code)
         return f.undo_json(outcome), lambda: say(outcome.message)
     if name == "turn":
+        if args.agent is not None:
+            from snapshotter.frontends.agent_commands import newest_session_of
+
+            snap = snap.in_session(newest_session_of(snap, args.agent))
         if args.action == "revert":
             if args.reset:
                 restored = snap.revert_turn(args.n, reset=True)

@@ -1,0 +1,130 @@
+"""The command line's agent commands: ``hooks install|uninstall|status`` and
+``sessions`` (the grammar is in ``arguments``; ``cli`` runs the rest; the
+hooks themselves run ``snapshotter hook``, in ``hookclient``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable, Mapping
+
+from snapshotter.errors import InvalidInput
+from snapshotter.frontends import hookinstall, hooklog, rendering, wire
+from snapshotter.frontends.agents import AGENTS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from snapshotter.api import Snapshotter
+
+Printer = Callable[[str], None]
+TRUST_NOTES = {
+    "codex": "Codex runs hooks it trusts only: trust them at its next start in this folder (codex asks), "
+    "or run `codex exec --trust --dangerously-bypass-hook-trust ...`",
+    "gemini": "Gemini CLI runs a folder's hooks only in a trusted folder (it asks when it starts there)",
+    "copilot": "Copilot CLI runs a repository's hooks only in a trusted folder (--trust-folder, or it asks)",
+}
+
+
+def hooks(args: argparse.Namespace, workspace: str, environ: Mapping[str, str], say: Printer) -> tuple[Any, Any]:
+    """``hooks install|uninstall AGENT [--user] [--dry-run] [--command CMD]``, ``hooks status``."""
+    if args.action == "status":
+        return status(workspace, environ, say)
+    if args.agent is None:
+        raise InvalidInput(f"hooks {args.action} takes the agent: one of {', '.join(AGENTS)}")
+    agent = hookinstall.agent_of(args.agent)
+    path = hookinstall.hooks_path(agent, workspace, args.user, environ)
+    if args.action == "install":
+        command = args.hook_command or hookinstall.default_command()
+        before, after = hookinstall.install(agent, path, command, dry_run=args.dry_run)
+        verb = "would install" if args.dry_run else "installed"
+    else:
+        before, after = hookinstall.uninstall(agent, path, dry_run=args.dry_run)
+        verb = "would remove" if args.dry_run else "removed"
+        command = None
+    changed = before != after
+    body = {"agent": agent.name, "path": path, "action": args.action, "changed": changed, "dry_run": args.dry_run}
+    if command is not None:
+        body["command"] = command
+    lines = [after.rstrip("\n")] if args.dry_run and after else []
+    if not changed:
+        lines.append(f"{path}: nothing to change (snapshotter's {agent.title} hooks are {args.action}ed already)")
+    else:
+        events = ", ".join(agent.events)
+        lines.append(f"{verb} snapshotter's {agent.title} hooks ({events}) in {path}")
+        if args.action == "install" and agent.name in TRUST_NOTES:
+            lines.append(f"note: {TRUST_NOTES[agent.name]}")
+    return body, lambda: _lines(say, lines)
+
+
+def status(workspace: str, environ: Mapping[str, str], say: Printer) -> tuple[Any, Any]:
+    """Which agents have our hooks here and for the user, whether their command
+    runs, whether a watcher serves the folder, and the last failure logged."""
+    from snapshotter.frontends.userfiles import snapshot_home
+    from snapshotter.gitstore.location import store_path_for
+
+    store = store_path_for(workspace, snapshot_home(environ))
+    found: list[dict[str, Any]] = []
+    for agent in AGENTS.values():
+        for user in (False, True):
+            info = hookinstall.inspect(agent, hookinstall.hooks_path(agent, workspace, user, environ))
+            if info.events:
+                found.append(
+                    {
+                        "agent": agent.name,
+                        "user": user,
+                        "path": info.path,
+                        "events": list(info.events),
+                        "complete": info.complete,
+                        "command": info.command,
+                        "runs": _runs(info.command),
+                    }
+                )
+    failure = hooklog.last_failure(store)
+    watched = wire.read_key(store) is not None and os.path.exists(wire.address_of(store))
+    body = {"workspace": workspace, "installed": found, "watcher": watched, "last_failure": failure}
+    lines = [
+        f"{item['agent']:<12} {'user' if item['user'] else 'here'}  {item['path']}"
+        + ("" if item["complete"] else f"  (only {', '.join(item['events'])})")
+        + ("" if item["runs"] else "  (its command does not run: install again)")
+        for item in found
+    ] or ["no agent hooks installed here or for this user (`snapshotter hooks install claude-code`)"]
+    lines.append(f"watcher: {'serving this folder' if watched else 'none (the next hook starts one)'}")
+    lines.append(f"last failure: {failure}" if failure else "last failure: none logged")
+    return body, lambda: _lines(say, lines)
+
+
+def _runs(command: str | None) -> bool:
+    """Whether a hook's command names a program that is there (its first word)."""
+    import shlex
+
+    try:
+        first = shlex.split(command or "")[0]
+    except (ValueError, IndexError):
+        return False
+    return os.path.isfile(first) and os.access(first, os.X_OK)
+
+
+def sessions(snap: Snapshotter, say: Printer) -> tuple[Any, Any]:
+    """``sessions``: ``{"sessions": [{name, agent, agent_session_id, turns, open_turn, last_activity}]}``."""
+    found = snap.sessions()
+    rows = [
+        f"{s.name:<52} {s.agent or '-':<12} {rendering.plural(s.turns, 'turn'):>9}"
+        f"{'  (open)' if s.open_turn else '        '}  {s.last_activity.strftime('%Y-%m-%d %H:%M:%S')}"
+        for s in found
+    ] or ["no named sessions here yet"]
+    return rendering.sessions_json(found), lambda: _lines(say, rows)
+
+
+def newest_session_of(snap: Snapshotter, agent: str) -> str:
+    """The name of ``agent``'s most recently active session here (``turn revert --agent``)."""
+    for found in snap.sessions():
+        if found.agent == agent or found.name.startswith(f"{agent}-"):
+            return found.name
+    raise InvalidInput(f"no {agent} session keeps history here; `snapshotter sessions` lists them")
+
+
+def _lines(say: Printer, lines: list[str]) -> None:
+    for line in lines:
+        say(line)

@@ -1,0 +1,153 @@
+"""One agent hook event, read from its payload and carried out on a Snapshotter.
+
+What each role does (``agents``):
+
+- ``prompt``: ``begin_turn`` with the prompt's first line (at most 72
+  characters, never the whole prompt) as its message; a turn left open (the
+  agent was killed before its stop hook) is ended first;
+- ``tool-before``: ``tool_snapshot(id)``, in a turn (one is begun if none is
+  open, e.g. hooks installed mid-session; for Codex, when the payload's
+  ``turn_id`` is not the open turn's);
+- ``tool-after`` (a failed tool included): ``tool_done(id)``;
+- ``stop``, ``session-end``: ``end_turn`` if a turn is open;
+- ``session-start``: nothing to record.
+
+The session is ``<agent>-<the agent's session id>``: each agent session its own,
+so one's revert keeps another's work. A subagent's tool calls come with its
+parent's session id, so they count as the parent's calls. The workspace is the
+folder the agent works in (its project-folder variable, else the payload's
+``cwd``), never the hook's own working folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from snapshotter.errors import InvalidInput
+from snapshotter.frontends.agents import PROMPT, SESSION_END, STOP, TOOL_AFTER, TOOL_BEFORE, Agent
+from snapshotter.frontends.hookpairs import Pairs, digest
+
+MESSAGE_MAX = 72
+
+
+@dataclass(frozen=True)
+class Event:
+    """What one hook call asks for (see the module's docstring)."""
+
+    agent: str
+    name: str
+    """The agent's own name for the event (``PreToolUse``)."""
+    role: str
+    session: str
+    agent_session: str
+    folder: str
+    """Where the agent works: the workspace is found from it (``location.find_workspace``)."""
+    call_id: str | None = None
+    call_key: str | None = None
+    """For agents that name no call: a digest of the tool and its arguments (``hookpairs``)."""
+    turn_id: str | None = None
+    message: str = ""
+    tool: str | None = None
+
+
+def session_name(agent: Agent, agent_session: str) -> str:
+    """``<agent>-<id>``, in the letters a session name may hold (at most 64)."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", agent_session).strip(".-") or "unknown"
+    name = f"{agent.name}-{cleaned}"[:64].rstrip(".-")
+    return name.replace("..", "-").removesuffix(".lock")
+
+
+def first_line(prompt: object) -> str:
+    """A prompt's first non-empty line, at most 72 characters: a turn's message."""
+    text = prompt if isinstance(prompt, str) else ""
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    line = "".join(ch if ch >= " " and ch != "\x7f" else " " for ch in line)
+    return line if len(line) <= MESSAGE_MAX else line[: MESSAGE_MAX - 3].rstrip() + "..."
+
+
+def parse(agent: Agent, name: str, payload: Mapping[str, Any], environ: Mapping[str, str]) -> Event | None:
+    """The event a payload describes; None for an event no role takes (a
+    subagent's start, a model request...). ``InvalidInput`` for a payload
+    without the session or the folder it must name."""
+    role = agent.events.get(name)
+    if role is None:
+        return None
+    agent_session = payload.get(agent.session_field)
+    if not isinstance(agent_session, str) or not agent_session:
+        raise InvalidInput(f"{agent.title}'s {name} payload names no session ({agent.session_field})")
+    folder = agent.folder(payload, environ)
+    if folder is None:
+        raise InvalidInput(f"{agent.title}'s {name} payload names no folder (cwd)")
+    tool = payload.get("tool_name") if "tool_name" in payload else payload.get("toolName")
+    arguments = payload.get("tool_input") if "tool_input" in payload else payload.get("toolArgs")
+    call_id = payload.get(agent.call_id_field) if agent.call_id_field else None
+    turn_id = payload.get(agent.turn_id_field) if agent.turn_id_field else None
+    return Event(
+        agent=agent.name,
+        name=name,
+        role=role,
+        session=session_name(agent, agent_session),
+        agent_session=agent_session,
+        folder=os.path.abspath(folder),
+        call_id=call_id if isinstance(call_id, str) and call_id else None,
+        call_key=digest(tool, arguments) if role in (TOOL_BEFORE, TOOL_AFTER) and agent.call_id_field is None else None,
+        turn_id=turn_id if isinstance(turn_id, str) and turn_id else None,
+        message=first_line(payload.get("prompt")) if role == PROMPT else "",
+        tool=tool if isinstance(tool, str) else None,
+    )
+
+
+def apply(snap: Any, event: Event) -> str:
+    """Carry ``event`` out on ``snap`` (a Snapshotter working in the event's
+    session); returns what was done, one line for the hooks log."""
+    meta = {"agent": event.agent, "agent-session": event.agent_session}
+    if event.role == PROMPT:
+        closed = _end_open_turn(snap, "ended by the next prompt")
+        info = snap.begin_turn(event.message, metadata={**meta, **_turn(event)})
+        return f"{closed}began {info.label}"
+    if event.role == TOOL_BEFORE:
+        began = _ensure_turn(snap, event, meta)
+        call = event.call_id or Pairs(snap.store_path, event.session).opened(event.call_key or "")
+        snap.tool_snapshot(call, f"before {event.tool or 'a tool'}", metadata={**meta, **_tool(event)})
+        return f"{began}tool:{call}"
+    if event.role == TOOL_AFTER:
+        closing = event.call_id or Pairs(snap.store_path, event.session).closed(event.call_key or "")
+        if closing is None:
+            return "no open call to close"
+        snap.tool_done(closing, f"after {event.tool or 'a tool'}", metadata=meta)
+        return f"tool-done:{closing}"
+    if event.role in (STOP, SESSION_END):
+        ended = _end_open_turn(snap, "ended" if event.role == STOP else "ended with the session")
+        return ended.strip() or "no turn open"
+    return "nothing to record"
+
+
+def _turn(event: Event) -> dict[str, str]:
+    return {"turn-id": event.turn_id} if event.turn_id else {}
+
+
+def _tool(event: Event) -> dict[str, str]:
+    return {"tool": event.tool} if event.tool else {}
+
+
+def _end_open_turn(snap: Any, why: str) -> str:
+    opened = snap.open_turn()
+    if opened is None:
+        return ""
+    info = snap.end_turn(why)
+    return f"{info.label} ({why}); "
+
+
+def _ensure_turn(snap: Any, event: Event, meta: dict[str, str]) -> str:
+    """A turn for a tool call: the open one, unless it is another turn of the
+    agent's (Codex names each); else one begun here (its prompt was not seen)."""
+    opened = snap.open_turn()
+    if opened is not None and (event.turn_id is None or opened.metadata.get("turn-id") == event.turn_id):
+        return ""
+    closed = _end_open_turn(snap, "ended: the agent began another turn") if opened is not None else ""
+    info = snap.begin_turn("(its prompt was not seen)", metadata={**meta, **_turn(event)})
+    return f"{closed}began {info.label}; "

@@ -1,0 +1,91 @@
+"""Tool calls paired for agents that name none (Gemini CLI, Copilot CLI).
+
+Their before- and after-tool hooks carry the tool's name and arguments, no id,
+and parallel calls end in the order they finish. So each before-hook gives its
+call an id of our own (``c<n>``, counted per session) and notes it open with a
+digest of the tool and its arguments; an after-hook closes the open call with
+the same digest (the oldest such), else the oldest open call. The notes live
+in the store (``snapshotter/hooks/<session>.json``), written under a lock of
+their own, so hooks running in separate processes at once pair alike.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from typing import Any
+
+from snapshotter.gitstore.locking import StoreLock
+
+LOCK_WAIT = 5.0
+MAX_OPEN = 256
+"""Open calls kept per session: a before-hook whose after-hook never came is forgotten past this."""
+
+
+def digest(tool: object, arguments: object) -> str:
+    """What identifies a call's tool and arguments (the same JSON gives the same digest)."""
+    text = json.dumps([tool, arguments], sort_keys=True, default=str)
+    return hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+class Pairs:
+    """The open calls of one session (see the module's docstring)."""
+
+    def __init__(self, store_path: str, session: str) -> None:
+        folder = os.path.join(store_path, "snapshotter", "hooks")
+        self.folder = folder
+        self.path = os.path.join(folder, f"{session}.json")
+        self.lock_path = os.path.join(folder, f"{session}.lock")
+
+    def opened(self, key: str) -> str:
+        """A new call with tool-and-arguments digest ``key``: its id, noted open."""
+        with self._locked() as state:
+            state["next"] = int(state.get("next", 0)) + 1
+            call = f"c{state['next']}"
+            state["open"] = [*state.get("open", []), [call, key]][-MAX_OPEN:]
+            return call
+
+    def closed(self, key: str) -> str | None:
+        """The open call an after-hook with digest ``key`` closes (None: none is open)."""
+        with self._locked() as state:
+            calls: list[list[str]] = state.get("open", [])
+            match = next((entry for entry in calls if entry[1] == key), calls[0] if calls else None)
+            if match is None:
+                return None
+            calls.remove(match)
+            return match[0]
+
+    def _locked(self) -> _Locked:
+        os.makedirs(self.folder, mode=0o700, exist_ok=True)
+        return _Locked(self)
+
+
+class _Locked:
+    """The state, read under the lock and written back on leaving."""
+
+    def __init__(self, pairs: Pairs) -> None:
+        self.pairs = pairs
+        self.lock = StoreLock(pairs.lock_path, LOCK_WAIT)
+        self.state: dict[str, Any] = {}
+
+    def __enter__(self) -> dict[str, Any]:
+        self.lock.__enter__()
+        try:
+            with open(self.pairs.path, encoding="utf-8") as handle:
+                found = json.load(handle)
+            self.state = found if isinstance(found, dict) else {}
+        except (OSError, ValueError):
+            self.state = {}  # none yet, or torn: calls are counted afresh
+        return self.state
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        try:
+            if kind is None:
+                fd, temporary = tempfile.mkstemp(dir=self.pairs.folder, prefix=".pairs-", suffix=".tmp")
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    json.dump(self.state, handle)
+                os.replace(temporary, self.pairs.path)
+        finally:
+            self.lock.__exit__(kind, error, trace)

@@ -1,0 +1,253 @@
+"""``snapshotter hook AGENT EVENT``: each agent's payloads (as its CLI sends them,
+captured from the real binaries) through the real command, on real folders.
+The hook always exits 0 and says nothing (``{}`` for Gemini CLI); what it
+records lets a turn's revert take back the agent's edits and keep a person's."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import COMMAND, contents, run_command, write
+
+DIRECT = {"SNAPSHOTTER_NO_WATCHER": "1"}
+
+
+class Agent:
+    """One agent's hook calls into one workspace, in a subprocess each."""
+
+    def __init__(self, name: str, ws: Path, home: Path, env: dict[str, str] | None = None) -> None:
+        self.name, self.ws = name, ws
+        self.env = {**os.environ, "SNAPSHOTTER_HOME": str(home), **DIRECT, **(env or {})}
+        self.env["SNAPSHOTTER_HOOKS_LOG"] = str(home.parent / "fallback-hooks.log")
+
+    def __call__(self, event: str, **payload: Any) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [*COMMAND, "hook", self.name, event],
+            input=json.dumps(payload),
+            text=True,
+            capture_output=True,
+            env=self.env,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0 and done.stderr == "", done
+        assert done.stdout == ("{}\n" if self.name == "gemini" else ""), done.stdout
+        return done
+
+
+def cli(ws: Path, home: Path, *args: str) -> Any:
+    done = run_command("--json", *args, cwd=ws, env={"SNAPSHOTTER_HOME": str(home), **DIRECT})
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["result"]
+
+
+def claude(agent: Agent, session: str, event: str, **more: Any) -> None:
+    agent(event, session_id=session, cwd=str(agent.ws), hook_event_name=event, **more)
+
+
+def test_a_claude_code_turn_is_bracketed_and_its_revert_keeps_a_persons_edit(ws: Path, home: Path) -> None:
+    write(ws, {"app.py": "v1\n", "notes.txt": "mine\n"})
+    agent = Agent("claude-code", ws, home)
+    claude(agent, "s1", "SessionStart", source="startup")
+    long_prompt = "Refactor the parser so that it " + "really " * 20 + "handles nesting\nand more lines"
+    claude(agent, "s1", "UserPromptSubmit", prompt=long_prompt)
+    claude(agent, "s1", "PreToolUse", tool_name="Bash", tool_input={"command": "x"}, tool_use_id="t1")
+    write(ws, {"app.py": "v2 by bash\n", "made.txt": "new\n"})
+    claude(agent, "s1", "PostToolUse", tool_name="Bash", tool_use_id="t1")
+    claude(agent, "s1", "PreToolUse", tool_name="mcp__fs__write", tool_input={}, tool_use_id="t2")
+    write(ws, {"app.py": "v3 by an MCP tool\n"})
+    claude(agent, "s1", "PostToolUseFailure", tool_name="mcp__fs__write", tool_use_id="t2", error="x")
+    claude(agent, "s1", "Stop", stop_hook_active=False)
+    write(ws, {"notes.txt": "mine, edited after the turn\n"})
+    log = cli(ws, home, "--session", "claude-code-s1", "log", "-n", "0")
+    assert [s["label"] for s in reversed(log)] == [
+        "pre-turn:1",
+        "tool:t1",
+        "tool-done:t1",
+        "tool:t2",
+        "tool-done:t2",
+        "post-turn:1",
+    ]
+    message = log[-1]["message"]
+    assert len(message) <= 72 and message.startswith("Refactor the parser") and "\n" not in message
+    assert log[-1]["metadata"] == {"agent": "claude-code", "agent-session": "s1", "turn": "1"}
+    reverted = cli(ws, home, "turn", "revert", "--agent", "claude-code")
+    assert set(reverted["reverted"]) == {"app.py", "made.txt"}
+    assert contents(ws) == {"app.py": b"v1\n", "notes.txt": b"mine, edited after the turn\n"}
+
+
+def test_two_agent_sessions_in_one_folder_are_reverted_apart(ws: Path, home: Path) -> None:
+    write(ws, {"a.txt": "a0\n", "b.txt": "b0\n"})
+    agent = Agent("claude-code", ws, home)
+    for session in ("one", "two"):
+        claude(agent, session, "UserPromptSubmit", prompt=f"work {session}")
+    claude(agent, "one", "PreToolUse", tool_name="Edit", tool_use_id="x1")
+    write(ws, {"a.txt": "a1 by one\n"})
+    claude(agent, "one", "PostToolUse", tool_name="Edit", tool_use_id="x1")
+    claude(agent, "two", "PreToolUse", tool_name="Edit", tool_use_id="y1")
+    write(ws, {"b.txt": "b1 by two\n"})
+    claude(agent, "two", "PostToolUse", tool_name="Edit", tool_use_id="y1")
+    for session in ("one", "two"):
+        claude(agent, session, "Stop")
+    listed = cli(ws, home, "sessions")["sessions"]
+    assert {s["name"] for s in listed} == {"claude-code-one", "claude-code-two"}
+    assert all(s["agent"] == "claude-code" and s["turns"] == 1 and not s["open_turn"] for s in listed)
+    cli(ws, home, "--session", "claude-code-one", "turn", "revert")
+    assert contents(ws) == {"a.txt": b"a0\n", "b.txt": b"b1 by two\n"}
+    cli(ws, home, "--session", "claude-code-two", "turn", "revert")
+    assert contents(ws) == {"a.txt": b"a0\n", "b.txt": b"b0\n"}
+
+
+def test_a_turn_left_open_is_ended_by_the_next_prompt(ws: Path, home: Path) -> None:
+    write(ws, {"f.txt": "0\n"})
+    agent = Agent("claude-code", ws, home)
+    claude(agent, "s", "UserPromptSubmit", prompt="first")
+    claude(agent, "s", "PreToolUse", tool_name="Write", tool_use_id="w1")
+    write(ws, {"f.txt": "1\n"})  # then the agent is killed: no PostToolUse, no Stop
+    claude(agent, "s", "UserPromptSubmit", prompt="second")
+    labels = [s["label"] for s in reversed(cli(ws, home, "--session", "claude-code-s", "log", "-n", "0"))]
+    assert labels == ["pre-turn:1", "tool:w1", "post-turn:1", "pre-turn:2"]
+    text = run_command("--session", "claude-code-s", "log", cwd=ws, env={"SNAPSHOTTER_HOME": str(home), **DIRECT})
+    headings = [line for line in text.stdout.splitlines() if not line.startswith("  ")]
+    assert headings == ["turn 2: second  (open)", "turn 1: first"]  # each turn under its prompt line
+    newest = run_command("--session", "claude-code-s", "log", "-n", "2", cwd=ws, env={"SNAPSHOTTER_HOME": str(home)})
+    assert [line.split()[-1] for line in newest.stdout.splitlines()] == ["(open)", "second", "first", "prompt"]
+    cli(ws, home, "--session", "claude-code-s", "turn", "revert", "2")  # the call ran to the turn's end
+    assert (ws / "f.txt").read_text() == "0\n"
+
+
+def test_codex_turn_ids_begin_a_turn_whose_prompt_was_not_seen(ws: Path, home: Path) -> None:
+    write(ws, {"f.txt": "0\n"})
+    agent = Agent("codex", ws, home)
+    base = {"session_id": "c-1", "cwd": str(ws), "model": "gpt-5.5"}
+    agent("UserPromptSubmit", **base, turn_id="turn-a", hook_event_name="UserPromptSubmit", prompt="go")
+    agent("PreToolUse", **base, turn_id="turn-b", hook_event_name="PreToolUse", tool_name="Bash", tool_use_id="k1")
+    write(ws, {"f.txt": "1\n"})
+    agent("PostToolUse", **base, turn_id="turn-b", hook_event_name="PostToolUse", tool_name="Bash", tool_use_id="k1")
+    agent("Stop", **base, turn_id="turn-b", hook_event_name="Stop")
+    log = list(reversed(cli(ws, home, "--session", "codex-c-1", "log", "-n", "0")))
+    assert [s["label"] for s in log] == [
+        "pre-turn:1",
+        "post-turn:1",
+        "pre-turn:2",
+        "tool:k1",
+        "tool-done:k1",
+        "post-turn:2",
+    ]
+    assert log[0]["metadata"]["turn-id"] == "turn-a" and log[2]["metadata"]["turn-id"] == "turn-b"
+
+
+@pytest.mark.parametrize("agent_name", ["gemini", "copilot"])
+def test_calls_without_ids_are_paired_by_tool_and_arguments(agent_name: str, ws: Path, home: Path) -> None:
+    """Gemini CLI and Copilot CLI name no call and end parallel calls as they finish:
+    the after-hooks come in the other order here, and each closes its own call."""
+    write(ws, {"a.txt": "a0\n", "b.txt": "b0\n"})
+    agent = Agent(agent_name, ws, home)
+    if agent_name == "gemini":
+        names = {"prompt": "BeforeAgent", "before": "BeforeTool", "after": "AfterTool", "stop": "AfterAgent"}
+
+        def payload(event: str, **more: Any) -> dict[str, Any]:
+            return {"session_id": "g", "cwd": str(ws), "hook_event_name": event, **more}
+
+        def tool(name: str, args: dict[str, str]) -> dict[str, Any]:
+            return {"tool_name": name, "tool_input": args}
+    else:
+        names = {"prompt": "userPromptSubmitted", "before": "preToolUse", "after": "postToolUse", "stop": "agentStop"}
+
+        def payload(event: str, **more: Any) -> dict[str, Any]:
+            return {"sessionId": "g", "cwd": str(ws), "timestamp": 1, **more}
+
+        def tool(name: str, args: dict[str, str]) -> dict[str, Any]:
+            return {"toolName": name, "toolArgs": args}
+
+    agent(names["prompt"], **payload(names["prompt"], prompt="two edits at once"))
+    agent(names["before"], **payload(names["before"], **tool("write_file", {"file_path": "a.txt"})))
+    agent(names["before"], **payload(names["before"], **tool("write_file", {"file_path": "b.txt"})))
+    write(ws, {"a.txt": "a1\n", "b.txt": "b1\n"})
+    agent(names["after"], **payload(names["after"], **tool("write_file", {"file_path": "b.txt"})))
+    agent(names["after"], **payload(names["after"], **tool("write_file", {"file_path": "a.txt"})))
+    agent(names["stop"], **payload(names["stop"]))
+    log = list(reversed(cli(ws, home, "--session", f"{agent_name}-g", "log", "-n", "0")))
+    assert [s["label"] for s in log] == [
+        "pre-turn:1",
+        "tool:c1",
+        "tool:c2",
+        "tool-done:c2",
+        "tool-done:c1",
+        "post-turn:1",
+    ]
+    reverted = cli(ws, home, "turn", "revert", "--agent", agent_name)
+    assert set(reverted["reverted"]) == {"a.txt", "b.txt"} and contents(ws) == {"a.txt": b"a0\n", "b.txt": b"b0\n"}
+
+
+def test_a_broken_store_never_fails_the_hook_and_the_failure_is_logged(tmp_path: Path, ws: Path) -> None:
+    home = tmp_path / "home-is-a-file"
+    home.write_text("not a folder\n")
+    write(ws, {"f.txt": "0\n"})
+    for name, event, payload in (
+        ("claude-code", "PreToolUse", {"session_id": "s", "cwd": str(ws), "tool_use_id": "t"}),
+        ("gemini", "BeforeTool", {"session_id": "s", "cwd": str(ws), "tool_name": "x"}),
+        ("copilot", "preToolUse", {"sessionId": "s", "cwd": str(ws), "toolName": "bash"}),
+    ):
+        Agent(name, ws, home)(event, **payload)  # exit 0, the agent's answer, nothing on stderr
+    fallback = (tmp_path / "fallback-hooks.log").read_text()
+    assert fallback.count(" FAILED ") == 3 and "claude-code PreToolUse FAILED" in fallback
+    logged = {"SNAPSHOTTER_HOOKS_LOG": str(tmp_path / "fallback-hooks.log")}
+    status = run_command("--json", "hooks", "status", cwd=ws, env={"SNAPSHOTTER_HOME": str(home), **logged})
+    assert "copilot preToolUse FAILED" in json.loads(status.stdout)["result"]["last_failure"]
+    elsewhere = tmp_path / "another-workspace"
+    elsewhere.mkdir()
+    status = run_command("--json", "hooks", "status", cwd=elsewhere, env={"SNAPSHOTTER_HOME": str(home), **logged})
+    assert json.loads(status.stdout)["result"]["last_failure"] is None  # another store's failures are not its own
+
+
+def test_garbage_and_unknown_events_fail_open(ws: Path, home: Path) -> None:
+    for stdin in ("", "not json", "[1, 2]", json.dumps({"hook_event_name": "PreToolUse"})):
+        done = subprocess.run(
+            [*COMMAND, "hook", "claude-code", "PreToolUse"],
+            input=stdin,
+            text=True,
+            capture_output=True,
+            env={**os.environ, "SNAPSHOTTER_HOME": str(home), **DIRECT},
+            timeout=60,
+            check=False,
+        )
+        assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    Agent("claude-code", ws, home)("Notification", session_id="s", cwd=str(ws), message="hi")
+    Agent("claude-code", ws, home)("SubagentStart", session_id="s", cwd=str(ws), agent_id="a1")
+    unknown = subprocess.run(
+        [*COMMAND, "hook", "nobody", "X"],
+        input="{}",
+        text=True,
+        capture_output=True,
+        env={**os.environ, "SNAPSHOTTER_HOME": str(home)},
+        timeout=60,
+        check=False,
+    )
+    assert (unknown.returncode, unknown.stdout) == (0, "")
+    assert not home.exists() or not any(home.rglob("refs/snapshots/*"))  # nothing recorded
+
+
+def test_a_lock_held_too_long_gives_up_in_time_and_leaves_the_call_open(ws: Path, home: Path) -> None:
+    write(ws, {"f.txt": "0\n"})
+    agent = Agent("claude-code", ws, home, env={"SNAPSHOTTER_HOOK_BUDGET": "2"})
+    claude(agent, "s", "UserPromptSubmit", prompt="p")
+    (lock_path,) = home.rglob("snapshotter/lock")
+    with open(lock_path, "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # another writer, stuck
+        started = time.monotonic()
+        claude(agent, "s", "PreToolUse", tool_name="Bash", tool_use_id="late")
+        took = time.monotonic() - started
+    assert took < 10, took
+    logs = [*home.rglob("snapshotter/hooks.log"), home.parent / "fallback-hooks.log"]
+    text = "".join(path.read_text() for path in logs if path.exists())
+    assert "PreToolUse FAILED" in text and ("StoreLocked" in text or "gave up after 2 s" in text), text
+    labels = [s["label"] for s in cli(ws, home, "--session", "claude-code-s", "log", "-n", "0")]
+    assert "tool:late" not in labels  # the call stays unbracketed: the turn's end still takes its change
