@@ -1,0 +1,180 @@
+"""What one agent hook call costs (``snapshotter hook claude-code EVENT``), beside git
+and a bare interpreter, in one run.
+
+    python benchmarks/bench_hooks.py                       # 10,000 and 100,000 files, 21 calls a row
+    python benchmarks/bench_hooks.py --sizes 10000 --runs 11 --json out.json
+
+Every row is a fresh process timed from outside (wall clock, interpreter start
+included), as an agent runs a hook:
+
+- ``hook, watcher``: ``PreToolUse`` and ``PostToolUse`` calls, one tool call's
+  edit of one file between them (untimed), handed to the watcher the first hook
+  started (``hookclient``); each call brackets a real snapshot;
+- ``hook, direct``: the same calls with ``SNAPSHOTTER_NO_WATCHER=1``: the call
+  records the event itself, as it does without watchdog or on Windows;
+- ``git no-change snapshot``: ``git add -A`` then ``git write-tree`` on the same
+  tree, its index kept between runs (two processes), in a bare shadow
+  repository as in ``bench_engine.py``;
+- ``python -c pass``: this interpreter starting and doing nothing.
+
+The rows take turns within every run (the order rotates), so drift on a shared
+machine favours none. Figures are medians and 90th percentiles. Targets
+(issue #31): a watcher-served call at most 0.25x git's no-change snapshot at
+100,000 files, and at most 3x ``python -c pass`` at any size.
+
+This is a measurement, not a test: run it by hand on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_engine import GitShadow, generate  # noqa: E402
+
+CONSOLE_SCRIPT = os.path.join(os.path.dirname(sys.executable), "snapshotter")
+COMMAND = [CONSOLE_SCRIPT] if os.path.exists(CONSOLE_SCRIPT) else [sys.executable, "-m", "snapshotter"]
+SIDES = ("hook, watcher", "hook, direct", "git no-change snapshot", "python -c pass")
+
+
+def timed(argv: list[str], env: dict[str, str], cwd: Path, stdin: str = "") -> float:
+    start = time.perf_counter()
+    done = subprocess.run(argv, cwd=cwd, env=env, input=stdin, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0 or done.stderr:
+        raise SystemExit(f"{' '.join(argv)} failed: {done.stderr}")
+    return seconds
+
+
+class Session:
+    """One Claude Code session's hook calls into ``ws``."""
+
+    def __init__(self, ws: Path, env: dict[str, str], name: str) -> None:
+        self.ws, self.env, self.name, self.calls = ws, env, name, 0
+
+    def call(self, event: str, **payload: Any) -> float:
+        document = {"session_id": self.name, "cwd": str(self.ws), "hook_event_name": event, **payload}
+        return timed([*COMMAND, "hook", "claude-code", event], self.env, self.ws, json.dumps(document))
+
+    def tool_call(self, edited: Path) -> list[float]:
+        """One tool call: before, the tool's edit, after."""
+        self.calls += 1
+        ident = f"toolu_{self.name}_{self.calls}"
+        before = self.call("PreToolUse", tool_name="Bash", tool_input={"command": "x"}, tool_use_id=ident)
+        with edited.open("a") as handle:
+            handle.write(f"edit {self.calls}\n")
+        after = self.call("PostToolUse", tool_name="Bash", tool_input={"command": "x"}, tool_use_id=ident)
+        return [before, after]
+
+
+def watcher_up(ws: Path, env: dict[str, str], wait: float = 300.0) -> None:
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        done = subprocess.run([*COMMAND, "--json", "hooks", "status"], cwd=ws, env=env, capture_output=True, text=True)
+        if done.returncode == 0 and json.loads(done.stdout)["result"]["watcher"]:
+            return
+        time.sleep(0.5)
+    raise SystemExit("no watcher started within the wait: is watchdog installed?")
+
+
+def percentile(times: list[float], fraction: float) -> float:
+    ordered = sorted(times)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+def measure(files: int, runs: int) -> dict[str, Any]:
+    scratch = Path(tempfile.mkdtemp(prefix="bh-"))  # short: a Unix socket path may not pass ~100 bytes
+    try:
+        ws = scratch / "ws"
+        ws.mkdir()
+        print(f"generating {files:,} files ...", flush=True)
+        paths = generate(ws, files)
+        env = dict(
+            os.environ,
+            SNAPSHOTTER_HOME=str(scratch / "home"),
+            SNAPSHOTTER_MAX_WORKSPACE_ENTRIES="0",  # the cap, raised explicitly
+            SNAPSHOTTER_CONFIG=os.devnull,
+            SNAPSHOTTER_HOOKS_LOG=str(scratch / "fallback-hooks.log"),
+        )
+        env.pop("SNAPSHOTTER_NO_WATCHER", None)
+        served, direct = Session(ws, env, "served"), Session(ws, dict(env, SNAPSHOTTER_NO_WATCHER="1"), "direct")
+        git = GitShadow(ws, scratch)
+        git.reset()
+        git.run("add", "-A")
+        for session in (served, direct):
+            session.call("SessionStart", source="startup")
+            session.call("UserPromptSubmit", prompt=f"benchmark the {session.name} path")
+        watcher_up(ws, env)
+        for _ in range(3):  # the watcher's first snapshot walks what changed while nobody watched
+            served.tool_call(paths[0])
+            direct.tool_call(paths[1])
+        rows: dict[str, list[float]] = {side: [] for side in SIDES}
+        for i in range(runs):
+            for side in SIDES[i % 4 :] + SIDES[: i % 4]:
+                if side == "hook, watcher":
+                    rows[side] += served.tool_call(paths[2 + i % 50])
+                elif side == "hook, direct":
+                    rows[side] += direct.tool_call(paths[60 + i % 50])
+                elif side == "git no-change snapshot":
+                    start = time.perf_counter()
+                    git.run("add", "-A")
+                    git.run("write-tree")
+                    rows[side].append(time.perf_counter() - start)
+                else:
+                    rows[side].append(timed([sys.executable, "-c", "pass"], env, ws))
+        for session in (served, direct):
+            session.call("Stop", stop_hook_active=False)
+            session.call("SessionEnd", reason="other")
+        logs = [scratch / "fallback-hooks.log", *(scratch / "home").rglob("snapshotter/hooks.log")]
+        failed = [line for log in logs if log.exists() for line in log.read_text().splitlines() if " FAILED " in line]
+        if failed:
+            raise SystemExit(f"a hook call failed: {failed[-3:]}")
+        medians = {side: statistics.median(times) for side, times in rows.items()}
+        result = {
+            "files": files,
+            "runs": rows,
+            "median": medians,
+            "p90": {side: percentile(times, 0.9) for side, times in rows.items()},
+            "watcher_ratio_to_git": medians["hook, watcher"] / medians["git no-change snapshot"],
+            "watcher_ratio_to_python": medians["hook, watcher"] / medians["python -c pass"],
+            "direct_ratio_to_git": medians["hook, direct"] / medians["git no-change snapshot"],
+        }
+        print(f"{files:,} files, {runs} runs (hook rows: {2 * runs} calls), median / p90:")
+        for side in SIDES:
+            print(f"  {side:<24} {medians[side] * 1000:8.1f} ms  {result['p90'][side] * 1000:8.1f} ms")
+        print(
+            f"  watcher call: {result['watcher_ratio_to_git']:.3f}x git no-change (target 0.25x at 100k), "
+            f"{result['watcher_ratio_to_python']:.2f}x python -c pass (target 3x); "
+            f"direct call: {result['direct_ratio_to_git']:.2f}x git",
+            flush=True,
+        )
+        return result
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10000,100000", help="workspace sizes (default 10000,100000)")
+    parser.add_argument("--runs", type=int, default=21, help="runs per row; each hook run is two calls (default 21)")
+    parser.add_argument("--json", help="also write every raw time and ratio to this file")
+    options = parser.parse_args()
+    if shutil.which("git") is None:
+        raise SystemExit("git is needed on PATH for the side-by-side figures")
+    results = [measure(int(size), options.runs) for size in options.sizes.split(",")]
+    if options.json:
+        Path(options.json).write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
