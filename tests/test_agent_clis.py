@@ -175,35 +175,38 @@ def test_claude_code_install_twice_is_once_and_uninstall_keeps_the_users_hooks(t
     assert (ws / ".claude" / "settings.json").read_text() == original
 
 
-def run_codex(ws: Path, tmp: Path, home: Path, port: int, prompt: str) -> subprocess.CompletedProcess[str]:
+PATCH_APP = "*** Begin Patch\n*** Update File: app.py\n@@\n def f():\n-    return 1\n+    return 2\n*** End Patch\n"
+
+
+def start_codex(ws: Path, tmp: Path, home: Path, port: int, prompt: str, name: str = "c") -> subprocess.Popen[str]:
+    """``codex exec`` on a model provider of our own, approvals, sandbox and hook
+    trust bypassed (else it asks, or runs no project hooks), a Codex home each."""
     assert CODEX is not None
-    codex_home = tmp / "codex-home"
+    codex_home = tmp / f"codex-home-{name}"
     codex_home.mkdir(exist_ok=True)
     (codex_home / "config.toml").write_text(
         'model = "gpt-5.5"\nmodel_provider = "fake"\n[model_providers.fake]\nname = "Fake"\n'
         f'base_url = "http://127.0.0.1:{port}/v1"\nwire_api = "responses"\n'
     )
     env = {**BASE_ENV, "HOME": str(tmp / "codex-user"), "CODEX_HOME": str(codex_home), "SNAPSHOTTER_HOME": str(home)}
-    done = subprocess.run(
-        [
-            CODEX,
-            "exec",
-            "--skip-git-repo-check",
-            "--dangerously-bypass-approvals-and-sandbox",
-            "--trust",
-            "--dangerously-bypass-hook-trust",
-            prompt,
-        ],
+    argv = [CODEX, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--trust"]
+    return subprocess.Popen(
+        [*argv, "--dangerously-bypass-hook-trust", prompt],
         cwd=ws,
         env=env,
         stdin=subprocess.DEVNULL,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=180,
-        check=False,
     )
-    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
-    return done
+
+
+def run_codex(ws: Path, tmp: Path, home: Path, port: int, prompt: str) -> str:
+    """Its run's output, once it succeeded."""
+    process = start_codex(ws, tmp, home, port, prompt)
+    out, err = process.communicate(timeout=180)
+    assert process.returncode == 0, (out[-2000:], err[-2000:])
+    return out
 
 
 @needs_codex
@@ -211,8 +214,7 @@ def test_codex_a_turns_shell_and_patch_revert_and_a_persons_edit_stays(tmp_path:
     home = tmp_path / "home"
     write(ws, {"app.py": "def f():\n    return 1\n", "notes.txt": "the person's notes\n"})
     install(ws, home, "codex")
-    patch = "*** Begin Patch\n*** Update File: app.py\n@@\n def f():\n-    return 1\n+    return 2\n*** End Patch\n"
-    script: list[Step] = [("bash", "echo from codex > shell.txt"), ("patch", patch), ("text", "Done.")]
+    script: list[Step] = [("bash", "echo from codex > shell.txt"), ("patch", PATCH_APP), ("text", "Done.")]
     with ResponsesServer(script, ws) as server:
         run_codex(ws, tmp_path, home, server.port, "change the app")
     assert (ws / "shell.txt").read_text() == "from codex\n" and (ws / "app.py").read_text().endswith("return 2\n")
@@ -324,3 +326,62 @@ def test_an_agent_without_call_ids_with_a_broken_store_still_edits_and_succeeds(
         done = runner(ws, tmp_path, home, server.port, "change the app")
     assert "All done." in done.stdout
     assert (ws / "app.txt").read_text() == "changed\n" and (ws / "written.txt").exists()
+
+
+@needs_codex
+def test_codex_two_sessions_at_once_are_reverted_apart(tmp_path: Path, ws: Path) -> None:
+    home = tmp_path / "home"
+    write(ws, {"a.txt": "a0\n", "b.txt": "b0\n"})
+    install(ws, home, "codex")
+    with (
+        ResponsesServer([("bash", "echo a1 > a.txt"), ("text", "A done.")], ws) as one,
+        ResponsesServer([("bash", "echo b1 > b.txt"), ("text", "B done.")], ws) as two,
+    ):
+        two.holds[0] = one.reached(1)  # as for Claude Code: both at once, their calls one after the other
+        one.holds[1] = two.reached(1)
+        runs = [start_codex(ws, tmp_path, home, one.port, "edit a", "one")]
+        runs.append(start_codex(ws, tmp_path, home, two.port, "edit b", "two"))
+        for run in runs:
+            out, err = run.communicate(timeout=180)
+            assert run.returncode == 0, (out[-2000:], err[-2000:])
+    assert contents(ws)["a.txt"] == b"a1\n" and contents(ws)["b.txt"] == b"b1\n"
+    listed = {s["name"]: s for s in snapshotter(ws, home, "sessions")["sessions"]}
+    assert len(listed) == 2 and all(s["agent"] == "codex" for s in listed.values())
+    by_prompt = {_prompt(ws, home, name): name for name in listed}
+    snapshotter(ws, home, "--session", by_prompt["edit a"], "turn", "revert")
+    assert contents(ws)["a.txt"] == b"a0\n" and contents(ws)["b.txt"] == b"b1\n"
+    snapshotter(ws, home, "--session", by_prompt["edit b"], "turn", "revert")
+    assert contents(ws)["a.txt"] == b"a0\n" and contents(ws)["b.txt"] == b"b0\n"
+
+
+@needs_codex
+def test_codex_with_a_broken_store_still_edits_and_succeeds(tmp_path: Path, ws: Path) -> None:
+    home = tmp_path / "home-is-a-file"
+    write(ws, {"app.py": "def f():\n    return 1\n"})
+    install(ws, tmp_path / "install-home", "codex")
+    home.write_text("not a folder\n")
+    script: list[Step] = [("bash", "echo from codex > shell.txt"), ("patch", PATCH_APP), ("text", "Done.")]
+    with ResponsesServer(script, ws) as server:
+        run_codex(ws, tmp_path, home, server.port, "change the app")
+    assert (ws / "shell.txt").read_text() == "from codex\n" and (ws / "app.py").read_text().endswith("return 2\n")
+
+
+@needs_codex
+def test_codex_install_twice_is_once_and_uninstall_keeps_the_users_hooks(tmp_path: Path, ws: Path) -> None:
+    home = tmp_path / "home"
+    fired = tmp_path / "users-hook.log"
+    own = {"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": f"cat >> {fired}; echo >> {fired}"}]}]}}
+    original = json.dumps(own, indent=4) + "\n"
+    write(ws, {".codex/hooks.json": original, "app.py": "def f():\n    return 1\n"})
+    install(ws, home, "codex")
+    once = (ws / ".codex" / "hooks.json").read_text()
+    install(ws, home, "codex")
+    assert (ws / ".codex" / "hooks.json").read_text() == once
+    script: list[Step] = [("bash", "echo from codex > shell.txt"), ("patch", PATCH_APP), ("text", "Done.")]
+    with ResponsesServer(script, ws) as server:
+        run_codex(ws, tmp_path, home, server.port, "go")
+    assert fired.read_text().count('"hook_event_name":"PreToolUse"') == 2  # the user's hook ran, once a call
+    labels = [s["label"] for s in snapshotter(ws, home, "log", "-n", "0")]
+    assert sum(label.startswith("tool-done:") for label in labels) == 2  # ours too
+    assert run_command("hooks", "uninstall", "codex", cwd=ws, env={"SNAPSHOTTER_HOME": str(home)}).returncode == 0
+    assert (ws / ".codex" / "hooks.json").read_text() == original
