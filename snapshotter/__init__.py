@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from snapshotter.background import SnapshotHandle
     from snapshotter.errors import (
         FileInUse,
+        HunkNotFound,
         InvalidInput,
         InvalidRef,
         PathNotFound,
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
     from snapshotter.gitstore.transport import Credentials
     from snapshotter.guard import Guard
     from snapshotter.model import (
+        BlameResult,
+        BlameRun,
         ChangeStatus,
         Conflict,
         ConflictReason,
@@ -46,6 +49,8 @@ if TYPE_CHECKING:
         FileDiff,
         ForkInfo,
         GcResult,
+        Hunk,
+        LineOrigin,
         PruneResult,
         PushResult,
         RemoteWorkspace,
@@ -107,6 +112,7 @@ __all__ = [
     "FileDiff",
     "Guard",
     "InvalidInput",
+    "HunkNotFound",
     "InvalidRef",
     "PathNotFound",
     "FileInUse",
@@ -114,7 +120,11 @@ __all__ = [
     "RestoreConflict",
     "RestoreResult",
     "RevertResult",
+    "BlameResult",
+    "BlameRun",
     "ForkInfo",
+    "Hunk",
+    "LineOrigin",
     "PushResult",
     "FetchResult",
     "RemoteWorkspace",

@@ -42,10 +42,13 @@ from collections.abc import Sequence
 
 from snapshotter.compare.treediff import ScannedTree, TreeSide
 from snapshotter.errors import SnapshotError
-from snapshotter.model import ConflictMode, RevertResult, SnapshotInfo
+from snapshotter.model import ConflictMode, Hunk, RevertResult, SnapshotInfo
+from snapshotter.session.checkout import normalize_selection, selection_filter
 from snapshotter.session.engine import Engine
+from snapshotter.session.hunks import Within, hunk_steps, listed
 from snapshotter.session.reverting import SINCE, Step, bring_in
 from snapshotter.worktree.pathnames import names_checker
+from snapshotter.worktree.walker import Scan
 
 Pair = tuple[SnapshotInfo, SnapshotInfo | None]
 """A change: (before, after); after None: the workspace now."""
@@ -193,17 +196,18 @@ def revert_changes(
     safety_label: str = "pre-revert",
     message: str = "before reverting",
     closing_label: str | None = "post-revert",
+    hunks: Sequence[str] | None = None,
 ) -> RevertResult:
     """Revert each change of ``pairs``, newest first, over the workspace as it is
     now; a change that runs to now runs to this very scan of the workspace.
+    With ``hunks``, only those hunks of the changes (``session.hunks``).
     What is written is closed by a ``closing_label`` snapshot (see ``bring_in``)."""
     current = engine.scan(write=not dry_run)
-    check = names_checker(engine.host)
-
-    def side(info: SnapshotInfo | None) -> TreeSide:
-        return engine.stored(info, check_names=check) if info is not None else ScannedTree(current)
-
-    steps = [Step(side(after), side(before)) for before, after in sorted(pairs, key=_start, reverse=True)]
+    sides = change_sides(engine, sorted(pairs, key=_start, reverse=True), current)
+    if hunks is None:
+        steps = [Step(end, start) for start, end in sides]
+    else:
+        steps = hunk_steps(engine, sides, hunks, _within(engine, files))
     return bring_in(
         engine,
         steps,
@@ -216,6 +220,31 @@ def revert_changes(
         current=current,
         closing_label=closing(engine, closing_label) if closing_label is not None else None,
     )
+
+
+def change_sides(engine: Engine, pairs: Sequence[Pair], current: Scan) -> list[tuple[TreeSide, TreeSide]]:
+    """Each change's (start, end) as tree sides, read with their names checked; a
+    change that runs to now ends at ``current``."""
+    check = names_checker(engine.host)
+
+    def side(info: SnapshotInfo | None) -> TreeSide:
+        return engine.stored(info, check_names=check) if info is not None else ScannedTree(current)
+
+    return [(side(before), side(after)) for before, after in pairs]
+
+
+def changed_hunks(
+    engine: Engine, pairs: Sequence[Pair], files: Sequence[str | os.PathLike[str]] | None, split: bool = False
+) -> list[Hunk]:
+    """The hunks of each change of ``pairs`` (with ``split``, their parts),
+    oldest change first, in path order: what ``revert_changes(..., hunks=...)``
+    chooses from."""
+    sides = change_sides(engine, sorted(pairs, key=_start), engine.scan(write=False))
+    return [hunk for found in listed(engine, sides, _within(engine, files)) for hunk in found.listed(split)]
+
+
+def _within(engine: Engine, files: Sequence[str | os.PathLike[str]] | None) -> Within | None:
+    return selection_filter(normalize_selection(engine.workspace, files)) if files is not None else None
 
 
 def _start(pair: Pair) -> int:

@@ -93,6 +93,11 @@ class SnapshotNotFound(SnapshotError):
     """No snapshot matches the given id, prefix, label or relative ref."""
 
 
+class HunkNotFound(SnapshotNotFound):
+    """A hunk id names no hunk of the change: the change is not what it was when
+    the id was listed (its file changed since), or the id is not one of its."""
+
+
 class PathNotFound(SnapshotError):
     """A path given to restore is neither in the snapshot nor in the workspace."""
 

@@ -23,6 +23,7 @@ later edits, or with ``reset`` restores the state before it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from snapshotter.attribution import (
@@ -32,12 +33,13 @@ from snapshotter.attribution import (
     TOOL,
     TOOL_DONE,
     Pair,
+    changed_hunks,
     closing,
     revert_changes,
     session_changes,
 )
 from snapshotter.errors import BEGIN_TURN, InvalidInput, SnapshotError, SnapshotNotFound
-from snapshotter.model import ConflictMode, RestoreResult, RevertResult, SessionInfo, SnapshotInfo, UndoResult
+from snapshotter.model import ConflictMode, Hunk, RestoreResult, RevertResult, SessionInfo, SnapshotInfo, UndoResult
 from snapshotter.session.engine import Engine
 from snapshotter.session.restoring import restore
 from snapshotter.session.reverting import SINCE, Step, bring_in
@@ -318,9 +320,12 @@ def turn_pair(engine: Engine, n: int) -> Pair:
     return pre, (min(post, key=lambda info: info.sequence) if post else None)
 
 
-def revert_turn(engine: Engine, n: int, reset: bool, conflicts: ConflictMode) -> RestoreResult | RevertResult:
-    """Revert the n-th last turn's own changes, keeping every later edit; with
-    ``reset``, restore the state before it instead (later edits replaced)."""
+def revert_turn(
+    engine: Engine, n: int, reset: bool, conflicts: ConflictMode, hunks: Sequence[str] | None = None
+) -> RestoreResult | RevertResult:
+    """Revert the n-th last turn's own changes (with ``hunks``, only those of
+    them), keeping every later edit; with ``reset``, restore the state before
+    it instead (later edits replaced)."""
     pre, post = turn_pair(engine, n)
     if reset:
         result = restore(engine, pre, safety_label="pre-revert")
@@ -328,7 +333,13 @@ def revert_turn(engine: Engine, n: int, reset: bool, conflicts: ConflictMode) ->
         return result
     turn = (pre.label or "")[len(PRE_TURN) :]
     pairs = session_changes(engine, engine.session, pre, post)
-    return revert_changes(engine, pairs, conflicts=conflicts, message=f"before reverting turn {turn}")
+    return revert_changes(engine, pairs, conflicts=conflicts, message=f"before reverting turn {turn}", hunks=hunks)
+
+
+def turn_hunks(engine: Engine, n: int, split: bool = False) -> list[Hunk]:
+    """The hunks of the n-th last turn's own changes: what ``revert_turn(n, hunks=...)`` takes."""
+    pre, post = turn_pair(engine, n)
+    return changed_hunks(engine, session_changes(engine, engine.session, pre, post), None, split)
 
 
 def open_turn(engine: Engine) -> SnapshotInfo | None:

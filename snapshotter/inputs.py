@@ -30,6 +30,15 @@ def paths(files: Paths | None) -> Paths | None:
     return files
 
 
+def hunk_ids(hunks: Sequence[str] | None) -> list[str] | None:
+    """A ``hunks=`` argument: a list of hunk ids (``PATH:DIGEST``, from ``hunks()``), or None."""
+    if hunks is None:
+        return None
+    if isinstance(hunks, (str, bytes)) or not all(isinstance(item, str) and ":" in item for item in hunks):
+        raise InvalidInput("hunks= takes a list of hunk ids (PATH:DIGEST), as hunks() lists them")
+    return list(hunks)
+
+
 def snapshot_text(
     message: str, label: str | None, metadata: Mapping[str, str] | None
 ) -> tuple[str, str | None, dict[str, str]]:

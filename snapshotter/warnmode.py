@@ -12,7 +12,7 @@ the caller look before using it.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 from snapshotter.api import Snapshotter
@@ -65,6 +65,9 @@ class ForgivingSnapshotter:
     forks = _or_none(Snapshotter.forks)
     open_turn = _or_none(Snapshotter.open_turn)
     sessions = _or_none(Snapshotter.sessions)
+    hunks = _or_none(Snapshotter.hunks)
+    blame = _or_none(Snapshotter.blame)
+    turn_hunks = _or_none(Snapshotter.turn_hunks)
     push = _or_none(Snapshotter.push)
     fetch = _or_none(Snapshotter.fetch)
     snapshot_async = _as_is(Snapshotter.snapshot_async)
@@ -88,10 +91,15 @@ class ForgivingSnapshotter:
         return cast(ForgivingSnapshotter, cast(Snapshotter, self).in_session(session))
 
     def revert_turn(
-        self, n: int = 1, *, reset: bool = False, conflicts: ConflictMode = "abort"
+        self,
+        n: int = 1,
+        *,
+        reset: bool = False,
+        conflicts: ConflictMode = "abort",
+        hunks: Sequence[str] | None = None,
     ) -> RevertResult | RestoreResult | None:
         """A RevertResult (a RestoreResult with ``reset=True``), or None."""
-        return cast(Snapshotter, self).revert_turn(n, reset=reset, conflicts=conflicts)
+        return cast(Snapshotter, self).revert_turn(n, reset=reset, conflicts=conflicts, hunks=hunks)
 
     def __enter__(self) -> ForgivingSnapshotter:
         return self

@@ -15,13 +15,16 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from snapshotter import attribution, history, inputs
+from snapshotter import blame as blaming
 from snapshotter import forks as forking
 from snapshotter.calls import public
 from snapshotter.errors import InvalidInput
 from snapshotter.gitstore.location import canonical_workspace, store_path_for
 from snapshotter.model import (
+    BlameResult,
     ConflictMode,
     ForkInfo,
+    Hunk,
     RestoreResult,
     RevertResult,
     SessionInfo,
@@ -131,9 +134,12 @@ class Workflows:
         files: Sequence[str | os.PathLike[str]] | None = None,
         dry_run: bool = False,
         conflicts: ConflictMode = "abort",
+        hunks: Sequence[str] | None = None,
     ) -> RevertResult:
         """Undo the change from snapshot ``before`` to snapshot ``after`` on the
-        workspace as it is now, keeping every other change.
+        workspace as it is now, keeping every other change; with ``hunks`` (ids
+        from :meth:`hunks`), only those hunks of it (``HunkNotFound``, nothing
+        written, if one is not a hunk of the change as it is now).
 
         ``after`` by default: the ``post-turn:<n>`` of a ``pre-turn:<n>``, the
         ``tool-done:<id>`` of a ``tool:<id>``, else the next snapshot of the
@@ -147,36 +153,98 @@ class Workflows:
         """
         engine = self._engine_ok()
         mode = check_conflict_mode(conflicts)
-        first = engine.catalog.get(before)
-        last = engine.catalog.get(after) if after is not None else attribution.after_of(engine, first)
+        first, last = self._change(before, after)
         message = f"before reverting {first.id[:12]}..{last.id[:12] if last is not None else 'now'}"
-        paths = inputs.paths(files)
         return attribution.revert_changes(
-            engine, [(first, last)], files=paths, dry_run=bool(dry_run), conflicts=mode, message=message
+            engine,
+            [(first, last)],
+            files=inputs.paths(files),
+            dry_run=bool(dry_run),
+            conflicts=mode,
+            message=message,
+            hunks=inputs.hunk_ids(hunks),
         )
+
+    @public()
+    def hunks(
+        self,
+        before: str | SnapshotInfo,
+        after: str | SnapshotInfo | None = None,
+        *,
+        files: Sequence[str | os.PathLike[str]] | None = None,
+        split: bool = False,
+    ) -> list[Hunk]:
+        """The hunks of the change from ``before`` to ``after`` (its default as
+        :meth:`revert` takes it; none: the workspace now), in path order, each
+        with the id ``revert(before, after, hunks=[id])`` takes back alone. With
+        ``split``, a hunk of several changes is listed as its parts (one change
+        each, as ``git add -p`` splits), whose ids a revert takes too."""
+        first, last = self._change(before, after)
+        return attribution.changed_hunks(self._engine_ok(), [(first, last)], inputs.paths(files), bool(split))
+
+    @public()
+    def turn_hunks(self, n: int = 1, *, split: bool = False) -> list[Hunk]:
+        """The hunks of the n-th last turn's own changes (its tool calls, oldest
+        first): the ids ``revert_turn(n, hunks=[...])`` takes back alone."""
+        return history.turn_hunks(self._engine_ok(), n, bool(split))
+
+    @public()
+    def blame(
+        self, path: str | os.PathLike[str], *, limit: int = blaming.DEFAULT_LIMIT, session: str | None = None
+    ) -> BlameResult:
+        """Who last changed each line of ``path`` as the workspace holds it now:
+        per run of lines, the snapshot whose change made them and whose that
+        change was (a session's tool call or turn, a person, unknown, not
+        snapshotted yet), followed back through at most ``limit`` snapshots as
+        ``git blame`` follows commits (see :class:`~snapshotter.LineOrigin`).
+        With ``session``, only the lines that session's changes made."""
+        return blaming.blame(self._engine_ok(), os.fspath(path), limit, session)
+
+    def _change(
+        self, before: str | SnapshotInfo, after: str | SnapshotInfo | None
+    ) -> tuple[SnapshotInfo, SnapshotInfo | None]:
+        engine = self._engine_ok()
+        first = engine.catalog.get(before)
+        return first, engine.catalog.get(after) if after is not None else attribution.after_of(engine, first)
 
     @overload
     def revert_turn(
-        self, n: int = 1, *, reset: Literal[False] = False, conflicts: ConflictMode = ...
+        self,
+        n: int = 1,
+        *,
+        reset: Literal[False] = False,
+        conflicts: ConflictMode = ...,
+        hunks: Sequence[str] | None = ...,
     ) -> RevertResult: ...
     @overload
-    def revert_turn(self, n: int = 1, *, reset: Literal[True], conflicts: ConflictMode = ...) -> RestoreResult: ...
+    def revert_turn(
+        self, n: int = 1, *, reset: Literal[True], conflicts: ConflictMode = ..., hunks: None = ...
+    ) -> RestoreResult: ...
     @overload
     def revert_turn(
-        self, n: int = 1, *, reset: bool, conflicts: ConflictMode = ...
+        self, n: int = 1, *, reset: bool, conflicts: ConflictMode = ..., hunks: Sequence[str] | None = ...
     ) -> RevertResult | RestoreResult: ...
 
     @public(mutates=True)
     def revert_turn(
-        self, n: int = 1, *, reset: bool = False, conflicts: ConflictMode = "abort"
+        self,
+        n: int = 1,
+        *,
+        reset: bool = False,
+        conflicts: ConflictMode = "abort",
+        hunks: Sequence[str] | None = None,
     ) -> RevertResult | RestoreResult:
         """Revert the n-th last turn of this session (1 = the last one): its own
         changes (its tool calls, if it bracketed them; else pre-turn to
         post-turn, or to now for a turn still open) go, and every later edit
-        stays, as :meth:`revert` does. With ``reset=True`` the workspace is
-        restored to the state before the turn instead (later edits replaced,
-        kept in the safety snapshot), and a ``RestoreResult`` comes back."""
-        return history.revert_turn(self._engine_ok(), n, bool(reset), check_conflict_mode(conflicts))
+        stays, as :meth:`revert` does; with ``hunks`` (ids from
+        :meth:`turn_hunks`), only those hunks of them. With ``reset=True`` the
+        workspace is restored to the state before the turn instead (later edits
+        replaced, kept in the safety snapshot), and a ``RestoreResult`` comes back."""
+        chosen = inputs.hunk_ids(hunks)
+        if reset and chosen is not None:
+            raise InvalidInput("revert_turn takes hunks= or reset=True, not both: a reset restores the whole turn")
+        return history.revert_turn(self._engine_ok(), n, bool(reset), check_conflict_mode(conflicts), chosen)
 
     # -- forks ---------------------------------------------------------------------------------
 

@@ -207,6 +207,38 @@ def test_every_tool_and_parameter_is_described_and_annotated(
             assert schema.get("description"), (tool.name, name)
         assert f"`{tool.name}`" in documented, f"{tool.name} is not in docs/integrations.md"
     hints = {tool.name: tool.annotations for tool in tools}
-    assert all(hints[name].read_only_hint for name in ("status", "diff", "show", "list_snapshots", "sessions"))
+    read_only = ("status", "diff", "show", "list_snapshots", "sessions", "list_hunks", "blame")
+    assert all(hints[name].read_only_hint for name in read_only)
     assert all(hints[name].destructive_hint for name in ("restore", "undo", "redo", "revert", "revert_turn"))
     assert not hints["snapshot"].read_only_hint and not hints["snapshot"].destructive_hint
+
+
+def test_mcp_lists_and_reverts_hunks_and_blames(ws: Path, home: Path) -> None:
+    body = [f"line {i}\n" for i in range(30)]
+    write(ws, {"a.py": "".join(body)})
+    params = _server(ws, home)
+
+    async def session_run() -> None:
+        async with stdio_client(params) as (read, send), ClientSession(read, send) as session:
+            await session.initialize()
+            start = _payload(await session.call_tool("snapshot", {"label": "start"}))
+            changed = list(body)
+            changed[1], changed[25] = "one\n", "twenty-five\n"
+            (ws / "a.py").write_text("".join(changed))
+            end = _payload(await session.call_tool("snapshot", {"label": "end"}))
+            listed = _payload(await session.call_tool("list_hunks", {"before": start["id"], "after": end["id"]}))
+            first, second = listed["hunks"]
+            assert first["path"] == "a.py" and first["kind"] == "lines" and "+one" in first["patch"]
+            done = _payload(
+                await session.call_tool(
+                    "revert_hunks", {"before": start["id"], "after": end["id"], "hunks": [second["id"]]}
+                )
+            )
+            assert done["applied"] and (ws / "a.py").read_text().count("twenty-five") == 0
+            stale = await session.call_tool("revert_hunks", {"before": start["id"], "hunks": ["a.py:000000000000"]})
+            assert _is_error(stale) and "nothing was written" in _error_text(stale)
+            blamed = _payload(await session.call_tool("blame", {"path": "a.py"}))
+            whos = [run["origin"]["who"] for run in blamed["runs"]]
+            assert whos == ["boundary", "person", "boundary", "workspace", "boundary"]  # the revert: not snapshotted
+
+    anyio.run(session_run)

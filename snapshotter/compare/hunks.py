@@ -104,6 +104,11 @@ class Side:
         g[1] = self.group_end(g[0])
         return True
 
+    def next_change(self, line: int) -> int:
+        """The first changed line after ``line`` (``n``: none)."""
+        found = self.changed.find(1, line + 2, self.n + 1)
+        return found - 1 if found != -1 else self.n
+
     def previous_group(self, g: list[int]) -> bool:
         if g[0] == 0:
             return False
@@ -187,6 +192,11 @@ def compact(side: Side, other: Side, indent_heuristic: bool = True) -> None:
                     other.previous_group(go)
             elif indent_heuristic:
                 _slide_to_best(side, other, g, go, size, earliest_end)
+        if g[0] == g[1] and go[0] == go[1]:  # equal lines on both sides: step over them at once
+            ahead = min(side.next_change(g[0]) - g[0], other.next_change(go[0]) - go[0]) - 1
+            if ahead > 0:
+                g[0] = g[1] = g[0] + ahead
+                go[0] = go[1] = go[0] + ahead
         if not side.next_group(g):
             break
         other.next_group(go)
@@ -252,31 +262,70 @@ def function_line(line: bytes) -> bytes | None:
 
 def unified(lines1: Sequence[bytes], lines2: Sequence[bytes], changes: list[Change]) -> str:
     """The ``@@`` hunks of ``changes`` between two line lists (lines keep their newline)."""
-    out: list[str] = []
+    return "".join(text for _, text in unified_hunks(lines1, lines2, changes))
+
+
+def unified_hunks(
+    lines1: Sequence[bytes], lines2: Sequence[bytes], changes: list[Change]
+) -> Iterator[tuple[list[Change], str]]:
+    """Each ``@@`` hunk of ``changes``: the changes it holds and its text."""
     func = b""
     previous = -1
     for group in _hunks(changes):
-        first, last = group[0], group[-1]
-        s1, s2 = max(first[0] - CONTEXT, 0), max(first[1] - CONTEXT, 0)
-        after = min(CONTEXT, len(lines1) - (last[0] + last[2]), len(lines2) - (last[1] + last[3]))
-        e1, e2 = last[0] + last[2] + after, last[1] + last[3] + after
+        s1 = max(group[0][0] - CONTEXT, 0)
         for i in range(s1 - 1, previous, -1):  # get_func_line: back to the previous hunk's search start
             found = function_line(lines1[i])
             if found is not None:
                 func = found
                 break
         previous = s1 - 1
-        header = f"@@ -{_range(s1, e1 - s1)} +{_range(s2, e2 - s2)} @@"
-        out.append(header + (" " + _text(func) if func else "") + "\n")
-        out.extend(_line(" ", line) for line in lines2[s2 : first[1]])
-        position2 = first[1]
-        for i1, i2, c1, c2 in group:
-            out.extend(_line(" ", line) for line in lines2[position2:i2])  # equal lines, as many on each side
-            out.extend(_line("-", line) for line in lines1[i1 : i1 + c1])
-            out.extend(_line("+", line) for line in lines2[i2 : i2 + c2])
-            position2 = i2 + c2
-        out.extend(_line(" ", line) for line in lines2[position2:e2])
+        yield group, hunk_text(lines1, lines2, group, func)
+
+
+def hunk_bounds(
+    lines1: Sequence[bytes],
+    lines2: Sequence[bytes],
+    group: Sequence[Change],
+    room: tuple[int, int] = (CONTEXT, CONTEXT),
+) -> tuple[int, int, int, int]:
+    """(old start, old end, new start, new end) of ``group`` with its context:
+    ``CONTEXT`` lines each side, or fewer where ``room`` (before, after) says."""
+    first, last = group[0], group[-1]
+    before = min(room[0], first[0], first[1])
+    after = min(room[1], len(lines1) - (last[0] + last[2]), len(lines2) - (last[1] + last[3]))
+    return first[0] - before, last[0] + last[2] + after, first[1] - before, last[1] + last[3] + after
+
+
+def hunk_text(
+    lines1: Sequence[bytes],
+    lines2: Sequence[bytes],
+    group: Sequence[Change],
+    func: bytes = b"",
+    room: tuple[int, int] = (CONTEXT, CONTEXT),
+) -> str:
+    """One ``@@`` hunk: ``group``'s changes with their context, headed by ``func``."""
+    s1, e1, s2, e2 = hunk_bounds(lines1, lines2, group, room)
+    first = group[0]
+    header = f"@@ -{_range(s1, e1 - s1)} +{_range(s2, e2 - s2)} @@"
+    out = [header + (" " + _text(func) if func else "") + "\n"]
+    out.extend(_line(" ", line) for line in lines2[s2 : first[1]])
+    position2 = first[1]
+    for i1, i2, c1, c2 in group:
+        out.extend(_line(" ", line) for line in lines2[position2:i2])  # equal lines, as many on each side
+        out.extend(_line("-", line) for line in lines1[i1 : i1 + c1])
+        out.extend(_line("+", line) for line in lines2[i2 : i2 + c2])
+        position2 = i2 + c2
+    out.extend(_line(" ", line) for line in lines2[position2:e2])
     return "".join(out)
+
+
+def nearest_function(lines1: Sequence[bytes], before: int) -> bytes:
+    """The function line a hunk starting at line ``before`` is headed by (searched to the top)."""
+    for i in range(min(before, len(lines1)) - 1, -1, -1):
+        found = function_line(lines1[i])
+        if found is not None:
+            return found
+    return b""
 
 
 def _range(start: int, count: int) -> str:

@@ -155,8 +155,50 @@ def accelerator() -> Callable[[bytes, bytes], tuple[int, int]] | None:
     return counts
 
 
+def change_script(old: bytes, new: bytes) -> tuple[int, int, list[hunks.Change]]:
+    """(old lines, new lines, the changes between them) as ``line_changes`` has
+    them; through libgit2 when pygit2 is installed (its xdiff is git's, the
+    indent heuristic included), else in Python. What ``blame`` walks with."""
+    fast = script_accelerator()
+    if fast is None:
+        lines1, lines2, changes = line_changes(old, new)
+        return len(lines1), len(lines2), changes
+    return count_lines(old), count_lines(new), fast(old, new)
+
+
+@cache
+def script_accelerator() -> Callable[[bytes, bytes], list[hunks.Change]] | None:
+    """libgit2's change script through pygit2 (see ``accelerator``), or None."""
+    if os.environ.get("SNAPSHOTTER_LINE_COUNTS") == "python":
+        return None
+    try:
+        import pygit2
+
+        create = pygit2.Patch.create_from
+        flags = pygit2.enums.DiffOption.FORCE_TEXT | pygit2.enums.DiffOption.INDENT_HEURISTIC
+    except Exception:  # not installed, or too old, or its libgit2 fails to load: in Python
+        return None
+
+    def script(old: bytes, new: bytes) -> list[hunks.Change]:
+        out = []
+        for hunk in create(old, new, flag=flags, context_lines=0, interhunk_lines=0).hunks:
+            i1 = hunk.old_start - 1 if hunk.old_lines else hunk.old_start
+            i2 = hunk.new_start - 1 if hunk.new_lines else hunk.new_start
+            out.append((i1, i2, hunk.old_lines, hunk.new_lines))
+        return out
+
+    return script
+
+
 def unified_hunks(old: bytes, new: bytes) -> str:
     """The ``@@`` hunks of a unified diff, as ``git diff`` prints them (no file header)."""
+    lines1, lines2, changes = line_changes(old, new)
+    return hunks.unified(lines1, lines2, changes)
+
+
+def line_changes(old: bytes, new: bytes) -> tuple[list[bytes], list[bytes], list[hunks.Change]]:
+    """Both sides' lines and the changes between them, placed as git places them
+    (slid by the indent heuristic): what ``git diff`` and ``git blame`` see."""
     keys1, keys2 = line_keys(old), line_keys(new)
     prep = xprepare.Prepared(keys1, keys2)
     marks1, marks2 = xdiff.changed_lines(prep, len(keys1), len(keys2))
@@ -164,7 +206,7 @@ def unified_hunks(old: bytes, new: bytes) -> str:
     side2 = hunks.Side(prep.ids2, split_lines(new), marks2)
     hunks.compact(side1, side2)
     hunks.compact(side2, side1)
-    return hunks.unified(side1.lines, side2.lines, hunks.script(side1.changed, side2.changed))
+    return list(side1.lines), list(side2.lines), hunks.script(side1.changed, side2.changed)
 
 
 def _trimmed(old: bytes, new: bytes) -> tuple[bytes, bytes]:

@@ -102,6 +102,15 @@ def _conflicts_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _hunk_options(made: argparse.ArgumentParser) -> None:
+    made.add_argument(
+        "--hunk", action="append", default=None, metavar="ID", help="only this hunk (repeatable; ids: diff --hunks)"
+    )
+    made.add_argument(
+        "-p", "--patch", action="store_true", help="choose the hunks at a terminal, one by one, as git add -p does"
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="snapshotter",
@@ -138,6 +147,7 @@ def _parser() -> argparse.ArgumentParser:
     shape.add_argument("--stat", action="store_true", help="a summary per file")
     shape.add_argument("--name-status", action="store_true", help="status letter and path per file")
     shape.add_argument("--numstat", action="store_true", help="added and deleted lines per file")
+    shape.add_argument("--hunks", action="store_true", help="each hunk with its id (for revert --hunk)")
 
     status = command("status", "what changed since the base (@); PATHs to limit it")
     status.add_argument("paths", nargs="*", help="only these paths or folders")
@@ -158,6 +168,7 @@ def _parser() -> argparse.ArgumentParser:
     revert.add_argument("after", nargs="?", default=None, help="a REF: its end (default: see docs/cli.md#revert)")
     revert.add_argument("paths", nargs="*", help="revert only these paths")
     revert.add_argument("--dry-run", action="store_true", help="show what would change, change nothing")
+    _hunk_options(revert)
     _conflicts_option(revert)
 
     point = command("checkpoint", "record the folder now as an undo point (what undo goes back to)")
@@ -166,14 +177,23 @@ def _parser() -> argparse.ArgumentParser:
     point.add_argument("--meta", action="append", type=_meta, default=[], metavar="KEY=VALUE", help="metadata")
     command("undo", "take back the last restore, or go back to the last checkpoint (in a session: its own changes)")
     command("redo", "return to what the last undo replaced")
-    turn = command("turn", "agent turns: begin, end, or revert N (its own changes; --reset: the state before it)")
-    turn.add_argument("action", choices=["begin", "end", "revert"])
-    turn.add_argument("n", nargs="?", type=int, default=1, help="with revert: the n-th last turn (default 1)")
+    turn = command(
+        "turn", "agent turns: begin, end, revert N (its own changes; --reset: the state before it), hunks N (to revert)"
+    )
+    turn.add_argument("action", choices=["begin", "end", "revert", "hunks"])
+    turn.add_argument("n", nargs="?", type=int, default=1, help="with revert or hunks: the n-th last turn (default 1)")
     turn.add_argument("--reset", action="store_true", help="with revert: restore the state before the turn")
     turn.add_argument(
         "--agent", choices=AGENT_NAMES, default=None, help="in that agent's newest session here (see `sessions`)"
     )
+    _hunk_options(turn)
     _conflicts_option(turn)
+    blame = command(
+        "blame",
+        "who last changed each line of PATH: its snapshot, session, turn and tool call (--session: only its lines)",
+    )
+    blame.add_argument("path", help="a file the folder tracks")
+    blame.add_argument("--limit", type=_count, default=1000, help="read at most this many snapshots (default 1000)")
     fork = command("fork", "make DIR (new or empty, outside this folder) hold snapshot REF, for a parallel agent")
     fork.add_argument("ref", help="a REF")
     fork.add_argument("dest", metavar="DIR", help="the new folder")

@@ -211,6 +211,10 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
     if name == "show":
         info = snap.get(args.ref)
         return f.snapshot_json(info), _printer(f.show_lines(info))
+    if name == "blame" or (name == "diff" and args.hunks):
+        from snapshotter.frontends import line_commands
+
+        return line_commands.dispatch(name, snap, args, os.path.abspath(args.workspace), _print)
     if name == "diff":
         start = os.path.abspath(args.workspace)
         refs, named = words.refs_and_paths(snap, args.words, start)
@@ -239,7 +243,10 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
 
         return agent_commands.sessions(snap, _print)
     if name in workflow_commands.NAMES:
-        return workflow_commands.dispatch(name, snap, args, _print)
+        from snapshotter.frontends.line_commands import terminal_asker
+
+        ask = terminal_asker(_console.err, sys.stdin) if _console.interactive else None
+        return workflow_commands.dispatch(name, snap, args, _print, ask)
     if name in remote_commands.NAMES:
         return remote_commands.dispatch(name, snap, args, _print, _console.environ)
     if name in ("pin", "unpin"):

@@ -244,6 +244,42 @@ def build_server(workspace: str, flags: Mapping[str, Any]) -> Any:
         found = snap.revert(before, after, files=files, dry_run=dry_run, conflicts=conflicts)
         return reverted(found)
 
+    @tool(read_only=True)
+    def list_hunks(
+        before: Annotated[str, Field(description="the change's start: a ref (pre-turn:<n>, tool:<id>, an id...)")],
+        after: Annotated[str | None, Field(description="its end (default: as revert takes it; none: now)")] = None,
+        files: Files = None,
+        split: Annotated[bool, Field(description="list each hunk's changes apart (as git add -p's s)")] = False,
+    ) -> dict[str, Any]:
+        """The hunks of the change before -> after, each with an id (PATH:DIGEST) revert_hunks takes back
+        alone; an id means the same hunk in any later call while the change is unchanged."""
+        found = snap.hunks(before, after, files=files, split=split)
+        return {"hunks": [rendering.plain_json(h) for h in found]}
+
+    @tool(destructive=True)
+    def revert_hunks(
+        before: Annotated[str, Field(description="the change's start, as for list_hunks")],
+        hunks: Annotated[list[str], Field(description="hunk ids from list_hunks")],
+        after: Annotated[str | None, Field(description="its end, as for list_hunks")] = None,
+        dry_run: DryRun = False,
+        conflicts: Conflicts = "abort",
+    ) -> dict[str, Any]:
+        """Take back only the chosen hunks of the change before -> after, keeping every other line and every
+        later edit (three ways, as revert); a hunk id that is not one of the change's now is an error, nothing
+        written."""
+        return reverted(snap.revert(before, after, dry_run=dry_run, conflicts=conflicts, hunks=hunks))
+
+    @tool(read_only=True)
+    def blame(
+        path: Annotated[str, Field(description="a file the folder tracks, relative to it")],
+        session: Annotated[str | None, Field(description="only the lines this session's changes made")] = None,
+    ) -> dict[str, Any]:
+        """Who last changed each line of a file: runs of lines, each with the snapshot, session, agent, turn
+        and tool call whose change made them (or person, unknown, workspace: not snapshotted yet)."""
+        from snapshotter.frontends.line_commands import blame_json
+
+        return blame_json(snap.blame(path, session=session))
+
     @tool()
     def push(
         remote: Annotated[str | None, Field(description="must be the remote the server was started with")] = None,

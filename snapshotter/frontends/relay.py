@@ -101,6 +101,7 @@ def relayable(args: Any, interactive: bool) -> bool:
     if args is None or args.command in NOT_RELAYED or args.debug:
         return False
     asks = args.command == "restore" and not (args.paths or args.dry_run or args.yes)
+    asks = asks or bool(getattr(args, "patch", False))  # revert -p asks hunk by hunk
     return not (asks and interactive)  # a person will be asked: here, not in the watcher
 
 

@@ -14,8 +14,9 @@ import argparse
 import os
 from collections.abc import Callable
 
-from snapshotter.frontends import rendering, words
+from snapshotter.frontends import line_commands, rendering, words
 from snapshotter.frontends.failures import EXIT_ERROR, EXIT_REFUSED, CommandFailed
+from snapshotter.frontends.line_commands import Ask
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,8 +29,11 @@ NAMES = frozenset({"checkpoint", "undo", "redo", "turn", "tool", "revert", "fork
 Printer = Callable[[str], None]
 
 
-def dispatch(name: str, snap: Snapshotter, args: argparse.Namespace, say: Printer) -> tuple[Any, Callable[[], None]]:
-    """Run the agent-loop command ``name``; ``say`` prints one line."""
+def dispatch(
+    name: str, snap: Snapshotter, args: argparse.Namespace, say: Printer, ask: Ask | None = None
+) -> tuple[Any, Callable[[], None]]:
+    """Run the agent-loop command ``name``; ``say`` prints one line, ``ask``
+    asks a person at a terminal (None: nobody can be asked)."""
     f = rendering
     if name == "checkpoint":
         point = snap.checkpoint(args.message, label=args.label, metadata=dict(args.meta) or None)
@@ -46,11 +50,19 @@ def dispatch(name: str, snap: Snapshotter, args: argparse.Namespace, say: Printe
             from snapshotter.frontends.agent_commands import newest_session_of
 
             snap = snap.in_session(newest_session_of(snap, args.agent))
+        if args.action == "hunks":
+            listed = snap.turn_hunks(args.n)
+            return [f.plain_json(h) for h in listed], lambda: _lines(say, line_commands.hunk_lines(listed))
         if args.action == "revert":
+            if args.reset and (args.hunk or args.patch):
+                line_commands.pick(args, lambda split: [], None, say)  # refuses: a reset restores the whole turn
             if args.reset:
                 restored = snap.revert_turn(args.n, reset=True)
                 return f.restore_json(restored), lambda: _lines(say, f.restore_lines(restored))
-            return _reverted(snap.revert_turn(args.n, conflicts=args.conflicts), say)
+            chosen = line_commands.pick(args, lambda split: snap.turn_hunks(args.n, split=split), ask, say)
+            if chosen == []:
+                return None, lambda: say("no hunk chosen; nothing was written")
+            return _reverted(snap.revert_turn(args.n, conflicts=args.conflicts, hunks=chosen), say)
         info = snap.begin_turn() if args.action == "begin" else snap.end_turn()
         return f.snapshot_json(info), lambda: say(f.snapshot_line(info))
     if name == "tool":
@@ -62,7 +74,10 @@ def dispatch(name: str, snap: Snapshotter, args: argparse.Namespace, say: Printe
         if ranged is not None:  # BEFORE..AFTER: a second word is a path
             (before, after), paths = ranged, [*([after] if after else []), *paths]
         files = words.paths(os.path.abspath(args.workspace), paths) or None
-        result = snap.revert(before, after, files=files, dry_run=args.dry_run, conflicts=args.conflicts)
+        chosen = line_commands.pick(args, lambda split: snap.hunks(before, after, files=files, split=split), ask, say)
+        if chosen == []:
+            return None, lambda: say("no hunk chosen; nothing was written")
+        result = snap.revert(before, after, files=files, dry_run=args.dry_run, conflicts=args.conflicts, hunks=chosen)
         return _reverted(result, say)
     if name == "fork":
         with snap.fork(args.ref, args.dest) as forked:

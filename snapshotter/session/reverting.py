@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from snapshotter.collector import collector_paused
@@ -61,6 +61,8 @@ class Step:
 
     base: TreeSide
     theirs: TreeSide
+    blobs: Mapping[bytes, bytes] = field(default_factory=dict)
+    """Contents of blobs ``theirs`` names that the store may lack (hunks taken back)."""
 
 
 def check_conflict_mode(conflicts: object) -> ConflictMode:
@@ -169,6 +171,7 @@ class _Merging:
     # -- one step --------------------------------------------------------------------------------
 
     def bring(self, step: Step, within: Callable[[str, bool], bool] | None) -> None:
+        self.made.update(step.blobs)
         found = changes(step.base, step.theirs, within)
         for side in (step.base, step.theirs):
             for path, why in (side.left_out if isinstance(side, StoredTree) else {}).items():
