@@ -341,7 +341,9 @@ class Snapshotter(Workflows, Replicas):
         fails part-way puts the workspace back, and ``@`` (the base) moves to
         the target only once a whole restore succeeded. A file the current scan does not track (ignored or excluded now,
         too large, unreadable) is never overwritten or deleted: a whole restore
-        leaves it and lists it in ``RestoreResult.kept``; restoring it by name
+        leaves it and lists it in ``RestoreResult.kept`` (unless only a
+        ``.gitignore`` rule the restore takes away hid it: that one is saved,
+        then restored, see SECURITY.md); restoring it by name
         is refused (``RestoreConflict``) unless ``overwrite_untracked``, which
         first saves the ignored and too-large ones in the safety snapshot.
         """

@@ -164,10 +164,11 @@ def undo(engine: Engine) -> UndoResult:
     target = _info(engine, stack[-2]) if at_top else top
     saved = engine.save_state(current, "before undo", "pre-undo", save_cache=False).info  # the restore saves it
     result = restore(engine, target, current=current)
+    saved_id = result.safety_snapshot_id or saved.id  # it tracked more, if the target's rules track more
     if at_top:
         engine.store.pop(UNDO)
-    engine.store.push(REDO, bytes.fromhex(saved.id))
-    return UndoResult(True, "undo", f"restored checkpoint {target.id[:12]}", target.id, saved.id, result)
+    engine.store.push(REDO, bytes.fromhex(saved_id))
+    return UndoResult(True, "undo", f"restored checkpoint {target.id[:12]}", target.id, saved_id, result)
 
 
 def redo(engine: Engine) -> UndoResult:
@@ -182,7 +183,8 @@ def redo(engine: Engine) -> UndoResult:
     result = restore(engine, target, current=current)
     engine.store.pop(REDO)
     engine.store.push(UNDO, bytes.fromhex(target.id))
-    return UndoResult(True, "redo", f"restored {target.id[:12]}", target.id, saved.id, result)
+    saved_id = result.safety_snapshot_id or saved.id
+    return UndoResult(True, "redo", f"restored {target.id[:12]}", target.id, saved_id, result)
 
 
 # -- a named session's undo and redo: its own changes only ---------------------------------

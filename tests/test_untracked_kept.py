@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import deny_reading, write
+from conftest import deny_reading, git, git_env, needs_git, write
 
 from snapshotter import RestoreConflict, SkipReason
 
@@ -19,14 +19,68 @@ def kept(result: object) -> dict[str, str]:
 
 def test_a_file_ignored_since_the_snapshot_keeps_its_edit(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
     write(ws, {"settings.local": "old\n", "app.py": "v1\n"})
-    snap = make()
-    old = snap.snapshot()
-    write(ws, {".gitignore": "settings.local\n", "settings.local": "my edit\n", "app.py": "v2\n"})
+    snap = make(exclude=["settings.local"])  # the caller's rule, before and after the restore alike
+    everything = make()
+    old = everything.snapshot()
+    write(ws, {"settings.local": "my edit\n", "app.py": "v2\n"})
     result = snap.restore(old.id)
     assert (ws / "settings.local").read_text() == "my edit\n"
-    assert (ws / "app.py").read_text() == "v1\n" and not (ws / ".gitignore").exists()
+    assert (ws / "app.py").read_text() == "v1\n"
     assert kept(result) == {"settings.local": "ignored"}
     assert "settings.local" not in result.written_paths
+
+
+def test_a_file_only_a_rule_added_after_the_target_ignores_is_restored(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """Issue: x.log recorded, then edited under a new '*.log' rule; restore(A) kept
+    the edit (listed as kept, ignored), status() then said modified, and undo() ok."""
+    write(ws, {"x.log": "recorded\n", "app.py": "v1\n", ".gitignore": "build/\n"})
+    snap = make()
+    a = snap.snapshot()
+    write(ws, {"x.log": "the agent's\n", ".gitignore": "build/\n*.log\n", "app.py": "v2\n"})
+    result = snap.restore(a.id)
+    assert (ws / "x.log").read_text() == "recorded\n" and (ws / ".gitignore").read_text() == "build/\n"
+    assert kept(result) == {} and "x.log" in result.written_paths
+    assert snap.status() == []
+    assert result.safety_snapshot_id is not None  # it holds the agent's x.log: the restore can be taken back
+    assert snap.undo().ok
+    assert (ws / "x.log").read_text() == "the agent's\n" and (ws / ".gitignore").read_text() == "build/\n*.log\n"
+
+
+def test_undo_after_a_checkpoint_restores_a_file_a_new_rule_hides(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"logs/x.log": "recorded\n", "app.py": "v1\n"})
+    snap = make()
+    snap.checkpoint()
+    write(ws, {"logs/x.log": "the agent's\n", ".gitignore": "logs/\n"})
+    undone = snap.undo()
+    assert undone.ok and (ws / "logs/x.log").read_text() == "recorded\n" and not (ws / ".gitignore").exists()
+    assert snap.status() == [] and kept(undone.restore) == {}
+    assert snap.redo().ok  # and back: what the undo replaced, the hidden file included
+    assert (ws / "logs/x.log").read_text() == "the agent's\n" and (ws / ".gitignore").read_text() == "logs/\n"
+
+
+def test_rules_the_restore_leaves_decide_not_only_the_root_ones(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"sub/a.tmp": "a1\n", "sub/.gitignore": "*.bak\n", "keep/b.tmp": "b1\n", "keep/.gitignore": "*.tmp\n"})
+    snap = make()
+    first = snap.snapshot()  # keep/b.tmp is not in it: ignored already
+    assert "keep/b.tmp" not in {c.path for c in snap.status()}
+    write(ws, {"sub/a.tmp": "a2\n", "sub/.gitignore": "*.bak\n*.tmp\n", ".env": "SECRET=1\n"})
+    result = snap.restore(first.id)
+    assert (ws / "sub/a.tmp").read_text() == "a1\n"  # under sub/'s rules as the restore writes them back
+    assert (ws / "keep/b.tmp").read_text() == "b1\n" and (ws / ".env").exists()
+    assert kept(result) == {}
+
+
+def test_a_kept_file_that_already_holds_the_targets_content_is_not_listed(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {".env": "SECRET=1\n", "a.txt": "a\n"})
+    everything = make(use_default_excludes=False)
+    with_secret = everything.snapshot()
+    everything.close()
+    write(ws, {"a.txt": "b\n"})
+    result = make().restore(with_secret.id)
+    assert kept(result) == {} and (ws / "a.txt").read_text() == "a\n"
+    write(ws, {".env": "SECRET=2\n"})
+    assert kept(make().restore(with_secret.id)) == {".env": "ignored"}
+    assert (ws / ".env").read_text() == "SECRET=2\n"
 
 
 def test_an_env_file_recorded_by_another_instance_is_never_replaced(ws: Path, home: Path, make) -> None:  # type: ignore[no-untyped-def]
@@ -93,17 +147,38 @@ def test_overwriting_untracked_files_saves_them_first(ws: Path, make) -> None:  
     assert (ws / "settings.local").read_text() == "my edit\n"  # the safety snapshot held the replaced content
     assert (ws / "node_modules/x/index.js").read_text() == "new js\n"
     assert back.kept == ()
-    assert kept(snap.restore(first.id)) == {"settings.local": "ignored", "node_modules/x/index.js": "ignored"}
+    assert kept(snap.restore(first.id)) == {"node_modules/x/index.js": "ignored"}
+    assert (ws / "settings.local").read_text() == "old\n"  # the restore deletes the .gitignore that hid it
 
 
 def test_what_is_in_the_way_inside_an_ignored_folder_is_kept_but_missing_files_are_written(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
     write(ws, {"build/a.o": "a1", "build/b.o": "b1", "src.c": "c"})
-    snap = make()
-    first = snap.snapshot()  # build/ is tracked: no rule yet
-    write(ws, {".gitignore": "build/\n", "build/a.o": "a2"})
+    first = make().snapshot()  # build/ is tracked: no rule yet
+    snap = make(exclude=["build/"])
+    write(ws, {"build/a.o": "a2"})
     (ws / "build/b.o").unlink()
     result = snap.restore(first.id)
     assert (ws / "build/a.o").read_text() == "a2"  # in the way, ignored: kept
     assert (ws / "build/b.o").read_text() == "b1"  # nothing there to lose: written
     assert kept(result) == {"build/a.o": "ignored"}
     assert SkipReason("ignored") is SkipReason.IGNORED
+    write(ws, {".gitignore": "build/\n", "build/a.o": "a3"})
+    assert kept(make().restore(first.id)) == {}  # a rule the restore deletes hides nothing
+    assert (ws / "build/a.o").read_text() == "a1" and not (ws / ".gitignore").exists()
+
+
+@needs_git
+def test_git_status_is_clean_after_restoring_over_a_new_ignore_rule(ws: Path, make, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """git as the oracle: the target committed, the agent's edits made, the
+    snapshot restored; git sees the commit again, nothing modified or hidden."""
+    env = git_env(tmp_path)
+    write(ws, {"x.log": "recorded\n", "src/y.log": "y1\n", "app.py": "v1\n"})
+    git("init", "-q", cwd=ws, env=env)
+    git("add", "-A", cwd=ws, env=env)
+    git("commit", "-q", "-m", "A", cwd=ws, env=env)
+    snap = make()
+    a = snap.snapshot()
+    assert a.tree_id == git("rev-parse", "HEAD^{tree}", cwd=ws, env=env).strip()
+    write(ws, {"x.log": "edited\n", "src/y.log": "y2\n", "src/.gitignore": "*.log\n", ".gitignore": "x.log\n"})
+    snap.restore(a.id)
+    assert git("status", "--porcelain", "--ignored", cwd=ws, env=env) == ""

@@ -120,7 +120,7 @@ def make_plan(
         found = [c for c in found if not _at_or_below(c.path, left_out)]
     tracked_touched = sum(1 for c in found if c.old is not None)  # kept ones are not "unchanged" either
     if untracked is None and tracked is not None:
-        untracked = _untracked_among(found, tracked, workspace)
+        untracked = untracked_among(found, tracked, workspace)
     found, kept = _without_kept(found, tracked, untracked or ())
     kept.extend(_unreadable_in(target, tracked, within, {k.path for k in kept}))
     for change in found:
@@ -162,10 +162,12 @@ def untracked_in_the_way(
     (something untracked where the target has a file under a folder is a
     conflict, found by the plan); and the comparison they came from, for the plan."""
     found = changes(ScannedTree(scanned), target, within)
-    return _untracked_among(found, scanned, workspace), found
+    return untracked_among(found, scanned, workspace), found
 
 
-def _untracked_among(found: Sequence[Change], scanned: Scan, workspace: Workspace) -> list[SkippedPath]:
+def untracked_among(found: Sequence[Change], scanned: Scan, workspace: Workspace) -> list[SkippedPath]:
+    """The paths ``found`` (changes from the scan to a target) would write over
+    something the scan does not track (see :func:`untracked_in_the_way`)."""
     skipped = {item.path: item.reason for item in scanned.skipped if item.reason not in _NOT_KEPT}
     out: list[SkippedPath] = []
     present = _FolderPresence(scanned, workspace)

@@ -11,11 +11,14 @@ reads no blob for line counts: those are counted when someone asks for them
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
+from dataclasses import replace
 
 from snapshotter.collector import collector_paused
-from snapshotter.compare.treediff import Change, Comparison, ScannedTree, StoredTree, path_in_tree
+from snapshotter.compare.treediff import Change, Comparison, ScannedTree, StoredTree, changes, entry_at, path_in_tree
 from snapshotter.errors import OVERWRITE_UNTRACKED, PathNotFound, RestoreConflict, StoreError
+from snapshotter.gitstore.objects import MODE_EXEC, MODE_FILE, object_id
 from snapshotter.model import RestoreResult, SkippedPath, SnapshotInfo
 from snapshotter.session.checkout import (
     SAVEABLE,
@@ -24,15 +27,21 @@ from snapshotter.session.checkout import (
     make_plan,
     normalize_selection,
     selection_filter,
+    untracked_among,
     untracked_in_the_way,
 )
 from snapshotter.session.engine import Engine
+from snapshotter.session.recording import Recorded
+from snapshotter.session.rules_after import RulesAfter, touches_rules, tracked_after
 from snapshotter.worktree.fsops import Workspace
+from snapshotter.worktree.ignore import root_stack
 from snapshotter.worktree.pathnames import names_checker
 from snapshotter.worktree.statcache import StatCache
 from snapshotter.worktree.walker import Scan
 
 PRE_RESTORE_LABEL = "pre-restore"
+_COMPARED_AT_MOST = 64 << 20
+"""A kept file at most this big is read to tell whether it already holds the target's content."""
 
 
 def restore(
@@ -93,10 +102,14 @@ class Restore:
             if not dry_run:
                 message = f"before restoring {self.target.id[:12]}"
                 recorded = engine.save_state(current, message, safety_label, save_cache=False, base_side=self.tree)
+                if untracked is None:  # a whole restore: what is in the way comes from the safety's comparison
+                    after = self._after_safety(current, workspace, recorded, message, safety_label)
+                    current, untracked, found, recorded = after
                 safety, compared = recorded.info, recorded.compared
             plan = make_plan(
                 self.tree, ScannedTree(current), workspace, current, self.within, compared, untracked, found
             )
+            plan = replace(plan, kept=tuple(item for item in plan.kept if not self._as_target(item, workspace)))
             workspace.close()  # writing starts from fresh checks of every folder, never from the plan's
             if safety is not None:
                 self._apply(plan, workspace, safety, current)
@@ -108,21 +121,84 @@ class Restore:
         self, current: Scan, workspace: Workspace, dry_run: bool
     ) -> tuple[Scan, list[SkippedPath] | None, list[Change] | None]:
         """The scan to restore over, the untracked paths in the target's way and
-        the comparison that found them; a whole restore finds them in its plan,
-        without comparing twice. Refuses a selective restore over one."""
-        untracked: list[SkippedPath] | None = None
-        found: list[Change] | None = None
-        if self.selection is not None or self.overwrite_untracked:
-            untracked, found = untracked_in_the_way(self.tree, current, workspace, self.within)
-        if untracked and self.overwrite_untracked and any(item.reason in SAVEABLE for item in untracked):
-            saveable = [item.path for item in untracked if item.reason in SAVEABLE]
-            current = self.engine.scan(write=not dry_run, forced=saveable)
-            untracked, found = [item for item in untracked if item.reason not in SAVEABLE], None
+        the comparison that found them; a whole restore (not a dry run) finds
+        them after its safety snapshot, from the comparison that one makes.
+        Refuses a selective restore over one."""
+        if self.selection is None and not self.overwrite_untracked and not dry_run:
+            return current, None, None
+        untracked, found = untracked_in_the_way(self.tree, current, workspace, self.within)
+        forced = self._tracked_after(untracked, found, current, workspace)
+        if untracked and self.overwrite_untracked:
+            forced.extend(item.path for item in untracked if item.reason in SAVEABLE)
+        if forced:
+            current = self.engine.scan(write=not dry_run, forced=forced)
+            untracked = [item for item in untracked if item.path not in set(forced)]
+            return self._refused_over(current, untracked, None)
+        return self._refused_over(current, untracked, found)
+
+    def _refused_over(
+        self, current: Scan, untracked: list[SkippedPath], found: list[Change] | None
+    ) -> tuple[Scan, list[SkippedPath], list[Change] | None]:
         if untracked and self.selection is not None:
             raise RestoreConflict(
                 _untracked_message(untracked), OVERWRITE_UNTRACKED if not self.overwrite_untracked else None
             )
         return current, untracked, found
+
+    def _after_safety(
+        self, current: Scan, workspace: Workspace, recorded: Recorded, message: str, label: str
+    ) -> tuple[Scan, list[SkippedPath] | None, list[Change] | None, Recorded]:
+        """A whole restore's untracked paths in the way, once its safety snapshot
+        is saved. If the rules the restore writes back track some of them, the
+        state is saved again with those tracked too (see ``rules_after``)."""
+        if recorded.compared is not None:
+            found = [Change(c.path, c.new, c.old) for c in recorded.compared.found]
+        else:  # the state was held already: nothing was compared on the way
+            found = changes(ScannedTree(current), self.tree)
+        if not touches_rules(found):
+            return current, None, None if recorded.compared is not None else found, recorded
+        untracked = untracked_among(found, current, workspace)
+        forced = self._tracked_after(untracked, found, current, workspace)
+        if not forced:
+            return current, untracked, None if recorded.compared is not None else found, recorded
+        current = self.engine.scan(write=True, forced=forced)
+        recorded = self.engine.save_state(current, message, label, save_cache=False, base_side=self.tree)
+        return current, [item for item in untracked if item.path not in set(forced)], None, recorded
+
+    def _tracked_after(
+        self, untracked: list[SkippedPath], found: list[Change], current: Scan, workspace: Workspace
+    ) -> list[str]:
+        """The ignored paths in the way that the rules the restore writes back track."""
+        if not untracked or not touches_rules(found):
+            return []  # the same .gitignore files before and after: the same verdicts
+        engine, options = self.engine, self.engine.options
+        base = root_stack(engine.workspace, options.exclude, options.use_default_excludes, engine.repository)
+        rules = RulesAfter(engine.workspace, base, self.tree, engine.store.blob_chunks, current, self.within)
+
+        def size_of(path: str) -> int | None:
+            st = workspace.lstat(path)
+            return st.st_size if st is not None and stat.S_ISREG(st.st_mode) else None
+
+        return tracked_after(untracked, rules, options.max_new_file_size, size_of)
+
+    def _as_target(self, item: SkippedPath, workspace: Workspace) -> bool:
+        """Whether a kept path already holds what the target has there (then the
+        restore leaves nothing undone at it, and does not list it)."""
+        if item.reason not in SAVEABLE:
+            return False  # unreadable or special: it cannot be told
+        entry = entry_at(self.tree, item.path)
+        st = workspace.lstat(item.path)
+        if entry is None or entry[0] not in (MODE_FILE, MODE_EXEC) or st is None or not stat.S_ISREG(st.st_mode):
+            return False
+        if not self.engine.host.needs_recorded_modes and bool(st.st_mode & stat.S_IXUSR) != (entry[0] == MODE_EXEC):
+            return False
+        if st.st_size != self.engine.store.blob_size(entry[1]) or st.st_size > _COMPARED_AT_MOST:
+            return False
+        try:
+            content = workspace.read(item.path, False, _COMPARED_AT_MOST)
+        except OSError:
+            return False
+        return content is not None and object_id(b"blob", content) == entry[1]
 
     def _check_selection(self, selection: list[str]) -> None:
         """Refuse, before anything is written, a path that is neither in the
