@@ -86,8 +86,9 @@ class FileChange:
 class FileDiff:
     """One changed path with its line counts; ``patch`` is computed on first use.
 
-    ``binary`` files (a NUL byte in their first 8,000 bytes, git's rule) report
-    zero additions and deletions, as ``git diff --numstat`` prints ``-``.
+    ``binary`` files (a NUL byte in their first 8,000 bytes, git's rule, or
+    ``binary``/``-diff`` in ``.gitattributes``) report zero additions and
+    deletions, as ``git diff --numstat`` prints ``-``.
     """
 
     path: str

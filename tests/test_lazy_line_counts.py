@@ -112,9 +112,9 @@ def counter_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bytes, bytes]]:
     calls: list[tuple[bytes, bytes]] = []
     real = engine_module.stored_lines
 
-    def counting(store, tree, against, read):  # type: ignore[no-untyped-def]
+    def counting(store, tree, against, read, marked):  # type: ignore[no-untyped-def]
         calls.append((tree, against))
-        return real(store, tree, against, read)
+        return real(store, tree, against, read, marked)
 
     monkeypatch.setattr(engine_module, "stored_lines", counting)
     return calls
@@ -182,9 +182,9 @@ def test_restore_reads_no_blob_for_its_safety_snapshot_lines(ws: Path, make, mon
     compared: list[str] = []
     real_diff = recording.file_diff
 
-    def counting_diff(change, load_old, load_new):  # type: ignore[no-untyped-def]
+    def counting_diff(change, load_old, load_new, marked=None):  # type: ignore[no-untyped-def]
         compared.append(change.path)
-        return real_diff(change, load_old, load_new)
+        return real_diff(change, load_old, load_new, marked)
 
     monkeypatch.setattr(recording, "file_diff", counting_diff)
     read: list[str] = []

@@ -9,6 +9,15 @@ from snapshotter.compare.treediff import Change
 from snapshotter.gitstore.objects import MODE_LINK, is_binary
 from snapshotter.model import ChangeStatus, FileDiff
 
+Marks = Callable[[str], "bool | None"]
+"""path -> what ``.gitattributes`` say of diffing it (see :func:`file_diff`)."""
+
+
+def no_marks(path: str) -> bool | None:
+    """No attributes: the content decides."""
+    return None
+
+
 ContentLoader = Callable[[str, bytes, int], bytes | None]
 """(path, object id, git mode) -> content, for one side of a comparison;
 None for content too large to diff line by line (reported like a binary file)."""
@@ -24,13 +33,15 @@ def status_of(change: Change) -> ChangeStatus:
     return ChangeStatus.MODIFIED
 
 
-def file_diff(change: Change, load_old: ContentLoader, load_new: ContentLoader) -> FileDiff:
-    """The FileDiff of one change, reading both sides' content once for the counts."""
+def file_diff(change: Change, load_old: ContentLoader, load_new: ContentLoader, marked: bool | None = None) -> FileDiff:
+    """The FileDiff of one change, reading both sides' content once for the counts.
+    ``marked``: what ``.gitattributes`` say (``DiffAttributes.binary``): True
+    binary, False text whatever its bytes, None up to the content."""
     loaded_old = load_old(change.path, change.old[1], change.old[0]) if change.old else b""
     loaded_new = load_new(change.path, change.new[1], change.new[0]) if change.new else b""
     too_large = loaded_old is None or loaded_new is None
     old, new = loaded_old or b"", loaded_new or b""
-    binary = too_large or is_binary(old) or is_binary(new)
+    binary = too_large or (marked if marked is not None else is_binary(old) or is_binary(new))
     same_content = change.old is not None and change.new is not None and change.old[1] == change.new[1]
     if binary or same_content:
         additions = deletions = 0

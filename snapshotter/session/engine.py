@@ -12,15 +12,11 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
 
-from dulwich import errors as dulwich_errors
-from dulwich.file import FileLocked
-
 from snapshotter.compare.treediff import MAX_ENTRIES_READ, RecordedModes, ScannedTree, StoredTree
-from snapshotter.errors import VERIFY, SnapshotError, StoreError, StoreLocked, WorkspaceError, what_to_check
+from snapshotter.errors import StoreError
 from snapshotter.gitstore.catalog import Catalog
 from snapshotter.gitstore.inflate import ObjectTooLarge
 from snapshotter.gitstore.location import store_path_for
@@ -29,9 +25,11 @@ from snapshotter.gitstore.objects import EMPTY_TREE, STREAM_THRESHOLD
 from snapshotter.gitstore.store import Store
 from snapshotter.model import ScanStats, SnapshotInfo
 from snapshotter.options import Options
+from snapshotter.session.failures import STORE_FAILURES, translated
 from snapshotter.session.indexes import UserIndexes
 from snapshotter.session.recording import Recorded, commit, commit_copy, numstat, stored_lines
 from snapshotter.worktree import hostfs, statcache
+from snapshotter.worktree.attributes import DiffAttributes
 from snapshotter.worktree.gitrepo import TrackedPaths, find_repository, tracked_paths
 from snapshotter.worktree.ignore import root_stack
 from snapshotter.worktree.limits import WorkspaceLimits, check_root
@@ -43,16 +41,6 @@ from snapshotter.worktree.watch import ChangeJournal
 
 PAUSE_WATCH_AT = 1000
 """A restore changing this many files or more pauses watch mode while it writes."""
-_STORE_FAILURES: tuple[type[Exception], ...] = (
-    dulwich_errors.ApplyDeltaError,
-    dulwich_errors.ChecksumMismatch,
-    dulwich_errors.FileFormatException,
-    dulwich_errors.NotGitRepository,
-    dulwich_errors.ObjectMissing,
-    dulwich_errors.WrongObjectException,
-    zlib.error,
-)
-"""What a damaged store raises from below; reported as StoreError."""
 
 
 def open_engine(workspace: str, options: Options) -> Engine:
@@ -127,23 +115,9 @@ class Engine:
         resolved are its (one engine can serve several sessions, a call at a time)."""
         self.session = self.catalog.session = session
 
-    @contextlib.contextmanager
-    def errors(self) -> Iterator[None]:
+    def errors(self) -> contextlib.AbstractContextManager[None]:
         """Turn failures from below (dulwich, zlib, the OS) into typed one-line errors."""
-        try:
-            yield
-        except SnapshotError:
-            raise
-        except _STORE_FAILURES as exc:
-            raise StoreError(f"the store {self.store_path} is damaged ({exc})", VERIFY) from None
-        except FileLocked as exc:  # a ref's lock file: stale ones are cleared when the store lock is next taken
-            raise StoreLocked(f"{os.fsdecode(exc.lockfilename)} is held by another writer; retry") from None
-        except OSError as exc:
-            where = exc.filename if isinstance(exc.filename, str) else ""
-            detail = f"{exc.strerror or exc}" + (f": {where}" if where else "")
-            if where.startswith(self.store_path):
-                raise StoreError(f"store error ({detail}); {what_to_check(exc)}") from None
-            raise WorkspaceError(f"workspace error ({detail}); {what_to_check(exc)}") from None
+        return translated(self.store_path)
 
     # -- scanning and recording -------------------------------------------------------
 
@@ -255,12 +229,14 @@ class Engine:
                 f"tree {tree_id.hex()} of this snapshot is no longer in the store (collected by another "
                 "writer); nothing was recorded: snapshot again"
             )
-        base = self.catalog.latest_tree()
+        base, marked = self.catalog.latest_tree(), self.diff_attributes()
         try:
-            stats, compared = numstat(self.store, current, base, self.read_for_stats, base_side, lines=count_lines)
+            stats, compared = numstat(
+                self.store, current, base, self.read_for_stats, base_side, lines=count_lines, marked=marked
+            )
         except StoreError:  # the newest snapshot's tree is damaged: count against nothing instead
             base = EMPTY_TREE
-            stats, compared = numstat(self.store, current, base, self.read_for_stats, lines=count_lines)
+            stats, compared = numstat(self.store, current, base, self.read_for_stats, lines=count_lines, marked=marked)
         current.line_counts = {}  # counted: a cold snapshot's are 10 MiB at 100k files (recording again reads back)
         against = None if count_lines else base
         info = commit(
@@ -317,10 +293,15 @@ class Engine:
         """The deferred line counts of a snapshot of ``tree`` taken when the newest
         snapshot held ``against``; a damaged ``against`` counts from nothing, as
         :meth:`record` does."""
+        marked = self.diff_attributes()
         try:
-            return stored_lines(self.store, tree, against, self.read_for_stats)
+            return stored_lines(self.store, tree, against, self.read_for_stats, marked)
         except StoreError:
-            return stored_lines(self.store, tree, EMPTY_TREE, self.read_for_stats)
+            return stored_lines(self.store, tree, EMPTY_TREE, self.read_for_stats, marked)
+
+    def diff_attributes(self) -> Callable[[str], bool | None]:
+        """What the workspace's ``.gitattributes`` say of diffing each path, read afresh."""
+        return DiffAttributes(self.workspace, self.repository).binary
 
     def phase(self, phase: str) -> Callable[[int, int], None] | None:
         """A progress callback for one phase ("hashing", "writing"), if anyone listens."""
@@ -415,7 +396,7 @@ class Engine:
         snapshot must not stop new ones, so an unreadable blob counts as binary."""
         try:
             return self.read_stored(path, sha, mode)
-        except (KeyError, StoreError) + _STORE_FAILURES:
+        except (KeyError, StoreError) + STORE_FAILURES:
             return None
 
     @contextlib.contextmanager

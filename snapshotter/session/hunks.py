@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from snapshotter.compare import hunkset
-from snapshotter.compare.diff import ContentLoader
+from snapshotter.compare.diff import ContentLoader, Marks
 from snapshotter.compare.hunks import Change as HunkChange
 from snapshotter.compare.hunkset import LineChange
 from snapshotter.compare.overlay import Overlay
@@ -91,13 +91,16 @@ class FileHunks:
         return (mode, object_id(b"blob", content)), content
 
 
-def file_hunks(change: Change, load_old: ContentLoader, load_new: ContentLoader) -> FileHunks:
-    """The hunks of one change (see the module's docstring)."""
+def file_hunks(
+    change: Change, load_old: ContentLoader, load_new: ContentLoader, marked: bool | None = None
+) -> FileHunks:
+    """The hunks of one change (see the module's docstring); ``marked``: what
+    ``.gitattributes`` say (``-diff``: one hunk for the whole file, as binary)."""
     old_entry, new_entry, path = change.old, change.new, change.path
     old = load_old(path, old_entry[1], old_entry[0]) if old_entry is not None else b""
     new = load_new(path, new_entry[1], new_entry[0]) if new_entry is not None else b""
     texts = all(entry is None or entry[0] in _TEXT_MODES for entry in (old_entry, new_entry))
-    if texts and old is not None and new is not None and not is_binary(old) and not is_binary(new):
+    if texts and old is not None and new is not None and not (marked or (marked is None and _binary(old, new))):
         lines = hunkset.line_change(path, old, new) if old != new else None
         mode_id = None
         if old_entry is not None and new_entry is not None and old_entry[0] != new_entry[0]:
@@ -105,6 +108,10 @@ def file_hunks(change: Change, load_old: ContentLoader, load_new: ContentLoader)
         if lines is not None or mode_id is not None:
             return FileHunks(change, lines, mode_id, None)
     return FileHunks(change, None, None, _id(path, "file", (old_entry, new_entry)))
+
+
+def _binary(old: bytes, new: bytes) -> bool:
+    return is_binary(old) or is_binary(new)
 
 
 def _id(path: str, kind: str, what: object) -> str:
@@ -135,7 +142,8 @@ def listed(engine: Engine, sides: Sequence[tuple[TreeSide, TreeSide]], within: W
     workspace = Workspace(engine.workspace, engine.host)
     try:
         read = content_loader(engine, workspace)
-        return [found for start, end in sides for found in change_hunks(start, end, within, read, read)]
+        marked = engine.diff_attributes()
+        return [found for start, end in sides for found in change_hunks(start, end, within, read, marked)]
     finally:
         workspace.close()
 
@@ -149,7 +157,8 @@ def hunk_steps(
     workspace = Workspace(engine.workspace, engine.host)
     try:
         read = content_loader(engine, workspace)
-        per_change = [(end, change_hunks(start, end, within, read, read)) for start, end in sides]
+        marked = engine.diff_attributes()
+        per_change = [(end, change_hunks(start, end, within, read, marked)) for start, end in sides]
     finally:
         workspace.close()
     chosen = check_known(wanted, [found for _, files in per_change for found in files])
@@ -161,10 +170,10 @@ def hunk_steps(
 
 
 def change_hunks(
-    start: TreeSide, end: TreeSide, within: Within | None, load_start: ContentLoader, load_end: ContentLoader
+    start: TreeSide, end: TreeSide, within: Within | None, read: ContentLoader, marked: Marks
 ) -> list[FileHunks]:
     """Every changed path's hunks, ``start`` -> ``end``, in path order."""
-    return [file_hunks(change, load_start, load_end) for change in changes(start, end, within)]
+    return [file_hunks(change, read, read, marked(change.path)) for change in changes(start, end, within)]
 
 
 def taken_back(end: TreeSide, files: Sequence[FileHunks], chosen: set[str]) -> tuple[Overlay, dict[bytes, bytes]]:

@@ -62,7 +62,8 @@ def diff(
             unreadable = [p for p in current.unreadable() if within is None or within(p, False)]
         else:
             new, load_new = engine.stored(new_info), engine.read_stored
-        found = [file_diff(c, engine.read_stored, load_new) for c in changes(old, new, within)]
+        marked = engine.diff_attributes()
+        found = [file_diff(c, engine.read_stored, load_new, marked(c.path)) for c in changes(old, new, within)]
     finally:
         workspace.close()
     if not unreadable:

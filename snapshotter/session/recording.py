@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from snapshotter.compare.diff import ContentLoader, file_diff
+from snapshotter.compare.diff import ContentLoader, Marks, file_diff, no_marks
 from snapshotter.compare.treediff import Change, Comparison, ScannedTree, StoredTree, changes
 from snapshotter.gitstore import trailers
 from snapshotter.gitstore.catalog import Catalog
@@ -49,14 +49,16 @@ def numstat(
     base_side: StoredTree | None = None,
     *,
     lines: bool = True,
+    marked: Marks = no_marks,
 ) -> tuple[Numstat, Comparison | None]:
     """The numstat from the stored tree ``base`` to ``current``; blobs are read
     through ``read``. ``base_side``, a restore's target read with its names
     checked: if it is ``base``, the comparison goes through it and is returned.
-    Without ``lines`` only files are counted (no blob is read): 0 lines."""
+    Without ``lines`` only files are counted (no blob is read): 0 lines;
+    ``marked``: the ``.gitattributes`` verdicts (``-diff`` counts no lines)."""
     compared = None
     if base == EMPTY_TREE:  # a first snapshot: every file is added, and no tree is compared
-        files, additions, to_count = _all_added(current)
+        files, additions, to_count = _all_added(current, marked)
     elif base_side is not None and base_side.tree_id(base_side.root()) == base:
         folders: dict[str, tuple[int, bytes]] = {}
         to_count = changes(base_side, ScannedTree(current), old_folders=folders)
@@ -67,33 +69,42 @@ def numstat(
         files, additions = len(to_count), 0
     if not lines:
         return (files, 0, 0), compared
-    added, deletions = count_lines(to_count, read, current.line_counts)
+    added, deletions = count_lines(to_count, read, current.line_counts, marked)
     return (files, additions + added, deletions), compared
 
 
 def count_lines(
-    to_count: Iterable[Change], read: ContentLoader, line_counts: Mapping[bytes, int | None] | None = None
+    to_count: Iterable[Change],
+    read: ContentLoader,
+    line_counts: Mapping[bytes, int | None] | None = None,
+    marked: Marks = no_marks,
 ) -> tuple[int, int]:
     """(lines added, lines deleted) over ``to_count``, git's numstat. An added
     blob whose lines are in ``line_counts`` (a scan hashed it) is not read back."""
     additions = deletions = 0
     for change in to_count:
-        if line_counts and change.old is None and change.new is not None and change.new[1] in line_counts:
-            additions += line_counts[change.new[1]] or 0  # added: no need to read it back
+        verdict = marked(change.path)
+        if verdict:
+            continue  # binary by its attributes: no lines
+        added = change.new[1] if change.old is None and change.new is not None else None
+        if verdict is None and line_counts and added is not None and added in line_counts:
+            additions += line_counts[added] or 0  # added: no need to read it back
             continue
-        counted = file_diff(change, read, read)
+        counted = file_diff(change, read, read, verdict)
         additions += counted.additions
         deletions += counted.deletions
     return additions, deletions
 
 
-def stored_lines(store: Store, tree: bytes, against: bytes, read: ContentLoader) -> tuple[int, int]:
+def stored_lines(
+    store: Store, tree: bytes, against: bytes, read: ContentLoader, marked: Marks = no_marks
+) -> tuple[int, int]:
     """The deferred line counts of a snapshot of ``tree`` recorded against
     ``against``: what :func:`numstat` would have counted when it was taken."""
-    return count_lines(changes(StoredTree(store, against), StoredTree(store, tree)), read)
+    return count_lines(changes(StoredTree(store, against), StoredTree(store, tree)), read, None, marked)
 
 
-def _all_added(current: Scan) -> tuple[int, int, list[Change]]:
+def _all_added(current: Scan, marked: Marks) -> tuple[int, int, list[Change]]:
     """A first snapshot's files, the lines of those this scan hashed, and the
     files it did not hash (their lines are read back)."""
     line_counts = current.line_counts
@@ -101,7 +112,10 @@ def _all_added(current: Scan) -> tuple[int, int, list[Change]]:
     to_count: list[Change] = []
     for path, record in current.tracked_records():
         lines = line_counts.get(record[5], -1)
-        if lines == -1:  # not hashed by this scan: read it back
+        verdict = marked(path)
+        if verdict:
+            continue  # binary by its attributes
+        if lines == -1 or (lines is None and verdict is False):  # not hashed, or text whatever its bytes: read it
             to_count.append(Change(path, None, (git_mode_of(record[0]), record[5])))
         else:
             additions += lines or 0

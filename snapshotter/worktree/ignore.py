@@ -195,19 +195,27 @@ _INNER_GROUP = re.compile(r"\(\?P([<=])z(\d+)")
 
 def _alternation(patterns: Sequence[Pattern]) -> tuple[re.Pattern[str] | None, list[bool]]:
     """One expression matching what any of ``patterns`` matches, the first of them
-    winning, and, by group number, whether each ignores (index 0 unused). Each
-    pattern is one group; the groups inside one (``ignorelines._assembled``)
-    are renamed after it and map to its verdict too: the match's ``lastindex``
-    is always the pattern's own group, which closes last."""
+    winning, and, by group number, whether each ignores (index 0 unused)."""
     if not patterns:
         return None, []
+    regex, owners = alternation([pattern.regex for pattern in patterns])
+    return regex, [False] + [patterns[owner].ignore for owner in owners[1:]]
+
+
+def alternation(regexes: Sequence[str]) -> tuple[re.Pattern[str], list[int]]:
+    """One expression matching what any of ``regexes`` (``ignorelines``
+    expressions) matches, the first of them winning, and, by group number, the
+    index of the expression that group belongs to (index 0 unused). Each
+    expression is one group; the groups inside one (``ignorelines._assembled``)
+    are renamed after it and map to it too: the match's ``lastindex`` is always
+    the expression's own group, which closes last."""
     parts: list[str] = []
-    verdicts: list[bool] = [False]
-    for number, pattern in enumerate(patterns):
-        inner = _INNER_GROUP.sub(f"(?P\\1p{number}z\\2", pattern.regex)
+    owners: list[int] = [-1]
+    for number, regex in enumerate(regexes):
+        inner = _INNER_GROUP.sub(f"(?P\\1p{number}z\\2", regex)
         parts.append(f"({inner})")
-        verdicts.extend([pattern.ignore] * (1 + pattern.regex.count("(?P<z")))
-    return re.compile("|".join(parts), re.DOTALL), verdicts
+        owners.extend([number] * (1 + regex.count("(?P<z")))
+    return re.compile("|".join(parts), re.DOTALL), owners
 
 
 _COMPILE_ERRORS = (re.error, RecursionError, OverflowError, ValueError)
