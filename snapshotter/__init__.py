@@ -68,7 +68,7 @@ if TYPE_CHECKING:
     )
     from snapshotter.options import Retention
     from snapshotter.warnmode import ForgivingSnapshotter, forgiving
-    from snapshotter.worktree.ignore import DEFAULT_EXCLUDES
+    from snapshotter.worktree.defaults import DEFAULT_EXCLUDES
     from snapshotter.worktree.watch import watch_available
 
 __version__ = "0.1.0"

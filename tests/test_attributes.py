@@ -29,8 +29,23 @@ ROOT_RULES = (
 )
 SUB_RULES = "*.txt diff\nlocal.dat diff\n[attr]ignored -diff\n*.q ignored\n"
 PATHS = [
-    "a.dat", "gen/x.c", "gen/deep/y.c", "z.nul", "m.m", "k.keep", "sp ace.bin", "docs/d.md", "v.drv",
-    "undo.dat", "notes.txt", "plain.txt", "sub/notes.txt", "sub/local.dat", "sub/other.dat", "sub/w.q", "src/a.c",
+    "a.dat",
+    "gen/x.c",
+    "gen/deep/y.c",
+    "z.nul",
+    "m.m",
+    "k.keep",
+    "sp ace.bin",
+    "docs/d.md",
+    "v.drv",
+    "undo.dat",
+    "notes.txt",
+    "plain.txt",
+    "sub/notes.txt",
+    "sub/local.dat",
+    "sub/other.dat",
+    "sub/w.q",
+    "src/a.c",
 ]
 
 

@@ -29,70 +29,9 @@ import stat
 from collections.abc import Iterable, Sequence
 
 from snapshotter.worktree import ignorelines
+from snapshotter.worktree.defaults import DEFAULT_EXCLUDES
 from snapshotter.worktree.gitrepo import TrackedPaths, UserRepository
 from snapshotter.worktree.ignorelines import Pattern, byte_text, warn_once
-
-DEFAULT_EXCLUDES: tuple[str, ...] = (
-    # Version control metadata: never entered anywhere, also enforced by the walker.
-    ".git",
-    # Secrets: never stored in a snapshot, so never pushed, and never touched by a restore.
-    # Environment files (direnv's included).
-    ".env",
-    ".env.*",
-    ".envrc",
-    # Private keys: SSH (OpenSSH's default names, PuTTY's format), TLS and code signing.
-    "id_rsa",
-    "id_dsa",
-    "id_ecdsa",
-    "id_ecdsa_sk",
-    "id_ed25519",
-    "id_ed25519_sk",
-    "*.ppk",
-    "*.pem",
-    "*.key",
-    "*.p12",
-    "*.pfx",
-    "*.jks",
-    "*.keystore",
-    # Credential stores: git's, curl's and ftp's, PostgreSQL's, PyPI's, Vault's, password managers'.
-    ".git-credentials",
-    ".netrc",
-    "_netrc",
-    ".pgpass",
-    ".pypirc",
-    ".vault-token",
-    "*.kdbx",
-    # Folders of keys and cloud credentials: SSH, GnuPG, AWS, Azure, Google Cloud, Kubernetes, Docker.
-    ".ssh/",
-    ".gnupg/",
-    ".aws/",
-    ".azure/",
-    "**/.config/gcloud/",
-    "**/.kube/config",
-    "**/.docker/config.json",
-    # Virtual environments and dependency folders.
-    ".venv/",
-    "venv/",
-    "node_modules/",
-    # Caches and build byproducts that tools regenerate.
-    "__pycache__/",
-    "*.py[cod]",
-    ".pytest_cache/",
-    ".mypy_cache/",
-    ".ruff_cache/",
-    ".tox/",
-    ".nox/",
-    ".cache/",
-    ".DS_Store",
-    "Thumbs.db",
-)
-"""Built-in gitignore-style patterns. With the caller's ``exclude=`` above them,
-they are the policy: applied over every rule in the workspace, so no file
-there can re-include what they exclude (see the module's docstring). The
-secret files are those secret scanners flag by name (private keys, credential
-stores, cloud credential folders); certificates and public keys are not
-secrets and stay in. A caller who wants one back passes ``exclude=["!*.key"]``
-(or ``use_default_excludes=False``)."""
 
 
 class IgnoreSource:
@@ -109,6 +48,7 @@ class IgnoreSource:
         "base",
         "outer",
         "policy",
+        "defaults",
         "fingerprint",
         "_prefix_len",
         "_files",
@@ -133,6 +73,8 @@ class IgnoreSource:
         self.base = base
         self.outer = outer
         self.policy = policy
+        self.defaults = False
+        """The built-in excludes: they also exclude virtual environments by content (``VENV_MARKER``)."""
         self._prefix_len = len(base) + 1 if base else 0
         try:
             self._compile(patterns)
@@ -265,7 +207,7 @@ class IgnoreStack:
     (``rescues``). ``checksum`` tells when they may have changed.
     """
 
-    __slots__ = ("sources", "fingerprint", "tracked", "forced", "_policy", "_local")
+    __slots__ = ("sources", "fingerprint", "tracked", "forced", "excludes_environments", "_policy", "_local")
 
     def __init__(
         self,
@@ -276,6 +218,8 @@ class IgnoreStack:
         self.sources = sources
         self.tracked = tracked
         self.forced = forced
+        self.excludes_environments = any(source.defaults for source in sources)
+        """A folder holding ``VENV_MARKER`` is excluded, whatever its name (the default excludes are in force)."""
         self._policy = tuple(source for source in sources if source.policy)
         self._local = tuple(source for source in sources if not source.policy)
         digest = hashlib.sha1(RULES_VERSION)
@@ -449,5 +393,7 @@ def policy_stack(exclude: Sequence[str], use_default_excludes: bool) -> IgnoreSt
     again before a push (a snapshot recorded before the defaults grew)."""
     sources = [IgnoreSource.from_lines(exclude, origin="exclude=", policy=True)]
     if use_default_excludes:
-        sources.append(IgnoreSource.from_lines(DEFAULT_EXCLUDES, origin="DEFAULT_EXCLUDES", policy=True))
+        defaults = IgnoreSource.from_lines(DEFAULT_EXCLUDES, origin="DEFAULT_EXCLUDES", policy=True)
+        defaults.defaults = True
+        sources.append(defaults)
     return IgnoreStack(tuple(s for s in sources if s))

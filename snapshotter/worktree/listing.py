@@ -16,6 +16,7 @@ import hashlib
 import os
 
 from snapshotter.fsutil import DIR_FLAGS, NO_FOLLOW
+from snapshotter.worktree.defaults import VENV_MARKER
 from snapshotter.worktree.fsops import LEFTOVER_PREFIX, is_leftover
 from snapshotter.worktree.ignore import IgnoreSource, IgnoreStack
 from snapshotter.worktree.pathnames import git_spelling
@@ -60,7 +61,9 @@ def tracked_entries(
     ``.git`` is never among them, and other spellings git takes for it are
     left out and added to ``unsafe``. An entry the rules ignore but that is
     tracked (see ``IgnoreStack.rescues``) is kept; such subfolders go to ``rescued``.
-    A folder holding a ``.git`` (a nested repository) is added to ``repos``.
+    A folder holding a ``.git`` (a nested repository) is added to ``repos``; one
+    holding a ``pyvenv.cfg`` (a virtual environment) has no entries tracked while
+    the default excludes are in force.
 
     Judging every name against the rules is the walk's biggest cost after the
     system calls, so each folder's verdicts are cached under a digest of its
@@ -87,6 +90,8 @@ def tracked_entries(
         dirs = [name for name in dirs if name not in spelled]
         files = [entry for entry in files if entry.name not in spelled]
         file_names = [entry.name for entry in files]
+    if prefix and rules.excludes_environments and VENV_MARKER in file_names:
+        return [], []  # a virtual environment: excluded by default, whatever its name
     names = file_names + [name + "/" for name in dirs]
     names.sort()
     at = bisect.bisect_left(names, LEFTOVER_PREFIX)
