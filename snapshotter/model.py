@@ -20,6 +20,9 @@ class SkipReason(str, Enum):
     CHANGING = "changed-while-reading"
     IGNORED = "ignored"
     """Only in restore results: the ignore rules (or default excludes) leave it out now."""
+    NOT_CHECKED_OUT = "not-checked-out"
+    """Only in restore results: a submodule not checked out, or a file outside the
+    user's sparse checkout; git keeps its entry, and a restore leaves it to git."""
     NAME = "name-not-allowed"
     """A spelling of ``.git`` (git's own protections), or, in a restore, a name this
     platform cannot hold (a backslash or reserved name on Windows...)."""

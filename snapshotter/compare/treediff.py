@@ -145,6 +145,8 @@ class ScannedTree:
         for sub in handle.subdirs:
             if sub.tree_id is not None:
                 out[sub.rel.rpartition("/")[2]] = (MODE_TREE, sub.tree_id, sub)
+        if handle.extras:
+            out.update((name, (mode, sha, None)) for name, (mode, sha) in handle.extras.items())
         return out
 
 
@@ -280,6 +282,12 @@ class RecordedModes:
         if entry is None or entry[0] == MODE_TREE:
             return None
         return recorded_mode(entry[0])
+
+    def entry(self, path: str) -> Entry | None:
+        """(git mode, id) of the file or symlink the tree holds at ``path``, or None."""
+        folder, _, name = path.rpartition("/")
+        found = self._folder(folder).get(name)
+        return (found[0], found[1]) if found is not None and found[0] != MODE_TREE else None
 
     def _folder(self, rel: str) -> dict[str, tuple[int, bytes, object]]:
         found = self._folders.get(rel)

@@ -21,6 +21,7 @@ from snapshotter.gitstore.objects import MODE_EXEC, MODE_LINK, TRACKED_MODES
 from snapshotter.model import SkippedPath, SkipReason
 from snapshotter.session.splitwrite import do_all
 from snapshotter.worktree.fsops import Workspace
+from snapshotter.worktree.gitrepo import MODE_GITLINK
 from snapshotter.worktree.hostfs import HostFS, recorded_mode
 from snapshotter.worktree.statcache import Record, StatCache
 from snapshotter.worktree.walker import Scan
@@ -127,6 +128,9 @@ def make_plan(
         if change.new is None:
             deletes.append(change.path)
             continue
+        if change.new[0] == MODE_GITLINK:
+            kept.append(SkippedPath(change.path, SkipReason.NOT_CHECKED_OUT))  # checking out submodules is git's job
+            continue
         if change.new[0] not in TRACKED_MODES:
             raise UnsafeTree(f"snapshot holds {change.path!r} with unsupported mode {change.new[0]:o}; restore refused")
         if _chmod_only(change):
@@ -147,7 +151,6 @@ def make_plan(
     return Plan(tuple(writes), tuple(chmods), tuple(deletes), unchanged, folders, tuple(kept), skipped)
 
 
-_NOT_KEPT = frozenset([SkipReason.VANISHED])
 SAVEABLE = frozenset([SkipReason.IGNORED, SkipReason.TOO_LARGE])
 """Untracked paths whose content a safety snapshot can hold, so that they may be
 overwritten when the caller asks (``overwrite_untracked``); unreadable and
@@ -168,7 +171,7 @@ def untracked_in_the_way(
 def untracked_among(found: Sequence[Change], scanned: Scan, workspace: Workspace) -> list[SkippedPath]:
     """The paths ``found`` (changes from the scan to a target) would write over
     something the scan does not track (see :func:`untracked_in_the_way`)."""
-    skipped = {item.path: item.reason for item in scanned.skipped if item.reason not in _NOT_KEPT}
+    skipped = {item.path: item.reason for item in scanned.kept_as_is()}
     out: list[SkippedPath] = []
     present = _FolderPresence(scanned, workspace)
     for change in found:
@@ -218,7 +221,7 @@ def _without_kept(
     deletes those."""
     if scanned is None:
         return found, []
-    keep = {item.path: item for item in scanned.skipped if item.reason not in _NOT_KEPT}
+    keep = {item.path: item for item in scanned.kept_as_is()}
     keep.update((item.path, item) for item in untracked)
     if not keep:
         return found, []

@@ -142,7 +142,8 @@ class Engine:
             incremental = Incremental(base, changed)
         prelisting, self._prelisting = self._prelisting, None
         previous = None
-        if self.host.needs_recorded_modes:
+        sparse = ignores.tracked is not None and any(e.skip_worktree for e in ignores.tracked.absent)
+        if self.host.needs_recorded_modes or sparse:
             previous = RecordedModes(self.store, self.catalog.latest_tree())
         result = scan(
             self.workspace,
@@ -153,7 +154,8 @@ class Engine:
             options=options,
             progress=self.phase("hashing"),
             host=self.host,
-            previous_mode=previous,
+            previous_mode=previous if self.host.needs_recorded_modes else None,
+            recorded=previous.entry if previous is not None else None,
             incremental=incremental,
             prelisting=prelisting,
             known_repos=known_repos,

@@ -139,7 +139,7 @@ class _Merging:
     """Folders some path of the state was put in (a file written below them)."""
 
     def __post_init__(self) -> None:
-        self.untracked = {item.path for item in self.scan.skipped if item.reason is not SkipReason.VANISHED}
+        self.untracked = {item.path for item in self.scan.kept_as_is()}
         self.lstats: dict[str, bool] = {}
         """Path the scan does not track -> whether a file or symlink stands there."""
 

@@ -9,10 +9,12 @@ submodule checkout whose ``.git`` is a file naming its git folder. The search
 goes up from the workspace and stops at the filesystem's root or at a mount
 boundary, as git does without ``GIT_DISCOVERY_ACROSS_FILESYSTEM``.
 
-The index is read with our own parser (versions 2 to 4): it only needs the
-paths, and dulwich's full parse took 0.95 s for 100,000 entries here against
-0.06 s. A missing, unreadable, damaged or unsupported index (a split index) is
-a warning, and the snapshot goes on with the ignore rules alone.
+The index is read with our own parser (versions 2 to 4): it needs the paths,
+and the few entries the working tree does not hold (a submodule's gitlink, a
+file outside a sparse checkout, see :class:`IndexEntry`); dulwich's full parse
+took 0.95 s for 100,000 entries here against 0.06 s. A missing, unreadable,
+damaged or unsupported index (a split index) is a warning, and the snapshot
+goes on with the ignore rules alone.
 """
 
 from __future__ import annotations
@@ -31,7 +33,26 @@ log = logging.getLogger("snapshotter")
 _SIGNATURE = b"DIRC"
 _MAX_INDEX_BYTES = 1 << 30
 _EXTENDED = 0x4000
+_SKIP_WORKTREE = 0x4000
+"""In an entry's extended flags (index version 3 and up): outside the sparse checkout."""
 _NAME_MASK = 0x0FFF
+_GITLINK = b"\x00\x00\xe0\x00"
+"""Mode 160000 as the index stores it: a submodule's commit."""
+MODE_GITLINK = 0o160000
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """An entry of the user's index that the working tree may not hold, which
+    ``git add -A`` keeps all the same: a submodule's gitlink (``mode`` 160000,
+    ``sha`` its commit), kept while its folder is there but not checked out;
+    a file marked skip-worktree (outside a sparse checkout), kept while it is
+    absent. ``path`` is relative to the workspace."""
+
+    path: bytes
+    mode: int
+    sha: bytes
+    skip_worktree: bool
 
 
 @dataclass(frozen=True)
@@ -119,19 +140,23 @@ class TrackedPaths:
     paths: tuple[bytes, ...]
     checksum: bytes
     """Changes whenever the set of paths may have changed."""
+    absent: tuple[IndexEntry, ...] = ()
+    """Gitlinks and skip-worktree entries: what ``git add -A`` keeps unchecked out."""
 
     @classmethod
-    def of(cls, paths: list[bytes] | tuple[bytes, ...]) -> TrackedPaths:
+    def of(cls, paths: list[bytes] | tuple[bytes, ...], absent: tuple[IndexEntry, ...] = ()) -> TrackedPaths:
         ordered = tuple(sorted(set(paths)))
-        return cls(ordered, hashlib.sha1(b"\0".join(ordered)).digest())
+        return cls(ordered, hashlib.sha1(b"\0".join(ordered)).digest(), absent)
 
     def merged(self, other: TrackedPaths) -> TrackedPaths:
-        return TrackedPaths.of(self.paths + other.paths)
+        merged = TrackedPaths.of(self.paths + other.paths, self.absent + other.absent)
+        return TrackedPaths(merged.paths, hashlib.sha1(self.checksum + other.checksum).digest(), merged.absent)
 
     def below(self, folder: str) -> TrackedPaths:
         """These paths as seen from the workspace, for a repository rooted at ``folder`` in it."""
         prefix = os.fsencode(folder) + b"/"
-        return TrackedPaths(tuple(prefix + path for path in self.paths), self.checksum + prefix)
+        absent = tuple(IndexEntry(prefix + e.path, e.mode, e.sha, e.skip_worktree) for e in self.absent)
+        return TrackedPaths(tuple(prefix + path for path in self.paths), self.checksum + prefix, absent)
 
     def has(self, path: str) -> bool:
         """Is the file ``path`` (workspace-relative) tracked?"""
@@ -161,7 +186,8 @@ def tracked_paths(repository: UserRepository) -> TrackedPaths | None:
         )
         return None
     try:
-        paths = parse_index(data)
+        absent: list[IndexEntry] = []
+        paths = parse_index(data, absent)
     except ValueError as exc:
         warn_once((path, str(exc)), "%s: %s; tracked files follow the ignore rules alone", path, exc)
         return None
@@ -170,11 +196,17 @@ def tracked_paths(repository: UserRepository) -> TrackedPaths | None:
         start = bisect.bisect_left(paths, prefix)
         end = bisect.bisect_left(paths, prefix[:-1] + b"0")  # "0" follows "/" in byte order
         paths = [p[len(prefix) :] for p in paths[start:end]]
-    return TrackedPaths(tuple(paths), data[-20:] + prefix)
+        absent = [
+            IndexEntry(e.path[len(prefix) :], e.mode, e.sha, e.skip_worktree)
+            for e in absent
+            if e.path.startswith(prefix)
+        ]
+    return TrackedPaths(tuple(paths), data[-20:] + prefix, tuple(absent))
 
 
-def parse_index(data: bytes) -> list[bytes]:
-    """The paths of a git index (versions 2, 3 and 4), in its order (sorted).
+def parse_index(data: bytes, absent: list[IndexEntry] | None = None) -> list[bytes]:
+    """The paths of a git index (versions 2, 3 and 4), in its order (sorted);
+    its gitlinks and skip-worktree entries go to ``absent``, if given.
 
     ValueError for anything else: not an index, a damaged one (its trailing
     SHA-1 is checked), a version we do not know, or a split index, whose
@@ -196,6 +228,7 @@ def parse_index(data: bytes) -> list[bytes]:
     find = data.find
     try:
         for _ in range(count):
+            entry = position
             flags = (data[position + 60] << 8) | data[position + 61]
             name_at = position + 62
             if version >= 3 and flags & _EXTENDED:
@@ -214,6 +247,11 @@ def parse_index(data: bytes) -> list[bytes]:
                     raise ValueError("the index is damaged")
                 path = data[name_at:end]
                 position += ((end - position) // 8 + 1) * 8  # the name is padded with 1 to 8 NULs
+            if absent is not None:
+                skip = version >= 3 and flags & _EXTENDED and data[entry + 62] << 8 & _SKIP_WORKTREE
+                if skip or data[entry + 24 : entry + 28] == _GITLINK:
+                    mode = struct.unpack_from(">I", data, entry + 24)[0]
+                    absent.append(IndexEntry(path, mode, data[entry + 40 : entry + 60], bool(skip)))
             paths.append(path)
             previous = path
     except IndexError:

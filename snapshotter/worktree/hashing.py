@@ -146,7 +146,8 @@ def _build_trees(order: list[DirNode], cache: StatCache, writer: ObjectWriter, w
     """Give every folder its tree id, children before parents."""
     cached_dirs = cache.dirs
     for node in reversed(order):
-        count = len(node.records)
+        extras = node.extras
+        count = len(node.records) + (len(extras) if extras else 0)
         clean = node.clean
         for sub in node.subdirs:
             if sub.tree_id is not None:
@@ -163,6 +164,8 @@ def _build_trees(order: list[DirNode], cache: StatCache, writer: ObjectWriter, w
             node.tree_id = record[1]
             continue
         entries = [(os.fsencode(name), git_mode_of(record[0]), record[5]) for name, record in node.records.items()]
+        if extras:
+            entries.extend((os.fsencode(name), mode, sha) for name, (mode, sha) in extras.items())
         entries.extend(
             (os.fsencode(sub.rel.rpartition("/")[2]), MODE_TREE, sub.tree_id)
             for sub in node.subdirs

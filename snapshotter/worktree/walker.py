@@ -39,6 +39,7 @@ from snapshotter.worktree.preload import Preload
 from snapshotter.worktree.readdir import Queued, descend, forget_gone_subdirs, read_folder, skips_below
 from snapshotter.worktree.statcache import Folder, Listings, Record, Shape, StatCache
 from snapshotter.worktree.trust import FolderTrust, Prelisting, lasting_shapes
+from snapshotter.worktree.unchecked import add_unchecked
 from snapshotter.worktree.walkstate import DirNode, Walk, git_mode_of, never
 from snapshotter.worktree.watch import Changes
 
@@ -71,6 +72,8 @@ class Scan:
     """Folders holding a nested repository (a ``.git``), found listing or known from before."""
     entries: int = -1
     """Tracked files and folders, as the workspace caps count them (-1: not counted yet)."""
+    unchecked: list[str] = field(default_factory=list)
+    """Entries kept from the user's index that the working tree does not hold (``unchecked``)."""
 
     @property
     def tree_id(self) -> bytes:
@@ -106,6 +109,14 @@ class Scan:
             for name, record in node.records.items():
                 yield prefix + name, record
 
+    def kept_as_is(self) -> list[SkippedPath]:
+        """What a restore or revert must neither write nor delete: the paths this
+        scan saw but could not (or would not) read, and the entries it kept
+        from the user's index that the working tree does not hold."""
+        kept = [item for item in self.skipped if item.reason is not SkipReason.VANISHED]
+        kept.extend(SkippedPath(path, SkipReason.NOT_CHECKED_OUT) for path in self.unchecked)
+        return kept
+
     def unreadable(self) -> list[str]:
         """Files and folders that exist but could not be read: a file the store
         knew is kept as last recorded, the others are not in the snapshot."""
@@ -120,7 +131,8 @@ class Scan:
         out = {}
         for rel, node in self.nodes.items():
             if node.tree_id is not None:
-                out[rel] = (len(node.records) + sum(1 for d in node.subdirs if d.tree_id), node.tree_id)
+                extras = len(node.extras) if node.extras else 0
+                out[rel] = (len(node.records) + extras + sum(1 for d in node.subdirs if d.tree_id), node.tree_id)
         return out
 
 
@@ -143,6 +155,7 @@ def scan(
     progress: Callable[[int, int], None] | None = None,
     host: HostFS = POSIX,
     previous_mode: Callable[[str], int | None] | None = None,
+    recorded: Callable[[str], tuple[int, bytes] | None] | None = None,
     incremental: Incremental | None = None,
     prelisting: Prelisting | None = None,
     known_repos: tuple[str, ...] = (),
@@ -164,7 +177,8 @@ def scan(
     Under the same trust, a new store's first scan takes the folders that its
     size check listed and that have not changed since (``prelisting``).
     ``known_repos``: the nested repositories the previous scan found (see
-    ``Scan.repositories``).
+    ``Scan.repositories``). ``recorded(path)``: the newest snapshot's (git mode,
+    id) at a path, for the files a sparse checkout leaves out (``unchecked``).
     """
     started = time.perf_counter()
     limits = WorkspaceLimits.of(options)
@@ -184,8 +198,10 @@ def scan(
             walk.skipped.extend(skips_below(incremental.previous.skipped, walk.grafted))
             if limits.max_entries or limits.max_bytes:  # the files about to be hashed count too
                 limits.check(walk.workspace, _entries_after(walk, incremental.previous) + len(walk.pending), 0)
+        unchecked = add_unchecked(walk, ignores.tracked.absent, recorded) if ignores.tracked is not None else []
         hashed = write_objects(walk, writer, write, line_counts, progress)
         found = _outcome(walk, started, hashed, line_counts, write, incremental)
+        found.unchecked = unchecked
     found.tracked = ignores.checksum
     # Nested repositories: those seen in the folders listed now, and those known before in folders not listed.
     kept = [rel for rel in known_repos if rel not in walk.listed and rel in walk.nodes]

@@ -41,6 +41,10 @@ class DirNode:
     """The folder as listed (or as trusted unchanged), see ``trust``."""
     listed: int = -1
     """How many tracked files it listed: its shape holds only if each has a record."""
+    extras: dict[str, tuple[int, bytes]] | None = None
+    """Entries the user's index keeps that the folder does not hold (name ->
+    (git mode, id)): a submodule not checked out, a file outside a sparse
+    checkout (see ``unchecked``)."""
 
 
 @dataclass(slots=True)
