@@ -151,6 +151,31 @@ def test_a_parent_rule_change_reaches_folders_not_listed(ws: Path, make, tmp_pat
         assert _files(other, other.snapshot()) == [".gitignore", "a/b/c/y.tmp"]
 
 
+def test_a_parent_rule_that_ignores_nothing_below_lists_nothing_again(ws: Path, make, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A root .gitignore that changes (a restore writes an older one back) gives
+    every folder other rules; a folder whose names the new rules ignore none of
+    is judged from its shape, not listed again, and one they do is listed."""
+    write(ws, {**_tree(), ".gitignore": "*.log\n", "d0/sub/keep.bak": "k\n", "d1/skip.log": "s\n"})
+    _settle()
+    snap = make()
+    snap.snapshot()
+    (ws / ".gitignore").write_text("*.tmp\n")  # ignores nothing there is
+    _settle()
+    changed = snap.snapshot()
+    assert snap.last_scan.dirs_listed == 1  # d1 only: it held an ignored name (the root is judged again)
+    assert changed.tree_id == _cold_tree(ws, tmp_path / "cold1")
+    assert "d1/skip.log" in _files(snap, changed)
+    (ws / ".gitignore").write_text("*.bak\n")  # ignores d0/sub/keep.bak: that folder is listed and judged
+    _settle()
+    again = snap.snapshot()
+    assert "d0/sub/keep.bak" not in _files(snap, again)
+    assert again.tree_id == _cold_tree(ws, tmp_path / "cold2")
+    (ws / ".gitignore").write_text("sub/\n")  # a folder pattern: the folders holding sub/ see it
+    _settle()
+    assert snap.snapshot().tree_id == _cold_tree(ws, tmp_path / "cold3")
+    assert snap.status() == []
+
+
 def test_a_skipped_file_is_looked_at_again(ws: Path, make, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     write(ws, {"d/big.bin": "x" * 100, "d/small.txt": "s\n"})
     _settle()

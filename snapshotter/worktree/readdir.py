@@ -52,7 +52,7 @@ def read_folder(
     trust = walk.trust
     own = trust.own_stat(fd)
     if own is not None:
-        vouched = trust.unchanged(own, node.rel, rules, base)
+        vouched = trust.unchanged(own, node.rel, rules, base, table)
         if vouched is not None:  # the table's names are its files: no listing
             shape, inner, known = vouched
             dirs = list(shape[5])

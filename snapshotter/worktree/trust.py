@@ -18,6 +18,9 @@ one place that decides when that holds; the walk's steps only ask it.
   verdicts may differ), whether it has a ``.gitignore``, and its tracked
   subfolders. A shape holds only while the folder's table has a record for
   every file listed; a folder holding a leftover of a killed restore gets none.
+  Under other rules (a ``.gitignore`` above changed), a folder that ignored
+  nothing is judged again from its shape and table, and listed only if the new
+  rules ignore one of its entries.
 - Relisting. A folder without a shape (a restore wrote to it) is listed
   again; where the preload's copy already listed it under the very stat the
   walk sees now and found only the files of its table, the walk takes that
@@ -47,8 +50,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from snapshotter.fsutil import settled, stat_key
+from snapshotter.worktree.defaults import VENV_MARKER
 from snapshotter.worktree.ignore import IgnoreStack
 from snapshotter.worktree.listing import LIST_BY_FD, listing_key, own_rules
+from snapshotter.worktree.packedfolder import names_of
 from snapshotter.worktree.statcache import Folder, Shape, StatCache
 
 
@@ -134,7 +139,7 @@ class FolderTrust:
         self.prelisting = prelisting
 
     def unchanged(
-        self, own: os.stat_result, rel: str, rules: IgnoreStack, base: str
+        self, own: os.stat_result, rel: str, rules: IgnoreStack, base: str, table: Folder
     ) -> tuple[Shape, IgnoreStack, tuple[bytes, frozenset[str]]] | None:
         """Folder ``rel``'s shape, the rules inside it and its ignore verdicts, if
         it still holds the entries its shape recorded; else None: list it.
@@ -142,7 +147,8 @@ class FolderTrust:
         Creating, removing or renaming an entry changes a folder's mtime and ctime.
         A shape whose ctime is at or above the cutoff is racy: the folder may have
         changed again within the same clock tick (the ctime, unlike the mtime,
-        cannot be set back). A shape recorded under other rules may have other verdicts.
+        cannot be set back). A shape recorded under other rules may have other
+        verdicts: see :meth:`_judged_again`.
         """
         known = self.listings.get(rel)
         if known is None or (self.tracked_moved and known[1]):
@@ -151,7 +157,9 @@ class FolderTrust:
         if shape is None or shape[1] >= self.cutoff or not same_stat(own, shape[0], shape[1], shape[2]):
             return None
         inner = own_rules(rules, shape[4], rel, base)
-        return (shape, inner, known) if inner.fingerprint == shape[3] else None
+        if inner.fingerprint == shape[3]:
+            return shape, inner, known
+        return _judged_again(shape, inner, known, rel, table)
 
     def same_names(
         self, rel: str, rules: IgnoreStack, base: str, names: list[str]
@@ -175,6 +183,33 @@ class FolderTrust:
         """The shape of a folder just listed (by the size check if ``prelisted``)."""
         began = self.prelisting.began_ns if prelisted and self.prelisting is not None else self.began_ns
         return shape_of(own, rules, gitignore, dirs, began)
+
+
+def _judged_again(
+    shape: Shape, inner: IgnoreStack, known: tuple[bytes, frozenset[str]], rel: str, table: Folder
+) -> tuple[Shape, IgnoreStack, tuple[bytes, frozenset[str]]] | None:
+    """The shape of an unchanged folder whose rules changed (a restore wrote a
+    ``.gitignore`` above it back: every folder below has other rules), if the
+    new rules ignore none of its entries either; else None: list it.
+
+    Its entries are known without listing it: its stat is the shape's, so they
+    are those listed then, and as nothing was ignored then (``known``) they are
+    the files of its table and the subfolders of its shape. Judging those names
+    afresh is what listing it would do, less the listing: after a restore over
+    a changed root ``.gitignore``, a monorepo's next scan listed all its 12,900
+    folders again."""
+    if known[1]:
+        return None  # ignored names then: their kinds are not kept, so list it
+    files, dirs = names_of(table), shape[5]
+    prefix = rel + "/" if rel else ""
+    if inner.excludes_environments and VENV_MARKER in files and rel:
+        return None
+    if any(inner.by_rules(prefix + name, False) for name in files):
+        return None
+    if any(inner.by_rules(prefix + name, True) for name in dirs):
+        return None
+    names = sorted([*files, *(name + "/" for name in dirs)])
+    return (*shape[:3], inner.fingerprint, *shape[4:]), inner, (listing_key(inner.fingerprint, names), frozenset())
 
 
 def _no_stat(fd: int) -> None:
