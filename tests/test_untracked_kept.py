@@ -182,3 +182,19 @@ def test_git_status_is_clean_after_restoring_over_a_new_ignore_rule(ws: Path, ma
     write(ws, {"x.log": "edited\n", "src/y.log": "y2\n", "src/.gitignore": "*.log\n", ".gitignore": "x.log\n"})
     snap.restore(a.id)
     assert git("status", "--porcelain", "--ignored", cwd=ws, env=env) == ""
+
+
+def test_a_symlink_only_a_rule_the_restore_takes_away_hides_is_restored(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """Found by the model (--long): the rule holds for symlinks as for files."""
+    import os
+
+    os.symlink("a", ws / "keep.log")
+    write(ws, {"a": "a\n"})
+    snap = make()
+    first = snap.snapshot()
+    (ws / "keep.log").unlink()
+    os.symlink("elsewhere", ws / "keep.log")
+    write(ws, {".gitignore": "*.log\n"})
+    result = snap.restore(first.id)
+    assert os.readlink(ws / "keep.log") == "a" and kept(result) == {}
+    assert snap.undo().ok and os.readlink(ws / "keep.log") == "elsewhere"

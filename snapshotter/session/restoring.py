@@ -177,7 +177,7 @@ class Restore:
 
         def size_of(path: str) -> int | None:
             st = workspace.lstat(path)
-            return st.st_size if st is not None and stat.S_ISREG(st.st_mode) else None
+            return st.st_size if st is not None and (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)) else None
 
         return tracked_after(untracked, rules, options.max_new_file_size, size_of)
 

@@ -45,7 +45,8 @@ def tracked_after(
 ) -> list[str]:
     """The paths among ``untracked`` (in the target's way) that are ignored now
     but that the rules afterwards track: neither ignored then nor over the new
-    file size cap (``size_cap``, 0: none)."""
+    file size cap (``size_cap``, 0: none); ``size_of``: a file's or symlink's
+    size, None for anything else (a folder, a special file: never taken in)."""
     out = []
     for item in untracked:
         if item.reason is not SkipReason.IGNORED or rules.ignores(item.path):
