@@ -89,17 +89,21 @@ def restored(engine: Engine, result: RestoreResult) -> None:
 
 def _abandon_redo(engine: Engine) -> None:
     """Clear the redo stack, keeping each state it could have returned to as a
-    snapshot labelled ``abandoned:<n>``: nothing made is lost to a new checkpoint."""
+    snapshot labelled ``abandoned:<n>``: nothing made is lost to a new checkpoint.
+    A state an undo point holds too needs no copy: the copy would be the newest
+    snapshot, which retention never drops, and crowd out a state held nowhere else."""
     name = stack_of(engine, REDO)
     entries = _live(engine, name)
     if not entries:
         return
+    held = {_info(engine, sha).tree_id for sha in _live(engine, stack_of(engine, UNDO))}
     number = max((_abandoned_number(info) for info in engine.catalog.newest_first()), default=0)
     for sha in entries:
         info = _info(engine, sha)
         kept = _redo_target(engine, info) if engine.session is not None else info
-        if kept is None:
+        if kept is None or kept.tree_id in held:
             continue
+        held.add(kept.tree_id)
         number += 1
         engine.relabelled(kept, f"abandoned by a checkpoint: {kept.message}".strip(), f"{ABANDONED}{number}")
     engine.store.clear(name)

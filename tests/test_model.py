@@ -536,3 +536,25 @@ def test_undo_after_restoring_over_a_rule_the_restore_took_away() -> None:
         model.listed_snapshots_are_the_models()
     finally:
         model.teardown()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="exec bits and symlinks are modelled POSIX-style")
+def test_a_restore_that_abandons_a_redo_point_keeps_the_state_saved_before_the_redo() -> None:
+    """Found by the model (--long), from stop 38: with every other snapshot an undo
+    point, retention dropped the pre-redo snapshot (the only one of its state)
+    and kept the newer abandoned:1 copy of a state other snapshots hold."""
+    model = WorkspaceModel()
+    try:
+        for _ in range(3):
+            model.checkpoint()
+        model.swap_file_and_folder(content=b"", folder="n", inner="a")
+        model.checkpoint()
+        model.checkpoint()
+        model.undo()
+        model.undo()
+        model.edit_gitignore(variant="folder-d")
+        model.redo()
+        model.restore_full(pick=0)
+        model.listed_snapshots_are_the_models()
+    finally:
+        model.teardown()

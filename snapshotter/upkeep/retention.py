@@ -1,6 +1,7 @@
 """Retention: which snapshots to drop so the store stays small.
 
-The newest snapshot, the base, pinned snapshots, what redo returns to, and
+The newest snapshot (not counting the copies of abandoned redo points, which
+hold older states), the base, pinned snapshots, what redo returns to, and
 the newest ``max_undo`` undo points are never dropped; older undo points
 (every turn begun is one) are ordinary snapshots under the limits. Dropping a
 snapshot removes only its ref; the ids of the others never change (snapshots
@@ -12,8 +13,11 @@ Over the count limit, what goes first is what is missed least. A snapshot of
 a state a newer snapshot also holds (a tool call that changed nothing, a
 checkpoint of an unchanged folder) loses no state: those go before any
 snapshot of a state held nowhere else, so read-only tool calls never evict
-history. Within each of the two, plain snapshots go before labelled ones, and
-turn snapshots go last; then the oldest first. A snapshot closing a bracket
+history. Within each of the two, plain snapshots go first, then the copies
+of abandoned redo points (``abandoned:<n>``: a state undone and then moved
+past), then other labelled ones, and turn snapshots last; then the oldest
+first. So a restore that abandons a redo point never costs the state saved
+just before it. A snapshot closing a bracket
 (``tool-done:<id>``, ``post-turn:<n>``) goes only with the one opening it:
 without its end, a call or turn would read as still open.
 """
@@ -31,11 +35,14 @@ __all__ = ["Retention", "by_count_and_age", "droppable"]
 _CLOSING = {"tool-done:": "tool:", "post-turn:": "pre-turn:"}
 """The label prefix of a snapshot closing a bracket, and of the one opening it."""
 _TURN = ("pre-turn:", "post-turn:")
+_ABANDONED = "abandoned:"
 
 
 def droppable(snapshots: Sequence[SnapshotInfo], protected: set[str]) -> list[SnapshotInfo]:
     """Snapshots retention may drop, oldest first (``snapshots`` is newest first)."""
-    return [s for s in reversed(snapshots[1:]) if s.id not in protected]
+    newest = next((s for s in snapshots if not (s.label or "").startswith(_ABANDONED)), None)
+    newest_id = (newest or snapshots[0]).id if snapshots else None
+    return [s for s in reversed(snapshots) if s.id != newest_id and s.id not in protected]
 
 
 def by_count_and_age(
@@ -62,7 +69,7 @@ def least_missed_first(snapshots: Sequence[SnapshotInfo], candidates: list[Snaps
 
     def missed(info: SnapshotInfo) -> tuple[bool, int, int]:
         label = info.label or ""
-        kind = 2 if label.startswith(_TURN) else 1 if label else 0
+        kind = 3 if label.startswith(_TURN) else 1 if label.startswith(_ABANDONED) else 2 if label else 0
         return newest_of[info.tree_id] == info.id, kind, info.sequence
 
     return sorted(candidates, key=missed)
