@@ -528,19 +528,26 @@ class Bench:
         a, tree_a = self.sync()
         self.ws.edit(self.ws.pick(max(1, len(self.ws.paths) // 10), self.rng), self.rng)
         b, tree_b = self.sync()
-        snap.pin(a.id)
-        snap.pin(b.id)
+        self.restore_between(row, (a, tree_a), (b, tree_b))
+
+    def restore_between(self, row: Row, a: tuple[SnapshotInfo, str], b: tuple[SnapshotInfo, str]) -> None:
+        """From state B, restore A, B, A...: all snapshotter's runs, then git's."""
+        snap = self.snap
+        assert snap is not None
+        snap.pin(a[0].id)
+        snap.pin(b[0].id)
         for run in range(self.runs):
             quiet_disk()
-            self.time_side(row, "snapshotter", partial(self.restore_counted, row, snap, a if run % 2 == 0 else b), snap)
+            target = a[0] if run % 2 == 0 else b[0]
+            self.time_side(row, "snapshotter", partial(self.restore_counted, row, snap, target), snap)
         if self.runs % 2:
-            snap.restore(b.id)
+            snap.restore(b[0].id)
         self.sync()
         for run in range(self.runs):
             quiet_disk()
-            self.time_side(row, "git", partial(self.git.restore, tree_a if run % 2 == 0 else tree_b))
+            self.time_side(row, "git", partial(self.git.restore, a[1] if run % 2 == 0 else b[1]))
         if self.runs % 2:
-            self.git.restore(tree_b)
+            self.git.restore(b[1])
 
     def diff_10(self, row: Row) -> None:
         snap = self.snap
