@@ -327,19 +327,36 @@ def turn_pair(engine: Engine, n: int) -> Pair:
 
 
 def revert_turn(
-    engine: Engine, n: int, reset: bool, conflicts: ConflictMode, hunks: Sequence[str] | None = None
+    engine: Engine,
+    n: int,
+    reset: bool,
+    conflicts: ConflictMode,
+    hunks: Sequence[str] | None = None,
+    dry_run: bool = False,
 ) -> RestoreResult | RevertResult:
     """Revert the n-th last turn's own changes (with ``hunks``, only those of
     them), keeping every later edit; with ``reset``, restore the state before
-    it instead (later edits replaced)."""
+    it instead (later edits replaced). ``dry_run``: say what would be written."""
     pre, post = turn_pair(engine, n)
     if reset:
-        result = restore(engine, pre, safety_label="pre-revert")
-        restored(engine, result)
+        result = restore(engine, pre, safety_label="pre-revert", dry_run=dry_run)
+        if not dry_run:
+            restored(engine, result)
         return result
     turn = (pre.label or "")[len(PRE_TURN) :]
     pairs = session_changes(engine, engine.session, pre, post)
-    return revert_changes(engine, pairs, conflicts=conflicts, message=f"before reverting turn {turn}", hunks=hunks)
+    return revert_changes(
+        engine, pairs, conflicts=conflicts, message=f"before reverting turn {turn}", hunks=hunks, dry_run=dry_run
+    )
+
+
+def turn_number(engine: Engine, pre: SnapshotInfo) -> int:
+    """The n that ``revert_turn(n)`` takes for the turn ``pre`` (its pre-turn snapshot) began."""
+    turns = engine.store.stack(stack_of(engine, TURNS))
+    sha = bytes.fromhex(pre.id)
+    if sha not in turns:
+        raise InvalidInput(f"snapshot {pre.id[:12]} does not begin a turn of this session")
+    return len(turns) - turns.index(sha)
 
 
 def turn_hunks(engine: Engine, n: int, split: bool = False) -> list[Hunk]:

@@ -215,14 +215,27 @@ class Workflows:
         reset: Literal[False] = False,
         conflicts: ConflictMode = ...,
         hunks: Sequence[str] | None = ...,
+        dry_run: bool = ...,
     ) -> RevertResult: ...
     @overload
     def revert_turn(
-        self, n: int = 1, *, reset: Literal[True], conflicts: ConflictMode = ..., hunks: None = ...
+        self,
+        n: int = 1,
+        *,
+        reset: Literal[True],
+        conflicts: ConflictMode = ...,
+        hunks: None = ...,
+        dry_run: bool = ...,
     ) -> RestoreResult: ...
     @overload
     def revert_turn(
-        self, n: int = 1, *, reset: bool, conflicts: ConflictMode = ..., hunks: Sequence[str] | None = ...
+        self,
+        n: int = 1,
+        *,
+        reset: bool,
+        conflicts: ConflictMode = ...,
+        hunks: Sequence[str] | None = ...,
+        dry_run: bool = ...,
     ) -> RevertResult | RestoreResult: ...
 
     @public(mutates=True)
@@ -233,6 +246,7 @@ class Workflows:
         reset: bool = False,
         conflicts: ConflictMode = "abort",
         hunks: Sequence[str] | None = None,
+        dry_run: bool = False,
     ) -> RevertResult | RestoreResult:
         """Revert the n-th last turn of this session (1 = the last one): its own
         changes (its tool calls, if it bracketed them; else pre-turn to
@@ -240,11 +254,20 @@ class Workflows:
         stays, as :meth:`revert` does; with ``hunks`` (ids from
         :meth:`turn_hunks`), only those hunks of them. With ``reset=True`` the
         workspace is restored to the state before the turn instead (later edits
-        replaced, kept in the safety snapshot), and a ``RestoreResult`` comes back."""
+        replaced, kept in the safety snapshot), and a ``RestoreResult`` comes back.
+        ``dry_run``: what would be written, writing nothing."""
         chosen = inputs.hunk_ids(hunks)
         if reset and chosen is not None:
             raise InvalidInput("revert_turn takes hunks= or reset=True, not both: a reset restores the whole turn")
-        return history.revert_turn(self._engine_ok(), n, bool(reset), check_conflict_mode(conflicts), chosen)
+        engine = self._engine_ok()
+        return history.revert_turn(engine, n, bool(reset), check_conflict_mode(conflicts), chosen, bool(dry_run))
+
+    @public()
+    def turn_number(self, ref: str | SnapshotInfo) -> int:
+        """The ``n`` that :meth:`revert_turn` and :meth:`turn_hunks` take for the
+        turn whose ``pre-turn`` snapshot is ``ref`` (a turn of this session)."""
+        engine = self._engine_ok()
+        return history.turn_number(engine, engine.catalog.get(ref))
 
     # -- forks ---------------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import tarfile
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -59,7 +60,7 @@ def test_the_sdist_carries_what_its_tests_need(tmp_path: Path) -> None:
             archive.extractall(tmp_path / "unpacked", filter="data")
         else:  # pragma: no cover - Pythons before the extraction filters
             archive.extractall(tmp_path / "unpacked")  # noqa: S202 - our own archive, just built
-    needed = {"LICENSE", "README.md", "SECURITY.md", "pyproject.toml", "snapshotter/py.typed"}
+    needed = {"LICENSE", "README.md", "SECURITY.md", "pyproject.toml", "snapshotter/py.typed", *PAGE}
     needed |= {str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("*.py")}
     assert needed <= names, sorted(needed - names)
     (unpacked,) = (tmp_path / "unpacked").iterdir()
@@ -73,6 +74,27 @@ def test_the_sdist_carries_what_its_tests_need(tmp_path: Path) -> None:
     )
     assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-2000:]
     assert "error" not in collected.stdout.lower().splitlines()[-1]
+
+
+PAGE = {f"snapshotter/frontends/page/{name}" for name in ("index.html", "page.js", "page.css")}
+"""The page of ``snapshotter ui``: package data, read with ``importlib.resources``."""
+
+
+def test_the_wheel_carries_the_page(tmp_path: Path) -> None:
+    if importlib.util.find_spec("build") is None:
+        pytest.skip("the build package is not installed")
+    isolation = ["--no-isolation"] if _has_modern_setuptools() else []
+    made = subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path / "dist"), *isolation, str(ROOT)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert made.returncode == 0, made.stderr[-2000:]
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        assert PAGE <= set(archive.namelist())
 
 
 def _has_modern_setuptools() -> bool:

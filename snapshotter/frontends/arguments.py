@@ -43,6 +43,11 @@ def _count(text: str) -> int:
     return value
 
 
+def _turn(text: str) -> int | str:
+    """A turn: its number from the newest (``1``: the last one), or a REF of its pre-turn snapshot."""
+    return int(text) if text.isdigit() else text
+
+
 def _global_options(parser: argparse.ArgumentParser, on_subcommand: bool) -> None:
     """The options every command takes, before or after its name.
 
@@ -135,6 +140,7 @@ def _parser() -> argparse.ArgumentParser:
 
     log = command("log", "list snapshots, newest first; @ marks the base (with --session: only that session's)")
     log.add_argument("-n", "--limit", type=_count, default=50, help="how many (default 50; 0 for all)")
+    log.add_argument("--skip", type=_count, default=0, metavar="N", help="leave out the newest N first, as git log")
     log.add_argument("--label", default=None, help="only snapshots with this label")
     log.add_argument("--meta", action="append", type=_meta, default=[], metavar="KEY=VALUE", help="only matching")
 
@@ -181,8 +187,15 @@ def _parser() -> argparse.ArgumentParser:
         "turn", "agent turns: begin, end, revert N (its own changes; --reset: the state before it), hunks N (to revert)"
     )
     turn.add_argument("action", choices=["begin", "end", "revert", "hunks"])
-    turn.add_argument("n", nargs="?", type=int, default=1, help="with revert or hunks: the n-th last turn (default 1)")
+    turn.add_argument(
+        "n",
+        nargs="?",
+        type=_turn,
+        default=1,
+        help="with revert or hunks: the n-th last turn (default 1), or the REF of its pre-turn snapshot",
+    )
     turn.add_argument("--reset", action="store_true", help="with revert: restore the state before the turn")
+    turn.add_argument("--dry-run", action="store_true", help="with revert: show what would change, change nothing")
     turn.add_argument(
         "--agent", choices=AGENT_NAMES, default=None, help="in that agent's newest session here (see `sessions`)"
     )
@@ -252,6 +265,8 @@ def _parser() -> argparse.ArgumentParser:
     command("config", "effective settings and where each came from")
     command("mcp", "serve this folder's snapshots to an MCP client over stdio")
     command("watch", "keep this folder watched and serve its commands to later `snapshotter` calls (docs/watch.md)")
+    ui = command("ui", "serve a page of this folder's history on 127.0.0.1: lanes, diffs, revert (docs/ui.md)")
+    ui.add_argument("--port", type=_count, default=0, help="the port (default: any free one)")
     return parser
 
 

@@ -157,6 +157,12 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
         from snapshotter.frontends import agent_commands
 
         return agent_commands.hooks(args, workspace, _console.environ, _print)
+    if name == "ui":
+        from snapshotter.frontends import ui_server
+
+        with _open(args, workspace, settings) as snap:
+            ui_server.serve(snap, args.port, _console.out, run, Console)
+        return None, lambda: None
     store = store_path_for(workspace, settings.value("home"))
     if name == "where":
         found = {"workspace": workspace, "store": store, "exists": os.path.isdir(store)}
@@ -196,12 +202,9 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
         return f.snapshot_json(info), show_snapshot
     if name == "log":
         grouped = snap.session is not None and not args.label and not args.meta  # by turn: all, then the newest
-        infos = snap.list(
-            limit=None if grouped else args.limit or None,
-            label=args.label,
-            metadata=dict(args.meta) or None,
-            session=snap.session,
-        )
+        wanted = args.skip + args.limit if args.limit and not grouped else None
+        infos = snap.list(limit=wanted, label=args.label, metadata=dict(args.meta) or None, session=snap.session)
+        infos = infos[args.skip :]
         base = snap.base()
         base_id = base.id if base is not None else None
         if grouped:
@@ -431,7 +434,7 @@ def _main(argv: Sequence[str]) -> int:
             return code
         except KeyboardInterrupt:
             return 130
-    if name in ("mcp", "watch"):
+    if name in ("mcp", "watch", "ui"):
         return EXIT_OK
     if args.json:
         _print(_document(name, {"result": result}, warned.messages))

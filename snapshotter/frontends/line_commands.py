@@ -138,9 +138,10 @@ def hunk_lines(listed: Sequence[Hunk]) -> list[str]:
 
 
 def blame_json(found: BlameResult) -> dict[str, Any]:
-    """``{path, runs: [{start, count, source_start, origin}], depth, limit, limited, session}``."""
+    """``{path, lines, runs: [{start, count, source_start, origin}], depth, limit, limited, session}``."""
     return {
         "path": found.path,
+        "lines": list(found.lines),
         "session": found.session,
         "runs": [rendering.plain_json(run) for run in found.runs],
         "depth": found.depth,

@@ -50,19 +50,20 @@ def dispatch(
             from snapshotter.frontends.agent_commands import newest_session_of
 
             snap = snap.in_session(newest_session_of(snap, args.agent))
+        n = args.n if isinstance(args.n, int) else snap.turn_number(args.n)
         if args.action == "hunks":
-            listed = snap.turn_hunks(args.n)
+            listed = snap.turn_hunks(n)
             return [f.plain_json(h) for h in listed], lambda: _lines(say, line_commands.hunk_lines(listed))
         if args.action == "revert":
             if args.reset and (args.hunk or args.patch):
                 line_commands.pick(args, lambda split: [], None, say)  # refuses: a reset restores the whole turn
             if args.reset:
-                restored = snap.revert_turn(args.n, reset=True)
+                restored = snap.revert_turn(n, reset=True, dry_run=args.dry_run)
                 return f.restore_json(restored), lambda: _lines(say, f.restore_lines(restored))
-            chosen = line_commands.pick(args, lambda split: snap.turn_hunks(args.n, split=split), ask, say)
+            chosen = line_commands.pick(args, lambda split: snap.turn_hunks(n, split=split), ask, say)
             if chosen == []:
                 return None, lambda: say("no hunk chosen; nothing was written")
-            return _reverted(snap.revert_turn(args.n, conflicts=args.conflicts, hunks=chosen), say)
+            return _reverted(snap.revert_turn(n, conflicts=args.conflicts, hunks=chosen, dry_run=args.dry_run), say)
         info = snap.begin_turn() if args.action == "begin" else snap.end_turn()
         return f.snapshot_json(info), lambda: say(f.snapshot_line(info))
     if name == "tool":
