@@ -192,3 +192,26 @@ def test_a_screenshot_of_the_timeline_is_kept(page: Any) -> None:
     shot = ARTEFACTS / "ui-timeline.png"
     page.save_screenshot(str(shot))
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+def test_binary_mode_symlink_and_deleted_files_are_said_plainly(browser: Any, ws: Path, home: Path) -> None:
+    make_history(ws, home)
+    (ws / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x01\x02" * 50)
+    (ws / "README.md").unlink()
+    (ws / "app.py").chmod(0o755)
+    (ws / "link").symlink_to("notes.txt")
+    with Snapshotter(ws, home=home) as snap:
+        snap.snapshot("odd files")
+    with serving(ws, home) as running:
+        browser.get(running.url)
+        wait(browser, lambda d: d.execute_script("return document.body.dataset.settled === '1'"))
+        click(browser, ".snap", index=0)
+        wait(browser, lambda d: count(d, "#detail section.file") == 4)
+        shown = {
+            path: texts(browser, f'#detail section.file[data-path="{path}"]')[0]
+            for path in texts(browser, "#detail .path")
+        }
+    assert "binary" in shown["logo.png"] and "Binary file" in shown["logo.png"]
+    assert "deleted" in shown["README.md"] and "-added by codex" not in shown["README.md"]
+    assert "mode 100644 → 100755" in shown["app.py"]
+    assert "symlink: points to notes.txt" in shown["link"]

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 DISABLE_ENV = "SNAPSHOTTER_NO_WATCHER"
 """Set (to anything but empty or 0) to run every command in its own process."""
-NOT_RELAYED = frozenset({"watch", "mcp", "config", "where", "cleanup", "hooks", "hook"})
+NOT_RELAYED = frozenset({"watch", "mcp", "ui", "config", "where", "cleanup", "hooks", "hook"})
 """Commands always run in the calling process (cleanup removes the watcher's store)."""
 HANDSHAKE_TIMEOUT = 0.2
 """Seconds to connect and prove the key, both ways; past it the caller runs the command itself."""

@@ -375,12 +375,25 @@ function fileSection(diff, hunks, onRevert, tickable) {
       ? el("button", { type: "button", class: "small", onclick: () => show(() => blameView(diff.path)) }, "blame")
       : null,
   );
-  const body = hunks.map((hunk) => hunkBlock(hunk, onRevert));
-  if (!hunks.length) {
-    const words = diff.binary ? "Binary file: no lines to show." : diff.status === "deleted" ? "Deleted." : "No line changes.";
-    body.push(el("p", { class: "note-line" }, words));
-  }
+  const body = [];
+  const target = symlinkTargets(diff);
+  if (target) body.push(el("p", { class: "note-line" }, target));
+  if (diff.binary) body.push(el("p", { class: "note-line" }, "Binary file: no lines to show."));
+  body.push(...hunks.map((hunk) => hunkBlock(hunk, onRevert)));
+  if (!body.length) body.push(el("p", { class: "note-line" }, diff.status === "deleted" ? "Deleted." : "No line changes."));
   return el("section", { class: "file", "data-path": diff.path }, header, ...body);
+}
+
+function symlinkTargets(diff) {
+  // A symlink's patch holds its target as its one line: "points to X", "pointed to X", or both.
+  if (!diff.patch || (diff.old_mode !== "120000" && diff.new_mode !== "120000")) return null;
+  const lines = diff.patch.split("\n").filter((line) => !line.startsWith("+++") && !line.startsWith("---"));
+  const old = lines.find((line) => line.startsWith("-"));
+  const now = lines.find((line) => line.startsWith("+"));
+  const parts = [];
+  if (old !== undefined && diff.old_mode === "120000") parts.push(`pointed to ${old.slice(1)}`);
+  if (now !== undefined && diff.new_mode === "120000") parts.push(`points to ${now.slice(1)}`);
+  return parts.length ? `symlink: ${parts.join("; now ")}` : null;
 }
 
 function hunkBlock(hunk, onRevert) {
@@ -390,8 +403,8 @@ function hunkBlock(hunk, onRevert) {
     "Revert this hunk…",
   );
   const lines = hunk.patch.replace(/\n$/, "").split("\n");
-  const header = hunk.kind === "lines" ? lines.shift() : "";
-  const body = hunk.kind === "lines" ? sideBySide(hunk, lines) : el("p", { class: "note-line" }, hunk.patch);
+  const header = hunk.kind === "lines" ? lines.shift() : lines.join("; "); // a mode or whole-file hunk: its words
+  const body = hunk.kind === "lines" ? sideBySide(hunk, lines) : null;
   return el("div", { class: "hunk", "data-hunk": hunk.id }, el("div", { class: "hunk-head" }, el("code", {}, header), revert), body);
 }
 
