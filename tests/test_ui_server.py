@@ -260,3 +260,23 @@ def test_turn_revert_takes_a_pre_turn_ref_and_a_dry_run(ws: Path, home: Path, hi
     assert refused["error"]["type"] == "InvalidInput"  # type: ignore[index]
     assert contents(ws) == before
     assert os.path.exists(ws / ".env")
+
+
+def test_a_malformed_request_is_a_one_line_refusal(
+    ws: Path, home: Path, history: dict[str, str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    with serving(ws, home) as running:
+        raw = (
+            f"POST /api/pin HTTP/1.1\r\nHost: 127.0.0.1:{running.port}\r\nX-Snapshotter-Token: {running.token}\r\n"
+            "Content-Type: application/json\r\nContent-Length: many\r\n\r\n"
+        )
+        with socket.create_connection(("127.0.0.1", running.port), timeout=10) as raw_socket:
+            raw_socket.sendall(raw.encode())
+            answer = raw_socket.recv(65536).decode()
+        broken = request(running, "POST", "/api/pin", headers={"Content-Type": "application/json"})
+        with socket.create_connection(("127.0.0.1", running.port), timeout=10) as cut:
+            cut.sendall(b"GET /api/log HTTP/1.1\r\nHost: 127.0.0.1")  # and goes away mid-header
+        not_an_object = request(running, "POST", "/api/pin", "a JSON string, not an object")
+    assert answer.startswith("HTTP/1.1 413 ")
+    assert broken[0] == 413 and not_an_object[0] == 400
+    assert "Traceback" not in capfd.readouterr().err

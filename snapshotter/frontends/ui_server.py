@@ -140,6 +140,21 @@ def _watch(path: str, wake: Callable[[], None]) -> Any:
     return observer
 
 
+def _length(header: str | None) -> int:
+    try:
+        return int(header or 0)
+    except ValueError:
+        return -1
+
+
+class _Server(ThreadingHTTPServer):
+    """The standard server, but a connection that fails (a browser gone away, a
+    request cut off) is a debug line, not a traceback on stderr."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        log.debug("ui: a connection failed", exc_info=True)
+
+
 @dataclass(frozen=True)
 class Serving:
     """A running page server: its URL (with the token) and how to stop it."""
@@ -164,7 +179,7 @@ def start(snap: Snapshotter, run: CommandLine, console: ConsoleMaker, port: int 
     newest = Newest(snap)
     runner = Runner(snap, run, console)
     ports: list[int] = []
-    server = ThreadingHTTPServer(("127.0.0.1", port), _handler(token, runner, newest, snap.workspace, ports))
+    server = _Server(("127.0.0.1", port), _handler(token, runner, newest, snap.workspace, ports))
     server.daemon_threads = True
     bound = server.server_port
     ports.append(bound)
@@ -241,7 +256,7 @@ def _handler(
             if (self.headers.get("Content-Type") or "").split(";")[0].strip() != "application/json":
                 self._answer(415, {"error": "a change is a JSON body"})
                 return
-            length = int(self.headers.get("Content-Length") or 0)
+            length = _length(self.headers.get("Content-Length"))
             if not 0 < length <= MAX_BODY:
                 self._answer(413, {"error": "a change's body is 1 byte to 1 MiB"})
                 return
@@ -267,6 +282,10 @@ def _handler(
                 done = runner.run(table, name, fields)
             except BadRequest as exc:
                 self._answer(400, {"error": str(exc)})
+                return
+            except Exception as exc:  # a bug below: one line to the page, never a traceback
+                log.warning("snapshotter: ui: %s failed: %s: %s", name, type(exc).__name__, exc)
+                self._answer(500, {"error": f"{name} failed: {type(exc).__name__}: {exc}"})
                 return
             self._answer(200 if done.code == 0 else 409, done.document)
 
