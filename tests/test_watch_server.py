@@ -4,9 +4,11 @@ or refused. Real processes, real sockets, temporary folders."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -463,3 +465,46 @@ def test_a_token_in_a_served_command_line_is_in_no_log_output_or_store(tmp_path:
     for path in Path(store_of(ws, home)).rglob("*"):
         if path.is_file():
             assert token.encode() not in path.read_bytes(), path
+
+
+def test_the_page_runs_beside_a_watcher_and_hears_of_what_it_records(ws: Path, home: Path, watcher: Any) -> None:
+    """``snapshotter ui`` is never handed to the watcher (it would never return);
+    a snapshot the watcher records reaches the page's event stream."""
+    write(ws, {"a.txt": "one\n"})
+    env = {"SNAPSHOTTER_HOME": str(home)}
+    assert run_command("snapshot", "-C", str(ws), env=env).returncode == 0
+    running = watcher(ws, home)
+    page = subprocess.Popen(
+        [*COMMAND, "ui", "-C", str(ws)],
+        env=dict(os.environ, **env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert page.stdout is not None
+        assert select.select([page.stdout], [], [], 30)[0], "no URL: the command was handed to the watcher?"
+        url = page.stdout.readline().split()[-1]
+        port, token = int(url.split(":")[2].split("/")[0]), url.split("token=")[1]
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+        connection.request("GET", f"/events?token={token}")
+        stream = connection.getresponse()
+        first = _next_event(stream)
+        write(ws, {"a.txt": "two\n"})
+        made = json.loads(run_command("--json", "snapshot", "-C", str(ws), env=env).stdout)["result"]["id"]
+        assert any("'snapshot'" in line for line in running.served())  # the watcher recorded it
+        assert _next_event(stream)["newest"] == made != first["newest"]
+        connection.close()
+    finally:
+        page.send_signal(signal.SIGINT)
+        assert page.wait(timeout=20) == 0
+    assert not any("'ui'" in line for line in running.served())
+
+
+def _next_event(stream: Any) -> dict[str, str]:
+    while True:
+        line = stream.readline().decode()
+        if line.startswith("data: "):
+            found: dict[str, str] = json.loads(line[6:])
+            return found
