@@ -121,19 +121,20 @@ def _live(engine: Engine, name: str) -> list[bytes]:
     cleaned the stacks) or is damaged is removed, so what ``can_undo`` and
     ``can_redo`` promise is what ``undo`` and ``redo`` do. Hold the store lock."""
     stack = engine.store.stack(name)
-    snapshots = set(engine.store.snapshot_refs().values())
+    sequence_of = {sha: seq for seq, sha in engine.store.snapshot_refs().items()}  # once, not per entry
     live = []
     for sha in stack:
-        if sha in snapshots and _readable(engine, sha):
+        seq = sequence_of.get(sha)
+        if seq is not None and _readable(engine, sha, seq):
             live.append(sha)
         else:
             engine.store.drop_from_stack(name, sha)
     return live
 
 
-def _readable(engine: Engine, sha: bytes) -> bool:
+def _readable(engine: Engine, sha: bytes, seq: int | None = None) -> bool:
     try:
-        _info(engine, sha)
+        engine.catalog.info(seq, sha) if seq is not None else _info(engine, sha)
         return True
     except SnapshotError:
         return False

@@ -29,6 +29,7 @@ from dulwich.repo import Repo
 from snapshotter.errors import StoreError
 from snapshotter.fsutil import USE_CTIME, settled, sync_folder, unlink_quietly
 from snapshotter.gitstore.objectstore import StoredObjects
+from snapshotter.gitstore.refreading import LooseRefs
 
 DAMAGED_OBJECT: tuple[type[Exception], ...] = (
     ValueError,
@@ -73,6 +74,7 @@ class Store(StoredObjects):
         self.meta_dir = os.path.join(path, "snapshotter")
         self._refs_read: dict[bytes, tuple[tuple[int, ...], dict[int, bytes], list[str]]] = {}
         """Ref folder -> (its stamp, the numbered refs and the other names read then)."""
+        self._loose_refs = LooseRefs(self.path)
 
     @classmethod
     def open_or_create(cls, path: str, canonical: str) -> Store:
@@ -148,16 +150,10 @@ class Store(StoredObjects):
         return stamp, settled(folder, now) and settled(packed, now)
 
     def _read_numbered(self, base: bytes) -> tuple[dict[int, bytes], list[str]]:
-        refs = self.repo.refs
-        packed: dict[Ref, ObjectID] | None = None
         good: dict[int, bytes] = {}
         bad: list[str] = []
-        for key in refs.keys(Ref(base)):
-            name = Ref(base + b"/" + key)
-            raw = refs.read_loose_ref(name)
-            if raw is None:
-                packed = refs.get_packed_refs() if packed is None else packed
-                raw = packed.get(name)
+        for name, raw in self._loose_refs.read(base, self.repo.refs.get_packed_refs).items():
+            key = name[len(base) + 1 :]
             value = (raw or b"").strip()
             if key.isdigit() and _HEX40.fullmatch(value):
                 good[int(key)] = bytes.fromhex(value.decode("ascii"))
