@@ -68,6 +68,7 @@ class ForgivingSnapshotter:
     hunks = _or_none(Snapshotter.hunks)
     blame = _or_none(Snapshotter.blame)
     turn_hunks = _or_none(Snapshotter.turn_hunks)
+    turn_number = _or_none(Snapshotter.turn_number)
     push = _or_none(Snapshotter.push)
     fetch = _or_none(Snapshotter.fetch)
     snapshot_async = _as_is(Snapshotter.snapshot_async)
@@ -97,9 +98,10 @@ class ForgivingSnapshotter:
         reset: bool = False,
         conflicts: ConflictMode = "abort",
         hunks: Sequence[str] | None = None,
+        dry_run: bool = False,
     ) -> RevertResult | RestoreResult | None:
         """A RevertResult (a RestoreResult with ``reset=True``), or None."""
-        return cast(Snapshotter, self).revert_turn(n, reset=reset, conflicts=conflicts, hunks=hunks)
+        return cast(Snapshotter, self).revert_turn(n, reset=reset, conflicts=conflicts, hunks=hunks, dry_run=dry_run)
 
     def __enter__(self) -> ForgivingSnapshotter:
         return self
