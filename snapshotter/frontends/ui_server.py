@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import secrets
+import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -149,7 +150,11 @@ def _length(header: str | None) -> int:
 
 class _Server(ThreadingHTTPServer):
     """The standard server, but a connection that fails (a browser gone away, a
-    request cut off) is a debug line, not a traceback on stderr."""
+    request cut off) is a debug line, not a traceback on stderr, and stopping
+    never waits for a browser's idle keep-alive connection (Python 3.10 joined
+    every handler thread on close, and one blocked reading hung Ctrl-C)."""
+
+    block_on_close = False
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         log.debug("ui: a connection failed", exc_info=True)
@@ -198,6 +203,7 @@ def _handler(
 
     class Handler(BaseHTTPRequestHandler):
         server_version = "snapshotter-ui"
+        timeout = 120  # an idle connection is closed after two minutes (the event stream speaks every 15 s)
         sys_version = ""
         protocol_version = "HTTP/1.1"
 
@@ -327,7 +333,7 @@ def _handler(
 
 
 def serve(snap: Snapshotter, port: int, out: TextIO, run: CommandLine, console: ConsoleMaker) -> None:
-    """``snapshotter ui``: serve until interrupted, printing the URL to ``out`` first.
+    """``snapshotter ui``: serve until Ctrl-C (or SIGTERM, SIGHUP), printing the URL to ``out`` first.
 
     The page is not opened for you: the package starts no other program (a
     browser included); the URL is printed for a click or a copy."""
@@ -335,11 +341,15 @@ def serve(snap: Snapshotter, port: int, out: TextIO, run: CommandLine, console: 
         serving = start(snap, run, console, port)
     except OSError as exc:
         raise CommandFailed("PortUnavailable", f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
-    out.write(f"snapshotter ui: {serving.url}\nopen it in a browser on this machine; Ctrl-C stops the server\n")
-    out.flush()
+    stopping = threading.Event()
+    if threading.current_thread() is threading.main_thread():  # as `snapshotter watch` does
+        for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), lambda *_: stopping.set())
     try:
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
+        out.write(f"snapshotter ui: {serving.url}\nopen it in a browser on this machine; Ctrl-C stops the server\n")
+        out.flush()
+        while not stopping.wait(0.5):  # wakes to let a signal's handler run
+            pass
     finally:
         serving.stop()
