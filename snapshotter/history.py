@@ -112,7 +112,7 @@ def _abandon_redo(engine: Engine) -> None:
 def _abandoned_number(info: SnapshotInfo) -> int:
     label = info.label or ""
     tail = label[len(ABANDONED) :]
-    return int(tail) if label.startswith(ABANDONED) and tail.isdigit() else 0
+    return int(tail) if label.startswith(ABANDONED) and tail.isascii() and tail.isdigit() else 0
 
 
 def _live(engine: Engine, name: str) -> list[bytes]:
@@ -277,8 +277,8 @@ def _last_turn(engine: Engine) -> int:
         return 0
     top = _info(engine, stack[-1])
     tail = (top.label or "")[len(PRE_TURN) :] if (top.label or "").startswith(PRE_TURN) else ""
-    tail = tail if tail.isdigit() else top.metadata.get("turn", "")
-    return int(tail) if tail.isdigit() else len(stack)
+    tail = tail if tail.isascii() and tail.isdigit() else top.metadata.get("turn", "")
+    return int(tail) if tail.isascii() and tail.isdigit() else len(stack)
 
 
 def begin_turn(engine: Engine, message: str, metadata: dict[str, str]) -> SnapshotInfo:

@@ -121,4 +121,4 @@ class Owners:
 
 def _number(pre: SnapshotInfo) -> int | None:
     tail = (pre.label or "")[len(PRE_TURN) :]
-    return int(tail) if tail.isdigit() else None
+    return int(tail) if tail.isascii() and tail.isdigit() else None

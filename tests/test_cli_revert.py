@@ -36,6 +36,16 @@ def test_revert_and_turn_revert_keep_later_edits(ws: Path, home: Path) -> None:
     assert "written_paths" in reset and (ws / "mine.txt").read_text() == "m0\n"
 
 
+def test_a_turn_given_in_digits_that_are_not_ascii_is_a_ref_not_a_crash(ws: Path, home: Path) -> None:
+    """``'²'.isdigit()`` is true and ``int('²')`` raises: it names no snapshot."""
+    write(ws, {"a.txt": "1\n"})
+    cli(ws, home, "snapshot", "-m", "one")
+    done = cli(ws, home, "turn", "revert", "²")
+    assert done.returncode == 3 and done.stderr.strip() == (
+        "snapshotter: no snapshot labelled '²'; run `snapshotter log` to list them"
+    )
+
+
 def test_a_conflicting_revert_exits_5_and_writes_nothing(ws: Path, home: Path) -> None:
     write(ws, {"f.py": LINES})
     before = result_of(cli(ws, home, "snapshot", "--json"))

@@ -45,7 +45,7 @@ def _count(text: str) -> int:
 
 def _turn(text: str) -> int | str:
     """A turn: its number from the newest (``1``: the last one), or a REF of its pre-turn snapshot."""
-    return int(text) if text.isdigit() else text
+    return int(text) if text.isascii() and text.isdigit() else text
 
 
 def _global_options(parser: argparse.ArgumentParser, on_subcommand: bool) -> None:
