@@ -18,7 +18,7 @@ else:  # the oldest supported Python: tomli is a runtime dependency there anyway
 project = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())["project"]
 for requirement in project["dependencies"]:
     spec, _, marker = requirement.partition(";")
-    found = re.fullmatch(r"\s*([A-Za-z0-9_.\-]+)\s*>=\s*([0-9][0-9A-Za-z.]*)\s*(,\s*<\s*[0-9][0-9A-Za-z.]*\s*)?", spec)
+    found = re.fullmatch(r"\s*([A-Za-z0-9_.\-]+)\s*>=\s*([0-9][0-9A-Za-z.]*)\s*(,\s*(<|!=)\s*[0-9][0-9A-Za-z.]*\s*)*", spec)
     if found is None:
         sys.exit(f"floors.py: {requirement!r} has no plain >= floor to pin")
     print(f"{found[1]}=={found[2]}" + (f" ;{marker}" if marker else ""))

@@ -166,6 +166,25 @@ def test_no_change_snapshot_walks_nothing(tmp_path: Path) -> None:
         assert changed.tree_id != first.tree_id
 
 
+def test_a_folder_moved_into_a_new_folder_stays_watched(tmp_path: Path) -> None:
+    """``mkdir -p new/deep && mv old new/deep/x``: the moved folder keeps its watch,
+    and watch mode goes on. watchdog 7.1.1 drops that watch (pyproject.toml leaves
+    that release out); the journal then notices and turns watch mode off."""
+    ws = tmp_path / "ws"
+    (ws / "old").mkdir(parents=True)
+    (ws / "old" / "a.py").write_text("a\n")
+    with Snapshotter(ws, home=tmp_path / "h", watch=True) as snap:
+        snap.snapshot()
+        (ws / "new" / "deep").mkdir(parents=True)
+        os.rename(ws / "old", ws / "new" / "deep" / "x")
+        moved = snap.snapshot()
+        assert snap.watching and snap.last_scan.incremental
+        (ws / "new" / "deep" / "x" / "a.py").write_text("changed\n")
+        changed = snap.snapshot()
+        assert snap.watching and snap.last_scan.incremental and snap.last_scan.files_hashed == 1
+        assert changed.tree_id != moved.tree_id
+
+
 def test_lost_events_mean_a_full_walk(tmp_path: Path) -> None:
     """watchdog only logs an inotify queue overflow; that record must distrust the journal."""
     ws = _one_file_workspace(tmp_path)
