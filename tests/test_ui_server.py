@@ -219,7 +219,7 @@ def _event(stream: http.client.HTTPResponse) -> dict[str, str]:
 def test_the_ui_command_prints_its_url_and_stops_on_ctrl_c(
     ws: Path, home: Path, history: dict[str, str], stop: signal.Signals
 ) -> None:
-    command = [sys.executable, "-m", "snapshotter", "-C", str(ws), "--home", str(home), "ui"]
+    command = [sys.executable, "-m", "snapshotter", "-C", str(ws), "--home", str(home), "ui", "--no-open"]
     server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None

@@ -267,6 +267,11 @@ def _parser() -> argparse.ArgumentParser:
     command("watch", "keep this folder watched and serve its commands to later `snapshotter` calls (docs/watch.md)")
     ui = command("ui", "serve a page of this folder's history on 127.0.0.1: lanes, diffs, revert (docs/ui.md)")
     ui.add_argument("--port", type=_count, default=0, help="the port (default: any free one)")
+    ui.add_argument(
+        "--no-open",
+        action="store_true",
+        help="taken for scripts that pass it: the page is never opened for you (snapshotter runs no other program)",
+    )
     return parser
 
 
