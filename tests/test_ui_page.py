@@ -134,6 +134,7 @@ def test_cancelling_a_confirmation_writes_nothing(page: Any, ws: Path) -> None:
     before = contents(ws)
     click(page, ".snap", index=-1)  # the first snapshot
     wait(page, lambda d: count(d, "#detail .actions button"))
+    wait(page, lambda d: "The oldest snapshot kept: nothing earlier" in texts(d, "#detail")[0])
     click(page, "#detail .actions button", containing="Restore this snapshot")
     wait(page, lambda d: count(d, "dialog[open] .plan-part"))
     shown = texts(page, "dialog[open]")[0]

@@ -295,13 +295,26 @@ async function snapshotView(snap) {
   );
   const turn = turns().get(snap.id);
   if (turn) actions.append(el("button", { type: "button", onclick: () => show(() => turnView(turn)) }, `Turn ${turn.number}`));
+  const oldest = state.done && state.snaps[state.snaps.length - 1]?.id === snap.id;
   let body;
   try {
-    body = await changeView(`${snap.id}~1`, snap.id, { files: true });
+    body = oldest
+      ? [oldestNote(snap)]
+      : await changeView(`${snap.id}~1`, snap.id, { files: true });
   } catch (error) {
     body = [el("p", { class: "empty" }, `No change to show: ${error.message}`)];
   }
   return [...head, actions, ...body];
+}
+
+function oldestNote(snap) {
+  const files = `${snap.files_changed} file${snap.files_changed === 1 ? "" : "s"}`;
+  return el(
+    "p",
+    { class: "empty" },
+    `The oldest snapshot kept: nothing earlier to compare it with here. When it was recorded, ${files} changed ` +
+      `(+${snap.additions} −${snap.deletions}) against the folder before it. Pick it and a later one to compare them.`,
+  );
 }
 
 async function compareView(a, b) {
