@@ -343,6 +343,45 @@ def test_an_unwatched_folder_turns_watch_mode_off(tmp_path: Path, monkeypatch: p
         assert snap.snapshot().tree_id == full.snapshot().tree_id
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify watches are a Linux matter")
+def test_a_watcher_that_lost_a_watch_is_replaced_after_a_while(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A watch lost once (as watchdog 7.1.1 lost them) turns watch mode off; a scan
+    ``WATCH_AGAIN_AFTER`` seconds later watches afresh: one full walk, then
+    incremental scans again. A watch that cannot be had stays off (the test above)."""
+    from snapshotter.session import engine
+    from snapshotter.worktree import watch
+
+    monkeypatch.setattr(engine, "WATCH_AGAIN_AFTER", 0.0)
+    real = watch._inotify_watches
+    lost: list[Path] = []  # watches lost once, found again by a fresh watcher
+
+    def losing_once() -> set[tuple[int, int]] | None:
+        found = real()
+        assert found is not None
+        while lost:
+            st = os.stat(lost.pop())
+            found.discard((watch._kernel_dev(st.st_dev), st.st_ino))
+        return found
+
+    monkeypatch.setattr(watch, "_inotify_watches", losing_once)
+    ws = _one_file_workspace(tmp_path)
+    with (
+        Snapshotter(ws, home=tmp_path / "h", watch=True) as snap,
+        Snapshotter(ws, home=tmp_path / "full") as full,
+    ):
+        snap.snapshot()
+        (ws / "new" / "deep").mkdir(parents=True)
+        lost.append(ws / "new" / "deep")
+        assert snap.snapshot().tree_id == full.snapshot().tree_id
+        assert not snap.watching and not snap.last_scan.incremental
+        (ws / "new" / "deep" / "y.txt").write_text("y\n")
+        assert snap.snapshot().tree_id == full.snapshot().tree_id
+        assert snap.watching and not snap.last_scan.incremental  # watching afresh: one full walk first
+        (ws / "new" / "deep" / "y.txt").write_text("changed\n")
+        assert snap.snapshot().tree_id == full.snapshot().tree_id
+        assert snap.watching and snap.last_scan.incremental and snap.last_scan.files_hashed == 1
+
+
 def test_the_real_watch_limit_is_noticed(tmp_path: Path) -> None:
     limit = Path("/proc/sys/fs/inotify/max_user_watches")
     if not sys.platform.startswith("linux") or not os.access(limit, os.W_OK):

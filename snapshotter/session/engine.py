@@ -42,6 +42,9 @@ from snapshotter.worktree.watch import ChangeJournal
 PAUSE_WATCH_AT = 1000
 """A restore changing this many files or more pauses watch mode while it writes."""
 
+WATCH_AGAIN_AFTER = 60.0
+"""Seconds a watcher that stopped by itself (a watch lost, its thread dead) stays off before a scan watches afresh."""
+
 
 def open_engine(workspace: str, options: Options) -> Engine:
     """The engine of the canonical ``workspace``'s store, made if new. A new store
@@ -102,9 +105,24 @@ class Engine:
         """The store's last measured (bytes, loose objects, packs), the writer's counts then, and when."""
         self._last: Scan | None = None
         """The newest recorded scan, kept in watch mode as the base of incremental scans."""
+        self._watch_stopped_at: float | None = None
+        """When a scan first found the watcher stopped by itself."""
         if options.watch:
-            journal = ChangeJournal(workspace)
-            self.journal = journal if journal.start() else None
+            self._watch_afresh()
+
+    def _watch_afresh(self) -> None:
+        journal, self._last = ChangeJournal(self.workspace), None  # no scan before it is a base for its changes
+        self.journal, self._watch_stopped_at = (journal if journal.start() else None), None
+
+    def _rewatch_if_stopped(self) -> None:
+        """Replace a watcher that stopped by itself once it has been off ``WATCH_AGAIN_AFTER``
+        seconds, so a long-lived watch server does not walk everything for good."""
+        if self.journal is None or self.journal.running:
+            return
+        self._watch_stopped_at = self._watch_stopped_at or time.monotonic()
+        if time.monotonic() - self._watch_stopped_at >= WATCH_AGAIN_AFTER:
+            self.journal.stop()
+            self._watch_afresh()
 
     @property
     def store_path(self) -> str:
@@ -130,6 +148,7 @@ class Engine:
         forced_paths = TrackedPaths.of([os.fsencode(p) for p in forced]) if forced else None
         known_repos = self._indexes.nested()
         ignores = ignores.with_tracked(self._indexes.tracked(known_repos), forced_paths)
+        self._rewatch_if_stopped()
         epoch, changed = self.journal.take() if self.journal is not None else (0, None)
         base = self._last
         incremental = None
@@ -419,8 +438,7 @@ class Engine:
         try:
             yield
         finally:
-            journal = ChangeJournal(self.workspace)
-            self.journal = journal if journal.start() else None
+            self._watch_afresh()
 
     def close(self) -> None:
         with contextlib.suppress(OSError):  # a cache not saved costs only re-reading
