@@ -12,6 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from dulwich.refs import Ref
 
 from snapshotter import Retention, Snapshotter
 from snapshotter.gitstore.refreading import LooseRefs
@@ -179,3 +180,33 @@ def test_a_ref_named_by_a_digit_that_is_not_ascii_is_damaged_and_never_breaks_re
         for _ in range(3):
             assert [info.id for info in snap.list(limit=None)] == [first.id]
             assert store.damaged_refs() == ["refs/snapshots/²"]
+
+
+def test_the_sessions_listed_are_those_dulwich_finds_refs_for(ws: Path, home: Path) -> None:
+    """Sessions come from a listing of their folders, not a walk of every stack
+    entry: the same names as dulwich's ``keys()`` gives, for folders with refs at
+    any depth, empty ones, ones holding only a lock, a name git refuses, packed refs."""
+    (ws / "a.txt").write_text("1\n")
+    with Snapshotter(ws, home=home) as snap:
+        snap.snapshot("one")
+        for name in ("claude-code-1", "codex-2"):
+            session = snap.in_session(name)
+            session.begin_turn("a prompt")
+            (ws / "a.txt").write_text(f"{name}\n")
+            session.end_turn()
+        store = snap._engine_ok().store
+        sessions = Path(store.path) / "refs" / "snapshotter" / "sessions"
+        (sessions / "empty" / "undo").mkdir(parents=True)
+        (sessions / "locked" / "undo").mkdir(parents=True)
+        (sessions / "locked" / "undo" / f"{1:020d}.lock").write_text("being written\n")
+        (sessions / "bad..name" / "undo").mkdir(parents=True)
+        (sessions / "bad..name" / "undo" / f"{1:020d}").write_text("1" * 40 + "\n")
+        (sessions / "flat").mkdir()
+        (sessions / "flat" / "stray").write_text("2" * 40 + "\n")
+        with open(Path(store.path) / "packed-refs", "a") as packed:
+            packed.write("3" * 40 + f" refs/snapshotter/sessions/packed/undo/{1:020d}\n")
+        with Snapshotter(ws, home=home) as again:  # a fresh open: packed-refs read anew
+            fresh = again._engine_ok().store
+            found = fresh.repo.refs.keys(Ref(b"refs/snapshotter/sessions"))
+            assert fresh.sessions() == sorted({key.split(b"/", 1)[0].decode() for key in found})
+            assert fresh.sessions() == ["claude-code-1", "codex-2", "flat", "packed"]

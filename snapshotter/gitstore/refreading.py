@@ -94,6 +94,23 @@ class LooseRefs:
                 found[ref] = sha
         return found
 
+    def holders(self, base: bytes, packed: Callable[[], Mapping[Ref, ObjectID]]) -> set[bytes]:
+        """The names of the folders right below ``base`` that hold a ref, loose at
+        any depth or ``packed``: the sessions below ``refs/snapshotter/sessions``.
+        Listed, not walked through dulwich, which checks the name of every ref below
+        (every undo, redo and turn of every session, at each snapshot)."""
+        prefix = base + b"/"
+        names = {ref[len(prefix) :].split(b"/", 1)[0] for ref in packed() if ref.startswith(prefix)}
+        try:
+            entries = list(os.scandir(os.path.join(self.store_path, *base.decode("ascii").split("/"))))
+        except (FileNotFoundError, NotADirectoryError):
+            entries = []
+        for entry in entries:
+            name = os.fsencode(entry.name)
+            if entry.is_dir(follow_symlinks=False) and check_ref_format(Ref(prefix + name)):
+                names.update([name] if _holds_a_ref(entry.path) else [])
+        return names
+
 
 def _stayed(entry: os.DirEntry[str], listed_then: int) -> bool:
     """Whether the file with the inode read at the listing of ``listed_then`` is
@@ -105,6 +122,21 @@ def _stayed(entry: os.DirEntry[str], listed_then: int) -> bool:
     except OSError:
         return False
     return stat.st_ino == entry.inode() and settled(stat, listed_then)
+
+
+def _holds_a_ref(folder: str) -> bool:
+    """Whether a file other than a lock lies anywhere below ``folder``; stops at the first."""
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if not entry.is_dir(follow_symlinks=False):
+                    if not entry.name.endswith(".lock"):
+                        return True
+                elif _holds_a_ref(entry.path):
+                    return True
+    except OSError:
+        return False
+    return False
 
 
 def _a_number(name: str) -> bool:

@@ -172,7 +172,7 @@ class Store(StoredObjects):
 
     def sessions(self) -> list[str]:
         """The named sessions that keep stacks in this store (see ``history``)."""
-        names = {key.split(b"/", 1)[0] for key in self.repo.refs.keys(Ref(_STACK_PREFIX + b"sessions"))}
+        names = self._loose_refs.holders(_STACK_PREFIX + b"sessions", self.repo.refs.get_packed_refs)
         return sorted(name.decode("utf-8", "replace") for name in names if name)
 
     def add_snapshot_ref(self, seq: int, sha: bytes) -> bool:
