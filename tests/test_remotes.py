@@ -23,7 +23,7 @@ import pytest
 from conftest import GIT, contents, needs_git, write
 from remote_servers import bare_repository, git_daemon, has_git_program, http_backend, ssh_server
 
-from snapshotter import Credentials, PushRefused, RemoteAuthError, RemoteError, Snapshotter, UnsafeTree
+from snapshotter import Credentials, PushRefused, RemoteAuthError, RemoteError, SnapshotError, Snapshotter, UnsafeTree
 from snapshotter.gitstore.objects import MODE_TREE
 from snapshotter.gitstore.replication import reachable
 from snapshotter.worktree.hashing import _PACK_THRESHOLD
@@ -590,21 +590,49 @@ def test_a_packed_object_is_sent_as_stored_only_if_it_matches_its_id(tmp_path: P
     assert git("--git-dir", str(server), "for-each-ref") == ""
 
 
+def _serving() -> list[str]:
+    """The test HTTP servers' threads still serving a connection, a second on."""
+    deadline = time.monotonic() + 1
+    while time.monotonic() < deadline:
+        names = [t.name for t in threading.enumerate() if "process_request" in t.name]
+        if not names:
+            return []
+        time.sleep(0.02)
+    return names
+
+
+def test_a_push_refused_for_its_credentials_leaves_no_connection_open(tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """dulwich raises on a 401 without closing the response, which holds its
+    connection; the error a caller keeps holds dulwich's (its context) and so
+    that response: the socket stayed open until the caller let go of the error
+    and the garbage collector came (a later test saw the server's thread still
+    serving)."""
+    if not has_git_program("http-backend"):
+        pytest.skip("git http-backend is not installed with git here")
+    write(ws, {"f": "1\n"})
+    snap = make()
+    snap.snapshot()
+    bare_repository(tmp_path / "srv" / "snaps.git")
+    gc.disable()
+    try:
+        with http_backend(tmp_path / "srv", USER, PASSWORD) as (url, _):
+            with pytest.raises(RemoteAuthError) as refused:
+                snap.push(f"{url}/snaps.git", credentials=Credentials(USER, "wrong-" + PASSWORD))
+            assert _serving() == [] and refused.value  # the error is still held
+            with pytest.raises(SnapshotError) as missing:
+                snap.fetch(f"{url}/missing.git", credentials=Credentials(USER, PASSWORD))  # a 404
+            assert _serving() == [] and missing.value
+    finally:
+        gc.enable()
+
+
 def test_no_connection_stays_open_after_a_push_or_a_fetch(tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
     """The HTTP client keeps its connection for reuse: once a push or fetch
     returns it is closed, so the server's thread serving it ends (left open, it
     would end only when the client object is garbage-collected)."""
     if not has_git_program("http-backend"):
         pytest.skip("git http-backend is not installed with git here")
-
-    def serving() -> list[str]:
-        deadline = time.monotonic() + 1
-        while time.monotonic() < deadline:
-            names = [t.name for t in threading.enumerate() if "process_request" in t.name]
-            if not names:
-                return []
-            time.sleep(0.02)
-        return names
+    serving = _serving
 
     write(ws, {"f": "1\n"})
     snap = make()

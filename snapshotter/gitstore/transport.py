@@ -21,6 +21,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from dulwich.client import GitClient, LocalGitClient, SSHGitClient, TCPGitClient, Urllib3HttpGitClient
@@ -80,6 +81,8 @@ class Remote:
     """The location without credentials: what messages say."""
     client: GitClient
     path: str
+    responses: list[Any] = field(default_factory=list)
+    """The HTTP responses the client was given (see ``_tracking``), closed by ``release``."""
 
     @property
     def is_local(self) -> bool:
@@ -94,6 +97,8 @@ class Remote:
         close = getattr(self.client, "close", None)  # dulwich before 0.26 has none
         if close is not None:
             close()
+        while self.responses:
+            self.responses.pop().close()
         pool = getattr(self.client, "pool_manager", None)
         if pool is not None:
             pool.clear()
@@ -151,7 +156,7 @@ def open_remote(location: str, credentials: Credentials | None = None, timeout: 
         client = Urllib3HttpGitClient(
             base, username=creds.username, password=creds.password, timeout=timeout, config=None
         )
-        return Remote(shown(location), client, "")
+        return Remote(shown(location), client, "", _tracking(client))
     if scheme and location[len(scheme) : len(scheme) + 3] == "://":
         raise InvalidInput(f"remote {shown(location)}: {scheme}:// is not a kind of remote snapshotter speaks")
     scp = _SCP_LIKE.fullmatch(location)
@@ -159,6 +164,26 @@ def open_remote(location: str, credentials: Credentials | None = None, timeout: 
         creds = given.over(Credentials(scp["user"])).over(Credentials.from_environment())
         return _ssh(shown_scp(location), scp["host"].strip("[]"), None, creds, scp["path"], timeout)
     return Remote(location, LocalGitClient(), os.path.abspath(location))
+
+
+def _tracking(client: Urllib3HttpGitClient) -> list[Any]:
+    """A list that gets every response the client's pool manager gives out. dulwich
+    raises on a refusal (401, 404) without closing the response, which keeps its
+    connection, and a pool's ``clear`` closes only the connections back in the pool:
+    the socket stayed open until the garbage collector found it."""
+    given: list[Any] = []
+    pool = getattr(client, "pool_manager", None)
+    if pool is None:
+        return given
+    request = pool.request
+
+    def tracked(*args: Any, **kwargs: Any) -> Any:
+        response = request(*args, **kwargs)
+        given.append(response)
+        return response
+
+    setattr(pool, "request", tracked)  # noqa: B010 (an instance's method, replaced for this client)
+    return given
 
 
 def _ssh(where: str, host: str, port: int | None, creds: Credentials, path: str, timeout: float) -> Remote:
