@@ -62,6 +62,13 @@ INTERNAL_LABELS = frozenset({"pre-restore", "pre-undo", "pre-redo", "pre-revert"
 """Labels of the snapshots the library takes for itself."""
 
 
+def label_number(label: str | None, prefix: str) -> int | None:
+    """The N of a label ``<prefix>N`` (``pre-turn:4``; with ``""``, a bare number), or
+    None. ASCII digits only: ``'²'.isdigit()`` is true and ``int('²')`` raises."""
+    tail = (label or "")[len(prefix) :] if (label or "").startswith(prefix) else ""
+    return int(tail) if tail.isascii() and tail.isdigit() else None
+
+
 def same_session(info: SnapshotInfo, session: str | None) -> bool:
     return info.session == session
 

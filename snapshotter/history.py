@@ -35,6 +35,7 @@ from snapshotter.attribution import (
     Pair,
     changed_hunks,
     closing,
+    label_number,
     revert_changes,
     session_changes,
 )
@@ -110,9 +111,7 @@ def _abandon_redo(engine: Engine) -> None:
 
 
 def _abandoned_number(info: SnapshotInfo) -> int:
-    label = info.label or ""
-    tail = label[len(ABANDONED) :]
-    return int(tail) if label.startswith(ABANDONED) and tail.isascii() and tail.isdigit() else 0
+    return label_number(info.label, ABANDONED) or 0
 
 
 def _live(engine: Engine, name: str) -> list[bytes]:
@@ -276,9 +275,9 @@ def _last_turn(engine: Engine) -> int:
     if not stack:
         return 0
     top = _info(engine, stack[-1])
-    tail = (top.label or "")[len(PRE_TURN) :] if (top.label or "").startswith(PRE_TURN) else ""
-    tail = tail if tail.isascii() and tail.isdigit() else top.metadata.get("turn", "")
-    return int(tail) if tail.isascii() and tail.isdigit() else len(stack)
+    number = label_number(top.label, PRE_TURN)
+    number = label_number(top.metadata.get("turn"), "") if number is None else number
+    return len(stack) if number is None else number
 
 
 def begin_turn(engine: Engine, message: str, metadata: dict[str, str]) -> SnapshotInfo:

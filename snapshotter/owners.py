@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from snapshotter.attribution import CLOSING_LABELS, POST_TURN, PRE_TURN, TOOL, TOOL_DONE
+from snapshotter.attribution import CLOSING_LABELS, POST_TURN, PRE_TURN, TOOL, TOOL_DONE, label_number
 from snapshotter.model import SnapshotInfo
 from snapshotter.session.reverting import SINCE
 
@@ -120,5 +120,4 @@ class Owners:
 
 
 def _number(pre: SnapshotInfo) -> int | None:
-    tail = (pre.label or "")[len(PRE_TURN) :]
-    return int(tail) if tail.isascii() and tail.isdigit() else None
+    return label_number(pre.label, PRE_TURN)
