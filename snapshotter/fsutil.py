@@ -15,7 +15,9 @@ relies on them.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import sys
 from typing import Protocol
 
@@ -101,3 +103,72 @@ def sync_folder(folder: str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+SIDE_FILE_CAP = 1 << 20
+"""The default cap on a side file's size (settings, the user's git files, the
+store's own small files): real ones are a few KiB."""
+_SIDE_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+
+class NotARegularFile(OSError):
+    """A side file that is a named pipe, a socket, a device or a folder: never read."""
+
+
+class FileTooLarge(OSError):
+    """A side file larger than its cap: never read whole."""
+
+
+def read_side_file(path: str, cap: int = SIDE_FILE_CAP, follow: bool = True, dir_fd: int | None = None) -> bytes:
+    """The bytes of a file that is not snapshot content (a settings file, the
+    user's git files, the store's side files), read so that nothing planted at
+    its path can hang or exhaust us.
+
+    Opened without blocking (a named pipe would block the open forever), judged
+    by ``fstat`` on the open descriptor (so no swap after the check matters), and
+    read up to ``cap`` bytes. ``follow=False`` refuses a symlink at the last
+    component (``ELOOP``). Everything wrong is an ``OSError``, so a caller's
+    existing "cannot read" path handles it: ``FileNotFoundError`` where nothing
+    is there, :class:`NotARegularFile` for a FIFO, socket, device or folder,
+    :class:`FileTooLarge` past ``cap``.
+    """
+    flags = _SIDE_FLAGS if follow else _SIDE_FLAGS | NO_FOLLOW
+    fd = os.open(path, flags, dir_fd=dir_fd)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotARegularFile(errno.EINVAL, f"not a regular file ({_kind(st.st_mode)})", path)
+        if st.st_size > cap:
+            raise FileTooLarge(errno.EFBIG, f"larger than {cap} bytes", path)
+        chunks: list[bytes] = []
+        wanted = cap + 1  # one more: a file that grew past the cap since fstat
+        while wanted > 0:
+            chunk = os.read(fd, min(wanted, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            wanted -= len(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > cap:
+        raise FileTooLarge(errno.EFBIG, f"larger than {cap} bytes", path)
+    return data
+
+
+def read_side_text(path: str, cap: int = SIDE_FILE_CAP, follow: bool = True) -> str:
+    """:func:`read_side_file` as UTF-8 text; bytes that are not UTF-8 raise
+    ``UnicodeDecodeError`` (a ``ValueError``)."""
+    return read_side_file(path, cap, follow).decode("utf-8")
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "a special file"
