@@ -107,7 +107,11 @@ def target(path: str, within: str | None) -> str:
         raise InvalidInput(f"{shown} is in a .git folder, which snapshotter never writes: nothing was written")
     if within is not None:
         base = os.path.normcase(os.path.realpath(within))
-        if os.path.commonpath([base, os.path.normcase(real)]) != base:
+        try:
+            inside = os.path.commonpath([base, os.path.normcase(real)]) == base
+        except ValueError:  # Windows: another drive
+            inside = False
+        if not inside:
             raise InvalidInput(f"{shown} is outside the workspace {within}: nothing was written")
     return real
 
