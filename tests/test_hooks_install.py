@@ -426,3 +426,11 @@ def test_an_entry_the_user_added_to_copilots_file_is_kept(ws: Path) -> None:
         "version": 1,
         "hooks": {"preToolUse": [theirs], "errorOccurred": [theirs]},
     }
+
+
+def test_uninstall_from_a_file_whose_hooks_are_not_a_table_changes_nothing(ws: Path, tmp_path: Path) -> None:
+    write(ws, {".claude/settings.json": '{"hooks": "none"}\n'})
+    done = _cli(ws, tmp_path, "uninstall", "claude-code")
+    assert done.returncode == 0 and "no snapshotter hooks" in done.stdout
+    _refused_in_one_line(_cli(ws, tmp_path, "install", "claude-code"), "'hooks' is not a JSON object")
+    assert (ws / ".claude" / "settings.json").read_text() == '{"hooks": "none"}\n'

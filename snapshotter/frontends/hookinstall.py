@@ -176,7 +176,7 @@ def _put(agent: Agent, text: str, event: str, command: str, path: str) -> str:
 def _stripped(agent: Agent, text: str, path: str, command: str | None) -> str:
     """``text`` without our entries, and without what only they filled and install wrote."""
     settingsfile.document(text, path)
-    hooks = _hooks_of(text, path)
+    hooks = _hooks_of(text, path, lenient=True)  # no table: nothing of ours to take out
     if hooks is None:
         return text
     for index in reversed(range(len(jsontext.items(text, hooks)))):
@@ -255,8 +255,8 @@ def _take_out(agent: Agent, text: str, event: str, place: tuple[int, int | None]
     return text
 
 
-def _hooks_of(text: str, path: str) -> jsontext.Value | None:
-    """The document's ``hooks`` table (None: it has none)."""
+def _hooks_of(text: str, path: str, lenient: bool = False) -> jsontext.Value | None:
+    """The document's ``hooks`` table (None: it has none; ``lenient``: nor one that is no table)."""
     top = jsontext.root(text)
     if top.kind != "object":
         raise InvalidInput(f"{path} does not hold a JSON object; nothing was written")
@@ -267,6 +267,8 @@ def _hooks_of(text: str, path: str) -> jsontext.Value | None:
     if found is None:
         return None
     if found.value.kind != "object":
+        if lenient:
+            return None
         raise InvalidInput(f"{path}: its 'hooks' is not a JSON object; fix it, then try again: nothing was written")
     keys = [item.key for item in jsontext.items(text, found.value)]
     if len(set(keys)) < len(keys):

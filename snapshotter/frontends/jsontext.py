@@ -17,8 +17,8 @@ such a container from one that :func:`add` wrote whole (its closing bracket on
 a line of its own).
 
 The text must already be valid JSON (``json.loads`` said so): the scanner here
-only finds where values begin and end, and never recurses, so a deeply nested
-file costs no stack.
+only finds where values begin and end, and a value nested too deep for
+``json``'s own scanner is skipped by a loop that does not recurse.
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ from typing import Any
 
 _SPACE = re.compile(r"[ \t\r\n]*")
 _SCALAR = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null")
-_STRUCTURE = re.compile(r'["{}\[\]]')
+_DECODER = json.JSONDecoder()
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]]')
+"""A whole string (skipped by the regex engine: brackets inside it are text) or a bracket."""
 
 
 @dataclass(frozen=True)
@@ -54,8 +56,12 @@ class Item:
 
 
 def root(text: str) -> Value:
-    """The document's value."""
-    return value_at(text, _skip_space(text, 0))
+    """The document's value: all of the text but its surrounding spacing (it is
+    valid JSON), found without scanning it."""
+    start, end = _skip_space(text, 0), len(text.rstrip(" \t\r\n"))
+    first = text[start]
+    kind = "object" if first == "{" else "array" if first == "[" else "string" if first == '"' else "scalar"
+    return Value(start, end, kind)
 
 
 def value_at(text: str, position: int) -> Value:
@@ -150,21 +156,22 @@ def _skip_space(text: str, position: int) -> int:
 
 
 def _close_of(text: str, position: int) -> int:
-    """The offset just past the bracket that closes the one at ``position`` (no recursion)."""
+    """The offset just past the bracket that closes the one at ``position``: by
+    ``json``'s C scanner, or where the nesting is too deep for it, by a loop
+    that does not recurse."""
+    try:
+        return int(_DECODER.raw_decode(text, position)[1])
+    except RecursionError:
+        pass
     depth = 0
-    while True:
-        found = _STRUCTURE.search(text, position)
-        if found is None:
-            raise ValueError("an unclosed JSON object or array")
-        position = found.start()
-        mark = text[position]
-        if mark == '"':
-            position = scanstring(text, position + 1)[1]
+    for found in _TOKEN.finditer(text, position):
+        mark = found.group()
+        if mark[0] == '"':
             continue
         depth += 1 if mark in "{[" else -1
-        position += 1
         if depth == 0:
-            return position
+            return found.end()
+    raise ValueError("an unclosed JSON object or array")
 
 
 def _line_indent(text: str, position: int) -> str:
