@@ -108,7 +108,7 @@ def sync_folder(folder: str) -> None:
     if os.name != "posix":
         return  # Windows has no folder handles to sync; NTFS journals names itself
     try:
-        fd = os.open(folder, os.O_RDONLY)
+        fd = os.open(folder, DIR_FLAGS)  # a folder only: a pipe planted in its place fails at once
     except OSError:
         return
     try:

@@ -3,6 +3,7 @@ that nothing planted at their path can hang us or fill memory: ``fsutil.read_sid
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 from conftest import write
 
 import snapshotter
+from snapshotter.frontends import cli
 from snapshotter.fsutil import FileTooLarge, NotARegularFile, read_side_file, read_side_text
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="named pipes and /dev/zero are POSIX")
@@ -246,3 +248,28 @@ def test_a_side_file_that_is_a_pipe_or_a_device_never_hangs_a_command(
     assert "Traceback" not in outcome.stderr and "the driver exited" not in outcome.stderr, outcome.stderr
     if not planted.may_fail:
         assert set(outcome.codes.values()) == {"0"}, outcome
+
+
+# -- numbers in the settings files: bounded, never a traceback --
+
+HUGE_SETTINGS = (
+    "lock_timeout = 1e300",  # OverflowError: timestamp out of range, in every command
+    "lock_timeout = 1e400",  # TOML's inf
+    "max_age_days = 1e400",  # OverflowError: date value out of range, at retention
+    "max_age_days = 900000.0",
+    "max_snapshots = 99999999999999999999999",
+    "max_new_file_size = 99999999999999999999999",
+)
+
+
+@pytest.mark.parametrize("where", ["workspace", "user"])
+@pytest.mark.parametrize("line", HUGE_SETTINGS)
+def test_a_huge_number_in_a_settings_file_never_breaks_a_command(tmp_path: Path, line: str, where: str) -> None:
+    ws = tmp_path / "ws"
+    write(ws, {"a.txt": "a\n"})
+    settings = ws / "snapshotter.toml" if where == "workspace" else tmp_path / "config.toml"
+    settings.write_text(line + "\n")
+    env = {"SNAPSHOTTER_HOME": str(tmp_path / "home"), "SNAPSHOTTER_CONFIG": str(tmp_path / "config.toml")}
+    for command in (["snapshot", "-m", "one"], ["snapshot", "-m", "two"], ["prune"]):
+        err = io.StringIO()
+        assert cli.run(["-C", str(ws), *command], cli.Console(io.StringIO(), err, False, env)) == 0, err.getvalue()
