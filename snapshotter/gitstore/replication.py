@@ -46,7 +46,7 @@ from dulwich.objects import ZERO_SHA
 from dulwich.pack import UnpackedObject
 from dulwich.repo import Repo
 
-from snapshotter.errors import VERIFY, RemoteAuthError, RemoteError, SnapshotError, StoreError
+from snapshotter.errors import VERIFY, InvalidInput, RemoteAuthError, RemoteError, SnapshotError, StoreError
 from snapshotter.gitstore.deflate import compressor, deflate
 from snapshotter.gitstore.incoming import IncomingPack
 from snapshotter.gitstore.inflate import ObjectTooLarge
@@ -275,16 +275,34 @@ class _Haves:
 
 
 def missing_local_repository(remote: Remote) -> bool:
-    """Whether the remote is a folder on this machine that does not exist yet."""
-    return remote.is_local and not os.path.exists(remote.path)
+    """Whether the remote is a folder on this machine that does not exist yet;
+    InvalidInput if its parent folder does not exist either (see
+    :func:`ensure_local_repository`)."""
+    if not remote.is_local or os.path.lexists(remote.path):
+        return False
+    parent = os.path.dirname(os.path.abspath(remote.path))
+    if not os.path.isdir(parent):
+        raise InvalidInput(
+            f"the remote {remote.shown} does not exist, nor does its folder {parent}: a push makes a new "
+            "repository only inside a folder that exists (check the path, or create the folder first)"
+        )
+    return True
 
 
 def ensure_local_repository(remote: Remote) -> None:
     """A remote that is a folder on this machine and does not exist yet becomes an
-    empty bare repository (a git server's repositories are its owner's to make)."""
+    empty bare repository, made only inside a folder that exists: a typo
+    anywhere else (``/nonexistent/x.git``) is refused, never made at any depth
+    (a git server's repositories are its owner's to make)."""
     if missing_local_repository(remote):
-        os.makedirs(remote.path, mode=0o700)
-        Repo.init_bare(remote.path).close()
+        try:
+            os.mkdir(remote.path, mode=0o700)
+        except FileExistsError:
+            pass  # another push made it meanwhile: it is opened as it is
+        except OSError as exc:
+            raise InvalidInput(f"cannot make the remote {remote.shown}: {exc.strerror}") from None
+        else:
+            Repo.init_bare(remote.path).close()
 
 
 def _wanting(wanted: list[bytes], remote: Remote) -> Any:
