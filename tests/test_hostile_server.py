@@ -378,10 +378,11 @@ with Snapshotter(ws, home=home) as snap:
 
 
 def test_a_zlib_bomb_is_fetched_in_bounded_memory(tmp_path: Path) -> None:
-    """A blob of 512 MiB of zeros (half a MiB on the wire) is indexed as it is
-    inflated, a piece at a time: the fetching process's peak memory grows by far
-    less than the blob (dulwich held it whole, and more)."""
-    size = 512 << 20
+    """A blob of 256 MiB of zeros (a quarter of a MiB on the wire) is indexed as
+    it is inflated, a piece at a time: the fetching process's peak memory grows
+    by far less than the blob (dulwich held it whole, and more: +575 MiB for
+    512 MiB of zeros, +2.1 GiB for 2 GiB)."""
+    size = 256 << 20
     sha, bomb = H.zeros_blob(size)
     sent = H.snapshot({}, blobs={b"zeros": sha})
     entries = [lambda e=e: [e] for e in sent.entries()] + [bomb]
@@ -395,4 +396,4 @@ def test_a_zlib_bomb_is_fetched_in_bounded_memory(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     measured = json.loads(done.stdout)
     assert measured["fetched"] == 1
-    assert measured["after"] - measured["before"] < 96, measured  # MiB; the blob is 512
+    assert measured["after"] - measured["before"] < 64, measured  # MiB; the blob is 256
