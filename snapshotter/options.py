@@ -132,16 +132,20 @@ class Options:
     max_push_file_size: int = setting(
         100 * 2**20, "refuse to push a file larger than this many bytes (0: no cap)", workspace="lower"
     )
+    """The session this instance works in: its turns, checkpoints, tool calls,
+    undo and redo are its own (``None``: the one anonymous session)."""
     max_fetch_bytes: int = setting(
         4 * 2**30,
         "refuse a fetch whose pack, or whose objects once inflated, pass this many bytes (0: no cap)",
         workspace="lower",
     )
     fetch_timeout: float = setting(
-        3600.0, "seconds a fetch, push or remote listing may take in all (0: no limit)", workspace="lower"
+        3600.0,
+        "seconds a fetch or remote listing may take in all, a push until its upload (0: no limit)",
+        workspace="lower",
     )
-    """The session this instance works in: its turns, checkpoints, tool calls,
-    undo and redo are its own (``None``: the one anonymous session)."""
+    """Both limit what a git server may send (``gitstore.wirebudget``): an endless
+    or trickling answer ends, a zlib bomb is refused before it is inflated."""
 
     @property
     def new_file_cap(self) -> int:

@@ -179,6 +179,7 @@ def send(
     def generate_pack_data(
         have: object, want: object, ofs_delta: bool = True, progress: object = None
     ) -> tuple[int, Iterator[UnpackedObject]]:
+        remote.meter.sending()
         haves = {sha for sha in _hex_set(have) if store.has_object(bytes.fromhex(sha.decode()))}
         wants = _hex_set(want)
         if planned is None or not wants <= planned.wants:

@@ -6,7 +6,8 @@ nothing at all. dulwich reads whatever comes (its ref parser keeps every
 line), so every read from a server goes through a :class:`Meter`: one per
 opened remote, started afresh for each exchange (listing refs, a fetch, a
 push). It allows a ref advertisement up to ``ADVERTISEMENT`` bytes, a fetch's
-pack up to the ``Budget``'s bytes, and the whole exchange up to its seconds;
+pack up to the ``Budget``'s bytes, and the whole exchange up to its seconds
+(a push's, until its pack starts: the upload is as long as what it sends);
 each single wait on the connection is cut at the idle timeout or at the
 deadline, whichever comes first, so a trickle inside one packet is cut too.
 Past any of these the exchange ends with :class:`BudgetExceeded`, one line
@@ -64,6 +65,12 @@ class Meter:
     def expect_pack(self) -> None:
         """The advertisement is read: what follows is a pack, up to the budget's bytes."""
         self._allowed, self._taken, self._what = self.budget.max_bytes or math.inf, 0, "pack"
+
+    def sending(self) -> None:
+        """A push's advertisement is read and its pack about to go: how long the
+        upload takes is the size of what the caller sends, so the deadline is
+        lifted (each wait still ends at the idle timeout)."""
+        self._deadline = math.inf
 
     def take(self, count: int) -> None:
         """Count ``count`` bytes read; BudgetExceeded past the allowance."""
