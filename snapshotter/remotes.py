@@ -39,6 +39,7 @@ from snapshotter.gitstore.locking import StoreLock
 from snapshotter.gitstore.store import Store
 from snapshotter.gitstore.trailers import is_snapshot_commit
 from snapshotter.gitstore.transport import Credentials, Remote, open_remote
+from snapshotter.gitstore.wirebudget import Budget
 from snapshotter.model import PushResult, RemoteWorkspace, SkippedSnapshot, SnapshotInfo
 from snapshotter.session.engine import Engine
 from snapshotter.worktree.ignore import IgnoreStack
@@ -96,8 +97,9 @@ class Target:
         return PREFIX + self.name.encode() + b"/snapshots/"
 
 
-def target(location: str, name: str, credentials: Credentials | None) -> Target:
-    return Target(open_remote(location, credentials), check_name(name), credentials)
+def target(location: str, name: str, credentials: Credentials | None, budget: Budget | None = None) -> Target:
+    """The remote at ``location`` and namespace ``name``, its reads within ``budget``."""
+    return Target(open_remote(location, credentials, budget=budget), check_name(name), credentials)
 
 
 def check_outside(to: Target, workspace: str) -> None:
@@ -302,6 +304,8 @@ def workspaces(location: str, credentials: Credentials | None) -> list[RemoteWor
         remote.release()
     for ref in refs:
         name, _, rest = ref[len(PREFIX) :].decode("utf-8", "replace").partition("/")
+        if not _NAME.fullmatch(name):
+            continue  # no namespace snapshotter makes (or fetches): a name that may hold terminal escapes
         if rest.startswith("snapshots/"):
             counts[name] = counts.get(name, 0) + 1
         elif rest.startswith("hosts/"):

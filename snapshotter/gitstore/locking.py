@@ -6,7 +6,10 @@ left by a killed process never needs breaking by hand. The lock file also
 records who holds it (pid, host, start time), so a waiter that times out can
 say whom it waited for. The record is erased on release; finding one when
 taking the lock therefore means its holder died holding it, and ``on_recover``
-runs (under the lock) to clear what a killed writer can leave behind.
+runs (under the lock) to clear what a killed writer can leave behind. A
+holder interrupted (Ctrl-C: any exception that is not an ``Exception``) may
+have been cut anywhere too, its forked second core with it, so it releases
+the lock with its record left: the next holder recovers as after a death.
 """
 
 from __future__ import annotations
@@ -69,8 +72,12 @@ class StoreLock:
         self.acquire()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, *exc: object) -> None:
+        if isinstance(kind, type) and issubclass(kind, BaseException) and not issubclass(kind, Exception):
+            self._interrupted = True  # see the module's docstring
         self.release()
+
+    _interrupted = False
 
     def acquire(self) -> None:
         deadline = time.monotonic() + self.timeout
@@ -89,8 +96,10 @@ class StoreLock:
             self._depth -= 1
             if self._depth == 0 and self._fd is not None:
                 fd, self._fd = self._fd, None
+                interrupted, self._interrupted = self._interrupted, False
                 try:
-                    _erase_holder(fd)
+                    if not interrupted:
+                        _erase_holder(fd)
                     _unlock(fd)
                 finally:
                     os.close(fd)

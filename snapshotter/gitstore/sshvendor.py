@@ -33,13 +33,25 @@ def ssh_available() -> bool:
     return True
 
 
+STDERR_CAP = 64 << 10
+"""Bytes of a server's error stream read for a message (dulwich reads it all)."""
+
+
 class ParamikoChannel:
     """What dulwich reads and writes a git command's stream through (as its
-    ``SubprocessWrapper``): one SSH channel running the command."""
+    ``SubprocessWrapper``): one SSH channel running the command. ``read1`` and
+    ``settimeout`` let the transport meter it a wait at a time."""
 
     def __init__(self, client: Any, channel: Any) -> None:
         self._client, self._channel = client, channel
-        self._stderr = channel.makefile_stderr("rb")
+        self._stderr = _CappedStderr(channel)
+
+    def read1(self, n: int) -> bytes:
+        """At most ``n`` bytes, after at most one wait (``b""`` at the end)."""
+        return bytes(self._channel.recv(n))
+
+    def settimeout(self, seconds: float) -> None:
+        self._channel.settimeout(seconds)
 
     def read(self, n: int = -1) -> bytes:
         if n < 0:
@@ -73,6 +85,26 @@ class ParamikoChannel:
             self._channel.close()
         finally:
             self._client.close()
+
+
+class _CappedStderr:
+    """The command's error stream as dulwich reads it when the server hangs up
+    (``readlines``): its first ``STDERR_CAP`` bytes, never an endless stream."""
+
+    def __init__(self, channel: Any) -> None:
+        self._channel = channel
+
+    def readlines(self) -> list[bytes]:
+        data = b""
+        try:
+            while len(data) < STDERR_CAP:
+                piece = self._channel.recv_stderr(STDERR_CAP - len(data))
+                if not piece:
+                    break
+                data += piece
+        except OSError:  # a timeout included: what came is what is said
+            pass
+        return data.splitlines(keepends=True)
 
 
 class ParamikoVendor(SSHVendor):
