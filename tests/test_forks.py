@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -284,7 +285,12 @@ _MANY = {f"src/m{i // 50}/f{i}.py": f"file {i}\n" for i in range(400)}
     ],
 )
 def test_a_fork_killed_while_it_is_made_is_no_fork_until_fork_finishes_it(
-    where: str, after: int, ws: Path, tmp_path: Path, home: Path, make  # type: ignore[no-untyped-def]
+    where: str,
+    after: int,
+    ws: Path,
+    tmp_path: Path,
+    home: Path,
+    make: Callable[..., Snapshotter],
 ) -> None:
     """A real fork process killed at each stage of making the fork: merging the
     half-made folder is refused with one line (it would bring "fork point -> the

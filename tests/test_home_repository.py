@@ -107,7 +107,6 @@ def test_the_workspace_is_never_widened_to_a_refused_repository_root(
     assert find_workspace(os.path.join(proj, "src"), store_home) == proj
 
 
-
 def test_a_home_repositorys_rules_and_index_do_not_reach_a_project_below_it(user_home: Path) -> None:
     """A dotfiles repository in the home often ignores everything (``*``) and tracks a
     few dotfiles: its rules are about the home, not the project. Taken as the
