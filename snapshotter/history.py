@@ -208,8 +208,8 @@ def _session_undo(engine: Engine, stack: list[bytes]) -> UndoResult:
     popped: SnapshotInfo | None = None
     if not changes:  # nothing since the newest checkpoint: undo what led up to it
         if len(stack) < 2:
-            why = "the session has changed nothing since its oldest undo point kept"
-            return UndoResult(False, "undo", f"nothing to undo: {why} (older ones: dropped with their steps)")
+            why = "the session has changed nothing since its oldest undo point kept (retention drops the older)"
+            return UndoResult(False, "undo", f"nothing to undo: {why}")
         popped, changes = top, session_changes(engine, engine.session, _info(engine, stack[-2]), top)
     result = revert_changes(engine, changes, safety_label="pre-undo", message="before undo", closing_label=None)
     if not result.applied:
@@ -267,14 +267,21 @@ def kept_for_sessions(engine: Engine) -> set[str]:
     session's newest closed call, which says that the session brackets its calls
     (``attribution.brackets_calls``): without it, all of its changes would be
     read as "the whole stretch, less the other sessions' brackets", a person's
-    edits and another session's open call included."""
+    edits and another session's open call included. Only for sessions that still
+    keep history here (an undo or turns stack): one whose stacks retention has
+    emptied has nothing left to undo, and keeps nothing."""
+    live: set[str | None] = set(engine.store.sessions())
+    if any(engine.store.stack(name) for name in (UNDO, TURNS)):
+        live.add(None)
     ids: set[str] = set()
     closed: set[tuple[str | None, str]] = set()
     bracketing: set[str | None] = set()
     turn_seen: set[str | None] = set()
     open_calls: dict[str | None, int] = {}
-    for info in engine.catalog.newest_first():
+    for info in engine.catalog.newest_first() if live else ():
         label, who = info.label or "", info.session
+        if who not in live:
+            continue
         if label.startswith(TOOL_DONE):
             closed.add((who, label[len(TOOL_DONE) :]))
             if who is not None and who not in bracketing:
