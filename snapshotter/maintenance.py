@@ -13,8 +13,9 @@ import os
 import time
 from datetime import datetime, timezone
 
+from snapshotter.anchors import before_dropping, kept_for_sessions
 from snapshotter.errors import SnapshotError
-from snapshotter.history import REDO, REDO_TO, SESSIONS, UNDO, all_stacks, before_dropping, kept_for_sessions
+from snapshotter.history import REDO, REDO_TO, SESSIONS, UNDO, all_stacks
 from snapshotter.model import GcResult, PruneResult, SnapshotInfo, StoreStats
 from snapshotter.remotes import recently_fetched
 from snapshotter.session.engine import Engine
@@ -39,7 +40,7 @@ def protected_ids(engine: Engine, retention: Retention) -> set[str]:
     """Pinned snapshots, the base (what status compares with), what redo returns
     to, the newest ``max_undo`` undo points (the newest snapshot is kept
     separately), and what each session's turns and calls need
-    (``history.kept_for_sessions``). Older undo points are ordinary snapshots: every turn begun is
+    (``anchors.kept_for_sessions``). Older undo points are ordinary snapshots: every turn begun is
     one, and protecting them all let a store grow past every limit."""
     store = engine.store
     ids = {sha.hex() for sha in store.pinned()}
