@@ -317,6 +317,26 @@ def test_a_lone_named_sessions_undo_takes_back_its_revert(ws: Path, make) -> Non
     assert (ws / "shared.py").read_text() == edited
 
 
+def test_retention_keeps_the_opening_snapshot_of_a_call_still_running(
+    ws: Path, make: Callable[..., Snapshotter]
+) -> None:
+    """B's call runs while A's calls fill a small store: the call's ``tool:`` snapshot
+    (its state held by newer ones, so first to go) stays, and its end pairs with
+    it; dropped, ``tool_done`` was refused and the call was no call of B's."""
+    write(ws, {"shared.py": "".join(LINES)})
+    a, b = make(session="A", retention=Retention(max_snapshots=6)), make(session="B")
+    b.begin_turn()
+    b.tool_snapshot("long")  # the folder as A's first call finds it: "held by a newer snapshot"
+    for n in range(8):
+        a.tool_snapshot(f"c{n}")
+        edit_lines(ws, "shared.py", n, n + 1, f"A c{n}")
+        a.tool_done(f"c{n}")
+    assert "tool:long" in {i.label for i in a.list(limit=None)}
+    edit_lines(ws, "shared.py", 50, 51, "B long")
+    b.tool_done("long")
+    assert {"tool:long", "tool-done:long"} <= {i.label for i in b.list(session="B", limit=None)}
+
+
 # -- the model: random interleavings never touch the other session's work -------------------
 
 OWN = {"A": (0, 10), "B": (50, 60), "P": (80, 90)}
