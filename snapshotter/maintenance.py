@@ -13,6 +13,7 @@ import os
 import time
 from datetime import datetime, timezone
 
+from snapshotter.anchors import before_dropping, kept_for_sessions
 from snapshotter.errors import SnapshotError
 from snapshotter.fsutil import SMALL_FILE_CAP, read_side_file
 from snapshotter.history import REDO, REDO_TO, SESSIONS, UNDO, all_stacks
@@ -39,8 +40,9 @@ _REMEASURE_SECONDS = 60.0
 
 def protected_ids(engine: Engine, retention: Retention) -> set[str]:
     """Pinned snapshots, the base (what status compares with), what redo returns
-    to, and the newest ``max_undo`` undo points (the newest snapshot is kept
-    separately). Older undo points are ordinary snapshots: every turn begun is
+    to, the newest ``max_undo`` undo points (the newest snapshot is kept
+    separately), and what each session's turns and calls need
+    (``anchors.kept_for_sessions``). Older undo points are ordinary snapshots: every turn begun is
     one, and protecting them all let a store grow past every limit."""
     store = engine.store
     ids = {sha.hex() for sha in store.pinned()}
@@ -55,6 +57,7 @@ def protected_ids(engine: Engine, retention: Retention) -> set[str]:
                 ids.add(target)
         undo = store.stack(session + UNDO)
         ids.update(sha.hex() for sha in (undo[-retention.max_undo :] if retention.max_undo else undo))
+    ids.update(kept_for_sessions(engine))
     if retention.max_age:
         ids.update(recently_fetched(store, retention.max_age.total_seconds()))
     return ids
@@ -139,6 +142,7 @@ def prune(
     before = compaction.disk_usage(engine.store)
     if dry_run:
         return PruneResult(tuple(drop), len(snapshots) - len(drop), True, before, before)
+    before_dropping(engine, drop)
     dead = (dropped_before or []) + [_drop(engine, info) for info in drop]
     after = gc(engine, dead).bytes_after if dead or _over_size(before, retention) else before
     dropped = list(drop)
@@ -150,6 +154,7 @@ def prune(
             candidates = candidates[len(batch) :]
             if report:
                 batch = engine.catalog.counted_all(batch)
+            before_dropping(engine, batch)
             dead = [_drop(engine, info) for info in batch]
             dropped.extend(batch)
             after = gc(engine, dead).bytes_after
@@ -167,6 +172,7 @@ def maintain(engine: Engine, retention: Retention) -> None:
     full compaction)."""
     snapshots = list(engine.catalog.newest_first())
     drop = by_count_and_age(snapshots, protected_ids(engine, retention), retention, datetime.now(timezone.utc))
+    before_dropping(engine, drop)
     dead = [_drop(engine, info) for info in drop]
     size, loose, packs = estimated_usage(engine)
     over = _over_size(size, retention)

@@ -7,7 +7,8 @@ tracked. The workspace may be the repository's root, a folder inside it (an
 agent rooted at ``packages/app`` of a monorepo), or a linked worktree or
 submodule checkout whose ``.git`` is a file naming its git folder. The search
 goes up from the workspace and stops at the filesystem's root or at a mount
-boundary, as git does without ``GIT_DISCOVERY_ACROSS_FILESYSTEM``.
+boundary, as git does without ``GIT_DISCOVERY_ACROSS_FILESYSTEM``; unlike git,
+it passes over a repository at a refused root (the home, say) above the workspace.
 
 Every file here is read guarded (``fsutil.read_side_file``: without blocking,
 a regular file only, up to a cap): a named pipe or a link to a device planted
@@ -32,6 +33,7 @@ import struct
 from dataclasses import dataclass
 
 from snapshotter.fsutil import SMALL_FILE_CAP, read_side_file
+from snapshotter.gitstore.location import is_refused_root
 from snapshotter.worktree.ignorelines import warn_once
 
 log = logging.getLogger("snapshotter")
@@ -89,14 +91,18 @@ class UserRepository:
 
 def find_repository(workspace: str, stop_at: str | None = None) -> UserRepository | None:
     """The repository ``workspace`` is, or lies inside; None if there is none (or
-    none below ``stop_at``, when given)."""
+    none below ``stop_at``, when given). A repository whose root is a folder
+    refused as a workspace (a home made a repository of its dotfiles, ``git init
+    ~``) is not the repository of a folder below it: its ignore rules (often
+    ``*``) and its index are about the home, and would make a project's
+    snapshots silently empty."""
     try:
         device = os.stat(workspace).st_dev
     except OSError:
         return None
     folder = workspace
     while True:
-        found = _git_dir_of(folder)
+        found = _git_dir_of(folder) if folder == workspace or not is_refused_root(folder) else None
         if found is not None:
             git_dir, common_dir = found
             rel = os.path.relpath(workspace, folder)
