@@ -143,9 +143,15 @@ def start(job: Callable[[int], None], *, blocking: bool) -> Copy | None:
     of the pipe to the original; None if the fork fails. The original reads
     the pipe ``blocking`` or not."""
     reader, writer = os.pipe()
+    # Ctrl-C is held back across the fork: landing in it, it would raise in an
+    # at-fork callback (logging's lock), where Python prints and drops it, and
+    # the command would go on as if never interrupted; or in the copy before its
+    # own handler is set. Once unblocked, a held Ctrl-C is delivered as usual.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
     try:
         pid = os.fork()
     except OSError:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         os.close(reader)
         os.close(writer)
         return None
@@ -155,13 +161,18 @@ def start(job: Callable[[int], None], *, blocking: bool) -> Copy | None:
             os.close(reader)
             signal.signal(signal.SIGINT, _stopped)  # Ctrl-C (the terminal signals the copy too): as when stopped
             signal.signal(signal.SIGTERM, _stopped)
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
             job(writer)
             status = 0
         finally:
             os._exit(status)
+    signal.pthread_sigmask(signal.SIG_SETMASK, held)
     os.close(writer)
     os.set_blocking(reader, blocking)
     return Copy(pid, reader)
+
+
+_HELD = frozenset({signal.SIGINT, signal.SIGTERM})
 
 
 class Stopped(BaseException):
