@@ -89,6 +89,26 @@ def unlink_quietly(path: str, dir_fd: int | None = None) -> bool:
     return True
 
 
+def make_private_folders(path: str) -> None:
+    """Create the folder ``path`` and every missing folder above it, each owner-only
+    (0700; ``os.makedirs`` gives that mode to the last one only): the store's
+    home and the user's state folder hold copies of the workspace, and logs."""
+    missing: list[str] = []
+    folder = os.path.abspath(path)
+    while not os.path.isdir(folder):
+        missing.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            if not os.path.isdir(folder):
+                raise
+
+
 def sync_folder(folder: str) -> None:
     """fsync a folder, so the names created in it survive a power cut (POSIX only)."""
     if os.name != "posix":
