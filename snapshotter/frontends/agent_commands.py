@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable, Mapping
 
 from snapshotter.errors import InvalidInput
-from snapshotter.frontends import hookinstall, hooklog, rendering, wire
+from snapshotter.frontends import hookinstall, hooklog, rendering, watchstart, wire
 from snapshotter.frontends.agents import AGENTS
 
 TYPE_CHECKING = False
@@ -82,17 +82,52 @@ def status(workspace: str, environ: Mapping[str, str], say: Printer) -> tuple[An
                     }
                 )
     failure = hooklog.last_failure(store)
-    watched = wire.read_key(store) is not None and os.path.exists(wire.address_of(store))
-    body = {"workspace": workspace, "installed": found, "watcher": watched, "last_failure": failure}
+    watched = wire.read_key(store) is not None and wire.probe(wire.address_of(store), 1.0)
+    start = None if watched else watchstart.state(store)
+    body = {
+        "workspace": workspace,
+        "installed": found,
+        "watcher": watched,
+        "watcher_start": _start_json(start),
+        "last_failure": failure,
+    }
     lines = [
         f"{item['agent']:<12} {'user' if item['user'] else 'here'}  {item['path']}"
         + ("" if item["complete"] else f"  (only {', '.join(item['events'])})")
         + ("" if item["runs"] else "  (its command does not run: install again)")
         for item in found
     ] or ["no agent hooks installed here or for this user (`snapshotter hooks install claude-code`)"]
-    lines.append(f"watcher: {'serving this folder' if watched else 'none (the next hook starts one)'}")
+    lines.append(f"watcher: {'serving this folder' if watched else _start_text(start)}")
     lines.append(f"last failure: {failure}" if failure else "last failure: none logged")
     return body, lambda: _lines(say, lines)
+
+
+def _start_json(start: watchstart.StartState | None) -> dict[str, Any] | None:
+    if start is None:
+        return None
+    body: dict[str, Any] = {"state": start.state, "since": _stamp(start.since)}
+    if start.state == "starting":
+        return {**body, "pid": start.pid or None}
+    return {**body, "failures": start.failures, "reason": start.reason, "retry_at": _stamp(start.retry_at)}
+
+
+def _start_text(start: watchstart.StartState | None) -> str:
+    """The watcher line of ``hooks status`` where none serves the folder."""
+    if start is None:
+        return "none (the next hook starts one)"
+    if start.state == "starting":
+        return f"starting since {_stamp(start.since)}" + (f" (process {start.pid})" if start.pid else "")
+    times = "" if start.failures == 1 else f" ({start.failures} times in a row)"
+    return (
+        f"could not start at {_stamp(start.since)}{times}: {start.reason}; hook calls record their events "
+        f"themselves (slower); the next hook tries again after {_stamp(start.retry_at)}"
+    )
+
+
+def _stamp(seconds: float) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(seconds))
 
 
 def _runs(command: str | None) -> bool:
