@@ -55,7 +55,7 @@ def spread(times: list[float]) -> str:
 
 
 def measure(files: int, runs: int) -> dict[str, Any]:
-    scratch = Path(tempfile.mkdtemp(prefix="bw-"))  # short: a Unix socket path may not pass ~100 bytes
+    scratch = Path(tempfile.mkdtemp(prefix="bw-"))  # short (a long home works too: bench_hooks.py measures one)
     try:
         ws = scratch / "ws"
         ws.mkdir()
