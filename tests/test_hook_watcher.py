@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_servers import AnthropicServer, Step, agent_binary
 from conftest import COMMAND, run_command, write
 
 from snapshotter import watch_available
-from snapshotter.frontends import watchstart, wire
+from snapshotter.frontends import hooklog, watchstart, wire
 from snapshotter.gitstore.location import store_path_for
 
 pytestmark = [
@@ -224,3 +225,58 @@ def test_a_watcher_that_cannot_open_a_folder_over_the_cap_leaves_no_half_store(
     status = run_command("--json", "hooks", "status", cwd=ws, env={"SNAPSHOTTER_HOME": str(home), **capped})
     start = json.loads(status.stdout)["result"]["watcher_start"]
     assert start["state"] == "failed" and "5" in start["reason"]
+
+
+CLAUDE = agent_binary("claude")
+
+
+@pytest.mark.skipif(CLAUDE is None, reason="Claude Code is not installed (npm i @anthropic-ai/claude-code)")
+def test_the_real_claude_codes_hook_calls_take_the_watchers_path_under_a_150_byte_home(short_tmp: Path) -> None:
+    ws, home = short_tmp / "ws", long_home(short_tmp)
+    write(ws, {"app.py": "def f():\n    return 1\n"})
+    assert run_command("hooks", "install", "claude-code", cwd=ws, env={"SNAPSHOTTER_HOME": str(home)}).returncode == 0
+    private = short_tmp / "claude"
+    for folder in ("home", "config", "tmp"):
+        (private / folder).mkdir(parents=True)
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "TERM": "dumb",
+        "LANG": "C.UTF-8",
+        "HOME": str(private / "home"),
+        "CLAUDE_CONFIG_DIR": str(private / "config"),
+        "CLAUDE_CODE_TMPDIR": str(private / "tmp"),
+        "IS_SANDBOX": "1",  # the suite may run as root
+        "ANTHROPIC_API_KEY": "sk-ant-test",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "SNAPSHOTTER_HOME": str(home),
+        "SNAPSHOTTER_HOOK_IDLE": "120",
+    }
+    store = store_path_for(str(ws.resolve()), str(home))
+    warm = {"session_id": "warm", "cwd": str(ws), "hook_event_name": "SessionStart", "source": "startup"}
+    started = subprocess.run(  # a watcher up first, started as Claude Code's own hooks start one
+        [*COMMAND, "hook", "claude-code", "SessionStart"], input=json.dumps(warm), env=env, text=True, timeout=60
+    )
+    assert started.returncode == 0 and watcher_up(store)
+    turn: list[Step] = [("bash", "echo hi > bash.txt"), ("edit", "app.py", "return 1", "return 2"), ("text", "ok")]
+    with AnthropicServer(turn, ws) as server:
+        done = subprocess.run(
+            [CLAUDE, "-p", "change the app", "--permission-mode", "bypassPermissions", "--output-format", "json"],
+            cwd=ws,
+            env={**env, "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{server.port}"},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    assert done.returncode == 0 and json.loads(done.stdout)["result"] == "ok", done.stderr[-2000:]
+    assert (ws / "bash.txt").exists()
+    logged = Path(store, "snapshotter", "hooks.log").read_text().splitlines()
+    calls = [line for line in logged if " claude-code " in line][1:]  # the first: the warm-up's own
+    assert sum("tool-done:" in line for line in calls) == 2 and " FAILED " not in "\n".join(logged)
+    assert all(line.endswith(hooklog.BY_WATCHER) for line in calls), calls  # none recorded the slow way
+    warm.update(hook_event_name="SessionEnd", reason="other")
+    subprocess.run([*COMMAND, "hook", "claude-code", "SessionEnd"], input=json.dumps(warm), env=env, text=True)
+    assert watcher_gone(store)

@@ -32,6 +32,8 @@ MAX_BYTES = 1 << 20
 READ_CAP = 2 * MAX_BYTES + (64 << 10)
 """A log is halved past ``MAX_BYTES``; anything much larger was not written by us."""
 FAILED = " FAILED "
+BY_WATCHER = "(by the watcher)"
+"""How a line the watcher wrote ends: the others were recorded by the hook call itself, the slow way."""
 _NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _APPEND_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NO_FOLLOW | getattr(os, "O_NONBLOCK", 0)
 

@@ -188,7 +188,7 @@ class Server:
             failure = f"{type(exc).__name__}: {exc}"
             hooklog.record(self.store, agent.name, name, failure, failed=True)
             return {"failed": failure}
-        hooklog.record(self.store, event.agent, event.name, done)
+        hooklog.record(self.store, event.agent, event.name, f"{done} {hooklog.BY_WATCHER}")
         if event.role == "session-start":
             self.hook_sessions.add(event.session)
         elif event.role == "session-end":
