@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -280,3 +281,20 @@ def test_the_real_claude_codes_hook_calls_take_the_watchers_path_under_a_150_byt
     warm.update(hook_event_name="SessionEnd", reason="other")
     subprocess.run([*COMMAND, "hook", "claude-code", "SessionEnd"], input=json.dumps(warm), env=env, text=True)
     assert watcher_gone(store)
+
+
+def test_a_watcher_that_listens_but_does_not_answer_is_not_joined_by_another(short_tmp: Path) -> None:
+    """Busy or stuck: the call records its event itself, and starts no second watcher (which could not listen)."""
+    ws, home = short_tmp / "ws", short_tmp / "home"
+    write(ws, {"f.txt": "0\n"})
+    assert run_command("snapshot", cwd=ws, env={"SNAPSHOTTER_HOME": str(home)}).returncode == 0
+    store = store_path_for(str(ws.resolve()), str(home))
+    Path(wire.key_path(store)).write_bytes(b"k" * 32)
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with silent:
+        wire.reach(wire.address_of(store), silent.bind)
+        silent.listen()
+        hook(ws, home, "UserPromptSubmit", prompt="while it is busy")
+        assert not (home / "watchers").exists()  # no start was even claimed
+    logged = json.loads(run_command("--json", "log", cwd=ws, env={"SNAPSHOTTER_HOME": str(home)}).stdout)["result"]
+    assert [s["label"] for s in logged][0] == "pre-turn:1"

@@ -82,7 +82,7 @@ def status(workspace: str, environ: Mapping[str, str], say: Printer) -> tuple[An
                     }
                 )
     failure = hooklog.last_failure(store)
-    watched = wire.read_key(store) is not None and wire.probe(wire.address_of(store), 1.0)
+    watched = _watcher_answers(store)
     start = None if watched else watchstart.state(store)
     body = {
         "workspace": workspace,
@@ -100,6 +100,18 @@ def status(workspace: str, environ: Mapping[str, str], say: Printer) -> tuple[An
     lines.append(f"watcher: {'serving this folder' if watched else _start_text(start)}")
     lines.append(f"last failure: {failure}" if failure else "last failure: none logged")
     return body, lambda: _lines(say, lines)
+
+
+def _watcher_answers(store: str) -> bool:
+    """Whether a watcher serves ``store``: it answers, proving it holds the key, within a second."""
+    key = wire.read_key(store)
+    if key is None:
+        return False
+    try:
+        wire.connect(wire.address_of(store), key, 1.0).close()
+    except (OSError, EOFError, wire.Refused):
+        return False
+    return True
 
 
 def _start_json(start: watchstart.StartState | None) -> dict[str, Any] | None:

@@ -74,7 +74,7 @@ def main(argv: list[str]) -> int:
         project = {var: os.environ[var] for var in agent.project_env if os.environ.get(var)}
         taken = _to_watcher(store, agent.name, name, payload, project)
         if taken is None and agent.events[name] != SESSION_END and not short:
-            _start_watcher(workspace, store)  # none answered (one that declined serves already)
+            _start_watcher(workspace, store)  # none listens
         if not taken:
             _directly(workspace, agent, name, payload, project)
     except BaseException as exc:  # noqa: BLE001 - a hook fails open, whatever failed
@@ -135,8 +135,9 @@ def _payload() -> dict[str, Any]:
 
 def _to_watcher(store: str, agent: str, name: str, payload: dict[str, Any], project: dict[str, str]) -> bool | None:
     """Whether the watcher serving ``store`` took the event (and logged what came of
-    it); False where it declined, None where none answered: the caller records
-    it itself."""
+    it); the caller records it itself where not: False where one listens but
+    declined or did not answer in time (busy: starting another would be no
+    use), None where none listens."""
     if os.environ.get("SNAPSHOTTER_NO_WATCHER", "") not in ("", "0"):
         return False
     key = wire.read_key(store)
@@ -144,8 +145,10 @@ def _to_watcher(store: str, agent: str, name: str, payload: dict[str, Any], proj
         return None
     try:
         channel = wire.connect(wire.address_of(store), key, CONNECT_TIMEOUT)
-    except (OSError, EOFError, wire.Refused):
+    except (FileNotFoundError, ConnectionRefusedError):  # none, or the socket a killed one left
         return None
+    except (OSError, EOFError, wire.Refused):
+        return False
     with channel:
         request = {
             "kind": "hook",
