@@ -10,6 +10,8 @@ import json
 import os
 import stat
 import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -162,3 +164,33 @@ def test_a_fifo_or_a_link_planted_at_the_hooks_log_is_never_waited_on_nor_writte
     assert target.read_text() == "theirs\n"
     fallback = Path(os.environ["SNAPSHOTTER_HOOKS_LOG"]).read_text()
     assert "began pre-turn:2" in fallback  # the line went to the user's own log instead
+
+
+OPEN_AND_SNAPSHOT = """
+import os, sys, time
+from snapshotter import Snapshotter
+while not os.path.exists(sys.argv[4]):  # all at once
+    time.sleep(0.001)
+with Snapshotter(sys.argv[1], home=sys.argv[2], lock_timeout=120) as snap:
+    snap.snapshot(sys.argv[3])
+"""
+
+
+def test_processes_opening_a_half_store_at_once_share_one_new_store_and_lose_no_snapshot(tmp_path: Path) -> None:
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    write(ws, {"a.txt": "a\n"})
+    store = half_store(ws, home)
+    go = tmp_path / "go"
+    argv = [sys.executable, "-c", OPEN_AND_SNAPSHOT, str(ws), str(home)]
+    writers = [subprocess.Popen([*argv, f"w{n}", str(go)], stderr=subprocess.PIPE) for n in range(6)]
+    time.sleep(1.0)  # every writer started and waiting
+    go.touch()
+    for writer in writers:
+        _, err = writer.communicate(timeout=120)
+        assert writer.returncode == 0, err.decode()
+    with Snapshotter(ws, home=home) as snap:
+        assert sorted(s.message for s in snap.list()) == [f"w{n}" for n in range(6)]
+    assert "FAILED old" in (store / "snapshotter" / "hooks.log").read_text()
+    if GIT is not None:
+        fsck = subprocess.run([GIT, "--git-dir", str(store), "fsck", "--strict"], capture_output=True, text=True)
+        assert fsck.returncode == 0, fsck.stderr

@@ -10,6 +10,7 @@ new store, which keeps its hooks log. Everything is owner-only (0700 folders,
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -19,12 +20,15 @@ from dulwich.repo import Repo
 from snapshotter.errors import StoreError
 from snapshotter.fsutil import make_private_folders, read_side_file
 from snapshotter.gitstore.location import SIDE_FOLDER, store_exists
+from snapshotter.gitstore.locking import StoreLock
 
 KEPT_SIDE_FILES = ("hooks.log",)
 """What a new store takes over from a folder that held only side files: the log
 of the hook calls that failed there. Nothing else (a cache would speak of
 objects the new store does not hold)."""
 _KEPT_CAP = 4 << 20
+LOCK_WAIT = 30.0
+"""Seconds to wait for another process replacing the same folder of side files."""
 _STORE_CONFIG = b"""[core]
 \trepositoryformatversion = 0
 \tfilemode = true
@@ -83,26 +87,40 @@ def _take_side_files(old: str, new: str) -> None:
 
 def _put_in_place(tmp: str, path: str) -> None:
     """Rename the new store ``tmp`` to ``path``. Where another process made a store
-    there meanwhile, that one stays; where a folder there holds no store (only
-    side files), it is moved aside and removed first."""
+    there meanwhile, that one stays. Where a folder there holds no store (only
+    side files), it is moved aside and removed first, under a lock beside it
+    (``.<key>.lock``, removed once the store is in place), so that two
+    processes replacing it never remove each other's new store."""
     for _ in range(3):
         try:
-            os.rename(tmp, path)
+            os.rename(tmp, path)  # atomic; over nothing, or over an empty folder
             return
         except OSError:
             if store_exists(path):  # another process won the race: fine
                 shutil.rmtree(tmp, ignore_errors=True)
                 return
-            if not os.path.lexists(path):
-                continue
-        aside = tempfile.mkdtemp(dir=os.path.dirname(path), prefix=".old-side-files-")
-        try:
-            os.replace(path, os.path.join(aside, "old"))
-        except FileNotFoundError:  # another process moved it first
-            pass
-        finally:
-            shutil.rmtree(aside, ignore_errors=True)
-    os.rename(tmp, path)  # a folder keeps coming back there: say why
+            if os.path.lexists(path):
+                break  # a folder of side files: replaced below
+    parent, key = os.path.split(path)
+    lock = os.path.join(parent, f".{key}.lock")
+    with StoreLock(lock, LOCK_WAIT):
+        if store_exists(path):  # another process replaced it first
+            shutil.rmtree(tmp, ignore_errors=True)
+            return
+        aside = tempfile.mkdtemp(dir=parent, prefix=".old-side-files-")
+        old = os.path.join(aside, "old")
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(path, old)
+        if store_exists(old):  # made there meanwhile by one that does not lock: never ours to remove
+            with contextlib.suppress(OSError):
+                os.rename(old, path)
+            shutil.rmtree(tmp, ignore_errors=True)
+            return
+        shutil.rmtree(aside, ignore_errors=True)
+        os.rename(tmp, path)
+        # Gone with the need for it: whoever waits on it, or takes a new one, finds the store and stops.
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
 
 
 def owner_only(root: str) -> None:
