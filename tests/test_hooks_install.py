@@ -144,3 +144,9 @@ def test_the_installed_command_runs_from_an_empty_path(tmp_path: Path, ws: Path)
     assert run_command("--json", "log", cwd=ws, env=env).returncode == 0
     logged = json.loads(run_command("--json", "log", cwd=ws, env=env).stdout)["result"]
     assert [s["label"] for s in logged] == ["pre-turn:1"] and logged[0]["message"] == "hi"
+
+
+def test_status_says_why_no_watcher_is_started(tmp_path: Path, ws: Path) -> None:
+    env = {"SNAPSHOTTER_HOME": str(tmp_path / "home"), "SNAPSHOTTER_NO_WATCHER": "1"}
+    status = run_command("hooks", "status", cwd=ws, env=env)
+    assert "watcher: none (SNAPSHOTTER_NO_WATCHER is set: each call records its event itself)" in status.stdout

@@ -97,7 +97,7 @@ def status(workspace: str, environ: Mapping[str, str], say: Printer) -> tuple[An
         + ("" if item["runs"] else "  (its command does not run: install again)")
         for item in found
     ] or ["no agent hooks installed here or for this user (`snapshotter hooks install claude-code`)"]
-    lines.append(f"watcher: {'serving this folder' if watched else _start_text(start)}")
+    lines.append(f"watcher: {'serving this folder' if watched else _start_text(start, environ)}")
     lines.append(f"last failure: {failure}" if failure else "last failure: none logged")
     return body, lambda: _lines(say, lines)
 
@@ -123,10 +123,10 @@ def _start_json(start: watchstart.StartState | None) -> dict[str, Any] | None:
     return {**body, "failures": start.failures, "reason": start.reason, "retry_at": _stamp(start.retry_at)}
 
 
-def _start_text(start: watchstart.StartState | None) -> str:
+def _start_text(start: watchstart.StartState | None, environ: Mapping[str, str]) -> str:
     """The watcher line of ``hooks status`` where none serves the folder."""
     if start is None:
-        return "none (the next hook starts one)"
+        return f"none ({_no_watcher_why(environ) or 'the next hook starts one'})"
     if start.state == "starting":
         return f"starting since {_stamp(start.since)}" + (f" (process {start.pid})" if start.pid else "")
     times = "" if start.failures == 1 else f" ({start.failures} times in a row)"
@@ -134,6 +134,20 @@ def _start_text(start: watchstart.StartState | None) -> str:
         f"could not start at {_stamp(start.since)}{times}: {start.reason}; hook calls record their events "
         f"themselves (slower); the next hook tries again after {_stamp(start.retry_at)}"
     )
+
+
+def _no_watcher_why(environ: Mapping[str, str]) -> str | None:
+    """Why no hook here starts a watcher (as ``hookclient`` decides), or None."""
+    import importlib.util
+    import sys
+
+    if not hasattr(os, "fork") or sys.platform == "win32":
+        return "hooks start none on this system: each call records its event itself"
+    if environ.get("SNAPSHOTTER_NO_WATCHER", "") not in ("", "0"):
+        return "SNAPSHOTTER_NO_WATCHER is set: each call records its event itself"
+    if importlib.util.find_spec("watchdog") is None:
+        return "watchdog is not installed: each call records its event itself"
+    return None
 
 
 def _stamp(seconds: float) -> str:
