@@ -28,6 +28,7 @@ from typing import Any
 
 from snapshotter.attribution import closing
 from snapshotter.errors import InvalidInput, SnapshotError, StoreError, WorkspaceError
+from snapshotter.fsutil import read_side_file
 from snapshotter.gitstore.location import store_path_for
 from snapshotter.gitstore.sharing import share_objects
 from snapshotter.gitstore.store import Store
@@ -105,7 +106,7 @@ def make_fork(
 def forks_of(engine: Engine) -> list[ForkInfo]:
     """The forks made from this workspace, oldest first."""
     out = []
-    for entry in _read_json(os.path.join(engine.store.meta_dir, FORKS_FILE), []):
+    for entry in _read_list(os.path.join(engine.store.meta_dir, FORKS_FILE)):
         try:
             path, point, created = str(entry["path"]), str(entry["fork_point"]), str(entry["created"])
             out.append(ForkInfo(path, point, datetime.fromisoformat(created), os.path.isdir(path)))
@@ -173,7 +174,7 @@ def _fork_record(engine: Engine, target: SnapshotInfo, dest: str) -> dict[str, s
 
 def _add_to_parent(engine: Engine, entry: dict[str, str]) -> None:
     path = os.path.join(engine.store.meta_dir, FORKS_FILE)
-    listed = [e for e in _read_json(path, []) if isinstance(e, dict) and e.get("path") != entry["path"]]
+    listed = [e for e in _read_list(path) if isinstance(e, dict) and e.get("path") != entry["path"]]
     _write_json(path, [*listed, entry])
 
 
@@ -181,11 +182,17 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat()
 
 
+def _read_list(path: str) -> list[Any]:
+    found = _read_json(path, [])
+    return found if isinstance(found, list) else []
+
+
 def _read_json(path: str, missing: Any) -> Any:
+    """A fork's record or a parent's list of forks, read guarded (``fsutil.read_side_file``,
+    1 MiB: an entry is some 200 bytes); ``missing`` where it cannot be read or parsed."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
+        return json.loads(read_side_file(path, follow=False))
+    except (OSError, ValueError, RecursionError):
         return missing
 
 

@@ -84,6 +84,12 @@ class Retention:
         return cls(max_snapshots=None, max_age=None, max_store_bytes=None, max_undo=None)
 
 
+LOCK_TIMEOUT_MAX = 86_400.0
+"""The longest wait for the store lock: a day. More (up to ``inf``, which a
+settings file can write as ``1e400``) means as long as that: the clocks and
+locks below refuse waits past about 292 years, with an untyped error."""
+
+
 @dataclass(frozen=True)
 class Options:
     """Every knob of ``Snapshotter(...)`` but the workspace (see its docstring)."""
@@ -179,7 +185,7 @@ class Options:
             if not isinstance(value, int) or value < 0:
                 raise InvalidInput(f"{name} must be a non-negative integer (0 disables the cap)")
         object.__setattr__(self, "exclude", patterns)
-        object.__setattr__(self, "lock_timeout", float(timeout))
+        object.__setattr__(self, "lock_timeout", float(min(timeout, LOCK_TIMEOUT_MAX)))
         for flag in flags:
             object.__setattr__(self, flag, bool(getattr(self, flag)))
 

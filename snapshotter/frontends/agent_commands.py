@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable, Mapping
 
 from snapshotter.errors import InvalidInput
-from snapshotter.frontends import hookinstall, hooklog, rendering, watchstart, wire
+from snapshotter.frontends import hookcommand, hookinstall, hooklog, rendering, watchstart, wire
 from snapshotter.frontends.agents import AGENTS
 
 TYPE_CHECKING = False
@@ -35,12 +35,15 @@ def hooks(args: argparse.Namespace, workspace: str, environ: Mapping[str, str], 
         raise InvalidInput(f"hooks {args.action} takes the agent: one of {', '.join(AGENTS)}")
     agent = hookinstall.agent_of(args.agent)
     path = hookinstall.hooks_path(agent, workspace, args.user, environ)
+    within = None if args.user else workspace  # a project's file may not lead out of it
     if args.action == "install":
         command = args.hook_command or hookinstall.default_command()
-        before, after = hookinstall.install(agent, path, command, dry_run=args.dry_run)
+        before, after = hookinstall.install(agent, path, command, dry_run=args.dry_run, within=within)
         verb = "would install" if args.dry_run else "installed"
     else:
-        before, after = hookinstall.uninstall(agent, path, dry_run=args.dry_run)
+        before, after = hookinstall.uninstall(
+            agent, path, dry_run=args.dry_run, within=within, command=args.hook_command
+        )
         verb = "would remove" if args.dry_run else "removed"
         command = None
     changed = before != after
@@ -48,8 +51,10 @@ def hooks(args: argparse.Namespace, workspace: str, environ: Mapping[str, str], 
     if command is not None:
         body["command"] = command
     lines = [after.rstrip("\n")] if args.dry_run and after else []
-    if not changed:
-        lines.append(f"{path}: nothing to change (snapshotter's {agent.title} hooks are {args.action}ed already)")
+    if not changed and args.action == "uninstall":
+        lines.append(f"no snapshotter hooks for {agent.title} in {path}: nothing to remove")
+    elif not changed:
+        lines.append(f"{path}: nothing to change (snapshotter's {agent.title} hooks are installed already)")
     else:
         events = ", ".join(agent.events)
         lines.append(f"{verb} snapshotter's {agent.title} hooks ({events}) in {path}")
@@ -78,7 +83,7 @@ def status(workspace: str, environ: Mapping[str, str], say: Printer) -> tuple[An
                         "events": list(info.events),
                         "complete": info.complete,
                         "command": info.command,
-                        "runs": _runs(info.command),
+                        "runs": hookcommand.runs(info.program),
                     }
                 )
     failure = hooklog.last_failure(store)
@@ -154,17 +159,6 @@ def _stamp(seconds: float) -> str:
     import time
 
     return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(seconds))
-
-
-def _runs(command: str | None) -> bool:
-    """Whether a hook's command names a program that is there (its first word)."""
-    import shlex
-
-    try:
-        first = shlex.split(command or "")[0]
-    except (ValueError, IndexError):
-        return False
-    return os.path.isfile(first) and os.access(first, os.X_OK)
 
 
 def sessions(snap: Snapshotter, say: Printer) -> tuple[Any, Any]:

@@ -91,6 +91,8 @@ def store_exists(store: str) -> bool:
         names = os.listdir(store)
     except FileNotFoundError:
         return False
+    except NotADirectoryError:  # a file there is something; a file above it (a home that is a file) is not
+        return os.path.lexists(store)
     except OSError:
         return True
     return any(name != SIDE_FOLDER for name in names)

@@ -11,16 +11,19 @@ runs (under the lock) to clear what a killed writer can leave behind.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
+import stat
 import sys
 import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 
-from snapshotter.errors import StoreLocked
+from snapshotter.errors import StoreError, StoreLocked
+from snapshotter.fsutil import NO_FOLLOW
 
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
@@ -95,7 +98,7 @@ class StoreLock:
             self._thread_lock.release()
 
     def _take(self, deadline: float) -> int:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = _open_lock_file(self.path)
         delay = 0.005
         while not _try_lock(fd):
             if time.monotonic() >= deadline:
@@ -111,6 +114,27 @@ class StoreLock:
         if died_holding and self.on_recover is not None:
             self.on_recover()
         return fd
+
+
+_LOCK_FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | NO_FOLLOW
+
+
+def _open_lock_file(path: str) -> int:
+    """The lock file, opened as a side file is (see ``fsutil.open_side_file``):
+    never through a symlink (its holder record would be written, and erased,
+    wherever the link points), without blocking, a regular file only. Anything
+    else planted there is a typed error naming it."""
+    try:
+        fd = os.open(path, _LOCK_FLAGS, 0o600)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise StoreError(f"the lock file {path} is a symbolic link; remove it") from None
+    kind = os.fstat(fd).st_mode
+    if not stat.S_ISREG(kind):
+        os.close(fd)
+        raise StoreError(f"the lock file {path} is not a regular file; remove it")
+    return fd
 
 
 def _record_holder(fd: int) -> None:

@@ -21,6 +21,7 @@ from snapshotter.errors import StoreError
 from snapshotter.fsutil import make_private_folders, read_side_file
 from snapshotter.gitstore.location import SIDE_FOLDER, store_exists
 from snapshotter.gitstore.locking import StoreLock
+from snapshotter.gitstore.storerepo import STORE_CONFIG
 
 KEPT_SIDE_FILES = ("hooks.log",)
 """What a new store takes over from a folder that held only side files: the log
@@ -29,15 +30,6 @@ objects the new store does not hold)."""
 _KEPT_CAP = 4 << 20
 LOCK_WAIT = 30.0
 """Seconds to wait for another process replacing the same folder of side files."""
-_STORE_CONFIG = b"""[core]
-\trepositoryformatversion = 0
-\tfilemode = true
-\tbare = true
-\tlogallrefupdates = false
-\tlooseCompression = 1
-[gc]
-\tauto = 0
-"""
 
 
 def create(path: str, canonical: str) -> None:
@@ -50,7 +42,7 @@ def create(path: str, canonical: str) -> None:
         try:
             Repo.init_bare(tmp).close()
             with open(os.path.join(tmp, "config"), "wb") as handle:
-                handle.write(_STORE_CONFIG)
+                handle.write(STORE_CONFIG)
             with open(os.path.join(tmp, "description"), "wb") as handle:
                 handle.write(b"snapshotter store for " + os.fsencode(canonical) + b"\n")
             with open(os.path.join(tmp, "workspace"), "wb") as handle:

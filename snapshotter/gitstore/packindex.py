@@ -33,10 +33,10 @@ from dataclasses import dataclass
 
 from dulwich.errors import ApplyDeltaError
 
-from snapshotter.fsutil import unlink_quietly
+from snapshotter.fsutil import read_side_file, unlink_quietly
 from snapshotter.gitstore.inflate import MAX_WHOLE, PIECE, Stream
 from snapshotter.gitstore.objects import TYPE_NAMES
-from snapshotter.gitstore.packread import PackFile, PackIndex, _entry_header, read_entry
+from snapshotter.gitstore.packread import INDEX_CAP, PackFile, PackIndex, _entry_header, read_entry
 from snapshotter.gitstore.packs import index_v2
 
 _MIN_INDEX = 8 + 256 * 4 + 40
@@ -64,10 +64,11 @@ def load_index(base: str) -> PackIndex:
     """The index of the pack at ``base`` (its path less ``.pack``), checked
     against its own checksum and its pack's; ``IndexDamaged`` says why not."""
     try:
-        with open(base + ".idx", "rb") as handle:
-            data = handle.read()
+        data = read_side_file(base + ".idx", INDEX_CAP, follow=False)
     except FileNotFoundError:
         raise IndexDamaged("is missing") from None
+    except OSError as exc:  # a named pipe, a device, a link planted in the store: the pack is indexed again
+        raise IndexDamaged(f"cannot be read ({exc.strerror or exc})") from None
     if len(data) < _MIN_INDEX or hashlib.sha1(memoryview(data)[:-20]).digest() != data[-20:]:
         raise IndexDamaged("fails its own checksum (truncated or damaged)")
     try:

@@ -47,6 +47,7 @@ from snapshotter.gitstore.inflate import ObjectTooLarge
 from snapshotter.gitstore.objects import MODE_TREE, TYPE_NAMES, object_id, parse_tree
 from snapshotter.gitstore.packs import entry_header
 from snapshotter.gitstore.store import MISSING_OR_DAMAGED, Store
+from snapshotter.gitstore.storerepo import open_store_repo
 from snapshotter.gitstore.transport import Credentials, Remote, without_secrets
 
 Refs = dict[bytes, bytes]
@@ -180,7 +181,7 @@ def receive(store: Store, remote: Remote, refs: Refs, credentials: Credentials |
     wanted = sorted({sha for sha in refs.values() if not store.has_object(bytes.fromhex(sha.decode()))})
     if not wanted:
         return 0
-    repo = Repo(store.path)
+    repo = open_store_repo(store.path)  # its side files read guarded, as the store's own are
     try:
         with remote_errors(remote, credentials):
             remote.client.fetch(remote.path.encode(), repo, determine_wants=_wanting(wanted))

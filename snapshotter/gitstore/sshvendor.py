@@ -18,6 +18,7 @@ from typing import Any
 from dulwich.client import SSHVendor
 
 from snapshotter.errors import InvalidInput, RemoteAuthError, RemoteError
+from snapshotter.fsutil import read_side_file
 from snapshotter.gitstore import knownhosts
 
 SSH_EXTRA_HINT = 'SSH remotes need the ssh extra (paramiko): in a checkout of this project, pip install ".[ssh]"'
@@ -143,9 +144,8 @@ def _KnownHostsPolicy(paramiko: Any, known: str) -> Any:  # noqa: N802 (a class,
 
     class Policy(paramiko.MissingHostKeyPolicy):  # type: ignore[misc]
         def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
-            try:
-                with open(known, encoding="utf-8", errors="replace") as handle:
-                    lines = knownhosts.parse(handle.read())
+            try:  # guarded (``fsutil.read_side_file``): a few hundred bytes a host, so 16 MiB is plenty
+                lines = knownhosts.parse(read_side_file(known, 16 << 20).decode("utf-8", "replace"))
             except OSError:
                 lines = []
             found = knownhosts.verdict(lines, hostname, key.asbytes())
