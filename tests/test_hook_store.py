@@ -6,8 +6,10 @@ for a store is owner-only. Real commands, real folders."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -197,3 +199,18 @@ def test_processes_opening_a_half_store_at_once_share_one_new_store_and_lose_no_
         fsck = subprocess.run([GIT, "--git-dir", str(store), "fsck", "--strict"], capture_output=True, text=True)
         assert fsck.returncode == 0, fsck.stderr
 
+
+@pytest.mark.skipif(not hasattr(signal, "SIGALRM"), reason="the budget is an alarm on POSIX")
+def test_a_hook_call_that_answered_leaves_no_alarm_to_kill_its_exit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The budget's alarm is disarmed once the call answered: firing while the
+    interpreter exits (its handlers reset), it killed an answered call (exit -14)."""
+    from snapshotter.frontends import hookclient
+
+    event = io.TextIOWrapper(io.BytesIO(b'{"hook_event_name": "Notification", "session_id": "s"}'))
+    monkeypatch.setattr(sys, "stdin", event)
+    before = signal.getsignal(signal.SIGALRM)
+    try:
+        assert hookclient.main(["claude-code", "Notification"]) == 0
+        assert signal.alarm(0) == 0  # nothing pending
+    finally:
+        signal.signal(signal.SIGALRM, before)

@@ -38,6 +38,7 @@ from snapshotter.gitstore.location import canonical_workspace, find_workspace, s
 
 TYPE_CHECKING = False  # not ``typing``'s: every hook call pays for this module's imports
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from snapshotter.frontends.agents import Agent
@@ -57,7 +58,14 @@ def main(argv: list[str]) -> int:
     named = argv[1] if len(argv) > 1 else None
     answer = agent.answer if agent is not None else ""
     short = agent is not None and named is not None and named in agent.short_events
-    _arm(SHORT_BUDGET if short else budget(), answer, argv[0] if argv else "?", named or "?")
+    disarm = _arm(SHORT_BUDGET if short else budget(), answer, argv[0] if argv else "?", named or "?")
+    try:
+        return _call(argv, agent, named, answer, short)
+    finally:
+        disarm()  # answered: an alarm during the interpreter's exit (handlers reset) would kill it, exit -14
+
+
+def _call(argv: list[str], agent: Agent | None, named: str | None, answer: str, short: bool) -> int:
     store: str | None = None
     try:
         if agent is None:
@@ -100,9 +108,10 @@ def _answer(answer: str) -> int:
     return 0
 
 
-def _arm(seconds: int, answer: str, agent: str, event: str) -> None:
+def _arm(seconds: int, answer: str, agent: str, event: str) -> Callable[[], None]:
     """Give up after ``seconds``: log it, answer, and leave at once (``os._exit``:
-    nothing half done is waited for; the store is crash-safe at any moment)."""
+    nothing half done is waited for; the store is crash-safe at any moment).
+    Returns what disarms it."""
 
     def give_up(*_: object) -> None:
         where = _store[0] if _store else None
@@ -115,12 +124,17 @@ def _arm(seconds: int, answer: str, agent: str, event: str) -> None:
 
         signal.signal(signal.SIGALRM, give_up)
         signal.alarm(seconds)
-    else:
-        import threading
 
-        timer = threading.Timer(seconds, give_up)
-        timer.daemon = True
-        timer.start()
+        def disarm() -> None:
+            signal.alarm(0)
+
+        return disarm
+    import threading
+
+    timer = threading.Timer(seconds, give_up)
+    timer.daemon = True
+    timer.start()
+    return timer.cancel
 
 
 def _payload() -> dict[str, Any]:
