@@ -117,7 +117,7 @@ def measure(files: int, runs: int, home_bytes: int) -> dict[str, Any]:
             os.environ,
             SNAPSHOTTER_HOME=str(scratch / "home"),
             SNAPSHOTTER_MAX_WORKSPACE_ENTRIES="0",  # the cap, raised explicitly
-            SNAPSHOTTER_CONFIG=os.devnull,
+            SNAPSHOTTER_CONFIG=str(scratch / "no-user-config.toml"),  # none (a device is refused as a config file)
             SNAPSHOTTER_HOOKS_LOG=str(scratch / "fallback-hooks.log"),
         )
         env.pop("SNAPSHOTTER_NO_WATCHER", None)

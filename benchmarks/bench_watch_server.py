@@ -65,7 +65,7 @@ def measure(files: int, runs: int) -> dict[str, Any]:
             os.environ,
             SNAPSHOTTER_HOME=str(scratch / "home"),
             SNAPSHOTTER_MAX_WORKSPACE_ENTRIES="0",  # the cap, raised explicitly
-            SNAPSHOTTER_CONFIG=os.devnull,
+            SNAPSHOTTER_CONFIG=str(scratch / "no-user-config.toml"),  # none (a device is refused as a config file)
         )
         env.pop("SNAPSHOTTER_NO_WATCHER", None)
         direct_env = dict(env, SNAPSHOTTER_NO_WATCHER="1")
