@@ -19,7 +19,10 @@ import errno
 import os
 import stat
 import sys
-from typing import Protocol
+
+TYPE_CHECKING = False  # not ``typing``'s: a hook call reads the watcher's key through this module
+if TYPE_CHECKING:
+    from typing import Protocol
 
 USE_CTIME = sys.platform != "win32"  # on Windows st_ctime is the creation time
 
@@ -27,20 +30,25 @@ StatKey = tuple[int, int, int, int, int]
 """(st_mode, size, mtime_ns, ctime_ns, inode): what must match to skip a read."""
 
 
-class FileStat(Protocol):
-    """What the walk reads of a file's ``lstat``: an ``os.stat_result``, or a
-    smaller stand-in keeping just these (see ``trust.KnownStat``)."""
+if TYPE_CHECKING:
 
-    @property
-    def st_mode(self) -> int: ...
-    @property
-    def st_size(self) -> int: ...
-    @property
-    def st_mtime_ns(self) -> int: ...
-    @property
-    def st_ctime_ns(self) -> int: ...
-    @property
-    def st_ino(self) -> int: ...
+    class FileStat(Protocol):
+        """What the walk reads of a file's ``lstat``: an ``os.stat_result``, or a
+        smaller stand-in keeping just these (see ``trust.KnownStat``)."""
+
+        @property
+        def st_mode(self) -> int: ...
+        @property
+        def st_size(self) -> int: ...
+        @property
+        def st_mtime_ns(self) -> int: ...
+        @property
+        def st_ctime_ns(self) -> int: ...
+        @property
+        def st_ino(self) -> int: ...
+
+else:
+    FileStat = os.stat_result  # at run time only a name, in annotations and aliases
 
 
 DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -87,6 +95,26 @@ def unlink_quietly(path: str, dir_fd: int | None = None) -> bool:
     except OSError:
         return False
     return True
+
+
+def make_private_folders(path: str) -> None:
+    """Create the folder ``path`` and every missing folder above it, each owner-only
+    (0700; ``os.makedirs`` gives that mode to the last one only): the store's
+    home and the user's state folder hold copies of the workspace, and logs."""
+    missing: list[str] = []
+    folder = os.path.abspath(path)
+    while not os.path.isdir(folder):
+        missing.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            if not os.path.isdir(folder):
+                raise
 
 
 def unlink_if_same(path: str, made: os.stat_result) -> bool:

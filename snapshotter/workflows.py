@@ -19,7 +19,7 @@ from snapshotter import blame as blaming
 from snapshotter import forks as forking
 from snapshotter.calls import public
 from snapshotter.errors import InvalidInput
-from snapshotter.gitstore.location import canonical_workspace, store_path_for
+from snapshotter.gitstore.location import canonical_workspace, store_exists, store_path_for
 from snapshotter.model import (
     BlameResult,
     ConflictMode,
@@ -304,7 +304,7 @@ class Workflows:
         start = engine.catalog.get(base) if base is not None else None
         if isinstance(source, os.PathLike) or (isinstance(source, str) and os.path.isdir(source)):
             folder = canonical_workspace(source)
-            if not os.path.isdir(store_path_for(folder, self._options.home)):
+            if not store_exists(store_path_for(folder, self._options.home)):
                 raise InvalidInput(f"{folder} has no snapshots in this home: merge needs a fork (see fork())")
             with self._same_settings(folder) as fork:
                 return forking.merge_fork(engine, fork, start, bool(dry_run), mode)

@@ -434,3 +434,9 @@ def test_uninstall_from_a_file_whose_hooks_are_not_a_table_changes_nothing(ws: P
     assert done.returncode == 0 and "no snapshotter hooks" in done.stdout
     _refused_in_one_line(_cli(ws, tmp_path, "install", "claude-code"), "'hooks' is not a JSON object")
     assert (ws / ".claude" / "settings.json").read_text() == '{"hooks": "none"}\n'
+
+
+def test_status_says_why_no_watcher_is_started(tmp_path: Path, ws: Path) -> None:
+    env = {"SNAPSHOTTER_HOME": str(tmp_path / "home"), "SNAPSHOTTER_NO_WATCHER": "1"}
+    status = run_command("hooks", "status", cwd=ws, env=env)
+    assert "watcher: none (SNAPSHOTTER_NO_WATCHER is set: each call records its event itself)" in status.stdout

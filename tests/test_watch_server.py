@@ -12,6 +12,7 @@ import select
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -38,7 +39,7 @@ DIRECT = {relay.DISABLE_ENV: "1"}
 
 @pytest.fixture
 def tmp_path() -> Iterator[Path]:
-    """A short temporary folder: a Unix socket's path may not pass ~100 bytes."""
+    """A short temporary folder: the homes below it are short unless a test makes them long."""
     path = Path(tempfile.mkdtemp(prefix="sw-"))
     yield path
     shutil.rmtree(path, ignore_errors=True)
@@ -508,3 +509,41 @@ def _next_event(stream: Any) -> dict[str, str]:
         if line.startswith("data: "):
             found: dict[str, str] = json.loads(line[6:])
             return found
+
+
+@pytest.mark.parametrize("through_proc", [True, False])
+def test_a_socket_at_a_path_past_the_systems_limit_listens_and_is_reached(tmp_path: Path, through_proc: bool) -> None:
+    """Bound and reached from a short name for its folder: ``/proc/self/fd/N`` on
+    Linux, else from inside the folder (the working folder is given back)."""
+    if through_proc and not os.path.isdir("/proc/self/fd"):
+        pytest.skip("no /proc here")
+    folder = tmp_path / ("d" * 150)
+    folder.mkdir()
+    address = str(folder / wire.SOCKET_NAME)
+    here = os.getcwd()
+    raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with raw:
+        wire.reach(address, raw.bind, through_proc=through_proc)
+        assert os.getcwd() == here and stat.S_ISSOCK(os.lstat(address).st_mode)
+        raw.listen()
+        caller = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        with caller:
+            wire.reach(address, caller.connect, through_proc=through_proc)
+            raw.accept()[0].close()
+    assert os.getcwd() == here
+    os.unlink(address)
+    listener = wire.Listener(address)  # what the watcher and its callers use
+    try:
+        assert wire.probe(address, 2.0)
+    finally:
+        listener.close()
+
+
+def test_snapshotter_watch_serves_under_a_long_home(tmp_path: Path, ws: Path, watcher: Any) -> None:
+    home = tmp_path / ("h" * 150)
+    write(ws, {"a.txt": "a\n"})
+    server = watcher(ws, home)
+    assert len(os.fsencode(server.address)) > 108
+    done = run_command("--json", "status", cwd=ws, env={"SNAPSHOTTER_HOME": str(home)})
+    assert done.returncode == 0, done.stderr
+    assert len(server.served()) == 1

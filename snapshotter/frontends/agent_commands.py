@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable, Mapping
 
 from snapshotter.errors import InvalidInput
-from snapshotter.frontends import hookcommand, hookinstall, hooklog, rendering, wire
+from snapshotter.frontends import hookcommand, hookinstall, hooklog, rendering, watchstart, wire
 from snapshotter.frontends.agents import AGENTS
 
 TYPE_CHECKING = False
@@ -87,27 +87,78 @@ def status(workspace: str, environ: Mapping[str, str], say: Printer) -> tuple[An
                     }
                 )
     failure = hooklog.last_failure(store)
-    watched = _has_key(store) and os.path.exists(wire.address_of(store))
-    body = {"workspace": workspace, "installed": found, "watcher": watched, "last_failure": failure}
+    watched = _watcher_answers(store)
+    start = None if watched else watchstart.state(store)
+    body = {
+        "workspace": workspace,
+        "installed": found,
+        "watcher": watched,
+        "watcher_start": _start_json(start),
+        "last_failure": failure,
+    }
     lines = [
         f"{item['agent']:<12} {'user' if item['user'] else 'here'}  {item['path']}"
         + ("" if item["complete"] else f"  (only {', '.join(item['events'])})")
         + ("" if item["runs"] else "  (its command does not run: install again)")
         for item in found
     ] or ["no agent hooks installed here or for this user (`snapshotter hooks install claude-code`)"]
-    lines.append(f"watcher: {'serving this folder' if watched else 'none (the next hook starts one)'}")
+    lines.append(f"watcher: {'serving this folder' if watched else _start_text(start, environ)}")
     lines.append(f"last failure: {failure}" if failure else "last failure: none logged")
     return body, lambda: _lines(say, lines)
 
 
-def _has_key(store: str) -> bool:
-    """Whether a watcher left its key (read as a side file: nothing planted there can hang ``status``)."""
-    from snapshotter.fsutil import read_side_file
-
-    try:
-        return len(read_side_file(wire.key_path(store), cap=4096)) >= 32
-    except OSError:
+def _watcher_answers(store: str) -> bool:
+    """Whether a watcher serves ``store``: it answers, proving it holds the key, within a second."""
+    key = wire.read_key(store)
+    if key is None:
         return False
+    try:
+        wire.connect(wire.address_of(store), key, 1.0).close()
+    except (OSError, EOFError, wire.Refused):
+        return False
+    return True
+
+
+def _start_json(start: watchstart.StartState | None) -> dict[str, Any] | None:
+    if start is None:
+        return None
+    body: dict[str, Any] = {"state": start.state, "since": _stamp(start.since)}
+    if start.state == "starting":
+        return {**body, "pid": start.pid or None}
+    return {**body, "failures": start.failures, "reason": start.reason, "retry_at": _stamp(start.retry_at)}
+
+
+def _start_text(start: watchstart.StartState | None, environ: Mapping[str, str]) -> str:
+    """The watcher line of ``hooks status`` where none serves the folder."""
+    if start is None:
+        return f"none ({_no_watcher_why(environ) or 'the next hook starts one'})"
+    if start.state == "starting":
+        return f"starting since {_stamp(start.since)}" + (f" (process {start.pid})" if start.pid else "")
+    times = "" if start.failures == 1 else f" ({start.failures} times in a row)"
+    return (
+        f"could not start at {_stamp(start.since)}{times}: {start.reason}; hook calls record their events "
+        f"themselves (slower); the next hook tries again after {_stamp(start.retry_at)}"
+    )
+
+
+def _no_watcher_why(environ: Mapping[str, str]) -> str | None:
+    """Why no hook here starts a watcher (as ``hookclient`` decides), or None."""
+    import importlib.util
+    import sys
+
+    if not hasattr(os, "fork") or sys.platform == "win32":
+        return "hooks start none on this system: each call records its event itself"
+    if environ.get("SNAPSHOTTER_NO_WATCHER", "") not in ("", "0"):
+        return "SNAPSHOTTER_NO_WATCHER is set: each call records its event itself"
+    if importlib.util.find_spec("watchdog") is None:
+        return "watchdog is not installed: each call records its event itself"
+    return None
+
+
+def _stamp(seconds: float) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(seconds))
 
 
 def sessions(snap: Snapshotter, say: Printer) -> tuple[Any, Any]:

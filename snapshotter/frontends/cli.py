@@ -32,7 +32,7 @@ from snapshotter.frontends.failures import (
     INTERRUPTED,
     CommandFailed,
 )
-from snapshotter.gitstore.location import store_path_for
+from snapshotter.gitstore.location import store_exists, store_path_for
 
 TYPE_CHECKING = False  # not ``typing``'s: see ``_load``
 if TYPE_CHECKING:  # loaded by ``_load`` when a command runs in this process; a command handed to a watcher needs none
@@ -167,9 +167,9 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
         return None, lambda: None
     store = store_path_for(workspace, settings.value("home"))
     if name == "where":
-        found = {"workspace": workspace, "store": store, "exists": os.path.isdir(store)}
+        found = {"workspace": workspace, "store": store, "exists": store_exists(store)}
         return found, lambda: _print(store if found["exists"] else f"{store} (not created yet)")
-    new_store = name == "snapshot" and not os.path.isdir(store)
+    new_store = name == "snapshot" and not store_exists(store)
     snap = _open(args, workspace, settings)
     try:
         result, show = _dispatch(name, snap, args)

@@ -77,6 +77,8 @@ def parse(agent: Agent, name: str, payload: Mapping[str, Any], environ: Mapping[
     if role is None:
         return None
     agent_session = payload.get(agent.session_field)
+    if isinstance(agent_session, int) and not isinstance(agent_session, bool):
+        agent_session = str(agent_session)  # a number names a session as well as its digits do
     if not isinstance(agent_session, str) or not agent_session:
         raise InvalidInput(f"{agent.title}'s {name} payload names no session ({agent.session_field})")
     folder = agent.folder(payload, environ)

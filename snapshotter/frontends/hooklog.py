@@ -2,21 +2,40 @@
 
 A hook never fails its agent's tool (``hookclient``), so this is where a failure
 is seen: ``snapshotter hooks status`` reports the last one. It lives in the
-workspace's store (``snapshotter/hooks.log``); where the store cannot be
-written (a broken home, a full disk), in the user's state folder, each line
-naming its store so that one workspace's status shows only its own (and
-those of calls that failed before any store was known). Bounded: past 1 MiB
-its older half goes.
+workspace's store (``snapshotter/hooks.log``) once there is one; before that
+(a first call that failed: the store is made only by a call that records
+something, never by its log, so a failed call leaves no half store) and where
+the store cannot be written (a broken home, a full disk), in the user's state
+folder, each line naming its store so that one workspace's status shows only
+its own (and those of calls that failed before any store was known). Bounded:
+past 1 MiB its older half goes.
+
+The agent can write where the log lives (the user's home): a FIFO, a device or
+a symlink planted at its path is never written through nor read (opened
+without following a last symlink, without blocking, checked to be a regular
+file, read up to a cap).
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import time
+
+from snapshotter.gitstore.location import store_exists
+
+# ``fsutil`` is imported where it is used: a hook call a watcher serves never logs here itself.
 
 NAME = "hooks.log"
 MAX_BYTES = 1 << 20
+READ_CAP = 2 * MAX_BYTES + (64 << 10)
+"""A log is halved past ``MAX_BYTES``; anything much larger was not written by us."""
 FAILED = " FAILED "
+BY_WATCHER = "(by the watcher)"
+"""How a line the watcher wrote ends: the others were recorded by the hook call itself, the slow way."""
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_APPEND_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NO_FOLLOW | getattr(os, "O_NONBLOCK", 0)
 
 
 def store_log(store: str) -> str:
@@ -37,14 +56,14 @@ def record(store: str | None, agent: str, event: str, outcome: str, failed: bool
     """Append one line (never raises: a hook whose log cannot be written still fails open)."""
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     line = f"{stamp} {agent} {event}{FAILED if failed else ' ok '}{' '.join(outcome.split())}"
-    if store:
+    if store and store_exists(store):
         try:
             _append(store_log(store), line + "\n")
             return
         except OSError:
             pass
     try:
-        _append(fallback_log(), f"{line}{_whose(store)}\n")
+        _append(fallback_log(), f"{line}{_whose(store)}\n", make_folder=True)
     except OSError:
         pass
 
@@ -54,12 +73,18 @@ def _whose(store: str | None) -> str:
     return f" (store {store})" if store else " (store unknown)"
 
 
-def _append(path: str, line: str) -> None:
-    folder = os.path.dirname(path)
-    if not os.path.isdir(folder):
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+def _append(path: str, line: str, make_folder: bool = False) -> None:
+    """Append ``line`` to the log at ``path``; its folder is made (owner-only)
+    only where ``make_folder`` says so: never the store's."""
+    if make_folder:
+        from snapshotter.fsutil import make_private_folders
+
+        make_private_folders(os.path.dirname(path))
+    fd = os.open(path, _APPEND_FLAGS, 0o600)
     try:
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
         os.write(fd, line.encode("utf-8", "replace"))
         size = os.fstat(fd).st_size
     finally:
@@ -69,28 +94,35 @@ def _append(path: str, line: str) -> None:
 
 
 def _halve(path: str) -> None:
-    with open(path, "rb") as handle:
-        data = handle.read()
+    from snapshotter.fsutil import FileTooLarge, read_side_file
+
+    try:
+        data = read_side_file(path, cap=READ_CAP, follow=False)
+    except FileTooLarge:  # not grown by us: start afresh
+        data = b""
     kept = data[len(data) // 2 :]
     kept = kept[kept.find(b"\n") + 1 :]
     temporary = f"{path}.{os.getpid()}.tmp"
-    with open(temporary, "wb") as handle:
-        handle.write(kept)
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NO_FOLLOW | getattr(os, "O_NONBLOCK", 0), 0o600)
+    try:
+        os.write(fd, kept)
+    finally:
+        os.close(fd)
     os.replace(temporary, path)
 
 
 def last_lines(store: str | None, count: int = 200) -> list[str]:
     """The newest lines of the store's log and the fallback one (those of this
     store, or of none known), oldest first."""
-    from snapshotter.fsutil import read_side_file  # here: a hook call, which only appends, pays for no more
+    from snapshotter.fsutil import read_side_file
 
     lines: list[str] = []
     for path, mine in ((store_log(store) if store else None, None), (fallback_log(), (_whose(store), _whose(None)))):
         if path is None:
             continue
-        try:  # a regular file up to its bound (and the line that passed it): never a pipe or a device
-            found = read_side_file(path, cap=2 * MAX_BYTES).decode("utf-8", "replace").splitlines()
-        except OSError:
+        try:
+            found = read_side_file(path, cap=READ_CAP, follow=False).decode("utf-8", "replace").splitlines()
+        except OSError:  # none yet; or not a regular file, or too large: not ours to read
             continue
         lines.extend([line for line in found if mine is None or line.endswith(mine)][-count:])
     return sorted(lines, key=lambda line: line.partition(" ")[0])[-count:]  # by time; stable

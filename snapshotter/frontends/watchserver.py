@@ -1,11 +1,11 @@
 """``snapshotter watch``: keep one workspace watched and serve its command lines.
 
 The watcher holds an open ``Snapshotter(workspace, watch=True)`` and listens on
-the socket ``relay`` names (in the store folder, mode 0600; a named pipe on
-Windows). Each command handed over runs through the very code the command line
-runs (``cli.run``, given here as ``run``), with buffers standing for the
-caller's stdout and stderr, its terminal flags and its environment; the exit
-code and both texts go back. One command at a time: the watcher keeps
+the socket ``relay`` names (in the store folder, mode 0600, whatever the length
+of its path: ``wire.reach``; a named pipe on Windows). Each command handed
+over runs through the very code the command line runs (``cli.run``, given
+here as ``run``), with buffers standing for the caller's stdout and stderr,
+its terminal flags and its environment; the exit code and both texts go back. One command at a time: the watcher keeps
 watching in between. A command is declined, so the caller runs it itself,
 when the caller's version, store or resolved settings differ from the
 watcher's.
@@ -94,27 +94,6 @@ def _write_key(store: str) -> bytes:
     return key
 
 
-def _answers(address: str) -> bool:
-    """A live watcher listens at ``address`` (not a stale socket left by a killed one)."""
-    if sys.platform == "win32":
-        from multiprocessing.connection import Client
-
-        try:
-            Client(address, family="AF_PIPE").close()
-            return True
-        except OSError:
-            return False
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.settimeout(relay.HANDSHAKE_TIMEOUT)
-    try:
-        probe.connect(address)
-        return True
-    except OSError:
-        return False
-    finally:
-        probe.close()
-
-
 def _listen(address: str) -> wire.Listener:
     if sys.platform == "win32":
         return wire.Listener(address)
@@ -144,9 +123,12 @@ class Server:
         run: Runner,
         console: ConsoleMaker,
         for_hooks: bool = False,
+        ready: Callable[[], None] | None = None,
     ) -> None:
         self.workspace, self.snap, self.run, self.console = workspace, snap, run, console
         self.for_hooks = for_hooks
+        self.ready = ready
+        """Called once the socket listens."""
         """Started by an agent hook: it leaves when the last agent session ends, or after ``HOOK_IDLE``."""
         self.hook_sessions: set[str] = set()
         self.last_request = time.monotonic()
@@ -206,7 +188,7 @@ class Server:
             failure = f"{type(exc).__name__}: {exc}"
             hooklog.record(self.store, agent.name, name, failure, failed=True)
             return {"failed": failure}
-        hooklog.record(self.store, event.agent, event.name, done)
+        hooklog.record(self.store, event.agent, event.name, f"{done} {hooklog.BY_WATCHER}")
         if event.role == "session-start":
             self.hook_sessions.add(event.session)
         elif event.role == "session-end":
@@ -301,10 +283,20 @@ class Server:
                 self.stopping.set()
 
     def serve(self) -> None:
+        from snapshotter.frontends import watchstart
+
         self.key = _write_key(self.store)
-        self.listener = _listen(self.address)
+        try:
+            with self.busy:  # where the socket is bound from inside its folder, no command changes folders meanwhile
+                self.listener = _listen(self.address)
+        except BaseException:
+            self._remove()  # the key: no caller is to take it for a watcher's
+            raise
         if sys.platform != "win32":
             self.socket_inode = os.lstat(self.address).st_ino
+        watchstart.started(self.store)  # the failed starts before are over
+        if self.ready is not None:
+            self.ready()
         try:
             threading.Thread(target=self.accept_loop, name="snapshotter-watch", daemon=True).start()
             sys.stdout.write(f"watching {self.workspace}; serving its commands at {self.address}\n")
@@ -352,17 +344,21 @@ def _shown(argv: object) -> str:
 
 
 def serve(
-    workspace: str, settings: config.Resolved, run: Runner, console: ConsoleMaker, for_hooks: bool = False
+    workspace: str,
+    settings: config.Resolved,
+    run: Runner,
+    console: ConsoleMaker,
+    for_hooks: bool = False,
+    ready: Callable[[], None] | None = None,
 ) -> str | None:
     """Watch ``workspace`` and serve its commands (and agent hooks) until stopped;
-    returns None, or why it did not start (a watcher already serves it).
-    ``for_hooks``: started by a hook, it leaves when the last agent session
-    ends or after ``HOOK_IDLE`` seconds without a call."""
+    returns None, or why it did not start (a watcher already serves it); what
+    else stops it from starting is raised. ``for_hooks``: started by a hook, it
+    leaves when the last agent session ends or after ``HOOK_IDLE`` seconds
+    without a call. ``ready`` is called once it listens."""
     store = store_path_for(workspace, settings.value("home"))
     address = wire.address_of(store)
-    if sys.platform != "win32" and len(os.fsencode(address)) > 100:
-        return f"the socket path {address} is too long for this system; set a shorter SNAPSHOTTER_HOME"
-    if os.path.isdir(store) and _answers(address):
+    if os.path.isdir(store) and wire.probe(address, relay.HANDSHAKE_TIMEOUT):
         return f"a watcher already serves {workspace} (at {address})"
     from snapshotter.api import Snapshotter
 
@@ -370,8 +366,14 @@ def serve(
     try:
         if not snap.watching:
             log.warning("watch mode is not running (see docs/watch.md); serving commands without it")
+            if for_hooks:
+                from snapshotter.frontends import hooklog
+
+                hooklog.record(
+                    store, "watcher", "start", "watch mode is not running (see docs/watch.md): serving without it"
+                )
         os.makedirs(os.path.dirname(wire.key_path(store)), mode=0o700, exist_ok=True)
-        server = Server(workspace, settings, snap, run, console, for_hooks)
+        server = Server(workspace, settings, snap, run, console, for_hooks, ready)
         stop = server.stopping.set
         if threading.current_thread() is threading.main_thread():
             for name in ("SIGTERM", "SIGINT", "SIGHUP"):

@@ -2,11 +2,13 @@
 by a handshake in which each side proves it holds the watcher's key.
 
 On Unix a plain ``AF_UNIX`` stream socket (the path is in the store's private
-folder); on Windows a named pipe through ``multiprocessing.connection``, used
-only as a byte pipe. Not ``multiprocessing.connection`` everywhere: its import
-(``multiprocessing``, ``pickle``, ``tempfile``, ``shutil``, ``random``...) costs a
-fresh command line ~10-15 ms, a sixth of its whole budget when a watcher
-answers. Nothing here unpickles or evaluates what it receives.
+folder, bound and reached through a short name for that folder wherever the
+path is longer than a socket's address may be: ``reach``); on Windows a named
+pipe through ``multiprocessing.connection``, used only as a byte pipe. Not
+``multiprocessing.connection`` everywhere: its import (``multiprocessing``,
+``pickle``, ``tempfile``, ``shutil``, ``random``...) costs a fresh command
+line ~10-15 ms, a sixth of its whole budget when a watcher answers. Nothing
+here unpickles or evaluates what it receives.
 
 Handshake (mutual, so a listener squatting on the address learns no command):
 the listener sends a random nonce; the caller answers with its own nonce and
@@ -24,12 +26,18 @@ import sys
 
 TYPE_CHECKING = False  # not ``typing``'s: every handed-over command pays for this module's imports
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 NONCE = 32
 _LENGTH = struct.Struct(">I")
 META, SOCKET_NAME, KEY_NAME = "snapshotter", "watch.sock", "watch.key"
 """The watcher's socket and key, in the store's own private folder (not counted in its size)."""
+ADDRESS_ROOM = 100
+"""Bytes a socket's path may take as it is on every Unix (``sun_path`` holds 108
+on Linux, 104 on macOS and the BSDs, its NUL included); a longer one is
+reached through a short name for its folder (``reach``)."""
+_FOLDER_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 RELEVANT_ENV = ("NO_COLOR", "TERM")
@@ -59,13 +67,74 @@ def key_path(store: str) -> str:
 
 
 def read_key(store: str) -> bytes | None:
-    """The key the watcher of ``store`` wrote (None: no watcher has, or it cannot be read)."""
+    """The key the watcher of ``store`` wrote (None: no watcher has, or it cannot be
+    read). Never waited on: a FIFO, a device or a link planted there is no key."""
+    from snapshotter.fsutil import read_side_file
+
     try:
-        with open(key_path(store), "rb") as handle:
-            key = handle.read(4096)
+        key = read_side_file(key_path(store), cap=4096, follow=False)
     except OSError:
         return None
     return key if len(key) >= 32 else None
+
+
+def reach(address: str, act: Callable[[str], object], through_proc: bool | None = None) -> None:
+    """Run ``act`` (a Unix socket's ``bind`` or ``connect``) on the socket file at
+    ``address``, whatever the length of its path.
+
+    A path within ``ADDRESS_ROOM`` is used as it is. A longer one (a home
+    folder with a long path: the store's socket is about 60 bytes below it) is
+    reached through a short name for its folder: ``/proc/self/fd/N/watch.sock``
+    on Linux, with ``N`` the folder opened for the call (``through_proc``:
+    None decides by whether ``/proc`` is there); elsewhere (macOS) from inside
+    the folder, by its relative name, the working folder given back at once.
+    The working folder is the process's: that way is taken only where no other
+    thread needs it then (``watchserver`` binds before it starts serving, and
+    changes folders for a command only under the lock it binds under)."""
+    if sys.platform == "win32" or len(os.fsencode(address)) <= ADDRESS_ROOM:
+        act(address)
+        return
+    folder, name = os.path.split(address)
+    if through_proc is None:
+        through_proc = os.path.isdir("/proc/self/fd")
+    fd = os.open(folder, _FOLDER_FLAGS if through_proc else os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if through_proc:
+            act(f"/proc/self/fd/{fd}/{name}")
+            return
+        back = os.open(".", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            os.fchdir(fd)
+            try:
+                act(name)
+            finally:
+                os.fchdir(back)
+        finally:
+            os.close(back)
+    finally:
+        os.close(fd)
+
+
+def probe(address: str, timeout: float) -> bool:
+    """Whether something listens at ``address`` (a live watcher, not the stale
+    socket of a killed one), found within ``timeout`` seconds."""
+    if sys.platform == "win32":
+        from multiprocessing.connection import Client
+
+        try:
+            Client(address, family="AF_PIPE").close()
+            return True
+        except OSError:
+            return False
+    end = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    end.settimeout(timeout)
+    try:
+        reach(address, end.connect)
+        return True
+    except OSError:
+        return False
+    finally:
+        end.close()
 
 
 class Refused(Exception):
@@ -134,7 +203,7 @@ def connect(address: str, key: bytes, timeout: float) -> Channel:
         end = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         end.settimeout(timeout)
         try:
-            end.connect(address)
+            reach(address, end.connect)
         except BaseException:
             end.close()
             raise
@@ -175,7 +244,7 @@ class Listener:
         else:
             self.end = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
-                self.end.bind(address)
+                reach(address, self.end.bind)
                 self.end.listen(16)
                 self.end.settimeout(0.5)  # so a thread waiting here sees, twice a second, that it should stop
             except BaseException:

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from snapshotter.errors import WorkspaceError
 
 _CASE_INSENSITIVE = sys.platform in ("win32", "darwin")
+SIDE_FOLDER = "snapshotter"
+"""The store's own folder of side files (the hooks log, the watcher's key, caches)."""
 
 
 def default_home() -> str:
@@ -86,7 +88,7 @@ def find_workspace(start: str, home: str | os.PathLike[str] | None) -> str:
     folder = start
     while True:
         overlaps = _is_within(home_path, folder) or _is_within(folder, home_path)  # no store of its own
-        if not overlaps and os.path.isdir(os.path.join(home_path, "snapshots", store_key(folder))):
+        if not overlaps and store_exists(os.path.join(home_path, "snapshots", store_key(folder))):
             return folder
         if repository is None and os.path.lexists(os.path.join(folder, ".git")) and not is_refused_root(folder):
             repository = folder
@@ -94,6 +96,24 @@ def find_workspace(start: str, home: str | os.PathLike[str] | None) -> str:
         if parent == folder:
             return repository or start
         folder = parent
+
+
+def store_exists(store: str) -> bool:
+    """Whether a store is at ``store``: a folder holding more than the folder of
+    snapshotter's side files. One holding only that (what a failed hook call
+    of an older version left: its log) or nothing is no store, and opens as a
+    new one (``Store.open_or_create``). Anything else there (a file, a folder
+    that cannot be listed) is taken for a store, so that opening it says what
+    is wrong and nothing unknown is removed."""
+    try:
+        names = os.listdir(store)
+    except FileNotFoundError:
+        return False
+    except NotADirectoryError:  # a file there is something; a file above it (a home that is a file) is not
+        return os.path.lexists(store)
+    except OSError:
+        return True
+    return any(name != SIDE_FOLDER for name in names)
 
 
 def _home_path(home: str | os.PathLike[str] | None) -> str:

@@ -1,4 +1,5 @@
-"""A workspace's store: a bare git repository (where it lives: ``location``).
+"""A workspace's store: a bare git repository (where it lives: ``location``; how
+it is made: ``making``).
 
 A ``workspace`` file inside records the canonical workspace path it belongs to. The
 store is created whole in a temporary folder and renamed into place, so a crash
@@ -12,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import tempfile
 import time
 import weakref
 import zlib
@@ -28,9 +28,11 @@ from dulwich.repo import Repo
 from snapshotter.errors import StoreError
 from snapshotter.fsutil import SMALL_FILE_CAP, USE_CTIME, read_side_file, settled, sync_folder, unlink_quietly
 from snapshotter.gitstore import generations
+from snapshotter.gitstore.location import store_exists
+from snapshotter.gitstore.making import create
 from snapshotter.gitstore.objectstore import StoredObjects
 from snapshotter.gitstore.refreading import MAX_DIGITS, LooseRefs
-from snapshotter.gitstore.storerepo import STORE_CONFIG, open_store_repo
+from snapshotter.gitstore.storerepo import open_store_repo
 
 DAMAGED_OBJECT: tuple[type[Exception], ...] = (
     ValueError,
@@ -69,8 +71,8 @@ class Store(StoredObjects):
 
     @classmethod
     def open_or_create(cls, path: str, canonical: str) -> Store:
-        if not os.path.isdir(path):
-            _create(path, canonical)
+        if not store_exists(path):
+            create(path, canonical)
         recorded = _read_workspace_file(path)
         if recorded is not None and recorded != canonical:
             raise StoreError(f"store {path} belongs to {recorded}, not {canonical}; remove it or use another home")
@@ -341,51 +343,6 @@ class Store(StoredObjects):
     def remove(self) -> None:
         self.close()
         shutil.rmtree(self.path, ignore_errors=False)
-
-
-def _create(path: str, canonical: str) -> None:
-    parent = os.path.dirname(path)
-    try:
-        os.makedirs(parent, mode=0o700, exist_ok=True)
-        tmp = tempfile.mkdtemp(dir=parent, prefix=".new-store-")
-        try:
-            Repo.init_bare(tmp).close()
-            with open(os.path.join(tmp, "config"), "wb") as handle:
-                handle.write(STORE_CONFIG)
-            with open(os.path.join(tmp, "description"), "wb") as handle:
-                handle.write(b"snapshotter store for " + os.fsencode(canonical) + b"\n")
-            with open(os.path.join(tmp, "workspace"), "wb") as handle:
-                handle.write(os.fsencode(canonical) + b"\n")
-            os.makedirs(os.path.join(tmp, "snapshotter"), mode=0o700, exist_ok=True)
-            os.makedirs(os.path.join(tmp, "refs", "snapshots"), mode=0o700, exist_ok=True)
-            owner_only(tmp)
-            try:
-                os.rename(tmp, path)
-            except OSError:
-                if not os.path.isdir(path):  # another process won the race: fine
-                    raise
-                shutil.rmtree(tmp, ignore_errors=True)
-        except BaseException:
-            if os.path.isdir(tmp):
-                shutil.rmtree(tmp, ignore_errors=True)
-            raise
-    except OSError as exc:
-        raise StoreError(
-            f"cannot create store {path}: {exc.strerror}; check that the home folder is writable"
-        ) from None
-
-
-def owner_only(root: str) -> None:
-    """Make ``root`` and everything below it readable by its owner only (folders
-    0700, files 0600): the store holds copies of the workspace's files."""
-    if os.name != "posix":
-        return  # Windows: the per-user data folder's ACL already keeps others out
-    os.chmod(root, 0o700)
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames:
-            os.chmod(os.path.join(dirpath, name), 0o700)
-        for name in filenames:
-            os.chmod(os.path.join(dirpath, name), 0o600)
 
 
 def _read_workspace_file(path: str) -> str | None:

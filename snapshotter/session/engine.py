@@ -19,7 +19,7 @@ from snapshotter.compare.treediff import MAX_ENTRIES_READ, RecordedModes, Scanne
 from snapshotter.errors import StoreError
 from snapshotter.gitstore.catalog import Catalog
 from snapshotter.gitstore.inflate import ObjectTooLarge
-from snapshotter.gitstore.location import store_path_for
+from snapshotter.gitstore.location import store_exists, store_path_for
 from snapshotter.gitstore.locking import StoreLock
 from snapshotter.gitstore.objects import EMPTY_TREE, STREAM_THRESHOLD
 from snapshotter.gitstore.store import Store
@@ -54,7 +54,7 @@ def open_engine(workspace: str, options: Options) -> Engine:
     path = store_path_for(workspace, options.home)
     listings: statcache.Listings = {}
     prelisting = None
-    if not os.path.isdir(path):  # a new store: refuse a huge folder before creating anything
+    if not store_exists(path):  # a new store: refuse a huge folder before creating anything
         prelisting = Prelisting(time.time_ns())
         repository = find_repository(workspace)
         rules = root_stack(workspace, options.exclude, options.use_default_excludes, repository)
