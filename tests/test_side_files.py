@@ -273,3 +273,20 @@ def test_a_huge_number_in_a_settings_file_never_breaks_a_command(tmp_path: Path,
     for command in (["snapshot", "-m", "one"], ["snapshot", "-m", "two"], ["prune"]):
         err = io.StringIO()
         assert cli.run(["-C", str(ws), *command], cli.Console(io.StringIO(), err, False, env)) == 0, err.getvalue()
+
+
+@posix_only
+def test_the_null_device_as_the_user_config_means_no_config(tmp_path):
+    """``SNAPSHOTTER_CONFIG=/dev/null`` says "no config file", as git takes
+    ``GIT_CONFIG_GLOBAL=/dev/null``; it is the user's own setting, so the null
+    device is no planted file (a planted one elsewhere is still refused)."""
+    from conftest import run_command
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    env = {"SNAPSHOTTER_HOME": str(tmp_path / "home"), "SNAPSHOTTER_CONFIG": os.devnull}
+    done = run_command("-C", str(ws), "snapshot", env=env)
+    assert done.returncode == 0, done.stderr
+    listed = run_command("-C", str(ws), "log", env=env)
+    assert listed.returncode == 0 and "1 file" in listed.stdout, listed.stdout + listed.stderr

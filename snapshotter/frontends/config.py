@@ -163,7 +163,11 @@ def _coerce(name: str, value: Any, source: str) -> Any:
 def _read_toml(path: str) -> dict[str, Any]:
     """A settings file's table, read guarded (``fsutil.read_side_file``): a named
     pipe, a device or a file over :data:`~snapshotter.fsutil.SIDE_FILE_CAP` (a
-    ``pyproject.toml`` is a few KiB) cannot be read, as a malformed one cannot."""
+    ``pyproject.toml`` is a few KiB) cannot be read, as a malformed one cannot.
+    The null device names no settings (``SNAPSHOTTER_CONFIG=/dev/null``, as git
+    takes ``GIT_CONFIG_GLOBAL=/dev/null``)."""
+    if path == os.devnull:
+        return {}
     try:
         loaded: dict[str, Any] = tomllib.loads(read_side_file(path).decode("utf-8"))
         return loaded

@@ -34,7 +34,7 @@ def snapshot_home(environ: Mapping[str, str] | None = None) -> str:
     if environ.get("SNAPSHOTTER_HOME"):
         return environ["SNAPSHOTTER_HOME"]
     path = user_config_path(environ)
-    if os.path.exists(path):
+    if path != os.devnull and os.path.exists(path):  # the null device: no config file, as for git
         configured = _home_in(path)
         if configured:
             return configured
