@@ -101,15 +101,28 @@ def _put_in_place(tmp: str, path: str) -> None:
             return
         aside = tempfile.mkdtemp(dir=parent, prefix=".old-side-files-")
         old = os.path.join(aside, "old")
-        with contextlib.suppress(FileNotFoundError):
-            os.replace(path, old)
-        if store_exists(old):  # made there meanwhile by one that does not lock: never ours to remove
-            with contextlib.suppress(OSError):
-                os.rename(old, path)
-            shutil.rmtree(tmp, ignore_errors=True)
-            return
-        shutil.rmtree(aside, ignore_errors=True)
-        os.rename(tmp, path)
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(path, old)
+            if store_exists(old):  # made there meanwhile by one that does not lock: never ours to remove
+                with contextlib.suppress(OSError):
+                    os.rename(old, path)
+                shutil.rmtree(tmp, ignore_errors=True)
+                return
+            try:
+                os.rename(tmp, path)
+            except OSError:
+                # One that does not lock (its first try above) renamed its store into
+                # the gap this left: that one stays, and gets the log it may have missed.
+                if not store_exists(path):
+                    with contextlib.suppress(OSError):
+                        os.rename(old, path)
+                    raise
+                shutil.rmtree(tmp, ignore_errors=True)
+                with contextlib.suppress(OSError):
+                    _take_side_files(old, path)
+        finally:
+            shutil.rmtree(aside, ignore_errors=True)
         # Gone with the need for it: whoever waits on it, or takes a new one, finds the store and stops.
         with contextlib.suppress(OSError):
             os.unlink(lock)
