@@ -57,9 +57,15 @@ def limit(value: int | None) -> int | None:
 
 
 def call_id(value: str) -> str:
-    """A tool call's id, for its snapshot's ``tool:<id>`` label."""
+    """A tool call's id, for its snapshots' ``tool:<id>`` and ``tool-done:<id>``
+    labels: it must make a label (at most 200 characters in all, one line that
+    reads as stored). The hooks cut and hash a longer id first (``hookevents.ident``)."""
     if not isinstance(value, str) or not value:
         raise InvalidInput("call_id must be a non-empty string")
+    try:
+        trailers.validate_label(f"tool-done:{value}")
+    except InvalidInput as exc:
+        raise InvalidInput(f"call_id cannot make a label: {exc}") from None
     return value
 
 

@@ -251,3 +251,76 @@ def test_a_lock_held_too_long_gives_up_in_time_and_leaves_the_call_open(ws: Path
     assert "PreToolUse FAILED" in text and ("StoreLocked" in text or "gave up after 2 s" in text), text
     labels = [s["label"] for s in cli(ws, home, "--session", "claude-code-s", "log", "-n", "0")]
     assert "tool:late" not in labels  # the call stays unbracketed: the turn's end still takes its change
+
+
+def _unreadable_characters(text: str) -> set[str]:
+    """Characters that change how a line reads in a terminal or on the page:
+    controls (escapes), bidi and other format characters, line separators."""
+    import unicodedata
+
+    return {
+        ch for ch in text if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp") and ch not in "\u200c\u200d"
+    }
+
+
+def test_huge_hook_ids_are_capped_and_hashed_so_calls_still_pair(ws: Path, home: Path) -> None:
+    """A payload's ids reach labels, metadata and the hooks log: 50 KB ones are
+    cut to a short label each, distinct ids stay distinct, and pre and post of
+    one call still pair."""
+    write(ws, {"f.txt": "0\n", "notes.txt": "mine\n"})
+    agent = Agent("claude-code", ws, home)
+    long_session = "s" * 50_000
+    calls = ["toolu_" + "x" * 50_000 + "1", "toolu_" + "x" * 50_000 + "2"]  # one long prefix, two calls
+    claude(agent, long_session, "UserPromptSubmit", prompt="p")
+    for call, content in zip(calls, ("1\n", "2\n")):
+        claude(agent, long_session, "PreToolUse", tool_name="Bash" * 10_000, tool_use_id=call)
+        write(ws, {"f.txt": content})
+        claude(agent, long_session, "PostToolUse", tool_name="Bash", tool_use_id=call)
+    claude(agent, long_session + "t", "UserPromptSubmit", prompt="another session, the same long prefix")
+    claude(agent, long_session, "Stop")
+    listed = cli(ws, home, "sessions")["sessions"]
+    assert len(listed) == 2 and all(len(s["name"]) <= 64 and len(s["agent_session_id"]) <= 128 for s in listed)
+    (mine,) = [s for s in listed if s["turns"] == 1 and not s["open_turn"]]
+    log = list(reversed(cli(ws, home, "--session", mine["name"], "log", "-n", "0")))
+    labels = [s["label"] for s in log]
+    assert [label.partition(":")[0] for label in labels] == [
+        "pre-turn",
+        "tool",
+        "tool-done",
+        "tool",
+        "tool-done",
+        "post-turn",
+    ]
+    assert labels[1][5:] == labels[2][10:] != labels[3][5:] == labels[4][10:]  # paired, and told apart
+    assert all(len(label) <= 80 for label in labels)
+    assert all(len(s["message"]) <= 80 and len(json.dumps(s["metadata"])) <= 400 for s in log)
+    (hooks_log,) = home.rglob("snapshotter/hooks.log")
+    assert max(len(line) for line in hooks_log.read_text().splitlines()) <= 400
+    reverted = cli(ws, home, "--session", mine["name"], "turn", "revert")
+    assert reverted["reverted"] == ["f.txt"] and contents(ws) == {"f.txt": b"0\n", "notes.txt": b"mine\n"}
+
+
+def test_bidi_and_control_characters_never_reach_a_turns_message_or_labels(ws: Path, home: Path) -> None:
+    """A prompt's first line becomes the turn's message, shown by ``log`` and on
+    the page: a U+202E there would reverse how the line reads, an escape would
+    drive the terminal. So would a tool's name or a call id in a label."""
+    write(ws, {"f.txt": "0\n"})
+    agent = Agent("claude-code", ws, home)
+    prompt = "\u202efix\u2066 the \x1b[31mparser\u200b\x9b now\u2028second line"
+    claude(agent, "s", "UserPromptSubmit", prompt=prompt)
+    tool, call = "Bash\u202e\x1b]0;title\x07", "toolu\u202e1\x1b[2J"
+    claude(agent, "s", "PreToolUse", tool_name=tool, tool_use_id=call)
+    write(ws, {"f.txt": "1\n"})
+    claude(agent, "s", "PostToolUse", tool_name=tool, tool_use_id=call)
+    claude(agent, "s", "Stop")
+    log = list(reversed(cli(ws, home, "--session", "claude-code-s", "log", "-n", "0")))
+    assert log[0]["message"] == "fix the [31mparser now"
+    assert log[1]["message"] == "before Bash ]0;title" and log[1]["metadata"]["tool"] == "Bash ]0;title"
+    for info in log:
+        shown = info["message"] + info["label"] + json.dumps(info["metadata"], ensure_ascii=False)
+        assert not _unreadable_characters(shown), (info, _unreadable_characters(shown))
+    assert log[1]["label"][5:] == log[2]["label"][10:]  # still one call
+    text = run_command("--session", "claude-code-s", "log", cwd=ws, env={"SNAPSHOTTER_HOME": str(home), **DIRECT})
+    assert not _unreadable_characters(text.stdout.replace("\n", ""))
+    (hooks_log,) = home.rglob("snapshotter/hooks.log")
+    assert not _unreadable_characters(hooks_log.read_text().replace("\n", ""))

@@ -384,3 +384,20 @@ def _play(root: Path, steps: list[tuple[str, str]], seed: int) -> int:
         for snap in sessions.values():
             snap.close()
     return effective
+
+
+@pytest.mark.parametrize("call_id", ["x" * 50_000, "t\u202e1", "t\x1b[2J", "t\n1", "t\u20281", "t\u200b1"])
+def test_a_tool_call_id_that_cannot_be_a_label_is_refused_before_anything_is_recorded(
+    call_id: str, ws: Path, two
+) -> None:  # type: ignore[no-untyped-def]
+    """``tool:<id>`` is a label: at most 200 characters, one line that reads as
+    stored (no control, bidi or other format characters). An id that cannot
+    make one is refused, nothing recorded (the hooks cut and hash theirs first)."""
+    a, b = two
+    with pytest.raises(InvalidInput):
+        a.tool_snapshot(call_id)
+    with pytest.raises(InvalidInput):
+        a.tool_done(call_id)
+    with pytest.raises(InvalidInput):
+        a.checkpoint(label=f"mine{call_id}")
+    assert a.list() == []

@@ -21,8 +21,10 @@ folder the agent works in (its project-folder variable, else the payload's
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +34,14 @@ from snapshotter.frontends.agents import PROMPT, SESSION_END, STOP, TOOL_AFTER, 
 from snapshotter.frontends.hookpairs import Pairs, digest
 
 MESSAGE_MAX = 72
+ID_MAX = 64
+"""Longest id (a tool call's, a turn's) kept as the payload gives it; a longer
+one, or one with other characters than ``_ID``'s, is cut and hashed (``ident``)."""
+AGENT_SESSION_MAX = 128
+TOOL_MAX = 64
+_ID = re.compile(r"[A-Za-z0-9._:-]+")
+_KEPT_FORMAT = frozenset("\u200c\u200d")
+"""Format characters that join letters (some scripts need them), never turning text around."""
 
 
 @dataclass(frozen=True)
@@ -55,18 +65,53 @@ class Event:
 
 
 def session_name(agent: Agent, agent_session: str) -> str:
-    """``<agent>-<id>``, in the letters a session name may hold (at most 64)."""
+    """``<agent>-<id>``, in the letters a session name may hold (at most 64); an
+    id too long for that is cut and ends in a digest of the whole, so two long
+    ids that begin alike stay two sessions."""
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", agent_session).strip(".-") or "unknown"
-    name = f"{agent.name}-{cleaned}"[:64].rstrip(".-")
+    name = f"{agent.name}-{cleaned}"
+    if len(name) > 64:
+        name = f"{name[:47].rstrip('.-')}-{_digest(agent_session)[:16]}"
     return name.replace("..", "-").removesuffix(".lock")
 
 
+def ident(raw: str, limit: int = ID_MAX) -> str:
+    """An id from a payload as a label or metadata may hold it: as given when it
+    is short and plain (letters, digits, ``._:-``); else its plain letters, cut,
+    then ``+`` and a digest of the whole (``+`` is never in a plain id, so the
+    two kinds never meet; the same id always gives the same, so pairs pair)."""
+    if len(raw) <= limit and _ID.fullmatch(raw):
+        return raw
+    plain = "".join(_ID.findall(raw))[: max(limit - 25, 0)]
+    return f"{plain}+{_digest(raw)[:24]}"
+
+
+def readable(text: str, limit: int) -> str:
+    """``text`` as one line that reads as it is stored: control characters and
+    line breaks become spaces, bidi and other format characters (which turn a
+    line around, or hide in it) go, spaces are collapsed; at most ``limit``
+    characters (a cut one ends in ``...``)."""
+    kept = []
+    for ch in text:
+        kind = unicodedata.category(ch)
+        if kind in ("Cc", "Zl", "Zp"):
+            kept.append(" ")
+        elif kind == "Cs":
+            kept.append("\ufffd")  # a lone surrogate: not text that can be stored
+        elif kind != "Cf" or ch in _KEPT_FORMAT:
+            kept.append(ch)
+    line = " ".join("".join(kept).split())
+    return line if len(line) <= limit else line[: limit - 3].rstrip() + "..."
+
+
 def first_line(prompt: object) -> str:
-    """A prompt's first non-empty line, at most 72 characters: a turn's message."""
+    """A prompt's first non-empty line, readable (``readable``), at most 72 characters: a turn's message."""
     text = prompt if isinstance(prompt, str) else ""
-    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
-    line = "".join(ch if ch >= " " and ch != "\x7f" else " " for ch in line)
-    return line if len(line) <= MESSAGE_MAX else line[: MESSAGE_MAX - 3].rstrip() + "..."
+    return next((line for line in (readable(part, MESSAGE_MAX) for part in text.splitlines()) if line), "")
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def parse(agent: Agent, name: str, payload: Mapping[str, Any], environ: Mapping[str, str]) -> Event | None:
@@ -91,13 +136,13 @@ def parse(agent: Agent, name: str, payload: Mapping[str, Any], environ: Mapping[
         name=name,
         role=role,
         session=session_name(agent, agent_session),
-        agent_session=agent_session,
+        agent_session=ident(agent_session, AGENT_SESSION_MAX),
         folder=os.path.abspath(folder),
-        call_id=call_id if isinstance(call_id, str) and call_id else None,
+        call_id=ident(call_id) if isinstance(call_id, str) and call_id else None,
         call_key=digest(tool, arguments) if role in (TOOL_BEFORE, TOOL_AFTER) and agent.call_id_field is None else None,
-        turn_id=turn_id if isinstance(turn_id, str) and turn_id else None,
+        turn_id=ident(turn_id) if isinstance(turn_id, str) and turn_id else None,
         message=first_line(payload.get("prompt")) if role == PROMPT else "",
-        tool=tool if isinstance(tool, str) else None,
+        tool=(readable(tool, TOOL_MAX) or None) if isinstance(tool, str) else None,
     )
 
 
