@@ -324,3 +324,117 @@ def test_bidi_and_control_characters_never_reach_a_turns_message_or_labels(ws: P
     assert not _unreadable_characters(text.stdout.replace("\n", ""))
     (hooks_log,) = home.rglob("snapshotter/hooks.log")
     assert not _unreadable_characters(hooks_log.read_text().replace("\n", ""))
+
+
+# -- each call recorded once, under the agent that made it (#46 item 4) ---------------------------
+# The payloads below are as Copilot CLI 1.0.102 and Codex 0.171 sent them (captured from the real
+# binaries): Copilot runs the project's .claude/settings.json hooks too, Claude-shaped, with
+# COPILOT_CLI=1 (and no tool_use_id, no transcript_path); it runs a user-level and a project
+# hooks file one after the other, Codex at once, each with the same payload.
+
+COPILOT_ENV = {"COPILOT_CLI": "1", "COPILOT_CLI_BINARY_VERSION": "1.0.102"}
+
+
+def _copilot_turn(ws: Path, home: Path, copilot_own: int, through_claude: bool) -> None:
+    """One Copilot turn (a shell call, then a write): each event sent ``copilot_own``
+    times through Copilot's own hooks, then once through Claude Code's if ``through_claude``."""
+    folders = {"COPILOT_PROJECT_DIR": str(ws), "CLAUDE_PROJECT_DIR": str(ws)}
+    own = Agent("copilot", ws, home, env={**COPILOT_ENV, **folders})
+    claudes = Agent("claude-code", ws, home, env={**COPILOT_ENV, **folders})
+    ms = 1796522834531
+    shell = {"command": "echo hi > shell.txt", "description": "a scripted command"}
+    write_args = {"path": str(ws / "w.txt"), "file_text": "x\n"}
+    steps: list[tuple[str, str, dict[str, Any], Any]] = [
+        ("userPromptSubmitted", "UserPromptSubmit", {"prompt": "go"}, None),
+        ("preToolUse", "PreToolUse", {"tool": ("bash", "Bash", shell)}, None),
+        ("postToolUse", "PostToolUse", {"tool": ("bash", "Bash", shell)}, {"shell.txt": "hi\n"}),
+        ("preToolUse", "PreToolUse", {"tool": ("create", "Write", write_args)}, None),
+        ("postToolUse", "PostToolUse", {"tool": ("create", "Write", write_args)}, {"w.txt": "x\n"}),
+        ("agentStop", "Stop", {}, None),
+    ]
+    for number, (event, claude_event, more, edits) in enumerate(steps):
+        if edits:  # the tool ran between its hooks
+            write(ws, edits)
+        stamp = ms + 50 * number
+        native: dict[str, Any] = {"sessionId": "cp-1", "timestamp": stamp, "cwd": str(ws)}
+        shaped: dict[str, Any] = {"hook_event_name": claude_event, "session_id": "cp-1", "cwd": str(ws)}
+        shaped["timestamp"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(stamp // 1000)) + f".{stamp % 1000:03d}Z"
+        if "prompt" in more:
+            native["prompt"] = shaped["prompt"] = more["prompt"]
+        if "tool" in more:
+            name, claude_name, arguments = more["tool"]
+            native.update(toolName=name, toolArgs=arguments)
+            shaped.update(tool_name=claude_name, tool_input=arguments)
+        for _ in range(copilot_own):
+            own(event, **native)
+        if through_claude:
+            claudes(claude_event, **shaped)
+
+
+@pytest.mark.parametrize("copilot_own", [0, 1, 2], ids=["claude-hooks-only", "both-files", "both-and-user-level"])
+def test_copilots_calls_are_copilots_once_whichever_hooks_files_run_them(
+    copilot_own: int, ws: Path, home: Path
+) -> None:
+    write(ws, {"notes.txt": "mine\n"})
+    _copilot_turn(ws, home, copilot_own, through_claude=True)
+    (session,) = cli(ws, home, "sessions")["sessions"]
+    assert session["name"] == "copilot-cp-1" and session["agent"] == "copilot" and session["turns"] == 1
+    labels = [s["label"] for s in reversed(cli(ws, home, "--session", "copilot-cp-1", "log", "-n", "0"))]
+    assert labels == ["pre-turn:1", "tool:c1", "tool-done:c1", "tool:c2", "tool-done:c2", "post-turn:1"]
+    refused = run_command("turn", "revert", "--agent", "claude-code", cwd=ws, env={"SNAPSHOTTER_HOME": str(home)})
+    assert refused.returncode != 0 and "no claude-code session" in refused.stderr
+    reverted = cli(ws, home, "turn", "revert", "--agent", "copilot")
+    assert set(reverted["reverted"]) == {"shell.txt", "w.txt"} and contents(ws) == {"notes.txt": b"mine\n"}
+
+
+def test_a_project_and_a_user_install_record_each_codex_call_once(ws: Path, home: Path) -> None:
+    """Codex runs both files' hooks at once, with one payload: the turn is
+    recorded once, so ``turn revert`` (1, the newest) takes back its work."""
+    write(ws, {"f.txt": "0\n"})
+    agent = Agent("codex", ws, home)
+    base = {"session_id": "k", "cwd": str(ws), "turn_id": "t-1", "model": "gpt-5.5"}
+    tool = {"tool_name": "Bash", "tool_input": {"command": "echo 1 > f.txt"}, "tool_use_id": "call_1"}
+    for event, more in (
+        ("SessionStart", {"source": "startup"}),
+        ("UserPromptSubmit", {"prompt": "go"}),
+        ("PreToolUse", tool),
+        ("PostToolUse", {**tool, "tool_response": ""}),
+        ("Stop", {"stop_hook_active": False}),
+    ):
+        if event == "PostToolUse":
+            write(ws, {"f.txt": "1\n"})
+        payload = {**base, "hook_event_name": event, **more}
+        if event == "SessionStart":
+            payload.pop("turn_id")
+        runs = [
+            subprocess.Popen(
+                [*COMMAND, "hook", "codex", event],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=agent.env,
+            )
+            for _ in range(2)
+        ]
+        for run in runs:
+            out, err = run.communicate(json.dumps(payload), timeout=60)
+            assert (run.returncode, out, err) == (0, "", "")
+    labels = [s["label"] for s in reversed(cli(ws, home, "--session", "codex-k", "log", "-n", "0"))]
+    assert labels == ["pre-turn:1", "tool:call_1", "tool-done:call_1", "post-turn:1"]
+    cli(ws, home, "turn", "revert", "--agent", "codex")
+    assert (ws / "f.txt").read_text() == "0\n"
+
+
+def test_claude_code_run_by_copilot_is_still_claude_code(ws: Path, home: Path) -> None:
+    """Claude Code started by Copilot's shell tool inherits COPILOT_CLI=1; its
+    own hooks name its own session (CLAUDE_CODE_SESSION_ID): Claude's calls."""
+    write(ws, {"f.txt": "0\n"})
+    env = {**COPILOT_ENV, "CLAUDE_CODE_SESSION_ID": "cl-1", "CLAUDECODE": "1"}
+    agent = Agent("claude-code", ws, home, env=env)
+    claude(agent, "cl-1", "UserPromptSubmit", prompt="go", prompt_id="p1", transcript_path="/t.jsonl")
+    claude(agent, "cl-1", "PreToolUse", tool_name="Bash", tool_use_id="toolu_1", transcript_path="/t.jsonl")
+    write(ws, {"f.txt": "1\n"})
+    claude(agent, "cl-1", "PostToolUse", tool_name="Bash", tool_use_id="toolu_1", transcript_path="/t.jsonl")
+    (session,) = cli(ws, home, "sessions")["sessions"]
+    assert session["name"] == "claude-code-cl-1" and session["agent"] == "claude-code"

@@ -14,6 +14,13 @@ Claude Code and Codex name each tool call (``tool_use_id``); Gemini CLI and
 Copilot CLI do not, and run parallel calls whose after-hooks come in the order
 they finish: their calls are paired by tool and arguments (``hookpairs``).
 Codex names each turn too (``turn_id``).
+
+A hook call is not always the agent's whose file holds it: Copilot CLI runs the
+project's Claude Code hooks (``.claude/settings.json``) too, with Claude-shaped
+payloads, so :func:`caller` gives each call to the agent that made it. And an
+agent runs a project's and a user-level file both (Codex at once, Copilot one
+after the other, each with the same payload): ``hookevents`` records such an
+event once (its fingerprint).
 """
 
 from __future__ import annotations
@@ -225,3 +232,25 @@ def event_name(payload: dict[str, object], named: str | None) -> str | None:
         return named
     found = payload.get("hook_event_name") or payload.get("hookName")
     return found if isinstance(found, str) else None
+
+
+def caller(
+    agent: Agent, named: str | None, payload: dict[str, object], environ: Mapping[str, str]
+) -> tuple[Agent, str | None, dict[str, object]]:
+    """The agent that made a hook call, with its event and payload in that agent's
+    terms (else as given). Copilot CLI (1.0.102) runs the project's Claude Code
+    hooks with ``COPILOT_CLI=1`` in their environment and Claude-shaped payloads
+    naming Copilot's own session: such a call is Copilot's, as its own hooks
+    would have it. Claude Code started by Copilot's shell tool inherits
+    ``COPILOT_CLI``, but its hooks have ``CLAUDE_CODE_SESSION_ID`` (Claude Code
+    sets it) naming the payload's own session: those stay Claude Code's."""
+    if agent.name != "claude-code" or environ.get("COPILOT_CLI") != "1":
+        return agent, named, payload
+    session = payload.get(agent.session_field)
+    if environ.get("CLAUDE_CODE_SESSION_ID") == session:
+        return agent, named, payload
+    copilot = AGENTS["copilot"]
+    name = event_name(payload, named)
+    role = agent.events.get(name) if name is not None else None
+    mapped = next((event for event, found in copilot.events.items() if found == role), None)
+    return copilot, mapped, {**payload, copilot.session_field: session}

@@ -12,6 +12,14 @@ What each role does (``agents``):
 - ``stop``, ``session-end``: ``end_turn`` if a turn is open;
 - ``session-start``: nothing to record.
 
+Each event is recorded once, however many hooks files run it (a project's and
+a user-level one; Copilot CLI's own and Claude Code's, which it runs too): an
+event whose payload marks it as one moment of the agent's (a timestamp, a
+call's or a turn's or a prompt's id) has a fingerprint, and one seen already
+in its session is a copy, left alone (``hookpairs``). A payload without such a
+mark (Claude Code's stop) has none: its agent runs one file's copy only, or
+recording it twice changes nothing.
+
 The session is ``<agent>-<the agent's session id>``: each agent session its own,
 so one's revert keeps another's work. A subagent's tool calls come with its
 parent's session id, so they count as the parent's calls. The workspace is the
@@ -22,6 +30,7 @@ folder the agent works in (its project-folder variable, else the payload's
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import unicodedata
@@ -40,6 +49,8 @@ one, or one with other characters than ``_ID``'s, is cut and hashed (``ident``).
 AGENT_SESSION_MAX = 128
 TOOL_MAX = 64
 _ID = re.compile(r"[A-Za-z0-9._:-]+")
+MARKS = ("timestamp", "tool_use_id", "turn_id", "prompt_id")
+"""Payload fields that mark one moment of an agent's: an event that holds one has a fingerprint."""
 _KEPT_FORMAT = frozenset("\u200c\u200d")
 """Format characters that join letters (some scripts need them), never turning text around."""
 
@@ -62,6 +73,9 @@ class Event:
     turn_id: str | None = None
     message: str = ""
     tool: str | None = None
+    fingerprint: str | None = None
+    """What tells this event from any other of its session, and its copies from
+    nothing (None: the payload holds no mark of its moment)."""
 
 
 def session_name(agent: Agent, agent_session: str) -> str:
@@ -143,13 +157,43 @@ def parse(agent: Agent, name: str, payload: Mapping[str, Any], environ: Mapping[
         turn_id=ident(turn_id) if isinstance(turn_id, str) and turn_id else None,
         message=first_line(payload.get("prompt")) if role == PROMPT else "",
         tool=(readable(tool, TOOL_MAX) or None) if isinstance(tool, str) else None,
+        fingerprint=fingerprint(role, agent_session, payload, arguments),
     )
+
+
+def fingerprint(role: str, agent_session: str, payload: Mapping[str, Any], arguments: object) -> str | None:
+    """The digest of what makes an event itself: its session, role, the marks of
+    its moment (``MARKS``; a timestamp as milliseconds, whether the payload gives
+    a number or ISO text, as Copilot's own hooks and Claude-shaped ones do) and
+    its tool's arguments (two calls may start in one millisecond). None where the
+    payload has no mark."""
+    marks = {key: payload[key] for key in MARKS if isinstance(payload.get(key), (str, int, float))}
+    if not marks:
+        return None
+    if "timestamp" in marks:
+        marks["timestamp"] = _milliseconds(marks["timestamp"])
+    text = json.dumps([agent_session, role, marks, arguments], sort_keys=True, default=str)
+    return _digest(text)[:32]
+
+
+def _milliseconds(stamp: object) -> object:
+    """A timestamp as milliseconds since 1970 (as given where it is neither a number nor ISO text)."""
+    if isinstance(stamp, (int, float)):
+        return round(stamp)
+    from datetime import datetime
+
+    try:
+        return round(datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        return stamp
 
 
 def apply(snap: Any, event: Event) -> str:
     """Carry ``event`` out on ``snap`` (a Snapshotter working in the event's
     session); returns what was done, one line for the hooks log."""
     meta = {"agent": event.agent, "agent-session": event.agent_session}
+    if event.fingerprint is not None and not Pairs(snap.store_path, event.session).first(event.fingerprint):
+        return "a copy of an event recorded already (its hooks run from two files): left alone"
     if event.role == PROMPT:
         closed = _end_open_turn(snap, "ended by the next prompt")
         info = snap.begin_turn(event.message, metadata={**meta, **_turn(event)})

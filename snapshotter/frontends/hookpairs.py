@@ -1,4 +1,5 @@
-"""Tool calls paired for agents that name none (Gemini CLI, Copilot CLI).
+"""Tool calls paired for agents that name none (Gemini CLI, Copilot CLI), and
+the events of a session already recorded (every agent's: ``hookevents``).
 
 Their before- and after-tool hooks carry the tool's name and arguments, no id,
 and parallel calls end in the order they finish. So each before-hook gives its
@@ -6,7 +7,9 @@ call an id of our own (``c<n>``, counted per session) and notes it open with a
 digest of the tool and its arguments; an after-hook closes the open call with
 the same digest (the oldest such), else the oldest open call. The notes live
 in the store (``snapshotter/hooks/<session>.json``), written under a lock of
-their own, so hooks running in separate processes at once pair alike.
+their own, so hooks running in separate processes at once pair alike. So do
+the fingerprints of the session's newest events, so that of two copies of one
+event, run at once from two hooks files, exactly one is recorded.
 """
 
 from __future__ import annotations
@@ -17,11 +20,15 @@ import os
 import tempfile
 from typing import Any
 
+from snapshotter.fsutil import read_side_file
 from snapshotter.gitstore.locking import StoreLock
 
 LOCK_WAIT = 5.0
 MAX_OPEN = 256
 """Open calls kept per session: a before-hook whose after-hook never came is forgotten past this."""
+MAX_SEEN = 128
+"""Fingerprints of a session's newest events kept (a copy comes within a second of its event)."""
+MAX_STATE = 1 << 20
 
 
 def digest(tool: object, arguments: object) -> str:
@@ -57,6 +64,15 @@ class Pairs:
             calls.remove(match)
             return match[0]
 
+    def first(self, fingerprint: str) -> bool:
+        """Whether the event with ``fingerprint`` is new here (then noted seen): False for a copy."""
+        with self._locked() as state:
+            seen: list[str] = [item for item in state.get("seen", []) if isinstance(item, str)]
+            if fingerprint in seen:
+                return False
+            state["seen"] = [*seen, fingerprint][-MAX_SEEN:]
+            return True
+
     def _locked(self) -> _Locked:
         os.makedirs(self.folder, mode=0o700, exist_ok=True)
         return _Locked(self)
@@ -73,11 +89,10 @@ class _Locked:
     def __enter__(self) -> dict[str, Any]:
         self.lock.__enter__()
         try:
-            with open(self.pairs.path, encoding="utf-8") as handle:
-                found = json.load(handle)
+            found = json.loads(read_side_file(self.pairs.path, MAX_STATE, follow=False))
             self.state = found if isinstance(found, dict) else {}
         except (OSError, ValueError):
-            self.state = {}  # none yet, or torn: calls are counted afresh
+            self.state = {}  # none yet, torn, or not a file of ours: calls are counted afresh
         return self.state
 
     def __exit__(self, kind: object, error: object, trace: object) -> None:
