@@ -7,7 +7,9 @@ binaries these tests skip, saying why."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -235,8 +237,10 @@ def run_gemini(ws: Path, tmp: Path, home: Path, port: int, prompt: str) -> subpr
     assert GEMINI is not None
     user = tmp / "gemini-user"
     (user / ".gemini").mkdir(parents=True, exist_ok=True)
-    (user / ".gemini" / "settings.json").write_text(
-        json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}, "telemetry": {"enabled": False}})
+    settings = user / ".gemini" / "settings.json"
+    kept = json.loads(settings.read_text()) if settings.exists() else {}  # a --user install's hooks, say
+    settings.write_text(
+        json.dumps({**kept, "security": {"auth": {"selectedType": "gemini-api-key"}}, "telemetry": {"enabled": False}})
     )
     env = {
         **BASE_ENV,
@@ -385,3 +389,104 @@ def test_codex_install_twice_is_once_and_uninstall_keeps_the_users_hooks(tmp_pat
     assert sum(label.startswith("tool-done:") for label in labels) == 2  # ours too
     assert run_command("hooks", "uninstall", "codex", cwd=ws, env={"SNAPSHOTTER_HOME": str(home)}).returncode == 0
     assert (ws / ".codex" / "hooks.json").read_text() == original
+
+
+# -- each call once, under the agent that made it, whichever hooks files are installed ------------
+
+
+def install_user(ws: Path, home: Path, agent: str, env: dict[str, str]) -> None:
+    """``hooks install AGENT --user`` into the user-level folder ``env`` names (a tmp
+    home), with another command than the project's (as from another environment,
+    a pipx install say: an agent that runs one command once would hide a double)."""
+    other = f"{shlex.quote(sys.executable)} -m snapshotter"
+    done = run_command(
+        "hooks", "install", agent, "--user", "--command", other, cwd=ws, env={"SNAPSHOTTER_HOME": str(home), **env}
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def _one_turn_once(ws: Path, home: Path, agent: str, calls: int, before: dict[str, bytes]) -> None:
+    """The folder holds one session, ``agent``'s, with one turn of ``calls``
+    bracketed calls, each once; ``turn revert`` (no n: the newest) takes the
+    turn's work back: the folder is as ``before`` (its hooks files aside)."""
+    (session,) = snapshotter(ws, home, "sessions")["sessions"]
+    assert session["agent"] == agent and session["turns"] == 1, session
+    labels = [s["label"] for s in snapshotter(ws, home, "--session", session["name"], "log", "-n", "0")]
+    assert sum(label.startswith("pre-turn:") for label in labels) == 1, labels
+    assert sum(label.startswith("tool:") for label in labels) == calls, labels
+    assert sum(label.startswith("tool-done:") for label in labels) == calls, labels
+    reverted = snapshotter(ws, home, "turn", "revert", "--agent", agent)
+    assert reverted["reverted"], reverted
+    hooks_files = (".claude/", ".github/", ".codex/", ".gemini/")
+    assert {path: data for path, data in contents(ws).items() if not path.startswith(hooks_files)} == before
+
+
+@needs_copilot
+@pytest.mark.parametrize("own_hooks", [True, False], ids=["with-copilots-own-hooks", "claude-hooks-only"])
+def test_copilot_running_claude_codes_project_hooks_records_copilots_calls_once(
+    own_hooks: bool, tmp_path: Path, ws: Path
+) -> None:
+    home = tmp_path / "home"
+    write(ws, {"notes.txt": "the person's notes\n", "app.txt": "original\n"})
+    before = contents(ws)
+    install(ws, home, "claude-code")  # Copilot CLI runs these too
+    if own_hooks:
+        install(ws, home, "copilot")
+    with ChatServer(SHELL_AND_WRITE, ws) as server:
+        done = run_copilot(ws, tmp_path, home, server.port, "change the app")
+    assert "All done." in done.stdout and (ws / "written.txt").exists()
+    refused = run_command("turn", "revert", "--agent", "claude-code", cwd=ws, env={"SNAPSHOTTER_HOME": str(home)})
+    assert refused.returncode != 0 and "no claude-code session" in refused.stderr
+    _one_turn_once(ws, home, "copilot", 2, before)
+
+
+def _claude_both(ws: Path, tmp: Path, home: Path) -> int:
+    install_user(ws, home, "claude-code", {"CLAUDE_CONFIG_DIR": str(tmp / "claude-c" / "config")})
+    with AnthropicServer(CLAUDE_TURN, ws) as server:
+        finished(run_claude(ws, tmp, home, server.port, "change the app"))
+    return 3
+
+
+def _codex_both(ws: Path, tmp: Path, home: Path) -> int:
+    install_user(ws, home, "codex", {"CODEX_HOME": str(tmp / "codex-home-c")})
+    script: list[Step] = [("bash", "echo from codex > shell.txt"), ("patch", PATCH_APP), ("text", "Done.")]
+    with ResponsesServer(script, ws) as server:
+        run_codex(ws, tmp, home, server.port, "change the app")
+    return 2
+
+
+def _gemini_both(ws: Path, tmp: Path, home: Path) -> int:
+    install_user(ws, home, "gemini", {"HOME": str(tmp / "gemini-user")})
+    with GeminiServer(SHELL_AND_WRITE, ws) as server:
+        run_gemini(ws, tmp, home, server.port, "change the app")
+    return 2
+
+
+def _copilot_both(ws: Path, tmp: Path, home: Path) -> int:
+    install_user(ws, home, "copilot", {"HOME": str(tmp / "copilot-user"), "COPILOT_HOME": ""})
+    assert (tmp / "copilot-user" / ".copilot" / "hooks" / "snapshotter.json").exists()
+    with ChatServer(SHELL_AND_WRITE, ws) as server:
+        run_copilot(ws, tmp, home, server.port, "change the app")
+    return 2
+
+
+@pytest.mark.parametrize(
+    "agent",
+    [
+        pytest.param("claude-code", marks=needs_claude),
+        pytest.param("codex", marks=needs_codex),
+        pytest.param("gemini", marks=needs_gemini),
+        pytest.param("copilot", marks=needs_copilot),
+    ],
+)
+def test_a_project_and_a_user_install_record_each_call_once(agent: str, tmp_path: Path, ws: Path) -> None:
+    """Both files hold our hooks, with different commands (so the agent runs
+    both): the turn is recorded once, and ``turn revert`` takes its work back."""
+    home = tmp_path / "home"
+    write(ws, {"notes.txt": "the person's notes\n", "app.txt": "original\n", "app.py": "def f():\n    return 1\n"})
+    before = contents(ws)
+    install(ws, home, agent)
+    run = {"claude-code": _claude_both, "codex": _codex_both, "gemini": _gemini_both, "copilot": _copilot_both}
+    calls = run[agent](ws, tmp_path, home)
+    assert contents(ws) != before
+    _one_turn_once(ws, home, agent, calls, before)

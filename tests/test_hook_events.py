@@ -438,3 +438,20 @@ def test_claude_code_run_by_copilot_is_still_claude_code(ws: Path, home: Path) -
     claude(agent, "cl-1", "PostToolUse", tool_name="Bash", tool_use_id="toolu_1", transcript_path="/t.jsonl")
     (session,) = cli(ws, home, "sessions")["sessions"]
     assert session["name"] == "claude-code-cl-1" and session["agent"] == "claude-code"
+
+
+def test_a_user_level_folder_variable_names_the_folder_the_agent_reads(tmp_path: Path) -> None:
+    """CLAUDE_CONFIG_DIR, CODEX_HOME and COPILOT_HOME stand for ``~/.claude``,
+    ``~/.codex`` and ``~/.copilot``: a ``--user`` install goes where the agent reads."""
+    from snapshotter.frontends.agents import AGENTS
+
+    folder = str(tmp_path / "moved")
+    expected = {
+        "claude-code": ("CLAUDE_CONFIG_DIR", "settings.json"),
+        "codex": ("CODEX_HOME", "hooks.json"),
+        "copilot": ("COPILOT_HOME", "hooks/snapshotter.json"),
+    }
+    for name, (variable, inside) in expected.items():
+        assert AGENTS[name].user_dir_env == variable
+        assert AGENTS[name].user_path({variable: folder}) == os.path.join(folder, *inside.split("/"))
+        assert AGENTS[name].user_path({"HOME": str(tmp_path)}) == str(tmp_path / AGENTS[name].user_file[2:])

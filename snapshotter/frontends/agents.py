@@ -115,10 +115,15 @@ class Agent:
         """Events the agent gives little time (Codex: SessionEnd, at most 3 s)."""
 
     def user_path(self, environ: Mapping[str, str]) -> str:
-        """The user-level hooks file (``user_dir_env`` moves its folder)."""
-        first, _, rest = self.user_file.partition("/")
-        folder = environ.get(self.user_dir_env) if self.user_dir_env else None
-        return os.path.join(folder, rest) if folder else os.path.expanduser(self.user_file)
+        """The user-level hooks file: ``user_file`` in ``environ``'s home, or, where
+        ``user_dir_env`` is set, in the folder it names in place of the first
+        folder below the home (``CODEX_HOME`` for ``~/.codex``)."""
+        own_folder, _, rest = self.user_file.removeprefix("~/").partition("/")
+        moved = environ.get(self.user_dir_env) if self.user_dir_env else None
+        if moved:
+            return os.path.join(moved, *rest.split("/"))
+        home = environ.get("HOME") or os.path.expanduser("~")
+        return os.path.join(home, own_folder, *rest.split("/"))
 
     def folder(self, payload: Mapping[str, object], environ: Mapping[str, str]) -> str | None:
         """Where the agent works: its project-folder variable, else the payload's ``cwd``."""
