@@ -264,6 +264,11 @@ class RevertResult:
     """Conflicting text files written with git-style conflict markers (``conflicts="markers"``)."""
     skipped: tuple[SkippedPath, ...] = ()
     """Paths this platform cannot hold (see ``RestoreResult.skipped``): left as they are."""
+    unattributed: tuple[str, ...] = ()
+    """Paths changed while another session's tool call ran at the same moment,
+    their brackets overlapping without one holding the other, so that whose the
+    change was cannot be told: kept as the workspace has them (a session's
+    revert or undo only; see ``attribution``)."""
 
     def __bool__(self) -> bool:
         return self.applied

@@ -455,3 +455,31 @@ def test_a_user_level_folder_variable_names_the_folder_the_agent_reads(tmp_path:
         assert AGENTS[name].user_dir_env == variable
         assert AGENTS[name].user_path({variable: folder}) == os.path.join(folder, *inside.split("/"))
         assert AGENTS[name].user_path({"HOME": str(tmp_path)}) == str(tmp_path / AGENTS[name].user_file[2:])
+
+
+def test_a_write_made_during_another_sessions_long_bash_call_is_the_writes(ws: Path, home: Path) -> None:
+    """Session one's Bash call runs ``sleep 2; echo A > a.txt``; while it runs,
+    session two's Write creates b.txt between its own hooks, and one's command
+    also writes c.txt (a file the Write did not name). One's revert takes back
+    a.txt and c.txt, two's takes back b.txt: nobody's work goes with another's."""
+    write(ws, {"notes.txt": "mine\n"})
+    agent = Agent("claude-code", ws, home)
+    for session in ("one", "two"):
+        claude(agent, session, "UserPromptSubmit", prompt=f"work {session}", prompt_id=f"p-{session}")
+    bash = {"command": "sleep 2; echo A > a.txt", "description": "slow"}
+    claude(agent, "one", "PreToolUse", tool_name="Bash", tool_input=bash, tool_use_id="slow")
+    made = {"file_path": str(ws / "b.txt"), "content": "B\n"}
+    claude(agent, "two", "PreToolUse", tool_name="Write", tool_input=made, tool_use_id="w1")
+    write(ws, {"b.txt": "B\n", "c.txt": "C, by one's command\n"})
+    claude(agent, "two", "PostToolUse", tool_name="Write", tool_input=made, tool_use_id="w1")
+    write(ws, {"a.txt": "A\n"})
+    claude(agent, "one", "PostToolUse", tool_name="Bash", tool_input=bash, tool_use_id="slow")
+    for session in ("one", "two"):
+        claude(agent, session, "Stop")
+    reverted = cli(ws, home, "--session", "claude-code-one", "turn", "revert")
+    assert set(reverted["reverted"]) == {"a.txt", "c.txt"} and reverted["unattributed"] == [], reverted
+    tool_snapshot = cli(ws, home, "--session", "claude-code-two", "log", "-n", "0", "--label", "tool:w1")[0]
+    assert tool_snapshot["metadata"]["writes"] == '["b.txt"]'
+    assert contents(ws) == {"b.txt": b"B\n", "notes.txt": b"mine\n"}
+    assert cli(ws, home, "--session", "claude-code-two", "turn", "revert")["reverted"] == ["b.txt"]
+    assert contents(ws) == {"notes.txt": b"mine\n"}

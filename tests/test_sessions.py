@@ -11,7 +11,7 @@ import random
 from pathlib import Path
 
 import pytest
-from conftest import contents, write
+from conftest import contents, run_command, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -258,6 +258,84 @@ def test_tool_done_needs_its_tool_snapshot(ws: Path, two) -> None:  # type: igno
         a.tool_done("shared-id")  # B's call, not A's
     with pytest.raises(InvalidInput):
         a.tool_done("never-begun")
+
+
+# -- tool calls that overlap in time (#46 item 7) -------------------------------------------------
+
+
+def test_a_call_made_inside_another_sessions_longer_call_is_its_own(ws: Path, two) -> None:  # type: ignore[no-untyped-def]
+    """A's Bash call takes 2 s (``sleep 2; echo A > a.txt``); while it runs, B's
+    Write creates b.txt inside B's own bracket. A's revert takes back a.txt
+    only, B's b.txt only: B's work is not lost to A's revert."""
+    a, b = two
+    a.begin_turn()
+    b.begin_turn()
+    a.tool_snapshot("a1")
+    b.tool_snapshot("b1")
+    write(ws, {"b.txt": "B\n"})
+    b.tool_done("b1")
+    write(ws, {"a.txt": "A\n"})
+    a.tool_done("a1")
+    a.end_turn()
+    b.end_turn()
+    result = a.revert_turn()
+    assert result.reverted == ("a.txt",) and result.unattributed == (), result
+    assert (ws / "b.txt").read_text() == "B\n" and not (ws / "a.txt").exists()
+    assert b.revert_turn().reverted == ("b.txt",) and not (ws / "b.txt").exists()
+
+
+def test_a_file_the_inner_call_did_not_name_stays_the_outer_calls(ws: Path, two) -> None:  # type: ignore[no-untyped-def]
+    """B's Write names the one file it writes (``writes=``): what else changed
+    inside B's bracket, while A's longer Bash call ran, is A's."""
+    a, b = two
+    a.begin_turn()
+    b.begin_turn()
+    a.tool_snapshot("a1")
+    write(ws, {"f1.py": "f1 by A, early\n"})
+    b.tool_snapshot("b1", writes=["b.txt"])
+    write(ws, {"b.txt": "B\n", "a.txt": "A, written while B's call ran\n"})
+    b.tool_done("b1")
+    a.tool_done("a1")
+    before = contents(ws)
+    reverted_a = a.revert_turn()
+    assert set(reverted_a.reverted) == {"a.txt", "f1.py"} and reverted_a.unattributed == (), reverted_a
+    assert (ws / "b.txt").read_bytes() == before["b.txt"]
+    assert b.revert_turn().reverted == ("b.txt",)
+    assert contents(ws) == {"f1.py": b"f1 original\n", "f2.py": b"f2 original\n", "shared.py": before["shared.py"]}
+
+
+def test_calls_overlapping_but_not_nested_keep_what_cannot_be_told_and_say_so(ws: Path, two) -> None:  # type: ignore[no-untyped-def]
+    """A's call opens, B's opens, a file changes, A's closes, B's closes: whose
+    the change was cannot be told. Each session's revert keeps the file and
+    names it; a change made while only one of them ran is that one's."""
+    a, b = two
+    a.begin_turn()
+    b.begin_turn()
+    a.tool_snapshot("a1")
+    write(ws, {"a.txt": "A alone\n"})
+    b.tool_snapshot("b1")
+    write(ws, {"x.txt": "while both ran\n"})
+    a.tool_done("a1")
+    write(ws, {"b.txt": "B alone\n"})
+    b.tool_done("b1")
+    a.end_turn()
+    b.end_turn()
+    for snap, own in ((a, "a.txt"), (b, "b.txt")):
+        dry = snap.revert_turn(dry_run=True)
+        assert dry.reverted == (own,) and dry.unattributed == ("x.txt",), dry
+        result = snap.revert_turn()
+        assert result.reverted == (own,) and result.unattributed == ("x.txt",), result
+        assert not (ws / own).exists() and (ws / "x.txt").read_text() == "while both ran\n"
+    done = run_command(
+        "--session",
+        "A",
+        "turn",
+        "revert",
+        "--dry-run",
+        cwd=ws,
+        env={"SNAPSHOTTER_HOME": str(Path(a.store_path).parent.parent)},
+    )
+    assert "x.txt" in done.stdout and "cannot be told" in done.stdout, done.stdout
 
 
 # -- the model: random interleavings never touch the other session's work -------------------

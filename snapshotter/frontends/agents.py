@@ -63,6 +63,8 @@ class Agent:
         "project_env",
         "tool_matcher",
         "short_events",
+        "writers",
+        "readers",
     )
 
     def __init__(
@@ -83,6 +85,8 @@ class Agent:
         project_env: tuple[str, ...] = (),
         tool_matcher: str | None = "*",
         short_events: frozenset[str] = frozenset(),
+        writers: dict[str, str] | None = None,
+        readers: frozenset[str] = frozenset(),
     ) -> None:
         self.name = name
         """As the command line names it (``snapshotter hooks install NAME``) and its sessions start."""
@@ -113,6 +117,10 @@ class Agent:
         """The matcher that takes every tool (None: leave the matcher out)."""
         self.short_events = short_events
         """Events the agent gives little time (Codex: SessionEnd, at most 3 s)."""
+        self.writers = writers or {}
+        """A tool that writes the one file it names -> the argument naming it (a call's ``writes``)."""
+        self.readers = readers
+        """Tools that write no file (a call's ``writes`` is empty)."""
 
     def user_path(self, environ: Mapping[str, str]) -> str:
         """The user-level hooks file: ``user_file`` in ``environ``'s home, or, where
@@ -156,6 +164,13 @@ AGENTS: dict[str, Agent] = {
             session_field="session_id",
             call_id_field="tool_use_id",
             project_env=("CLAUDE_PROJECT_DIR",),
+            writers={
+                "Write": "file_path",
+                "Edit": "file_path",
+                "MultiEdit": "file_path",
+                "NotebookEdit": "notebook_path",
+            },
+            readers=frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead", "WebFetch", "WebSearch", "TodoWrite"}),
         ),
         Agent(
             name="codex",
@@ -201,6 +216,10 @@ AGENTS: dict[str, Agent] = {
             session_field="session_id",
             call_id_field=None,
             project_env=("GEMINI_PROJECT_DIR",),
+            writers={"write_file": "file_path", "replace": "file_path"},
+            readers=frozenset(
+                {"read_file", "read_many_files", "glob", "search_file_content", "list_directory", "web_fetch"}
+            ),
         ),
         Agent(
             name="copilot",
@@ -224,6 +243,8 @@ AGENTS: dict[str, Agent] = {
             call_id_field=None,
             project_env=("COPILOT_PROJECT_DIR",),
             tool_matcher=None,
+            writers={"create": "path", "edit": "path", "Write": "path", "Edit": "path"},  # its own, Claude-shaped
+            readers=frozenset({"view"}),
         ),
     )
 }

@@ -7,7 +7,10 @@ What each role does (``agents``):
   agent was killed before its stop hook) is ended first;
 - ``tool-before``: ``tool_snapshot(id)``, in a turn (one is begun if none is
   open, e.g. hooks installed mid-session; for Codex, when the payload's
-  ``turn_id`` is not the open turn's);
+  ``turn_id`` is not the open turn's), with the file the call says it writes
+  (a file tool's, where it is in the workspace; none for a tool that only
+  reads: ``agents``), which tells its change from that of another session's
+  call running at the same moment (``owners``);
 - ``tool-after`` (a failed tool included): ``tool_done(id)``;
 - ``stop``, ``session-end``: ``end_turn`` if a turn is open;
 - ``session-start``: nothing to record.
@@ -76,6 +79,8 @@ class Event:
     fingerprint: str | None = None
     """What tells this event from any other of its session, and its copies from
     nothing (None: the payload holds no mark of its moment)."""
+    writes: tuple[str, ...] | None = None
+    """A tool call's files it says it writes, as absolute paths (None: it does not say)."""
 
 
 def session_name(agent: Agent, agent_session: str) -> str:
@@ -158,7 +163,23 @@ def parse(agent: Agent, name: str, payload: Mapping[str, Any], environ: Mapping[
         message=first_line(payload.get("prompt")) if role == PROMPT else "",
         tool=(readable(tool, TOOL_MAX) or None) if isinstance(tool, str) else None,
         fingerprint=fingerprint(role, agent_session, payload, arguments),
+        writes=written(agent, tool, arguments, payload.get("cwd") or folder) if role == TOOL_BEFORE else None,
     )
+
+
+def written(agent: Agent, tool: object, arguments: object, base: object) -> tuple[str, ...] | None:
+    """The files a call of ``tool`` says it writes, absolute (relative ones are
+    the agent's ``cwd``'s): none for a tool that only reads; None where the tool
+    does not say (a shell command may write anything)."""
+    if not isinstance(tool, str):
+        return None
+    if tool in agent.readers:
+        return ()
+    key = agent.writers.get(tool)
+    named = arguments.get(key) if key is not None and isinstance(arguments, Mapping) else None
+    if not isinstance(named, str) or not named or "\0" in named or not isinstance(base, str):
+        return None
+    return (os.path.normpath(os.path.join(base, named)),)
 
 
 def fingerprint(role: str, agent_session: str, payload: Mapping[str, Any], arguments: object) -> str | None:
@@ -201,7 +222,8 @@ def apply(snap: Any, event: Event) -> str:
     if event.role == TOOL_BEFORE:
         began = _ensure_turn(snap, event, meta)
         call = event.call_id or Pairs(snap.store_path, event.session).opened(event.call_key or "")
-        snap.tool_snapshot(call, f"before {event.tool or 'a tool'}", metadata={**meta, **_tool(event)})
+        writes = _in_workspace(snap.workspace, event.writes)
+        snap.tool_snapshot(call, f"before {event.tool or 'a tool'}", metadata={**meta, **_tool(event)}, writes=writes)
         return f"{began}tool:{call}"
     if event.role == TOOL_AFTER:
         closing = event.call_id or Pairs(snap.store_path, event.session).closed(event.call_key or "")
@@ -213,6 +235,26 @@ def apply(snap: Any, event: Event) -> str:
         ended = _end_open_turn(snap, "ended" if event.role == STOP else "ended with the session")
         return ended.strip() or "no turn open"
     return "nothing to record"
+
+
+def _in_workspace(workspace: str, paths: tuple[str, ...] | None) -> list[str] | None:
+    """The workspace's paths among ``paths``, as named and as reached through
+    symlinks (the tool writes there); None if one lies outside (or there are
+    none to say): the call then says nothing, and is taken as writing anything."""
+    if paths is None:
+        return None
+    found: list[str] = []
+    for path in paths:
+        inside = [p for p in dict.fromkeys((path, os.path.realpath(path))) if _within(workspace, p)]
+        if not inside:
+            return None
+        found.extend(inside)
+    return found
+
+
+def _within(workspace: str, path: str) -> bool:
+    rel = os.path.relpath(path, workspace)
+    return rel != "." and rel != os.pardir and not rel.startswith(os.pardir + os.sep) and not os.path.isabs(rel)
 
 
 def _turn(event: Event) -> dict[str, str]:

@@ -21,7 +21,6 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, TextIO
 
-from snapshotter.attribution import POST_TURN, PRE_TURN
 from snapshotter.model import (
     FileChange,
     FileDiff,
@@ -35,6 +34,7 @@ from snapshotter.model import (
     UndoResult,
     VerifyResult,
 )
+from snapshotter.owners import POST_TURN, PRE_TURN
 
 SCHEMA = 1
 STATUS_LETTER = {"added": "A", "modified": "M", "deleted": "D", "type_changed": "T", "unreadable": "X"}
@@ -150,6 +150,9 @@ def revert_lines(result: RevertResult, taken: str = "revert") -> list[str]:
         lines.append(f"conflict {conflict.path} ({conflict.reason.value}: {conflict.detail}{marked})")
     for skipped in result.skipped:
         lines.append(f"skip     {skipped.path} ({skipped.detail or skipped.reason.value}: not written here)")
+    for path in result.unattributed:
+        why = "changed while another session's tool call ran too: whose change it was cannot be told"
+        lines.append(f"keep     {path} ({why})")
     verb = "would change" if result.dry_run or not result.applied else "changed"
     lines.append(
         f"{verb} {len(result.reverted) + len(result.merged)} paths ({len(result.merged)} merged), "
