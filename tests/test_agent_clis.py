@@ -10,6 +10,9 @@ import json
 import shlex
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +134,65 @@ def test_claude_code_two_sessions_at_once_are_reverted_apart(tmp_path: Path, ws:
     assert contents(ws)["a.txt"] == b"a0\n" and contents(ws)["b.txt"] == b"b1\n"
     snapshotter(ws, home, "--session", by_prompt["edit b"], "turn", "revert")
     assert contents(ws)["a.txt"] == b"a0\n" and contents(ws)["b.txt"] == b"b0\n"
+
+
+@needs_claude
+def test_claude_code_a_write_during_another_sessions_slow_bash_call_is_reverted_apart(tmp_path: Path, ws: Path) -> None:
+    """Session one's Bash call runs long; while it runs, session two's Write
+    creates b.txt between its own hooks; then one's command writes a.txt. One's
+    turn revert takes back a.txt only, two's b.txt only. The order is made by
+    signals, not by time: one's command waits for two's next model request
+    (two's PostToolUse hook has run by then); two's first request waits for
+    one's command to have started (its PreToolUse hook has run by then)."""
+    home, signals = tmp_path / "home", tmp_path / "signals"
+    signals.mkdir()
+    write(ws, {"notes.txt": "the person's notes\n"})
+    install(ws, home, "claude-code")
+    started, go_on = signals / "one-started", signals / "two-done"
+    slow = (
+        f"touch {started}; i=0; while [ ! -e {go_on} ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; "
+        "echo A > a.txt"
+    )
+    with (
+        AnthropicServer([("bash", slow), ("text", "One done.")], ws) as one,
+        AnthropicServer([("write", "b.txt", "B\n"), ("text", "Two done.")], ws) as two,
+    ):
+        two.holds[0] = threading.Event()
+        waiters = [
+            threading.Thread(target=_when, args=(lambda: started.exists(), two.holds[0].set), daemon=True),
+            threading.Thread(target=_when, args=(lambda: two.reached(1).is_set(), go_on.touch), daemon=True),
+        ]
+        for waiter in waiters:
+            waiter.start()
+        runs = [
+            run_claude(ws, tmp_path, home, one.port, "run the slow command", "one"),
+            run_claude(ws, tmp_path, home, two.port, "write b", "two"),
+        ]
+        for run in runs:
+            finished(run)
+    assert contents(ws) | {".claude/settings.json": b""} == {
+        "a.txt": b"A\n",
+        "b.txt": b"B\n",
+        "notes.txt": b"the person's notes\n",
+        ".claude/settings.json": b"",
+    }
+    by_prompt = {_prompt(ws, home, s["name"]): s["name"] for s in snapshotter(ws, home, "sessions")["sessions"]}
+    labels = [s["label"] for s in snapshotter(ws, home, "log", "-n", "0")]
+    assert sum(label.startswith("tool:") for label in labels) == 2, labels  # one call each
+    reverted = snapshotter(ws, home, "--session", by_prompt["run the slow command"], "turn", "revert")
+    assert reverted["reverted"] == ["a.txt"] and reverted["unattributed"] == [], reverted
+    assert (ws / "b.txt").read_text() == "B\n" and not (ws / "a.txt").exists()
+    reverted = snapshotter(ws, home, "--session", by_prompt["write b"], "turn", "revert")
+    assert reverted["reverted"] == ["b.txt"], reverted
+    assert not (ws / "b.txt").exists() and (ws / "notes.txt").read_text() == "the person's notes\n"
+
+
+def _when(condition: Callable[[], bool], then: Callable[[], object], timeout: float = 150.0) -> None:
+    """Run ``then`` once ``condition`` holds (polled), or give up after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    then()
 
 
 def _prompt(ws: Path, home: Path, session: str) -> str:
