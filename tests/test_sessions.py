@@ -392,12 +392,19 @@ def test_model_reverts_never_touch_the_other_sessions_work(request: pytest.Fixtu
     a session's revert or undo never changes what the other session or the
     person owns, nor any path outside the session's own work; and a revert of
     its last turn (nothing of its own done after the turn ended) leaves what it
-    owns as at the turn's start, conflicting paths aside.
-    ``--long`` runs 400 examples."""
+    owns as at the turn's start, conflicting paths aside. Derandomized (the
+    same examples each run, so a failure is reproducible); ``--long`` runs 400
+    random ones and prints the blob that replays a failure."""
     long = bool(request.config.getoption("--long"))
     effective = [0]
 
-    @settings(max_examples=400 if long else 25, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=400 if long else 25,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        derandomize=not long,
+        print_blob=True,
+    )
     @given(STEPS, st.integers(0, 2**16))
     def run(steps: list[tuple[str, str]], seed: int) -> None:
         opening = [("A", "turn"), ("B", "turn"), ("A", "call"), ("B", "call")]  # both at work, interleaved
