@@ -265,10 +265,7 @@ class RevertResult:
     skipped: tuple[SkippedPath, ...] = ()
     """Paths this platform cannot hold (see ``RestoreResult.skipped``): left as they are."""
     unattributed: tuple[str, ...] = ()
-    """Paths changed while another session's tool call ran at the same moment,
-    their brackets overlapping without one holding the other, so that whose the
-    change was cannot be told: kept as the workspace has them (a session's
-    revert or undo only; see ``attribution``)."""
+    """Paths changed while another session's overlapping call ran (whose change, cannot be told): kept as is."""
 
     def __bool__(self) -> bool:
         return self.applied
