@@ -265,7 +265,7 @@ class RevertResult:
     skipped: tuple[SkippedPath, ...] = ()
     """Paths this platform cannot hold (see ``RestoreResult.skipped``): left as they are."""
     unattributed: tuple[str, ...] = ()
-    """Paths changed while another session's overlapping call ran (whose change, cannot be told): kept as is."""
+    """Paths another session's overlapping call may have changed (whose change is unknown): kept as they are."""
 
     def __bool__(self) -> bool:
         return self.applied
