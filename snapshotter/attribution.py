@@ -58,6 +58,7 @@ from snapshotter.owners import (
     TOOL,
     TOOL_DONE,
     Owners,
+    Span,
     decide,
     named_paths,
 )
@@ -143,9 +144,11 @@ def session_changes(engine: Engine, session: str | None, start: SnapshotInfo, en
     if end is None:
         points.append(None)  # the workspace now
     pieces: list[Piece] = []
+    near = owners.meeting(start.sequence, end.sequence if end is not None else OPEN)
     for before, after in zip(points, points[1:]):
         assert before is not None
-        share = _share(owners, session, bracketed, before.sequence, after.sequence if after is not None else OPEN)
+        holding = owners.holding(before.sequence, after.sequence if after is not None else OPEN, near)
+        share = _share(holding, session, bracketed)
         if share is None:
             continue
         last = pieces[-1] if pieces else None
@@ -156,9 +159,8 @@ def session_changes(engine: Engine, session: str | None, start: SnapshotInfo, en
     return pieces
 
 
-def _share(owners: Owners, session: str | None, bracketed: bool, start: int, end: float) -> Share | None:
-    """The session's share of the step from sequence ``start`` to ``end`` (None: nothing of it)."""
-    holding = owners.holding(start, end)
+def _share(holding: Sequence[Span], session: str | None, bracketed: bool) -> Share | None:
+    """The session's share of a step the brackets ``holding`` hold (None: nothing of it)."""
     if not holding:
         return None if bracketed else ALL  # an unbracketed session's stretch, less others' brackets
     own = any(span.session == session for span in holding)

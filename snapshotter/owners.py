@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import math
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -104,6 +105,12 @@ class Owners:
                 if pre is not None:
                     self.turns.append(Span(info.session, pre.sequence, info.sequence, turn=_number(pre)))
         self.turns.extend(Span(pre.session, pre.sequence, OPEN, turn=_number(pre)) for pre in opened_turns.values())
+        self._turn_starts: dict[str | None, tuple[list[int], list[Span]]] = {}
+        """Session -> its turns' starts and its turns, by start (a session's turns follow one another)."""
+        for turn in sorted(self.turns, key=lambda span: span.start):
+            starts, spans = self._turn_starts.setdefault(turn.session, ([], []))
+            starts.append(turn.start)
+            spans.append(turn)
         self.calls: list[Span] = []
         begun: dict[tuple[str | None, str], SnapshotInfo] = {}
         for info in ordered:
@@ -128,8 +135,10 @@ class Owners:
                 self.agents.setdefault(info.session, info.metadata["agent"])
 
     def _turn_of(self, session: str | None, start: int, end: float) -> Span | None:
-        inside = [t for t in self.turns if t.session == session and t.start <= start and t.end >= end]
-        return max(inside, key=lambda span: span.start) if inside else None
+        """The session's newest turn begun at or before ``start`` if it runs to ``end``."""
+        starts, spans = self._turn_starts.get(session, ([], []))
+        at = bisect_right(starts, start) - 1
+        return spans[at] if at >= 0 and spans[at].end >= end else None
 
     def _turn_end(self, opened: SnapshotInfo) -> float:
         turn = self._turn_of(opened.session, opened.sequence, opened.sequence)
@@ -144,9 +153,14 @@ class Owners:
         writes = _writes(opened) if call is not None else None
         return Span(whose, opened.sequence, end, call, number, writes, closed)
 
-    def holding(self, start: int, end: float) -> list[Span]:
-        """The brackets holding the step from sequence ``start`` to ``end`` (``OPEN``: now)."""
-        return [span for span in self.calls if span.start <= start and span.end >= end]
+    def holding(self, start: int, end: float, among: Sequence[Span] | None = None) -> list[Span]:
+        """The brackets (of ``among``, else all) holding the step from sequence
+        ``start`` to ``end`` (``OPEN``: now)."""
+        return [span for span in (self.calls if among is None else among) if span.start <= start and span.end >= end]
+
+    def meeting(self, start: int, end: float) -> list[Span]:
+        """The brackets that hold some step from ``start`` to ``end``: what ``holding`` need look at there."""
+        return [span for span in self.calls if span.start < end and span.end > start]
 
     def of(self, before: SnapshotInfo, after: SnapshotInfo, path: str | None = None) -> Owner:
         """Whose the change to ``path`` (None: a path no call names) in the step
