@@ -11,20 +11,27 @@ merge, undo or redo: its safety snapshot .. its closing snapshot). A call may
 say which files it writes (``writes``, the ``tool:`` snapshot's metadata: a
 file tool names its file; a tool that only reads names none).
 
-A change to one path in a step held by brackets is, of the brackets holding it:
+A change to one path in a step held by brackets is, of the brackets holding it
+that could have written that path (those naming no files: a shell command may
+write anything; and those naming that path; if none could, all):
 
-1. the call's that named that path, if calls of one session did;
-2. else, of the brackets that name no files (a shell command may write
-   anything), or, if none does, of all: the one session's, if one session's
-   brackets hold it alone;
-3. else the innermost bracket's, if it closed inside every other session's
+1. the one session's, if that session's brackets alone hold it;
+2. else the innermost bracket's (the last opened; of two opened at one
+   snapshot, the first to close), if it closed inside every other session's
    bracket there: a call made while another session's longer call ran is its
    own, not the enclosing call's;
-4. else nobody can tell (brackets that overlap without nesting: both calls
+3. else nobody can tell (brackets that overlap without nesting: both calls
    ran at that moment): ``unknown``, and a revert keeps it and says so.
 
-So the files a call names decide between sessions only: they never take a
-change from the one session whose brackets alone held it.
+So a call that names its files claims only those: a change to another file
+made inside its bracket stays the enclosing call's. And the files a call names
+decide between sessions only: they never take a change from the one session
+whose brackets alone held it.
+
+A change the library wrote for a session (its revert, undo...) ran under the
+store lock, after the newest snapshot then: its bracket opens no earlier than
+the snapshot before its closing one, even where its safety snapshot was an
+older one the workspace matched again.
 
 A step no bracket holds is, inside an open turn of sessions that bracket no
 calls (they cannot say more), that session's turn if one, else ``unknown``;
@@ -113,6 +120,7 @@ class Owners:
             spans.append(turn)
         self.calls: list[Span] = []
         begun: dict[tuple[str | None, str], SnapshotInfo] = {}
+        previous: SnapshotInfo | None = None
         for info in ordered:
             label = info.label or ""
             if label.startswith(TOOL):
@@ -124,7 +132,9 @@ class Owners:
             elif label in CLOSING_LABELS:
                 since = by_id.get(info.metadata.get(SINCE, ""))
                 if since is not None:  # the closing snapshot's session's (its safety snapshot may be another's)
-                    self.calls.append(self._call(since, info.sequence, None, session=info.session))
+                    opened = max(since, previous or since, key=lambda found: found.sequence)
+                    self.calls.append(self._call(opened, info.sequence, None, session=info.session))
+            previous = info
         for (_, call), opened in begun.items():  # never closed: to its turn's end, or now
             self.calls.append(self._call(opened, self._turn_end(opened), call, closed=False))
         self.bracketing = {span.session for span in self.calls if span.call is not None}
@@ -179,10 +189,10 @@ class Owners:
 
 def decide(holding: Sequence[Span], path: str | None) -> Span | None:
     """Of the brackets ``holding`` a step (at least one), the one whose change to
-    ``path`` is (rules 1-4 of the module's docstring); None: it cannot be told."""
-    named = [span for span in holding if path is not None and span.writes is not None and path in span.writes]
-    pool = named or [span for span in holding if span.writes is None] or list(holding)
-    inner = max(pool, key=lambda span: span.start)
+    ``path`` (None: a path no call names) is, by the rules of the module's
+    docstring; None: it cannot be told."""
+    pool = [span for span in holding if span.writes is None or path in span.writes] or list(holding)
+    inner = max(pool, key=lambda span: (span.start, -span.end))
     if all(span.session == inner.session for span in pool):
         return inner
     others = [span for span in pool if span.session != inner.session]

@@ -492,10 +492,11 @@ def test_a_tool_call_id_that_cannot_be_a_label_is_refused_before_anything_is_rec
 # Each session opens and closes its calls as separate steps, so its brackets and the other's
 # interleave: nested, overlapping, one inside the other's longer call. A shell call may edit
 # any of its session's work; a file call names the files it writes (``writes=``) and edits only
-# them. Edits the rule cannot give to their maker are not made: a session's edit while the other
-# session's shell call opened after its own is open (the rule gives such a change to the inner
-# call), or of a file the other's open call names; and the person edits only while no call is
-# open (inside a bracket, a person's edit is the bracket's: the documented limit).
+# them. Edits the rule cannot give to their maker are not made: a session's edit of a path while
+# a call of the other session that could write that path (a shell call, or a file call naming
+# it) opened after the editing call is open (the rule gives such a change to the inner call: the
+# documented limit); and the person edits only while no call is open (inside a bracket, a
+# person's edit is the bracket's). Reverts and undos run whenever drawn, calls open or not.
 
 OVERLAP_STEPS = st.lists(
     st.tuples(
@@ -527,7 +528,17 @@ OVERLAP_OPENINGS = [
         ("B", "edit"),
         ("B", "close"),
     ],
-    [("A", "turn"), ("B", "turn")],
+    [  # both at work one after the other (each session brackets its calls from the start: an
+        # unbracketed open turn would own a person's edit, the documented limit)
+        ("A", "turn"),
+        ("B", "turn"),
+        ("A", "open-file"),
+        ("A", "edit"),
+        ("A", "close"),
+        ("B", "open-shell"),
+        ("B", "edit"),
+        ("B", "close"),
+    ],
 ]
 
 
@@ -651,10 +662,9 @@ def _edit_in_call(ws: Path, who: str, call: _Call, theirs: list[_Call], number: 
         paths = rng.sample(SHARED, rng.randint(1, 2))
         if rng.random() < 0.6:
             paths.append(f"{who.lower()}{rng.randint(0, 2)}.txt")
-    if any(c.names is not None and set(c.names) & set(paths) for c in theirs):
-        return 0  # a file the other's open call names: the change would be that call's
-    if call.names is None and any(c.names is None and c.opened > call.opened for c in theirs):
-        return 0  # the other's shell call opened inside ours: the change would be the inner call's
+    inner = [c for c in theirs if c.opened > call.opened and (c.names is None or set(c.names) & set(paths))]
+    if inner:
+        return 0  # a call of the other's that could write it opened inside ours: the change would be its
     low, high = OWN[who]
     for rel in paths:
         if rel in SHARED:
