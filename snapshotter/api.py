@@ -80,6 +80,8 @@ class Snapshotter(Workflows, Replicas):
         remote_name: str | None = DEFAULTS.remote_name,
         auto_push: bool = DEFAULTS.auto_push,
         max_push_file_size: int = DEFAULTS.max_push_file_size,
+        max_fetch_bytes: int = DEFAULTS.max_fetch_bytes,
+        fetch_timeout: float = DEFAULTS.fetch_timeout,
         credentials: Credentials | None = None,
     ) -> None:
         check_path("workspace", workspace)
@@ -102,6 +104,8 @@ class Snapshotter(Workflows, Replicas):
             remote_name=remote_name,
             auto_push=auto_push,
             max_push_file_size=max_push_file_size,
+            max_fetch_bytes=max_fetch_bytes,
+            fetch_timeout=fetch_timeout,
         )
         self._lock = threading.RLock()
         self._credentials = self._creds(credentials)  # for every push and fetch, the background ones too

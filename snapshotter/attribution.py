@@ -119,11 +119,12 @@ def after_of(engine: Engine, before: SnapshotInfo) -> SnapshotInfo | None:
 
 
 def closing(engine: Engine, label: str) -> str | None:
-    """``label`` if a change written now should be closed by a snapshot: only when
-    another session keeps history in this store, whose revert of a stretch holding
-    the change must tell it apart (a closing snapshot costs a walk of the folder)."""
-    others = set(engine.store.sessions()) - {engine.session or ""}
-    if others or (engine.session is not None and any(engine.store.stack(name) for name in ("undo", "turns"))):
+    """``label`` if a change written now should be closed by a snapshot: always in a
+    named session, whose own undo reverts its changes since an undo point and
+    must find this one among them; else only when a named session keeps history
+    in this store, whose revert of a stretch holding the change must tell it
+    apart (a closing snapshot costs a walk of the folder)."""
+    if engine.session is not None or set(engine.store.sessions()):
         return label
     return None
 

@@ -9,6 +9,14 @@ later prunes, collects or cleans up. Its first snapshot is the fork point,
 pinned there; ``fork.json`` in its store names the parent, and the parent's
 ``forks.json`` lists its forks.
 
+A fork is complete or it is not a fork. ``fork.json`` is written first saying
+``"complete": false`` and rewritten ``true`` as the very last step, after every
+file is written: a fork killed half-way is known as such. ``merge`` refuses it
+(its state would read as "the fork deleted every file not written yet"), and
+running the same ``fork`` again finishes it (a restore of the fork point, whose
+safety snapshot keeps whatever the folder holds). A record without the field
+was written by a release that marked nothing: taken as complete.
+
 ``merge(dest)`` takes a snapshot of the fork as it is now, links the fork's
 objects into this store, and brings the fork's changes (fork point -> now)
 into this workspace three ways, exactly as a revert brings a change in
@@ -23,11 +31,13 @@ import json
 import os
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from snapshotter.attribution import closing
 from snapshotter.errors import InvalidInput, SnapshotError, StoreError, WorkspaceError
+from snapshotter.fsutil import read_side_file
 from snapshotter.gitstore.location import store_path_for
 from snapshotter.gitstore.sharing import share_objects
 from snapshotter.gitstore.store import Store
@@ -43,11 +53,41 @@ FORKS_FILE = "forks.json"
 FORK_LABEL = "fork-point"
 
 
-def check_destination(engine: Engine, dest: str | os.PathLike[str], home: str | os.PathLike[str] | None) -> str:
+@dataclass(frozen=True)
+class ForkRecord:
+    """What a fork's store says of it (``fork.json``)."""
+
+    parent: str
+    parent_store: str
+    fork_point: str
+    complete: bool
+    """False from the start of ``fork`` until its last step: a fork killed while it
+    was made is no fork (``merge`` refuses it; the same ``fork`` again finishes it)."""
+
+
+def fork_record(store_path: str) -> ForkRecord | None:
+    """The fork record of the store at ``store_path``, or None if it is no fork."""
+    record = _read_json(os.path.join(store_path, "snapshotter", FORK_FILE), None)
+    if not isinstance(record, dict):
+        return None
+    point, parent, parent_store = record.get("fork_point"), record.get("parent"), record.get("parent_store")
+    if not (isinstance(point, str) and len(point) == 40):
+        return None
+    return ForkRecord(str(parent), str(parent_store), point, record.get("complete", True) is not False)
+
+
+def check_destination(
+    engine: Engine,
+    dest: str | os.PathLike[str],
+    home: str | os.PathLike[str] | None,
+    fork_point: str | None = None,
+) -> str:
     """``dest`` as an absolute, resolved path: new or an empty folder, outside
     the workspace (and not around it), outside every ``.git`` folder and the
-    snapshot home, with no store of its own yet. Checked before anything is
-    made: a refused fork leaves no folder behind."""
+    snapshot home, with no store of its own yet; or the folder of this
+    workspace's fork of ``fork_point`` that was killed before it was finished
+    (the same fork again finishes it). Checked before anything is made: a
+    refused fork leaves no folder behind."""
     if not isinstance(dest, (str, os.PathLike)) or not os.fspath(dest):
         raise InvalidInput("fork(ref, dest): dest must be a folder path")
     given = os.path.abspath(os.fspath(dest))
@@ -60,12 +100,37 @@ def check_destination(engine: Engine, dest: str | os.PathLike[str], home: str | 
     for name in {*_parts(given), *_parts(path)}:
         if name.lower() == ".git" or git_spelling(name):
             raise WorkspaceError(f"cannot fork into {path}: it lies in a git folder ({name}); pick a folder outside it")
+    fork_store = store_path_for(path, home)  # refuses a folder inside the home (its stores) or around it
+    unfinished = fork_record(fork_store)
+    if unfinished is not None and not unfinished.complete:
+        _check_finishing(engine, path, fork_store, unfinished, fork_point)
+        return path  # the same fork again: it finishes the one that was killed
     if os.path.lexists(path) and (not os.path.isdir(path) or os.listdir(path)):
         raise WorkspaceError(f"cannot fork into {path}: it exists and is not an empty folder; pick a new folder")
-    fork_store = store_path_for(path, home)  # refuses a folder inside the home (its stores) or around it
-    if os.path.exists(fork_store):
+    if os.path.exists(fork_store) and not _holds_no_snapshot(fork_store):
         raise StoreError(f"a store for {path} exists already ({fork_store}); remove it or pick another folder")
     return path
+
+
+def _check_finishing(engine: Engine, path: str, fork_store: str, record: ForkRecord, fork_point: str | None) -> None:
+    """A half-made fork is finished only by the fork that began it: same parent, same point."""
+    again = f"run 'fork {record.fork_point[:12]} {path}' in {record.parent} again to finish it"
+    if record.parent_store != engine.store_path or (fork_point is not None and fork_point != record.fork_point):
+        raise WorkspaceError(
+            f"cannot fork into {path}: it holds a fork of {record.fork_point[:12]} that was not finished; "
+            f"{again}, or remove the folder and its store {fork_store}"
+        )
+
+
+def _holds_no_snapshot(store: str) -> bool:
+    """A store with no snapshot ref at all (a fork killed as its store was made)
+    holds nothing of anyone's: a fork may take it over."""
+    try:
+        return not os.listdir(os.path.join(store, "refs", "snapshots")) and not os.path.exists(
+            os.path.join(store, "packed-refs")
+        )
+    except OSError:
+        return False
 
 
 def _parts(path: str) -> list[str]:
@@ -88,24 +153,32 @@ def make_fork(
     fork_store_path = store_path_for(dest, home)  # checked by check_destination, before anything was made
     os.makedirs(dest, exist_ok=True)
     fork_store = Store.open_or_create(fork_store_path, dest)
+    record_path = os.path.join(fork_store.meta_dir, FORK_FILE)
+    record = _fork_record(engine, target, dest)
     try:
+        _write_json(record_path, {**record, "complete": False})  # first: a fork in the making
         share_objects(engine.store_path, fork_store_path)
         commit = bytes.fromhex(target.id)
-        fork_store.add_snapshot_ref(1, commit)
+        if fork_store.snapshot_refs().get(1) != commit:
+            fork_store.add_snapshot_ref(1, commit)
         fork_store.set_pin(commit, True)
-        _write_json(os.path.join(fork_store.meta_dir, FORK_FILE), _fork_record(engine, target, dest))
     finally:
         fork_store.close()
     forked = open_fork(dest)
-    forked.restore(target.id)
-    _add_to_parent(engine, {"path": dest, "fork_point": target.id, "created": _now()})
+    try:
+        forked.restore(target.id)
+        _add_to_parent(engine, {"path": dest, "fork_point": target.id, "created": record["created"]})
+        _write_json(record_path, {**record, "complete": True})  # last: now it is a fork
+    except BaseException:
+        forked.close()
+        raise
     return forked
 
 
 def forks_of(engine: Engine) -> list[ForkInfo]:
     """The forks made from this workspace, oldest first."""
     out = []
-    for entry in _read_json(os.path.join(engine.store.meta_dir, FORKS_FILE), []):
+    for entry in _read_list(os.path.join(engine.store.meta_dir, FORKS_FILE)):
         try:
             path, point, created = str(entry["path"]), str(entry["fork_point"]), str(entry["created"])
             out.append(ForkInfo(path, point, datetime.fromisoformat(created), os.path.isdir(path)))
@@ -114,19 +187,19 @@ def forks_of(engine: Engine) -> list[ForkInfo]:
     return out
 
 
-def fork_point_of(fork_store_meta: str) -> str | None:
-    """The fork point a fork's store records, or None if it is no fork."""
-    record = _read_json(os.path.join(fork_store_meta, FORK_FILE), None)
-    point = record.get("fork_point") if isinstance(record, dict) else None
-    return point if isinstance(point, str) and len(point) == 40 else None
-
-
 def merge_fork(
     engine: Engine, fork: Any, base: SnapshotInfo | None, dry_run: bool, conflicts: ConflictMode
 ) -> RevertResult:
     """Bring the changes of the open Snapshotter ``fork`` since its fork point
     (or ``base``) into this workspace."""
-    point = fork_point_of(os.path.join(fork.store_path, "snapshotter"))
+    record = fork_record(fork.store_path)
+    if record is not None and not record.complete:
+        raise WorkspaceError(
+            f"{fork.workspace} is a fork of {record.fork_point[:12]} that was not finished (stopped while its files"
+            f" were written); nothing merged: run 'fork {record.fork_point[:12]} {fork.workspace}' in"
+            f" {record.parent} again to finish it"
+        )
+    point = record.fork_point if record is not None else None
     if point is None and base is None:
         raise InvalidInput(f"{fork.workspace} is not a fork of a workspace; pass base= to merge its changes since it")
     now = fork.snapshot(f"merged into {engine.workspace}", label="merged")
@@ -173,7 +246,7 @@ def _fork_record(engine: Engine, target: SnapshotInfo, dest: str) -> dict[str, s
 
 def _add_to_parent(engine: Engine, entry: dict[str, str]) -> None:
     path = os.path.join(engine.store.meta_dir, FORKS_FILE)
-    listed = [e for e in _read_json(path, []) if isinstance(e, dict) and e.get("path") != entry["path"]]
+    listed = [e for e in _read_list(path) if isinstance(e, dict) and e.get("path") != entry["path"]]
     _write_json(path, [*listed, entry])
 
 
@@ -181,11 +254,17 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat()
 
 
+def _read_list(path: str) -> list[Any]:
+    found = _read_json(path, [])
+    return found if isinstance(found, list) else []
+
+
 def _read_json(path: str, missing: Any) -> Any:
+    """A fork's record or a parent's list of forks, read guarded (``fsutil.read_side_file``,
+    1 MiB: an entry is some 200 bytes); ``missing`` where it cannot be read or parsed."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
+        return json.loads(read_side_file(path, follow=False))
+    except (OSError, ValueError, RecursionError):
         return missing
 
 

@@ -89,12 +89,26 @@ def unlink_quietly(path: str, dir_fd: int | None = None) -> bool:
     return True
 
 
+def unlink_if_same(path: str, made: os.stat_result) -> bool:
+    """Remove the file at ``path`` only if it is still the one whose stat is
+    ``made`` (a file of ours, such as a watcher's cookie): one put in its
+    place since is not ours to remove. True if this call removed it."""
+    try:
+        now = os.lstat(path)
+        if (now.st_ino, now.st_dev) != (made.st_ino, made.st_dev):
+            return False
+        os.unlink(path)
+    except OSError:
+        return False
+    return True
+
+
 def sync_folder(folder: str) -> None:
     """fsync a folder, so the names created in it survive a power cut (POSIX only)."""
     if os.name != "posix":
         return  # Windows has no folder handles to sync; NTFS journals names itself
     try:
-        fd = os.open(folder, os.O_RDONLY)
+        fd = os.open(folder, DIR_FLAGS)  # a folder only: a pipe planted in its place fails at once
     except OSError:
         return
     try:
@@ -108,7 +122,18 @@ def sync_folder(folder: str) -> None:
 SIDE_FILE_CAP = 1 << 20
 """The default cap on a side file's size (settings, the user's git files, the
 store's own small files): real ones are a few KiB."""
+SMALL_FILE_CAP = 64 << 10
+"""The cap on a side file that holds one value (a path, a number, a ref, a
+date): real ones are under a hundred bytes, and a path at most ``PATH_MAX``."""
 _SIDE_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+_APPEND_FLAGS = (
+    os.O_WRONLY
+    | os.O_APPEND
+    | os.O_CREAT
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
 
 
 class NotARegularFile(OSError):
@@ -119,47 +144,99 @@ class FileTooLarge(OSError):
     """A side file larger than its cap: never read whole."""
 
 
-def read_side_file(path: str, cap: int = SIDE_FILE_CAP, follow: bool = True, dir_fd: int | None = None) -> bytes:
-    """The bytes of a file that is not snapshot content (a settings file, the
-    user's git files, the store's side files), read so that nothing planted at
-    its path can hang or exhaust us.
+class NotTheExpectedFile(OSError):
+    """A side file that does not begin as its kind always begins (a stat cache, a
+    git index): not read past its first bytes, so a sparse file of zeros costs
+    nothing however large it claims to be."""
 
-    Opened without blocking (a named pipe would block the open forever), judged
-    by ``fstat`` on the open descriptor (so no swap after the check matters), and
-    read up to ``cap`` bytes. ``follow=False`` refuses a symlink at the last
-    component (``ELOOP``). Everything wrong is an ``OSError``, so a caller's
-    existing "cannot read" path handles it: ``FileNotFoundError`` where nothing
-    is there, :class:`NotARegularFile` for a FIFO, socket, device or folder,
-    :class:`FileTooLarge` past ``cap``.
-    """
-    flags = _SIDE_FLAGS if follow else _SIDE_FLAGS | NO_FOLLOW
-    fd = os.open(path, flags, dir_fd=dir_fd)
+
+def open_side_file(
+    path: str, follow: bool = True, dir_fd: int | None = None, append: bool = False
+) -> tuple[int, os.stat_result]:
+    """A descriptor on a side file and its ``fstat``: opened without blocking
+    (a named pipe would block the open forever, for reading and for writing)
+    and checked on the open descriptor to be a regular file (so no swap after
+    the check matters). ``append``: opened to add to it (created 0600 if
+    missing) instead of reading it. ``follow=False`` refuses a symlink at the
+    last component (``ELOOP``). The caller closes the descriptor. Raises
+    :class:`NotARegularFile`, or the ``OSError`` of the open."""
+    flags = _APPEND_FLAGS if append else _SIDE_FLAGS
+    fd = os.open(path, flags if follow else flags | NO_FOLLOW, 0o600, dir_fd=dir_fd)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise NotARegularFile(errno.EINVAL, f"not a regular file ({_kind(st.st_mode)})", path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def read_side_file(
+    path: str, cap: int = SIDE_FILE_CAP, follow: bool = True, dir_fd: int | None = None, starts_with: bytes = b""
+) -> bytes:
+    """The bytes of a file that is not snapshot content (a settings file, the
+    user's git files, the store's side files), read so that nothing planted at
+    its path can hang or exhaust us.
+
+    Opened by :func:`open_side_file` (without blocking, a regular file only) and
+    read up to ``cap`` bytes. ``starts_with``: the bytes every file of its kind
+    begins with, checked before the rest is read. Everything wrong is an
+    ``OSError``, so a caller's existing "cannot read" path handles it:
+    ``FileNotFoundError`` where nothing is there, :class:`NotARegularFile` for
+    a FIFO, socket, device or folder, :class:`FileTooLarge` past ``cap``,
+    :class:`NotTheExpectedFile` for a wrong beginning.
+    """
+    return read_side_file_and_stat(path, cap, follow, dir_fd, starts_with)[0]
+
+
+def read_side_file_and_stat(
+    path: str, cap: int = SIDE_FILE_CAP, follow: bool = True, dir_fd: int | None = None, starts_with: bytes = b""
+) -> tuple[bytes, os.stat_result]:
+    """:func:`read_side_file`, with the ``fstat`` of the file read (its mtime
+    dates a cache; its identity says whether it changed since)."""
+    fd, st = open_side_file(path, follow, dir_fd)
+    try:
         if st.st_size > cap:
             raise FileTooLarge(errno.EFBIG, f"larger than {cap} bytes", path)
-        chunks: list[bytes] = []
-        wanted = cap + 1  # one more: a file that grew past the cap since fstat
-        while wanted > 0:
-            chunk = os.read(fd, min(wanted, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            wanted -= len(chunk)
+        head = _read_up_to(fd, len(starts_with))
+        if head != starts_with:
+            raise NotTheExpectedFile(errno.EINVAL, "not the kind of file expected there", path)
+        data = head + _read_up_to(fd, cap + 1 - len(head))  # one more: a file that grew past the cap since fstat
     finally:
         os.close(fd)
-    data = b"".join(chunks)
     if len(data) > cap:
         raise FileTooLarge(errno.EFBIG, f"larger than {cap} bytes", path)
-    return data
+    return data, st
+
+
+def read_side_head(path: str, cap: int, follow: bool = True, dir_fd: int | None = None) -> tuple[bytes, bool]:
+    """The first ``cap`` bytes of a side file whose beginning is of use on its
+    own (the lines of an ignore file before the cap, a ref's first line), and
+    whether the file goes on past them. Opened as :func:`read_side_file` opens."""
+    fd, _ = open_side_file(path, follow, dir_fd)
+    try:
+        data = _read_up_to(fd, cap + 1)
+    finally:
+        os.close(fd)
+    return data[:cap], len(data) > cap
 
 
 def read_side_text(path: str, cap: int = SIDE_FILE_CAP, follow: bool = True) -> str:
     """:func:`read_side_file` as UTF-8 text; bytes that are not UTF-8 raise
     ``UnicodeDecodeError`` (a ``ValueError``)."""
     return read_side_file(path, cap, follow).decode("utf-8")
+
+
+def _read_up_to(fd: int, wanted: int) -> bytes:
+    chunks: list[bytes] = []
+    while wanted > 0:
+        chunk = os.read(fd, min(wanted, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        wanted -= len(chunk)
+    return b"".join(chunks)
 
 
 def _kind(mode: int) -> str:

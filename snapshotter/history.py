@@ -146,7 +146,8 @@ def can_redo(engine: Engine) -> bool:
 def undo(engine: Engine) -> UndoResult:
     stack = _live(engine, stack_of(engine, UNDO))
     if not stack:
-        return UndoResult(False, "undo", "nothing to undo: no checkpoint has been taken")
+        why = "no checkpoint has been taken" if engine.session is None else _NO_POINT_KEPT
+        return UndoResult(False, "undo", f"nothing to undo: {why}")
     if engine.session is not None:
         return _session_undo(engine, stack)
     current = engine.scan(write=True)
@@ -196,8 +197,8 @@ def _session_undo(engine: Engine, stack: list[bytes]) -> UndoResult:
     popped: SnapshotInfo | None = None
     if not changes:  # nothing since the newest checkpoint: undo what led up to it
         if len(stack) < 2:
-            why = "nothing to undo: the session has changed nothing since its first checkpoint"
-            return UndoResult(False, "undo", why)
+            why = "the session has changed nothing since its oldest undo point kept (retention drops the older)"
+            return UndoResult(False, "undo", f"nothing to undo: {why}")
         popped, changes = top, session_changes(engine, engine.session, _info(engine, stack[-2]), top)
     result = revert_changes(engine, changes, safety_label="pre-undo", message="before undo", closing_label=None)
     if not result.applied:
@@ -212,6 +213,9 @@ def _session_undo(engine: Engine, stack: list[bytes]) -> UndoResult:
     engine.store.push(stack_of(engine, REDO), bytes.fromhex(after.id))
     message = f"reverted {len(result.reverted) + len(result.merged)} paths of session {engine.session}"
     return UndoResult(True, "undo", message, after.id, result.safety_snapshot_id, revert=result)
+
+
+_NO_POINT_KEPT = "the session has no undo point (none taken yet, or dropped by retention with what undoing it needs)"
 
 
 def _redo_target(engine: Engine, entry: SnapshotInfo) -> SnapshotInfo | None:

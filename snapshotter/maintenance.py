@@ -13,13 +13,16 @@ import os
 import time
 from datetime import datetime, timezone
 
+from snapshotter.anchors import before_dropping, kept_for_sessions
 from snapshotter.errors import SnapshotError
+from snapshotter.fsutil import SMALL_FILE_CAP, read_side_file
 from snapshotter.history import REDO, REDO_TO, SESSIONS, UNDO, all_stacks
 from snapshotter.model import GcResult, PruneResult, SnapshotInfo, StoreStats
 from snapshotter.remotes import recently_fetched
 from snapshotter.session.engine import Engine
 from snapshotter.upkeep import compaction, consolidation
 from snapshotter.upkeep.retention import Retention, by_count_and_age, droppable
+from snapshotter.worktree.statcache import write_atomically
 
 log = logging.getLogger("snapshotter")
 AUTO_GC_LOOSE = 2000
@@ -37,8 +40,9 @@ _REMEASURE_SECONDS = 60.0
 
 def protected_ids(engine: Engine, retention: Retention) -> set[str]:
     """Pinned snapshots, the base (what status compares with), what redo returns
-    to, and the newest ``max_undo`` undo points (the newest snapshot is kept
-    separately). Older undo points are ordinary snapshots: every turn begun is
+    to, the newest ``max_undo`` undo points (the newest snapshot is kept
+    separately), and what each session's turns and calls need
+    (``anchors.kept_for_sessions``). Older undo points are ordinary snapshots: every turn begun is
     one, and protecting them all let a store grow past every limit."""
     store = engine.store
     ids = {sha.hex() for sha in store.pinned()}
@@ -53,6 +57,7 @@ def protected_ids(engine: Engine, retention: Retention) -> set[str]:
                 ids.add(target)
         undo = store.stack(session + UNDO)
         ids.update(sha.hex() for sha in (undo[-retention.max_undo :] if retention.max_undo else undo))
+    ids.update(kept_for_sessions(engine))
     if retention.max_age:
         ids.update(recently_fetched(store, retention.max_age.total_seconds()))
     return ids
@@ -113,9 +118,8 @@ def gc(engine: Engine, dead_roots: list[bytes] | None = None) -> GcResult:
     generation = engine.store.bump_generation()  # before anything is deleted: every writer's caches go stale
     result, kept = compaction.collect(engine.store, dead_roots or ())
     engine.forget_objects_not_in(kept, generation)
-    fd = os.open(os.path.join(engine.store.meta_dir, _LAST_GC), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as handle:
-        handle.write(datetime.now(timezone.utc).isoformat() + "\n")
+    stamp = datetime.now(timezone.utc).isoformat() + "\n"
+    write_atomically(os.path.join(engine.store.meta_dir, _LAST_GC), stamp.encode("ascii"))  # never into a pipe
     return result
 
 
@@ -138,6 +142,7 @@ def prune(
     before = compaction.disk_usage(engine.store)
     if dry_run:
         return PruneResult(tuple(drop), len(snapshots) - len(drop), True, before, before)
+    before_dropping(engine, drop)
     dead = (dropped_before or []) + [_drop(engine, info) for info in drop]
     after = gc(engine, dead).bytes_after if dead or _over_size(before, retention) else before
     dropped = list(drop)
@@ -149,6 +154,7 @@ def prune(
             candidates = candidates[len(batch) :]
             if report:
                 batch = engine.catalog.counted_all(batch)
+            before_dropping(engine, batch)
             dead = [_drop(engine, info) for info in batch]
             dropped.extend(batch)
             after = gc(engine, dead).bytes_after
@@ -166,6 +172,7 @@ def maintain(engine: Engine, retention: Retention) -> None:
     full compaction)."""
     snapshots = list(engine.catalog.newest_first())
     drop = by_count_and_age(snapshots, protected_ids(engine, retention), retention, datetime.now(timezone.utc))
+    before_dropping(engine, drop)
     dead = [_drop(engine, info) for info in drop]
     size, loose, packs = estimated_usage(engine)
     over = _over_size(size, retention)
@@ -183,12 +190,20 @@ def maintain(engine: Engine, retention: Retention) -> None:
 def _stuck_at(engine: Engine, size: int) -> bool:
     """Whether a compaction already found it could not bring the store under
     its limit, and the store has not grown by ``_STUCK_GROWTH`` since."""
-    try:
-        with open(os.path.join(engine.store.meta_dir, _STUCK), encoding="ascii") as handle:
-            stuck = int(handle.read().strip() or 0)
-    except (OSError, ValueError):
+    text = _read_small(_STUCK, engine)
+    if not (text.isdigit() and len(text) <= 19):  # bytes: ASCII digits only; a size fits 63 bits
         return False
+    stuck = int(text)
     return size <= max(stuck * (1 + _STUCK_GROWTH), stuck + _STUCK_GROWTH_BYTES)
+
+
+def _read_small(name: str, engine: Engine) -> bytes:
+    """One of the store's small files of this module, read guarded (``fsutil.read_side_file``);
+    empty where it cannot be read."""
+    try:
+        return read_side_file(os.path.join(engine.store.meta_dir, name), SMALL_FILE_CAP, follow=False).strip()
+    except OSError:
+        return b""
 
 
 def _note_stuck(engine: Engine, retention: Retention, size: int) -> None:
@@ -208,8 +223,7 @@ def _note_stuck(engine: Engine, retention: Retention, size: int) -> None:
             size,
             retention.max_store_bytes or 0,
         )
-    with open(path, "w", encoding="ascii") as handle:
-        handle.write(f"{size}\n")
+    write_atomically(path, f"{size}\n".encode("ascii"))
 
 
 def stats(engine: Engine) -> StoreStats:
@@ -217,9 +231,8 @@ def stats(engine: Engine) -> StoreStats:
     size, loose, packs = usage(engine)
     last_gc = None
     try:
-        with open(os.path.join(engine.store.meta_dir, _LAST_GC), encoding="ascii") as handle:
-            last_gc = datetime.fromisoformat(handle.read().strip())
-    except (OSError, ValueError):
+        last_gc = datetime.fromisoformat(_read_small(_LAST_GC, engine).decode("ascii"))
+    except ValueError:  # none yet, unreadable, or not a date
         pass
     return StoreStats(
         snapshots=len(snapshots),

@@ -84,6 +84,12 @@ class Retention:
         return cls(max_snapshots=None, max_age=None, max_store_bytes=None, max_undo=None)
 
 
+LOCK_TIMEOUT_MAX = 86_400.0
+"""The longest wait for the store lock: a day. More (up to ``inf``, which a
+settings file can write as ``1e400``) means as long as that: the clocks and
+locks below refuse waits past about 292 years, with an untyped error."""
+
+
 @dataclass(frozen=True)
 class Options:
     """Every knob of ``Snapshotter(...)`` but the workspace (see its docstring)."""
@@ -128,6 +134,18 @@ class Options:
     )
     """The session this instance works in: its turns, checkpoints, tool calls,
     undo and redo are its own (``None``: the one anonymous session)."""
+    max_fetch_bytes: int = setting(
+        4 * 2**30,
+        "refuse a fetch whose pack, or whose objects once inflated, pass this many bytes (0: no cap)",
+        workspace="lower",
+    )
+    fetch_timeout: float = setting(
+        3600.0,
+        "seconds a fetch or remote listing may take in all, a push until its upload (0: no limit)",
+        workspace="lower",
+    )
+    """Both limit what a git server may send (``gitstore.wirebudget``): an endless
+    or trickling answer ends, a zlib bomb is refused before it is inflated."""
 
     @property
     def new_file_cap(self) -> int:
@@ -174,12 +192,19 @@ class Options:
             raise InvalidInput("auto_push needs a remote= to push to")
         if not isinstance(self.max_push_file_size, int) or self.max_push_file_size < 0:
             raise InvalidInput("max_push_file_size must be a non-negative number of bytes (0: no cap)")
+        fetch_bytes: Any = self.max_fetch_bytes
+        if isinstance(fetch_bytes, bool) or not isinstance(fetch_bytes, int) or fetch_bytes < 0:
+            raise InvalidInput("max_fetch_bytes must be a non-negative number of bytes (0: no cap)")
+        fetch_timeout: Any = self.fetch_timeout
+        if isinstance(fetch_timeout, bool) or not isinstance(fetch_timeout, (int, float)) or not fetch_timeout >= 0:
+            raise InvalidInput("fetch_timeout must be a number of seconds, 0 or more (0: no limit)")
         for name in ("max_workspace_bytes", "max_workspace_entries"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 0:
                 raise InvalidInput(f"{name} must be a non-negative integer (0 disables the cap)")
         object.__setattr__(self, "exclude", patterns)
-        object.__setattr__(self, "lock_timeout", float(timeout))
+        object.__setattr__(self, "lock_timeout", float(min(timeout, LOCK_TIMEOUT_MAX)))
+        object.__setattr__(self, "fetch_timeout", float(fetch_timeout))
         for flag in flags:
             object.__setattr__(self, flag, bool(getattr(self, flag)))
 

@@ -26,27 +26,30 @@ import hashlib
 import os
 import re
 import secrets
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from snapshotter import outgoing
 from snapshotter.errors import InvalidInput, RemoteError, StoreError
+from snapshotter.fsutil import SMALL_FILE_CAP, read_side_file
 from snapshotter.gitstore import replication
 from snapshotter.gitstore.location import store_key
 from snapshotter.gitstore.locking import StoreLock
 from snapshotter.gitstore.store import Store
 from snapshotter.gitstore.trailers import is_snapshot_commit
 from snapshotter.gitstore.transport import Credentials, Remote, open_remote
+from snapshotter.gitstore.wirebudget import Budget
 from snapshotter.model import PushResult, RemoteWorkspace, SkippedSnapshot, SnapshotInfo
 from snapshotter.session.engine import Engine
 from snapshotter.worktree.ignore import IgnoreStack
+from snapshotter.worktree.statcache import write_atomically
 
 PREFIX = b"refs/snapshotter/"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _HOST_FILE = "host-id"
 _PUSHED = "pushed"
+_LIST_CAP = 64 << 20
 _ARRIVALS = "fetched"
 _PUSH_LOCK = "push.lock"
 PUSH_LOCK_WAIT = 600.0
@@ -71,8 +74,7 @@ def host_id(store: Store) -> str:
     """This store's id on remotes: random, made once, kept beside the store."""
     path = os.path.join(store.meta_dir, _HOST_FILE)
     try:
-        with open(path, encoding="ascii") as handle:
-            found = handle.read().strip()
+        found = read_side_file(path, SMALL_FILE_CAP, follow=False).decode("ascii").strip()
         if re.fullmatch(r"[0-9a-f]{16}", found):
             return found
     except (OSError, UnicodeDecodeError):
@@ -95,8 +97,9 @@ class Target:
         return PREFIX + self.name.encode() + b"/snapshots/"
 
 
-def target(location: str, name: str, credentials: Credentials | None) -> Target:
-    return Target(open_remote(location, credentials), check_name(name), credentials)
+def target(location: str, name: str, credentials: Credentials | None, budget: Budget | None = None) -> Target:
+    """The remote at ``location`` and namespace ``name``, its reads within ``budget``."""
+    return Target(open_remote(location, credentials, budget=budget), check_name(name), credentials)
 
 
 def check_outside(to: Target, workspace: str) -> None:
@@ -266,9 +269,8 @@ def recently_fetched(store: Store, within: float) -> set[str]:
     found: set[str] = set()
     for line in _read_file(os.path.join(store.meta_dir, _ARRIVALS)).splitlines():
         sha, _, when = line.partition(" ")
-        with contextlib.suppress(ValueError):
-            if now - float(when) < within:
-                found.add(sha)
+        if when.isascii() and when.isdigit() and len(when) <= 12 and now - int(when) < within:  # seconds, bounded
+            found.add(sha)
     return found
 
 
@@ -283,9 +285,10 @@ def _note_arrivals(store: Store, shas: list[bytes]) -> None:
 
 
 def _read_file(path: str) -> str:
+    """One of the store's lists kept here, read guarded (``fsutil.read_side_file``:
+    a line is some 50 bytes a snapshot, so 64 MiB is far more than a store holds)."""
     try:
-        with open(path, encoding="ascii") as handle:
-            return handle.read()
+        return read_side_file(path, _LIST_CAP, follow=False).decode("ascii")
     except (OSError, UnicodeDecodeError):
         return ""
 
@@ -301,6 +304,8 @@ def workspaces(location: str, credentials: Credentials | None) -> list[RemoteWor
         remote.release()
     for ref in refs:
         name, _, rest = ref[len(PREFIX) :].decode("utf-8", "replace").partition("/")
+        if not _NAME.fullmatch(name):
+            continue  # no namespace snapshotter makes (or fetches): a name that may hold terminal escapes
         if rest.startswith("snapshots/"):
             counts[name] = counts.get(name, 0) + 1
         elif rest.startswith("hosts/"):
@@ -347,17 +352,10 @@ def _pushed_file(store: Store, to: Target) -> str:
 
 
 def _read_lines(path: str) -> set[str]:
-    try:
-        with open(path, encoding="ascii") as handle:
-            return {line.strip() for line in handle if re.fullmatch(r"[0-9a-f]{40}", line.strip())}
-    except (OSError, UnicodeDecodeError):
-        return set()
+    return {line.strip() for line in _read_file(path).splitlines() if re.fullmatch(r"[0-9a-f]{40}", line.strip())}
 
 
 def _write_text(path: str, text: str) -> None:
     folder = os.path.dirname(path)
     os.makedirs(folder, mode=0o700, exist_ok=True)
-    temporary = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"  # one per writer, threads included
-    with open(temporary, "w", encoding="ascii") as handle:
-        handle.write(text)
-    os.replace(temporary, path)
+    write_atomically(path, text.encode("ascii"))  # a temporary file of its own (O_EXCL), never a planted pipe

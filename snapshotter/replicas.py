@@ -21,6 +21,7 @@ from snapshotter.calls import public
 from snapshotter.errors import InvalidInput, WorkspaceError
 from snapshotter.gitstore.store import Store
 from snapshotter.gitstore.transport import Credentials
+from snapshotter.gitstore.wirebudget import Budget
 from snapshotter.model import FetchResult, PushResult, RemoteWorkspace
 from snapshotter.options import Options
 from snapshotter.replicator import Replicator
@@ -66,8 +67,12 @@ class Replicas:
             return given or self._credentials
         return given.over(self._credentials)
 
+    def _budget(self) -> Budget:
+        """What one fetch may take from a server (``max_fetch_bytes``, ``fetch_timeout``)."""
+        return Budget(self._options.max_fetch_bytes, self._options.fetch_timeout)
+
     def _target(self, remote: str | None, name: str | None, credentials: Credentials | None) -> remotes.Target:
-        made = remotes.target(*self._where(remote, name), self._creds(credentials))
+        made = remotes.target(*self._where(remote, name), self._creds(credentials), self._budget())
         remotes.check_outside(made, self._engine_ok().workspace)
         return made
 
@@ -125,7 +130,7 @@ class Replicas:
             replicators = self._replicators if self._replicators is not None else {}
             self._replicators = replicators
             if key not in replicators:
-                made = remotes.target(location, chosen, creds)
+                made = remotes.target(location, chosen, creds, self._budget())
                 remotes.check_outside(made, self._engine_ok().workspace)
                 replicators[key] = Replicator(self._pusher(made))
             return replicators[key]

@@ -290,7 +290,7 @@ class Workflows:
         fork (same settings); :meth:`merge` brings its changes back."""
         engine = self._engine_ok()
         target = engine.catalog.get(ref)
-        path = forking.check_destination(engine, dest, self._options.home)
+        path = forking.check_destination(engine, dest, self._options.home, target.id)
         return forking.make_fork(engine, target, path, self._options.home, self._same_settings)
 
     @public(mutates=True)

@@ -552,3 +552,46 @@ def test_a_project_and_a_user_install_record_each_call_once(agent: str, tmp_path
     calls = run[agent](ws, tmp_path, home)
     assert contents(ws) != before
     _one_turn_once(ws, home, agent, calls, before)
+
+
+def _broken_command(tmp: Path, how: str) -> str:
+    """A hook command whose program cannot start: gone (a deleted virtualenv: the
+    shell says 127), a script whose interpreter is gone (a Python removed:
+    "bad interpreter"), a file that is not executable (126), or an interpreter
+    without the package (``python -m snapshotter`` after a ``pip uninstall``: 1)."""
+    if how == "missing":
+        return str(tmp / "deleted-venv" / "bin" / "snapshotter")
+    script = tmp / "bin" / "snapshotter"
+    script.parent.mkdir(exist_ok=True)
+    if how == "bad-interpreter":
+        script.write_text(f"#!{tmp / 'removed-python' / 'python3'}\nprint('never')\n")
+        script.chmod(0o755)
+    elif how == "not-executable":
+        script.write_text("#!/bin/sh\necho never\n")
+        script.chmod(0o644)
+    else:
+        return "/usr/bin/python3 -I -m snapshotter"
+    return str(script)
+
+
+@id_less
+@pytest.mark.parametrize("how", ["missing", "bad-interpreter", "not-executable", "no-module"])
+def test_an_agent_whose_hook_cannot_start_still_edits_and_succeeds(
+    agent: str, how: str, tmp_path: Path, ws: Path
+) -> None:
+    """The environment the hooks were installed from is gone: each call's program
+    cannot start, and the installed command answers the agent's "go on" itself."""
+    if how == "no-module" and not Path("/usr/bin/python3").exists():
+        pytest.skip("no /usr/bin/python3 to stand for an interpreter without snapshotter")
+    home = tmp_path / "home"
+    write(ws, {"app.txt": "original\n"})
+    command = _broken_command(tmp_path, how)
+    done = run_command("hooks", "install", agent, "--command", command, cwd=ws, env={"SNAPSHOTTER_HOME": str(home)})
+    assert done.returncode == 0, done.stderr
+    runner, server_kind = RUNNERS[agent]
+    with server_kind(SHELL_AND_WRITE, ws) as server:
+        done = runner(ws, tmp_path, home, server.port, "change the app")
+    assert "All done." in done.stdout, (done.stdout[-2000:], done.stderr[-2000:])
+    assert (ws / "app.txt").read_text() == "changed\n" and (ws / "shell.txt").exists()
+    assert (ws / "written.txt").read_text() == "written by the agent\n"
+    assert not home.exists()  # nothing ran

@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "snapshotter"
 WINGS = ["frontends", "facade", "session", "compare", "upkeep", "worktree", "gitstore", "leaves"]
 FACADE = {"api", "inputs", "history", "guard", "background", "maintenance"}
 FACADE |= {"calls", "workflows", "attribution", "forks", "remotes", "outgoing", "replicas", "replicator", "warnmode"}
-FACADE |= {"blame", "owners"}
+FACADE |= {"blame", "owners", "anchors"}
 LEAVES = {"errors", "model", "options", "fsutil", "collector"}
 # Side wings: what each may see besides itself (it is not simply "everything below").
 ONLY = {"upkeep": {"gitstore", "leaves"}}

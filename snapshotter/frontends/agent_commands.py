@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable, Mapping
 
 from snapshotter.errors import InvalidInput
-from snapshotter.frontends import hookinstall, hooklog, rendering, wire
+from snapshotter.frontends import hookcommand, hookinstall, hooklog, rendering, wire
 from snapshotter.frontends.agents import AGENTS
 
 TYPE_CHECKING = False
@@ -35,12 +35,15 @@ def hooks(args: argparse.Namespace, workspace: str, environ: Mapping[str, str], 
         raise InvalidInput(f"hooks {args.action} takes the agent: one of {', '.join(AGENTS)}")
     agent = hookinstall.agent_of(args.agent)
     path = hookinstall.hooks_path(agent, workspace, args.user, environ)
+    within = None if args.user else workspace  # a project's file may not lead out of it
     if args.action == "install":
         command = args.hook_command or hookinstall.default_command()
-        before, after = hookinstall.install(agent, path, command, dry_run=args.dry_run)
+        before, after = hookinstall.install(agent, path, command, dry_run=args.dry_run, within=within)
         verb = "would install" if args.dry_run else "installed"
     else:
-        before, after = hookinstall.uninstall(agent, path, dry_run=args.dry_run)
+        before, after = hookinstall.uninstall(
+            agent, path, dry_run=args.dry_run, within=within, command=args.hook_command
+        )
         verb = "would remove" if args.dry_run else "removed"
         command = None
     changed = before != after
@@ -48,8 +51,10 @@ def hooks(args: argparse.Namespace, workspace: str, environ: Mapping[str, str], 
     if command is not None:
         body["command"] = command
     lines = [after.rstrip("\n")] if args.dry_run and after else []
-    if not changed:
-        lines.append(f"{path}: nothing to change (snapshotter's {agent.title} hooks are {args.action}ed already)")
+    if not changed and args.action == "uninstall":
+        lines.append(f"no snapshotter hooks for {agent.title} in {path}: nothing to remove")
+    elif not changed:
+        lines.append(f"{path}: nothing to change (snapshotter's {agent.title} hooks are installed already)")
     else:
         events = ", ".join(agent.events)
         lines.append(f"{verb} snapshotter's {agent.title} hooks ({events}) in {path}")
@@ -78,11 +83,11 @@ def status(workspace: str, environ: Mapping[str, str], say: Printer) -> tuple[An
                         "events": list(info.events),
                         "complete": info.complete,
                         "command": info.command,
-                        "runs": _runs(info.command),
+                        "runs": hookcommand.runs(info.program),
                     }
                 )
     failure = hooklog.last_failure(store)
-    watched = wire.read_key(store) is not None and os.path.exists(wire.address_of(store))
+    watched = _has_key(store) and os.path.exists(wire.address_of(store))
     body = {"workspace": workspace, "installed": found, "watcher": watched, "last_failure": failure}
     lines = [
         f"{item['agent']:<12} {'user' if item['user'] else 'here'}  {item['path']}"
@@ -95,15 +100,14 @@ def status(workspace: str, environ: Mapping[str, str], say: Printer) -> tuple[An
     return body, lambda: _lines(say, lines)
 
 
-def _runs(command: str | None) -> bool:
-    """Whether a hook's command names a program that is there (its first word)."""
-    import shlex
+def _has_key(store: str) -> bool:
+    """Whether a watcher left its key (read as a side file: nothing planted there can hang ``status``)."""
+    from snapshotter.fsutil import read_side_file
 
     try:
-        first = shlex.split(command or "")[0]
-    except (ValueError, IndexError):
+        return len(read_side_file(wire.key_path(store), cap=4096)) >= 32
+    except OSError:
         return False
-    return os.path.isfile(first) and os.access(first, os.X_OK)
 
 
 def sessions(snap: Snapshotter, say: Printer) -> tuple[Any, Any]:

@@ -5,8 +5,8 @@ or as one JSON document.
 Exit codes: 0 ok, 1 error (or nothing to undo/redo, a failed verify, a
 declined confirmation), 2 usage (also: a dangerous command that cannot ask and
 was not given ``--yes``), 3 snapshot, ref or path not found, 4 store locked,
-5 restore refused (conflict or unsafe snapshot), 141 output pipe closed (as
-git). Errors are one line on stderr, never a traceback unless ``--debug``;
+5 restore refused (conflict or unsafe snapshot), 130 interrupted (Ctrl-C, one
+line), 141 output pipe closed (as git). Errors are one line on stderr, never a traceback unless ``--debug``;
 with ``--json`` the error is also printed as a JSON document on stdout.
 """
 
@@ -22,12 +22,14 @@ from contextlib import contextmanager
 from snapshotter.frontends import arguments, relay
 from snapshotter.frontends.failures import (
     EXIT_ERROR,
+    EXIT_INTERRUPTED,
     EXIT_LOCKED,
     EXIT_NOT_FOUND,
     EXIT_OK,
     EXIT_PIPE,
     EXIT_REFUSED,
     EXIT_USAGE,
+    INTERRUPTED,
     CommandFailed,
 )
 from snapshotter.gitstore.location import store_path_for
@@ -433,7 +435,8 @@ def _main(argv: Sequence[str]) -> int:
                 _print(_document(name, {"error": detail}, warned.messages))
             return code
         except KeyboardInterrupt:
-            return 130
+            _console.err.write(INTERRUPTED + "\n")
+            return EXIT_INTERRUPTED
     if name in ("mcp", "watch", "ui"):
         return EXIT_OK
     if args.json:

@@ -25,6 +25,7 @@ from typing import Any
 
 from snapshotter.errors import InvalidInput
 from snapshotter.frontends.userfiles import CONFIG_ENV, user_config_path
+from snapshotter.fsutil import read_side_file
 from snapshotter.options import DEFAULTS, Options, Retention
 
 if sys.version_info >= (3, 11):
@@ -160,13 +161,17 @@ def _coerce(name: str, value: Any, source: str) -> Any:
 
 
 def _read_toml(path: str) -> dict[str, Any]:
+    """A settings file's table, read guarded (``fsutil.read_side_file``): a named
+    pipe, a device or a file over :data:`~snapshotter.fsutil.SIDE_FILE_CAP` (a
+    ``pyproject.toml`` is a few KiB) cannot be read, as a malformed one cannot."""
     try:
-        with open(path, "rb") as handle:
-            loaded: dict[str, Any] = tomllib.load(handle)
-            return loaded
+        loaded: dict[str, Any] = tomllib.loads(read_side_file(path).decode("utf-8"))
+        return loaded
     except FileNotFoundError:
         return {}
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}; fix or remove it") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise InvalidInput(f"cannot read {path}: {exc}; fix or remove it") from None
 
 

@@ -82,13 +82,14 @@ def _halve(path: str) -> None:
 def last_lines(store: str | None, count: int = 200) -> list[str]:
     """The newest lines of the store's log and the fallback one (those of this
     store, or of none known), oldest first."""
+    from snapshotter.fsutil import read_side_file  # here: a hook call, which only appends, pays for no more
+
     lines: list[str] = []
     for path, mine in ((store_log(store) if store else None, None), (fallback_log(), (_whose(store), _whose(None)))):
         if path is None:
             continue
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                found = handle.read().splitlines()
+        try:  # a regular file up to its bound (and the line that passed it): never a pipe or a device
+            found = read_side_file(path, cap=2 * MAX_BYTES).decode("utf-8", "replace").splitlines()
         except OSError:
             continue
         lines.extend([line for line in found if mine is None or line.endswith(mine)][-count:])

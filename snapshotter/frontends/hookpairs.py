@@ -32,7 +32,9 @@ MAX_OPEN = 256
 """Open calls kept per session: a before-hook whose after-hook never came is forgotten past this."""
 MAX_SEEN = 128
 """Fingerprints of a session's newest events kept (a copy comes within a second of its event)."""
-MAX_STATE = 1 << 20
+STATE_CAP = 1 << 20
+"""The notes of one session are ``MAX_OPEN`` calls of some 30 bytes (and ``2 * MAX_SEEN``
+fingerprints of 33): past 1 MiB they are no notes of ours, and are begun afresh."""
 
 
 def digest(tool: object, arguments: object) -> str:
@@ -54,7 +56,7 @@ class Pairs:
     def opened(self, key: str) -> str:
         """A new call with tool-and-arguments digest ``key``: its id, noted open."""
         with self._locked() as state:
-            state["next"] = int(state.get("next", 0)) + 1
+            state["next"] += 1
             call = f"c{state['next']}"
             state["open"] = [*state.get("open", []), [call, key]][-MAX_OPEN:]
             return call
@@ -74,7 +76,7 @@ class Pairs:
         os.makedirs(self.folder, mode=0o700, exist_ok=True)
         with StoreLock(self.lock_path, LOCK_WAIT):
             try:
-                seen = read_side_file(self.seen_path, MAX_STATE, follow=False).decode("ascii", "replace").split()
+                seen = read_side_file(self.seen_path, STATE_CAP, follow=False).decode("ascii", "replace").split()
             except FileNotFoundError:
                 seen = []
             except OSError:  # not a file of ours: it goes, and is begun again
@@ -96,6 +98,23 @@ class Pairs:
         return _Locked(self)
 
 
+def _checked(found: object) -> dict[str, Any]:
+    """The state as read, with what a damaged or planted file put there dropped:
+    the count is a plain number below 2**53, the open calls pairs of strings."""
+    if not isinstance(found, dict):
+        found = {}
+    number = found.get("next", 0)
+    calls = found.get("open", [])
+    return {
+        "next": number if isinstance(number, int) and 0 <= number < 2**53 else 0,
+        "open": [list(e) for e in calls if isinstance(e, list) and len(e) == 2 and all(isinstance(p, str) for p in e)][
+            -MAX_OPEN:
+        ]
+        if isinstance(calls, list)
+        else [],
+    }
+
+
 class _Locked:
     """The state, read under the lock and written back on leaving."""
 
@@ -107,10 +126,10 @@ class _Locked:
     def __enter__(self) -> dict[str, Any]:
         self.lock.__enter__()
         try:
-            found = json.loads(read_side_file(self.pairs.path, MAX_STATE, follow=False))
-            self.state = found if isinstance(found, dict) else {}
-        except (OSError, ValueError):
-            self.state = {}  # none yet, torn, or not a file of ours: calls are counted afresh
+            found = json.loads(read_side_file(self.pairs.path, STATE_CAP, follow=False))
+        except (OSError, ValueError, RecursionError):
+            found = {}  # none yet, torn, or not a file: calls are counted afresh
+        self.state = _checked(found)
         return self.state
 
     def __exit__(self, kind: object, error: object, trace: object) -> None:

@@ -19,13 +19,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from snapshotter.errors import InvalidInput
+from snapshotter.options import check_session
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from snapshotter.api import Snapshotter
 
 _REF = re.compile(r"[0-9A-Za-z@][0-9A-Za-z@~^:._/+-]{0,255}")
 """An id, prefix, label, ``@`` or ``REF~N``: never a word argparse would take for an option."""
-_SESSION = re.compile(r"[^\x00-\x1f-][^\x00-\x1f]{0,255}")
 PAGE_SIZE_MAX = 500
 Words = Callable[[Mapping[str, Any]], list[str]]
 """A request's fields -> the command line that answers it."""
@@ -77,13 +79,22 @@ def _strings(fields: Mapping[str, Any], name: str) -> list[str]:
     return list(value)
 
 
-def _session(fields: Mapping[str, Any]) -> list[str]:
+def session_field(fields: Mapping[str, Any]) -> str | None:
+    """The request's ``session``, absent or empty for none. A name the engine would
+    refuse is the page's mistake (``BadRequest``, a 400), on a read as on a change,
+    never a failure of the server: the rule is the engine's own ``check_session``."""
     value = fields.get("session")
     if value in (None, ""):
-        return []
-    if not isinstance(value, str) or not _SESSION.fullmatch(value):
-        raise BadRequest("session: expected a session name")
-    return [f"--session={value}"]
+        return None
+    try:
+        return check_session(value)
+    except InvalidInput:
+        raise BadRequest("session: expected a session name (letters, digits, '.', '_', '-')") from None
+
+
+def _session(fields: Mapping[str, Any]) -> list[str]:
+    name = session_field(fields)
+    return [] if name is None else [f"--session={name}"]
 
 
 def _dry(fields: Mapping[str, Any]) -> list[str]:
@@ -150,8 +161,7 @@ class Runner:
     def run(self, table: Mapping[str, Words], name: str, fields: Mapping[str, Any]) -> Answer:
         """Run ``name`` of ``table`` with the request's ``fields``; ``KeyError`` if there is none."""
         argv = table[name](fields)
-        session = fields.get("session") or None
-        return self.command(argv, session if isinstance(session, str) else None)
+        return self.command(argv, session_field(fields))
 
     def command(self, argv: Sequence[str], session: str | None = None) -> Answer:
         out, err = io.StringIO(), io.StringIO()

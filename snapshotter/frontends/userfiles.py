@@ -52,9 +52,10 @@ def _home_in(path: str) -> str | None:
         import tomllib
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+    from snapshotter.fsutil import read_side_file
+
     try:
-        with open(path, "rb") as handle:
-            found = tomllib.load(handle).get("home")
-    except (OSError, ValueError, UnicodeDecodeError):
+        found = tomllib.loads(read_side_file(path).decode("utf-8")).get("home")
+    except (OSError, ValueError, RecursionError):
         return None
     return found if isinstance(found, str) and found else None

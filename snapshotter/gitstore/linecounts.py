@@ -34,9 +34,13 @@ import re
 import tempfile
 from collections.abc import Iterable
 
-from snapshotter.fsutil import sync_folder, unlink_quietly
+from snapshotter.fsutil import open_side_file, read_side_file, sync_folder, unlink_quietly
 
 FILE_NAME = "line-counts"
+CAP = 64 << 20
+"""A line is at most 79 bytes, one per safety snapshot counted: 64 MiB is some
+850,000 snapshots, far more than retention keeps. A bigger file (or one that is
+not a regular file) is read as empty, and rewritten by the next compaction."""
 _LINE = re.compile(rb"([0-9a-f]{40}) ([0-9]{1,18}) ([0-9]{1,18})")
 
 
@@ -48,6 +52,8 @@ class LineCounts:
         self._counts: dict[bytes, tuple[int, int]] = {}
         self._read_size = -1
         """The file's size when last read; -1: not read yet."""
+        self._damaged = False
+        """The file could not be read (too large, not a regular file): rewritten at the next compaction."""
 
     def get(self, sha: bytes) -> tuple[int, int] | None:
         """The kept (additions, deletions) of snapshot ``sha``, or None. The file
@@ -65,7 +71,7 @@ class LineCounts:
         self._counts[sha] = (additions, deletions)
         line = f"{sha.hex()} {additions} {deletions}\n".encode("ascii")
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
+            fd, _ = open_side_file(self.path, follow=False, append=True)  # never blocks on a named pipe
         except OSError:
             return
         try:
@@ -80,9 +86,11 @@ class LineCounts:
     def sync(self) -> None:
         """Make what was kept durable (a compaction is about to delete the
         trees the counts come from)."""
+        if not os.path.isfile(self.path):
+            return
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_BINARY", 0))
-        except FileNotFoundError:
+            fd, _ = open_side_file(self.path, follow=False, append=True)
+        except OSError:
             return
         try:
             os.fsync(fd)
@@ -96,7 +104,7 @@ class LineCounts:
         self._load()
         wanted = set(shas)
         kept = {sha: counts for sha, counts in self._counts.items() if sha in wanted}
-        if len(kept) == len(self._counts):
+        if len(kept) == len(self._counts) and not self._damaged:
             return
         text = b"".join(f"{sha.hex()} {a} {d}\n".encode("ascii") for sha, (a, d) in kept.items())
         folder = os.path.dirname(self.path)
@@ -113,6 +121,7 @@ class LineCounts:
         sync_folder(folder)
         self._counts = kept
         self._read_size = len(text)
+        self._damaged = False
 
     def _size(self) -> int:
         try:
@@ -121,11 +130,12 @@ class LineCounts:
             return 0
 
     def _load(self) -> None:
+        self._damaged = False
         try:
-            with open(self.path, "rb") as handle:
-                data = handle.read()
-        except OSError:
+            data = read_side_file(self.path, CAP, follow=False)
+        except OSError:  # none yet, or unusable: counted again, and the file rewritten by the next compaction
             data = b""
+            self._damaged = os.path.lexists(self.path)
         counts: dict[bytes, tuple[int, int]] = {}
         for line in data.split(b"\n"):
             match = _LINE.fullmatch(line)

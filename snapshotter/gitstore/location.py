@@ -57,12 +57,30 @@ def _is_within(path: str, folder: str) -> bool:
         return False
 
 
+def unsafe_roots() -> set[str]:
+    """Folders refused as workspaces unless the caller allows them: the user's
+    home and its Desktop, Documents and Downloads (see ``is_refused_root``)."""
+    home = os.path.realpath(os.path.expanduser("~"))
+    return {home, *(os.path.join(home, name) for name in ("Desktop", "Documents", "Downloads"))}
+
+
+def is_refused_root(canonical: str) -> bool:
+    """A filesystem root, the home, Desktop, Documents or Downloads: a snapshot of
+    one is almost always a mistake (``allow_unsafe_root`` lifts the refusal)."""
+    return os.path.dirname(canonical) == canonical or canonical in unsafe_roots()
+
+
 def find_workspace(start: str, home: str | os.PathLike[str] | None) -> str:
     """The workspace a command started in folder ``start`` (canonical) means, found
     as git and jj find theirs: the nearest folder at or above ``start`` that has
     a store in ``home``, else the root of the nearest git repository around it,
     else ``start`` itself. So ``snapshotter status`` in a subfolder speaks of
-    the folder snapshotted above it, never of a new, empty one."""
+    the folder snapshotted above it, never of a new, empty one.
+
+    A repository root that is a refused folder (``is_refused_root``: a home that
+    is a git repository of its dotfiles, ``git init ~``) is never the answer for
+    a folder below it: every project there would be taken as the whole home and
+    refused. The folder named or stood in is then the workspace."""
     home_path = _home_path(home)
     repository: str | None = None
     folder = start
@@ -70,7 +88,7 @@ def find_workspace(start: str, home: str | os.PathLike[str] | None) -> str:
         overlaps = _is_within(home_path, folder) or _is_within(folder, home_path)  # no store of its own
         if not overlaps and os.path.isdir(os.path.join(home_path, "snapshots", store_key(folder))):
             return folder
-        if repository is None and os.path.lexists(os.path.join(folder, ".git")):
+        if repository is None and os.path.lexists(os.path.join(folder, ".git")) and not is_refused_root(folder):
             repository = folder
         parent = os.path.dirname(folder)
         if parent == folder:

@@ -6,21 +6,27 @@ left by a killed process never needs breaking by hand. The lock file also
 records who holds it (pid, host, start time), so a waiter that times out can
 say whom it waited for. The record is erased on release; finding one when
 taking the lock therefore means its holder died holding it, and ``on_recover``
-runs (under the lock) to clear what a killed writer can leave behind.
+runs (under the lock) to clear what a killed writer can leave behind. A
+holder interrupted (Ctrl-C: any exception that is not an ``Exception``) may
+have been cut anywhere too, its forked second core with it, so it releases
+the lock with its record left: the next holder recovers as after a death.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
+import stat
 import sys
 import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 
-from snapshotter.errors import StoreLocked
+from snapshotter.errors import StoreError, StoreLocked
+from snapshotter.fsutil import NO_FOLLOW
 
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
@@ -66,8 +72,12 @@ class StoreLock:
         self.acquire()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, *exc: object) -> None:
+        if isinstance(kind, type) and issubclass(kind, BaseException) and not issubclass(kind, Exception):
+            self._interrupted = True  # see the module's docstring
         self.release()
+
+    _interrupted = False
 
     def acquire(self) -> None:
         deadline = time.monotonic() + self.timeout
@@ -86,8 +96,10 @@ class StoreLock:
             self._depth -= 1
             if self._depth == 0 and self._fd is not None:
                 fd, self._fd = self._fd, None
+                interrupted, self._interrupted = self._interrupted, False
                 try:
-                    _erase_holder(fd)
+                    if not interrupted:
+                        _erase_holder(fd)
                     _unlock(fd)
                 finally:
                     os.close(fd)
@@ -95,7 +107,7 @@ class StoreLock:
             self._thread_lock.release()
 
     def _take(self, deadline: float) -> int:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = _open_lock_file(self.path)
         delay = 0.005
         while not _try_lock(fd):
             if time.monotonic() >= deadline:
@@ -111,6 +123,27 @@ class StoreLock:
         if died_holding and self.on_recover is not None:
             self.on_recover()
         return fd
+
+
+_LOCK_FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | NO_FOLLOW
+
+
+def _open_lock_file(path: str) -> int:
+    """The lock file, opened as a side file is (see ``fsutil.open_side_file``):
+    never through a symlink (its holder record would be written, and erased,
+    wherever the link points), without blocking, a regular file only. Anything
+    else planted there is a typed error naming it."""
+    try:
+        fd = os.open(path, _LOCK_FLAGS, 0o600)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise StoreError(f"the lock file {path} is a symbolic link; remove it") from None
+    kind = os.fstat(fd).st_mode
+    if not stat.S_ISREG(kind):
+        os.close(fd)
+        raise StoreError(f"the lock file {path} is not a regular file; remove it")
+    return fd
 
 
 def _record_holder(fd: int) -> None:

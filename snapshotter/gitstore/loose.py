@@ -10,10 +10,13 @@ caller's job (``store.py``).
 
 from __future__ import annotations
 
+import errno
+import os
 import zlib
 from collections.abc import Iterator
 from typing import BinaryIO
 
+from snapshotter.fsutil import NotARegularFile, open_side_file
 from snapshotter.gitstore.inflate import PIECE, Stream, too_large
 from snapshotter.gitstore.packs import TYPE_NUMBERS
 from snapshotter.gitstore.packset import closing
@@ -23,10 +26,18 @@ _FIRST = 1 << 16
 
 
 def _open(path: str) -> BinaryIO | None:
+    """The object file, opened as a side file is (``fsutil.open_side_file``: never
+    blocking, never through a symlink); None where there is none, or where what
+    is there is no file (a named pipe or a device planted in the store)."""
     try:
-        return open(path, "rb")  # noqa: SIM115 - closed by the callers
-    except FileNotFoundError:
+        fd, _ = open_side_file(path, follow=False)
+    except (FileNotFoundError, NotARegularFile):
         return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None
+        raise
+    return os.fdopen(fd, "rb")
 
 
 def _header(handle: BinaryIO, sha: bytes, first: int = _FIRST) -> tuple[Stream, int, int]:

@@ -27,7 +27,9 @@ from snapshotter.gitstore.packs import PackBuilder
 
 CHUNK = 1 << 20
 
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
+"""Never blocking: a named pipe swapped in for a file since the walk's ``lstat``
+opens at once, and its ``fstat`` says it changed."""
 _READ_RETRIES = 3
 
 

@@ -29,14 +29,15 @@ import os
 import struct
 import tempfile
 import zlib
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from dulwich.errors import ApplyDeltaError
 
-from snapshotter.fsutil import unlink_quietly
-from snapshotter.gitstore.inflate import MAX_WHOLE, PIECE, Stream
+from snapshotter.fsutil import read_side_file, unlink_quietly
+from snapshotter.gitstore.inflate import MAX_WHOLE, PIECE, ObjectTooLarge, Stream
 from snapshotter.gitstore.objects import TYPE_NAMES
-from snapshotter.gitstore.packread import PackFile, PackIndex, _entry_header, read_entry
+from snapshotter.gitstore.packread import INDEX_CAP, PackFile, PackIndex, _entry_header, read_entry
 from snapshotter.gitstore.packs import index_v2
 
 _MIN_INDEX = 8 + 256 * 4 + 40
@@ -50,6 +51,18 @@ class PackDamaged(Exception):
     """A pack cannot be read through (to index it); says why."""
 
 
+class PackOverBudget(PackDamaged):
+    """A pack's objects inflate to more than the caller allows (a zlib or delta bomb)."""
+
+    def __init__(self, inflated: int) -> None:
+        super().__init__(f"holds objects of more than {inflated:,} bytes once inflated")
+        self.inflated = inflated
+
+
+Outside = Callable[[bytes], "tuple[int, bytes] | None"]
+"""An object by id from elsewhere (a thin pack's delta bases): (type number, content), or None."""
+
+
 @dataclass(frozen=True)
 class PackContents:
     """What a pack holds, found by reading it through: enough for its index."""
@@ -58,16 +71,31 @@ class PackContents:
     offsets: list[int]
     crcs: list[int]
     checksum: bytes
+    outside: dict[bytes, tuple[int, bytes]] = field(default_factory=dict)
+    """The delta bases it names but lacks (a thin pack's), read from elsewhere, by id."""
+
+
+class _Inflated:
+    """The inflated bytes counted so far against a cap (0: none)."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap, self.total = cap, 0
+
+    def add(self, size: int) -> None:
+        self.total += size
+        if self.cap and self.total > self.cap:
+            raise PackOverBudget(self.total)
 
 
 def load_index(base: str) -> PackIndex:
     """The index of the pack at ``base`` (its path less ``.pack``), checked
     against its own checksum and its pack's; ``IndexDamaged`` says why not."""
     try:
-        with open(base + ".idx", "rb") as handle:
-            data = handle.read()
+        data = read_side_file(base + ".idx", INDEX_CAP, follow=False)
     except FileNotFoundError:
         raise IndexDamaged("is missing") from None
+    except OSError as exc:  # a named pipe, a device, a link planted in the store: the pack is indexed again
+        raise IndexDamaged(f"cannot be read ({exc.strerror or exc})") from None
     if len(data) < _MIN_INDEX or hashlib.sha1(memoryview(data)[:-20]).digest() != data[-20:]:
         raise IndexDamaged("fails its own checksum (truncated or damaged)")
     try:
@@ -85,22 +113,28 @@ def load_index(base: str) -> PackIndex:
     return index
 
 
-def read_through(path: str) -> PackContents:
+def read_through(path: str, outside: Outside | None = None, max_inflated: int = 0) -> PackContents:
     """Every object of the pack at ``path`` with its offset and CRC-32, its id
-    computed from its content; ``PackDamaged`` if the pack does not check out."""
+    computed from its content; ``PackDamaged`` if the pack does not check out.
+    A delta whose base the pack lacks is resolved against ``outside`` (the
+    bases used are returned, to be added to the pack); ``max_inflated`` (0:
+    none) caps the bytes its entries and deltas' results inflate to, each
+    entry counted from its header before it is inflated (``PackOverBudget``)."""
     try:
         pack = PackFile(path)
     except OSError as exc:
         raise PackDamaged(f"cannot be opened ({exc.strerror})") from None
     try:
-        return _read_through(pack, os.path.getsize(path))
+        return _read_through(pack, os.path.getsize(path), outside, _Inflated(max_inflated))
     except (OSError, zlib.error, ValueError, ApplyDeltaError) as exc:
         raise PackDamaged(f"cannot be read through ({exc or type(exc).__name__})") from None
+    except ObjectTooLarge as exc:
+        raise PackDamaged(f"holds a delta too large to resolve ({exc})") from None
     finally:
         pack.close()
 
 
-def _read_through(pack: PackFile, size: int) -> PackContents:
+def _read_through(pack: PackFile, size: int, outside: Outside | None, inflated: _Inflated) -> PackContents:
     header = pack.read_at(12, 0)
     if size < 32 or header[:4] != b"PACK" or header[4:8] not in (b"\0\0\0\2", b"\0\0\0\3"):
         raise PackDamaged("is not a pack")
@@ -124,21 +158,21 @@ def _read_through(pack: PackFile, size: int) -> PackContents:
     for _ in range(count):
         if at >= end:
             raise PackDamaged("holds fewer objects than its header says")
-        sha, length, crc = _entry_at(pack, at, end)
+        sha, length, crc = _entry_at(pack, at, end, inflated)
         ids.append(sha)
         offsets.append(at)
         crcs.append(crc)
         at += length
     if at != end:
         raise PackDamaged("holds more than its header says")
-    _resolve_deltas(pack, ids, offsets)
+    used = _resolve_deltas(pack, ids, offsets, outside, inflated)
     found = [sha for sha in ids if sha is not None]
     if len(set(found)) != len(found):
         raise PackDamaged("holds an object twice")
-    return PackContents(found, offsets, crcs, checksum)
+    return PackContents(found, offsets, crcs, checksum, {sha: used[sha] for sha in used.keys() - set(found)})
 
 
-def _entry_at(pack: PackFile, offset: int, end: int) -> tuple[bytes | None, int, int]:
+def _entry_at(pack: PackFile, offset: int, end: int, inflated: _Inflated) -> tuple[bytes | None, int, int]:
     """(id, or None for a delta; length as stored; CRC-32 as stored) of the
     entry at ``offset``. A whole object is hashed as it is inflated, a piece at
     a time; the stream is followed to its end to find where the entry ends."""
@@ -147,6 +181,7 @@ def _entry_at(pack: PackFile, offset: int, end: int) -> tuple[bytes | None, int,
         kind, size, used, _ = _entry_header(head, b"\0" * 20)
     except zlib.error:
         raise PackDamaged(f"has a damaged entry at {offset}") from None
+    inflated.add(size)
     if kind == 7:
         used += 20
     fed = len(head)
@@ -189,16 +224,28 @@ class _NotYet(Exception):
     """A delta's base is named by an id not known yet (itself a delta)."""
 
 
-def _resolve_deltas(pack: PackFile, ids: list[bytes | None], offsets: list[int]) -> None:
+def _resolve_deltas(
+    pack: PackFile, ids: list[bytes | None], offsets: list[int], outside: Outside | None, inflated: _Inflated
+) -> dict[bytes, tuple[int, bytes]]:
     """Fill in the ids of the deltas, each resolved whole (bounded by
-    ``MAX_WHOLE``). Offset deltas find their bases by position; a
-    ``REF_DELTA`` by id, so rounds repeat while some base is still unknown."""
+    ``MAX_WHOLE``), and return the bases read from ``outside``. Offset deltas
+    find their bases by position; a ``REF_DELTA`` by id, so rounds repeat while
+    some base is still unknown; ``outside`` is asked only once no round gets
+    further (a base may be a delta of the pack not resolved yet)."""
     where = {sha: offset for sha, offset in zip(ids, offsets) if sha is not None}
+    used: dict[bytes, tuple[int, bytes]] = {}
+    look_outside = False
 
     def base_by_id(base: bytes) -> tuple[int, bytes]:
-        if base not in where:
+        if base in where:
+            return read_entry(pack, where[base], base)
+        if base in used:
+            return used[base]
+        found = outside(base) if look_outside and outside is not None else None
+        if found is None:
             raise _NotYet
-        return read_entry(pack, where[base], base)
+        used[base] = found
+        return found
 
     waiting = [i for i, sha in enumerate(ids) if sha is None]
     while waiting:
@@ -209,13 +256,17 @@ def _resolve_deltas(pack: PackFile, ids: list[bytes | None], offsets: list[int])
             except _NotYet:
                 left.append(i)
                 continue
+            inflated.add(len(content))
             digest = hashlib.sha1(b"%s %d\0" % (TYPE_NAMES[kind], len(content)))
             digest.update(content)
             ids[i] = digest.digest()
             where[digest.digest()] = offsets[i]
         if len(left) == len(waiting):
-            raise PackDamaged("holds a delta whose base is not in it")
+            if look_outside or outside is None:
+                raise PackDamaged("holds a delta whose base is not in it")
+            look_outside = True
         waiting = left
+    return used
 
 
 def write_index(base: str, contents: PackContents) -> PackIndex:

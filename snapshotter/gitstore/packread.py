@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from dulwich.pack import apply_delta
 
+from snapshotter.fsutil import open_side_file, read_side_file
 from snapshotter.gitstore.inflate import MAX_WHOLE, PIECE, Stream, inflate_measured, inflate_whole, too_large
 
 _MAGIC = b"\377tOc\0\0\0\2"
@@ -39,6 +40,10 @@ _OFS_DELTA = 6
 _REF_DELTA = 7
 MAX_CHAIN = 64
 """Longer delta chains are refused as damage (gc writes at most 16)."""
+INDEX_CAP = 1 << 30
+"""The largest pack index read (whole, as it is used): 28 bytes an object and
+1 KiB more, so some 38 million objects, past any store of a workspace; a
+bigger one (or one that is not a regular file) is indexed again from its pack."""
 CACHE_BYTES = 16 << 20
 """Bytes of resolved objects each pack keeps for the deltas that follow."""
 _FANOUT = 8
@@ -81,8 +86,8 @@ class PackIndex:
 
     @classmethod
     def read(cls, path: str) -> PackIndex:
-        with open(path, "rb") as handle:
-            return cls(handle.read())
+        """The index at ``path``, read guarded (``fsutil.read_side_file``, up to :data:`INDEX_CAP`)."""
+        return cls(read_side_file(path, INDEX_CAP, follow=False))
 
     def offset(self, sha: bytes) -> int | None:
         """Where the object starts in the pack, or None if the pack lacks it."""
@@ -117,7 +122,7 @@ class PackFile:
     under a lock (Windows)."""
 
     def __init__(self, path: str) -> None:
-        self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        self._fd = open_side_file(path, follow=False)[0]  # never blocking on a pipe planted in the store
         self._lock = threading.Lock()
         self._cache: OrderedDict[int, tuple[int, bytes]] = OrderedDict()
         """Offset -> (type number, content) of objects resolved for deltas, least recently used first."""

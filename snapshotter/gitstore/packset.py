@@ -23,6 +23,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 
+from snapshotter.fsutil import open_side_file
 from snapshotter.gitstore.inflate import MAX_WHOLE, PIECE
 from snapshotter.gitstore.packindex import IndexDamaged, PackDamaged, load_index, read_through, write_index
 from snapshotter.gitstore.packread import (
@@ -299,7 +300,7 @@ def unindexed(pack_dir: str) -> list[str]:
 def _checksum_holds(path: str) -> bool:
     """Is the pack's last 20 bytes the SHA-1 of the rest (read a piece at a time)?"""
     try:
-        with open(path, "rb") as handle:
+        with os.fdopen(open_side_file(path, follow=False)[0], "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             digest = hashlib.sha1()
             left = size - 20

@@ -20,7 +20,7 @@ every file where there is no ctime (Windows), is read each time.
 A name git would not take for a ref (``dulwich.refs.check_ref_format``) is
 passed over as dulwich passes it over, a ``.lock`` file is a ref being written,
 a file that is a symlink or a folder of refs nested below is a damaged ref,
-never followed.
+never followed, and so is a name of more than :data:`MAX_DIGITS` digits.
 """
 
 from __future__ import annotations
@@ -32,9 +32,13 @@ from collections.abc import Callable, Mapping
 from dulwich.objects import ObjectID
 from dulwich.refs import Ref, check_ref_format
 
-from snapshotter.fsutil import USE_CTIME, settled
+from snapshotter.fsutil import USE_CTIME, read_side_head, settled
+from snapshotter.gitstore.storerepo import REF_FILE_CAP
 
-FIRST_LINE_MAX = 4096
+MAX_DIGITS = 20
+"""A ref named by more digits is no number of ours (they are 10 digits wide): a
+damaged ref. So a name in ``packed-refs`` (which, unlike a file name, has no
+length limit) never makes ``int`` fail (it refuses past 4,300 digits)."""
 
 
 _Known = tuple[int, "bytes | None", bytes]  # a loose file's inode, first line, and full ref name
@@ -140,8 +144,8 @@ def _holds_a_ref(folder: str) -> bool:
 
 
 def _a_number(name: str) -> bool:
-    """Digits a ref's number is written in (``str.isdigit`` takes ``'²'`` too)."""
-    return name.isascii() and name.isdigit()
+    """Digits a ref's number is written in (``str.isdigit`` takes ``'²'`` too), at most :data:`MAX_DIGITS`."""
+    return name.isascii() and name.isdigit() and len(name) <= MAX_DIGITS
 
 
 def _a_ref_name(base: bytes, name: str) -> bool:
@@ -160,14 +164,10 @@ def _nested(folder: str, prefix: bytes) -> list[bytes]:
 
 
 def _first_line(path: str) -> bytes | None:
+    """A ref file's first line; None where it cannot be read (see ``storerepo``:
+    never through a symlink, never blocking on a named pipe, at most a few KiB)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
+        head, _ = read_side_head(path, REF_FILE_CAP, follow=False)
     except OSError:
         return None
-    try:
-        head = os.read(fd, FIRST_LINE_MAX)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     return head.split(b"\n", 1)[0].rstrip(b"\r")

@@ -10,17 +10,22 @@ dulwich's local client), so a push cut short leaves no ref naming a missing
 object, and the next push sends it all again.
 
 A fetch asks for the commits of some refs; the remote sends what this store
-lacks (the commits here are its "haves"), and dulwich writes one pack. Every
-object is indexed by hashing its content, so an object can only be what its
-id says; what the fetched snapshots hold is checked again before anything is
-written from them (a restore's name checks).
+lacks (the commits here are its "haves") as one pack, received and checked by
+``incoming`` before it enters the store: every object is indexed by hashing
+its content, in bounded pieces, so an object can only be what its id says,
+and the pack must hold every commit asked for. What the fetched snapshots
+hold is checked again before anything is written from them (a restore's
+name checks). A server's refs must be SHA-1 ids in its ``sha1`` object format
+(this store's); anything else refuses the fetch before a pack is asked for.
 
-Failures come back as one-line ``RemoteError`` s without credentials.
+Failures come back as one-line ``RemoteError`` s without credentials, and
+without the terminal escapes a server may put in its text.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -41,17 +46,20 @@ from dulwich.objects import ZERO_SHA
 from dulwich.pack import UnpackedObject
 from dulwich.repo import Repo
 
-from snapshotter.errors import VERIFY, RemoteAuthError, RemoteError, StoreError
+from snapshotter.errors import VERIFY, InvalidInput, RemoteAuthError, RemoteError, SnapshotError, StoreError
 from snapshotter.gitstore.deflate import compressor, deflate
+from snapshotter.gitstore.incoming import IncomingPack
 from snapshotter.gitstore.inflate import ObjectTooLarge
 from snapshotter.gitstore.objects import MODE_TREE, TYPE_NAMES, object_id, parse_tree
+from snapshotter.gitstore.packindex import PackContents, PackDamaged, PackOverBudget
 from snapshotter.gitstore.packs import entry_header
 from snapshotter.gitstore.store import MISSING_OR_DAMAGED, Store
-from snapshotter.gitstore.transport import Credentials, Remote, without_secrets
+from snapshotter.gitstore.transport import Credentials, Remote, printable, without_secrets
 
 Refs = dict[bytes, bytes]
 """Ref name -> commit id (hex, as git sends them)."""
 _KINDS = {1: b"commit", 2: b"tree", 3: b"blob"}
+_SHA1_HEX = re.compile(rb"[0-9a-f]{40}")
 
 
 @dataclass(frozen=True)
@@ -65,11 +73,28 @@ class Sent:
 
 
 def remote_refs(remote: Remote, prefix: bytes = b"", credentials: Credentials | None = None) -> Refs:
-    """The remote's refs (below ``prefix``), as ``git ls-remote`` lists them."""
+    """The remote's refs (below ``prefix``), as ``git ls-remote`` lists them; a
+    RemoteError if the remote is not a SHA-1 repository or a ref there is not
+    a SHA-1 id (refs outside ``prefix`` are none of ours and not read)."""
+    remote.meter.begin()
     with remote_errors(remote, credentials):
         found = remote.client.get_refs(remote.path.encode(), ref_prefix=[prefix] if prefix else None)
+    check_object_format(remote, getattr(found, "object_format", None))
     refs: Mapping[Any, Any] = found.refs
-    return {bytes(name): bytes(sha) for name, sha in refs.items() if sha is not None and name.startswith(prefix)}
+    ours = {bytes(name): bytes(sha) for name, sha in refs.items() if sha is not None and name.startswith(prefix)}
+    for name, sha in ours.items():
+        if not _SHA1_HEX.fullmatch(sha):
+            shown = printable(name.decode("utf-8", "replace"))
+            raise RemoteError(f"{remote.shown}: its ref {shown} holds {printable(repr(sha)[:60])}, not a SHA-1 id")
+    return ours
+
+
+def check_object_format(remote: Remote, announced: str | None) -> None:
+    """Refuse a remote whose objects are not SHA-1 ones (``object-format=sha256``):
+    their ids cannot be this store's."""
+    if announced not in (None, "sha1"):
+        shown = printable(str(announced)[:40])
+        raise RemoteError(f"{remote.shown} holds {shown} objects; snapshotter's stores are sha1 ones")
 
 
 def reachable(store: Store, commits: list[bytes], known: set[bytes] | None = None) -> list[tuple[int, bytes]]:
@@ -154,6 +179,7 @@ def send(
     def generate_pack_data(
         have: object, want: object, ofs_delta: bool = True, progress: object = None
     ) -> tuple[int, Iterator[UnpackedObject]]:
+        remote.meter.sending()
         haves = {sha for sha in _hex_set(have) if store.has_object(bytes.fromhex(sha.decode()))}
         wants = _hex_set(want)
         if planned is None or not wants <= planned.wants:
@@ -167,46 +193,125 @@ def send(
         sent[0] = len(objects)
         return len(objects), _streamed(store, objects, report)
 
+    remote.meter.begin()
     with remote_errors(remote, credentials):
         result = remote.client.send_pack(remote.path.encode(), update_refs, generate_pack_data)
     status = result.ref_status or {}
-    refused = {name.decode("utf-8", "replace"): why for name, why in status.items() if why}
+    refused = {printable(name.decode("utf-8", "replace")): printable(str(why)) for name, why in status.items() if why}
     return Sent(sent[0], sum(1 for name in updates if name.decode("utf-8", "replace") not in refused), refused)
 
 
 def receive(store: Store, remote: Remote, refs: Refs, credentials: Credentials | None = None) -> int:
     """Fetch the commits ``refs`` name that this store lacks, with what they
-    reach; returns how many commits were asked for."""
+    reach, as one pack checked before it enters the store (see ``incoming``;
+    the remote's budget caps its bytes and its objects' inflated size); returns
+    how many commits were asked for. A RemoteError, and the store as it was,
+    if the pack does not check out or lacks one of them."""
     wanted = sorted({sha for sha in refs.values() if not store.has_object(bytes.fromhex(sha.decode()))})
     if not wanted:
         return 0
-    repo = Repo(store.path)
+    remote.meter.begin()
+    incoming = IncomingPack(store.packs.dir)
     try:
         with remote_errors(remote, credentials):
-            remote.client.fetch(remote.path.encode(), repo, determine_wants=_wanting(wanted))
+            haves: Any = _Haves(store)  # dulwich's GraphWalker protocol, typed with its ObjectID
+            result = remote.client.fetch_pack(remote.path.encode(), _wanting(wanted, remote), haves, incoming.write)
+            check_object_format(remote, getattr(result, "object_format", None))
+            contents = _checked(store, remote, incoming, wanted, remote.meter.budget.max_bytes)
+        incoming.install(contents)
     finally:
-        repo.close()
+        incoming.discard()
     store.release_packs()  # the new pack is listed afresh at the next read
     return len(wanted)
 
 
+def _checked(
+    store: Store, remote: Remote, incoming: IncomingPack, wanted: list[bytes], max_inflated: int
+) -> PackContents:
+    """The received pack read through, holding every commit ``wanted``."""
+    if not incoming.size:
+        raise RemoteError(f"{remote.shown} did not send the snapshots it lists; nothing was taken")
+
+    def outside(sha: bytes) -> tuple[int, bytes] | None:
+        try:
+            return store.read_raw(sha)
+        except (KeyError, StoreError):
+            return None
+
+    try:
+        contents = incoming.read(outside, max_inflated)
+    except PackOverBudget as exc:
+        raise remote.meter.too_large(exc.inflated) from None
+    except PackDamaged as exc:
+        raise RemoteError(f"{remote.shown} sent a pack that cannot be read: it {exc}; nothing was taken") from None
+    held = set(contents.ids)
+    missing = [sha for sha in wanted if bytes.fromhex(sha.decode()) not in held]
+    if missing:
+        raise RemoteError(
+            f"{remote.shown} did not send {len(missing)} of the snapshots it lists "
+            f"({missing[0].decode()}); nothing was taken"
+        )
+    return contents
+
+
+class _Haves:
+    """dulwich's graph walker over this store: its snapshot commits, newest
+    first, as the "haves" a server sends less for (every commit of a store is
+    a snapshot a ref names, so no parents need walking)."""
+
+    def __init__(self, store: Store) -> None:
+        refs = store.snapshot_refs()
+        self._left = [refs[seq].hex().encode() for seq in sorted(refs, reverse=True)]
+
+    def __next__(self) -> bytes | None:
+        return self._left.pop(0) if self._left else None
+
+    next = __next__
+
+    def ack(self, sha: bytes) -> None:
+        return None
+
+    def nak(self) -> None:
+        return None
+
+
 def missing_local_repository(remote: Remote) -> bool:
-    """Whether the remote is a folder on this machine that does not exist yet."""
-    return remote.is_local and not os.path.exists(remote.path)
+    """Whether the remote is a folder on this machine that does not exist yet;
+    InvalidInput if its parent folder does not exist either (see
+    :func:`ensure_local_repository`)."""
+    if not remote.is_local or os.path.lexists(remote.path):
+        return False
+    parent = os.path.dirname(os.path.abspath(remote.path))
+    if not os.path.isdir(parent):
+        raise InvalidInput(
+            f"the remote {remote.shown} does not exist, nor does its folder {parent}: a push makes a new "
+            "repository only inside a folder that exists (check the path, or create the folder first)"
+        )
+    return True
 
 
 def ensure_local_repository(remote: Remote) -> None:
     """A remote that is a folder on this machine and does not exist yet becomes an
-    empty bare repository (a git server's repositories are its owner's to make)."""
+    empty bare repository, made only inside a folder that exists: a typo
+    anywhere else (``/nonexistent/x.git``) is refused, never made at any depth
+    (a git server's repositories are its owner's to make)."""
     if missing_local_repository(remote):
-        os.makedirs(remote.path, mode=0o700)
-        Repo.init_bare(remote.path).close()
+        try:
+            os.mkdir(remote.path, mode=0o700)
+        except FileExistsError:
+            pass  # another push made it meanwhile: it is opened as it is
+        except OSError as exc:
+            raise InvalidInput(f"cannot make the remote {remote.shown}: {exc.strerror}") from None
+        else:
+            Repo.init_bare(remote.path).close()
 
 
-def _wanting(wanted: list[bytes]) -> Any:
-    """dulwich's ``determine_wants``: the commits to fetch, whatever the remote advertises."""
+def _wanting(wanted: list[bytes], remote: Remote) -> Any:
+    """dulwich's ``determine_wants``: the commits to fetch, whatever the remote
+    advertises. Called once the advertisement is read: a pack comes next."""
 
     def determine_wants(refs: object, depth: int | None = None) -> list[bytes]:
+        remote.meter.expect_pack()
         return list(wanted)
 
     return determine_wants
@@ -292,7 +397,11 @@ def _entry(kind: int, sha: bytes, content: bytes, packed: bytes) -> UnpackedObje
 
 
 class remote_errors:  # noqa: N801 (used as a context manager, like contextlib's)
-    """Whatever the client raises, as a one-line RemoteError without credentials."""
+    """Whatever the client raises, as a one-line RemoteError without credentials
+    or terminal escapes. Inside, dulwich reads what a server sent: anything
+    it raises that is not ours (a ``ValueError`` for a protocol version, an
+    ``AssertionError`` for a side-band channel, ...) is the server's answer
+    that could not be read, never a traceback."""
 
     def __init__(self, remote: Remote, credentials: Credentials | None) -> None:
         self.remote, self.credentials = remote, credentials
@@ -303,8 +412,8 @@ class remote_errors:  # noqa: N801 (used as a context manager, like contextlib's
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, traceback: object
     ) -> Literal[False]:
-        if error is None or isinstance(error, RemoteError):
-            return False
+        if error is None or isinstance(error, SnapshotError) or not isinstance(error, Exception):
+            return False  # ours already, or an interruption (Ctrl-C) that is not the server's doing
         where = self.remote.shown
         if isinstance(error, HTTPUnauthorized):
             raise RemoteAuthError(f"{where} refused the credentials (HTTP 401); check the user and token") from None
@@ -315,8 +424,9 @@ class remote_errors:  # noqa: N801 (used as a context manager, like contextlib's
         damaged = (ChecksumMismatch, ApplyDeltaError, ObjectFormatException, zlib.error, BufferError)
         if isinstance(error, damaged):  # BufferError: dulwich closing a pack it failed to read
             raise RemoteError(f"{where} sent damaged objects ({type(error).__name__}); nothing was taken") from None
+        text = without_secrets(str(error) or type(error).__name__, self.credentials)
+        first = printable(text.splitlines()[0] if text.strip() else "the connection failed")
         lost = isinstance(error, (HangupException, GitProtocolError, SendPackError, OSError, EOFError))
         if lost or isinstance(error, MISSING_OR_DAMAGED) or type(error).__module__.startswith("paramiko"):
-            text = without_secrets(str(error) or type(error).__name__, self.credentials)
-            raise RemoteError(f"{where}: {text.splitlines()[0] if text else 'the connection failed'}") from None
-        return False
+            raise RemoteError(f"{where}: {first}") from None
+        raise RemoteError(f"{where} sent an answer that cannot be read ({type(error).__name__}: {first})") from error

@@ -18,6 +18,7 @@ from typing import Any
 from dulwich.client import SSHVendor
 
 from snapshotter.errors import InvalidInput, RemoteAuthError, RemoteError
+from snapshotter.fsutil import read_side_file
 from snapshotter.gitstore import knownhosts
 
 SSH_EXTRA_HINT = 'SSH remotes need the ssh extra (paramiko): in a checkout of this project, pip install ".[ssh]"'
@@ -32,13 +33,25 @@ def ssh_available() -> bool:
     return True
 
 
+STDERR_CAP = 64 << 10
+"""Bytes of a server's error stream read for a message (dulwich reads it all)."""
+
+
 class ParamikoChannel:
     """What dulwich reads and writes a git command's stream through (as its
-    ``SubprocessWrapper``): one SSH channel running the command."""
+    ``SubprocessWrapper``): one SSH channel running the command. ``read1`` and
+    ``settimeout`` let the transport meter it a wait at a time."""
 
     def __init__(self, client: Any, channel: Any) -> None:
         self._client, self._channel = client, channel
-        self._stderr = channel.makefile_stderr("rb")
+        self._stderr = _CappedStderr(channel)
+
+    def read1(self, n: int) -> bytes:
+        """At most ``n`` bytes, after at most one wait (``b""`` at the end)."""
+        return bytes(self._channel.recv(n))
+
+    def settimeout(self, seconds: float) -> None:
+        self._channel.settimeout(seconds)
 
     def read(self, n: int = -1) -> bytes:
         if n < 0:
@@ -72,6 +85,26 @@ class ParamikoChannel:
             self._channel.close()
         finally:
             self._client.close()
+
+
+class _CappedStderr:
+    """The command's error stream as dulwich reads it when the server hangs up
+    (``readlines``): its first ``STDERR_CAP`` bytes, never an endless stream."""
+
+    def __init__(self, channel: Any) -> None:
+        self._channel = channel
+
+    def readlines(self) -> list[bytes]:
+        data = b""
+        try:
+            while len(data) < STDERR_CAP:
+                piece = self._channel.recv_stderr(STDERR_CAP - len(data))
+                if not piece:
+                    break
+                data += piece
+        except OSError:  # a timeout included: what came is what is said
+            pass
+        return data.splitlines(keepends=True)
 
 
 class ParamikoVendor(SSHVendor):
@@ -143,9 +176,8 @@ def _KnownHostsPolicy(paramiko: Any, known: str) -> Any:  # noqa: N802 (a class,
 
     class Policy(paramiko.MissingHostKeyPolicy):  # type: ignore[misc]
         def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
-            try:
-                with open(known, encoding="utf-8", errors="replace") as handle:
-                    lines = knownhosts.parse(handle.read())
+            try:  # guarded (``fsutil.read_side_file``): a few hundred bytes a host, so 16 MiB is plenty
+                lines = knownhosts.parse(read_side_file(known, 16 << 20).decode("utf-8", "replace"))
             except OSError:
                 lines = []
             found = knownhosts.verdict(lines, hostname, key.asbytes())

@@ -9,7 +9,6 @@ pinned by ``refs/snapshots/<seq>``.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
@@ -27,9 +26,11 @@ from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from snapshotter.errors import StoreError
-from snapshotter.fsutil import USE_CTIME, settled, sync_folder, unlink_quietly
+from snapshotter.fsutil import SMALL_FILE_CAP, USE_CTIME, read_side_file, settled, sync_folder, unlink_quietly
+from snapshotter.gitstore import generations
 from snapshotter.gitstore.objectstore import StoredObjects
-from snapshotter.gitstore.refreading import LooseRefs
+from snapshotter.gitstore.refreading import MAX_DIGITS, LooseRefs
+from snapshotter.gitstore.storerepo import STORE_CONFIG, open_store_repo
 
 DAMAGED_OBJECT: tuple[type[Exception], ...] = (
     ValueError,
@@ -48,17 +49,7 @@ _STACK_PREFIX = b"refs/snapshotter/"
 STACK_NAMES = ("undo", "redo", "turns")
 """A session's stacks (the anonymous one's at the top, a named one's under ``sessions/<name>/``)."""
 _BASE_REF = Ref(b"refs/snapshotter/base")
-_GENERATION = "generation"
 _SEQ_WIDTH = 10
-_STORE_CONFIG = b"""[core]
-\trepositoryformatversion = 0
-\tfilemode = true
-\tbare = true
-\tlogallrefupdates = false
-\tlooseCompression = 1
-[gc]
-\tauto = 0
-"""
 
 
 class Store(StoredObjects):
@@ -84,7 +75,7 @@ class Store(StoredObjects):
         if recorded is not None and recorded != canonical:
             raise StoreError(f"store {path} belongs to {recorded}, not {canonical}; remove it or use another home")
         try:
-            repo = Repo(path)
+            repo = open_store_repo(path)
         except (NotGitRepository, OSError, ValueError, KeyError) as exc:
             raise StoreError(f"cannot open store {path} ({exc}); remove it to start afresh") from None
         return cls(path, repo)
@@ -155,7 +146,7 @@ class Store(StoredObjects):
         for name, raw in self._loose_refs.read(base, self.repo.refs.get_packed_refs).items():
             key = name[len(base) + 1 :]
             value = (raw or b"").strip()
-            if key.isdigit() and _HEX40.fullmatch(value):
+            if key.isdigit() and len(key) <= MAX_DIGITS and _HEX40.fullmatch(value):
                 good[int(key)] = bytes.fromhex(value.decode("ascii"))
             else:
                 bad.append(name.decode("utf-8", "replace"))
@@ -253,38 +244,13 @@ class Store(StoredObjects):
     # -- the generation: bumped before anything is deleted from the store ----------------
 
     def generation(self) -> int:
-        """How many times objects may have been deleted from this store (0: never).
-
-        A cache that lets a writer skip writing an object (the stat cache's blob
-        ids, its folders' tree ids, watch mode's last scan) is valid only for the
-        generation it was made in: gc bumps it, under the store lock, before it
-        deletes anything, so every writer (another instance, another process)
-        drops such caches at its next scan instead of reusing an id gc removed.
-        """
-        try:
-            with open(os.path.join(self.meta_dir, _GENERATION), "rb") as handle:
-                text = handle.read(32).strip()
-        except FileNotFoundError:
-            return 0
-        return int(text) if text.isdigit() else -1  # garbage: matches no cache, so every cache is dropped
+        """How many times objects may have been deleted from this store (0: never;
+        see ``generations``)."""
+        return generations.current(self.meta_dir)
 
     def bump_generation(self) -> int:
         """Start a new generation (hold the store lock); returns its number."""
-        number = max(self.generation(), 0) + 1
-        path = os.path.join(self.meta_dir, _GENERATION)
-        fd, tmp = tempfile.mkstemp(dir=self.meta_dir, prefix=".generation-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(b"%d\n" % number)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        sync_folder(self.meta_dir)
-        return number
+        return generations.bump(self.meta_dir)
 
     # -- the base: the snapshot the workspace was last made equal to -------------------
 
@@ -385,7 +351,7 @@ def _create(path: str, canonical: str) -> None:
         try:
             Repo.init_bare(tmp).close()
             with open(os.path.join(tmp, "config"), "wb") as handle:
-                handle.write(_STORE_CONFIG)
+                handle.write(STORE_CONFIG)
             with open(os.path.join(tmp, "description"), "wb") as handle:
                 handle.write(b"snapshotter store for " + os.fsencode(canonical) + b"\n")
             with open(os.path.join(tmp, "workspace"), "wb") as handle:
@@ -423,8 +389,8 @@ def owner_only(root: str) -> None:
 
 
 def _read_workspace_file(path: str) -> str | None:
+    """The workspace a store records (None where it cannot be read: nothing to compare)."""
     try:
-        with open(os.path.join(path, "workspace"), "rb") as handle:
-            return os.fsdecode(handle.read().rstrip(b"\n"))
+        return os.fsdecode(read_side_file(os.path.join(path, "workspace"), SMALL_FILE_CAP, follow=False).rstrip(b"\n"))
     except OSError:
         return None

@@ -13,6 +13,12 @@ Credentials, most specific first: what the caller passes, then the URL's own
 ``SNAPSHOTTER_SSH_KEY``, ``SNAPSHOTTER_SSH_KNOWN_HOSTS``). They are held in
 memory only, never written to the store, and :func:`shown` gives the location
 without them for every message.
+
+Every read from a server is metered (``wirebudget``): a ref advertisement,
+a pack and an exchange's duration all have a limit, so a server that never
+stops sending, or never sends, ends the exchange with one line. Packs are
+asked for whole (no ``thin-pack``), and an HTTP server that is not a smart
+one is refused rather than walked object by object.
 """
 
 from __future__ import annotations
@@ -25,9 +31,11 @@ from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from dulwich.client import GitClient, LocalGitClient, SSHGitClient, TCPGitClient, Urllib3HttpGitClient
+from dulwich.errors import GitProtocolError
 
 from snapshotter.errors import InvalidInput
 from snapshotter.gitstore.sshvendor import ParamikoVendor
+from snapshotter.gitstore.wirebudget import Budget, Meter
 
 TIMEOUT = 60.0
 """Seconds a connection may stay silent before it is given up."""
@@ -81,6 +89,8 @@ class Remote:
     """The location without credentials: what messages say."""
     client: GitClient
     path: str
+    meter: Meter
+    """What every read from the server goes through (none for a local folder)."""
     responses: list[Any] = field(default_factory=list)
     """The HTTP responses the client was given (see ``_tracking``), closed by ``release``."""
 
@@ -127,9 +137,12 @@ def _host_and_port(netloc: str) -> str:
     return netloc.rpartition("@")[2]
 
 
-def open_remote(location: str, credentials: Credentials | None = None, timeout: float = TIMEOUT) -> Remote:
+def open_remote(
+    location: str, credentials: Credentials | None = None, timeout: float = TIMEOUT, budget: Budget | None = None
+) -> Remote:
     """A client for ``location`` (see the module's docstring for the kinds and
-    where credentials come from); InvalidInput for anything else."""
+    where credentials come from), its reads within ``budget`` and silences no
+    longer than ``timeout``; InvalidInput for anything else."""
     if not isinstance(location, str) or not location or "\0" in location:
         raise InvalidInput("a remote is a path or a file://, git://, http(s):// or ssh:// URL")
     given = credentials or Credentials()
@@ -139,31 +152,37 @@ def open_remote(location: str, credentials: Credentials | None = None, timeout: 
     except ValueError as exc:
         raise InvalidInput(f"remote {shown(location)} is not a valid URL ({exc})") from None
     scheme = parts.scheme.lower()
+    given_budget = budget or Budget()
+    if given_budget.seconds:
+        timeout = min(timeout, given_budget.seconds)
+
+    def metered(where: str) -> Meter:
+        return Meter(where, given_budget, timeout)
+
     if scheme in ("http", "https", "git", "ssh", "file"):
         from_url = Credentials(
             unquote(parts.username) if parts.username else None, unquote(parts.password) if parts.password else None
         )
         creds = given.over(from_url).over(Credentials.from_environment())
         if scheme == "file":
-            return Remote(location, LocalGitClient(), unquote(parts.path))
+            return Remote(location, LocalGitClient(), unquote(parts.path), metered(location))
         if not parts.hostname:
             raise InvalidInput(f"remote {shown(location)} names no host")
+        meter = metered(shown(location))
         if scheme == "git":
-            return Remote(shown(location), TCPGitClient(parts.hostname, parts.port), parts.path)
+            return Remote(meter.where, MeteredTCPClient(meter, parts.hostname, parts.port), parts.path, meter)
         if scheme == "ssh":
-            return _ssh(shown(location), parts.hostname, parts.port, creds, parts.path, timeout)
+            return _ssh(meter, parts.hostname, parts.port, creds, parts.path, timeout)
         base = urlunsplit(parts._replace(netloc=_host_and_port(parts.netloc)))
-        client = Urllib3HttpGitClient(
-            base, username=creds.username, password=creds.password, timeout=timeout, config=None
-        )
-        return Remote(shown(location), client, "", _tracking(client))
+        client = MeteredHttpClient(meter, base, creds.username, creds.password, timeout)
+        return Remote(meter.where, client, "", meter, _tracking(client))
     if scheme and location[len(scheme) : len(scheme) + 3] == "://":
         raise InvalidInput(f"remote {shown(location)}: {scheme}:// is not a kind of remote snapshotter speaks")
     scp = _SCP_LIKE.fullmatch(location)
     if scp is not None and not re.fullmatch(r"[A-Za-z]", scp["host"]):
         creds = given.over(Credentials(scp["user"])).over(Credentials.from_environment())
-        return _ssh(shown_scp(location), scp["host"].strip("[]"), None, creds, scp["path"], timeout)
-    return Remote(location, LocalGitClient(), os.path.abspath(location))
+        return _ssh(metered(shown_scp(location)), scp["host"].strip("[]"), None, creds, scp["path"], timeout)
+    return Remote(location, LocalGitClient(), os.path.abspath(location), metered(location))
 
 
 def _tracking(client: Urllib3HttpGitClient) -> list[Any]:
@@ -186,12 +205,101 @@ def _tracking(client: Urllib3HttpGitClient) -> list[Any]:
     return given
 
 
-def _ssh(where: str, host: str, port: int | None, creds: Credentials, path: str, timeout: float) -> Remote:
+def _ssh(meter: Meter, host: str, port: int | None, creds: Credentials, path: str, timeout: float) -> Remote:
     vendor = ParamikoVendor(creds.key_file, creds.known_hosts, timeout)
-    client = SSHGitClient(
-        host, port, username=creds.username, vendor=vendor, password=creds.password, key_filename=creds.key_file
+    client = MeteredSSHClient(
+        meter,
+        host,
+        port,
+        username=creds.username,
+        vendor=vendor,
+        password=creds.password,
+        key_filename=creds.key_file,
+        thin_packs=False,
     )
-    return Remote(where, client, path)
+    return Remote(meter.where, client, path, meter)
+
+
+def _metered_protocol(meter: Meter, found: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
+    """dulwich's ``_connect`` result, its protocol reading through ``meter``: a
+    socket's buffered reader (``git://``) or our SSH channel, read a wait at a
+    time (``read1``), each wait cut by the socket's or channel's timeout."""
+    proto, can_read, stderr = found
+    owner = getattr(proto.read, "__self__", None)
+    read_some = getattr(owner, "read1", None)
+    if read_some is None:  # not a reader we know: metered between its reads only
+        proto.read = meter.reader(proto.read, None)
+        return proto, can_read, stderr
+    sock = getattr(getattr(owner, "raw", None), "_sock", None)  # a socket's makefile(): its socket
+    proto.read = meter.reader(read_some, getattr(sock if sock is not None else owner, "settimeout", None))
+    return proto, can_read, stderr
+
+
+class MeteredTCPClient(TCPGitClient):
+    """dulwich's ``git://`` client, its reads metered, asking for whole packs."""
+
+    def __init__(self, meter: Meter, host: str, port: int | None) -> None:
+        super().__init__(host, port, thin_packs=False)
+        self.meter = meter
+
+    def _connect(self, cmd: bytes, path: str | bytes, protocol_version: int | None = None) -> Any:
+        return _metered_protocol(self.meter, super()._connect(cmd, path, protocol_version))
+
+
+class MeteredSSHClient(SSHGitClient):
+    """dulwich's SSH client (on our paramiko vendor), its reads metered."""
+
+    def __init__(self, meter: Meter, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.meter = meter
+
+    def _connect(self, cmd: bytes, path: str | bytes, protocol_version: int | None = None) -> Any:
+        return _metered_protocol(self.meter, super()._connect(cmd, path, protocol_version))
+
+
+class MeteredHttpClient(Urllib3HttpGitClient):
+    """dulwich's smart HTTP client, each response read through the meter, a wait
+    at a time; a server answering as a plain file server ("dumb" HTTP, which
+    dulwich would walk object by object) is refused."""
+
+    def __init__(self, meter: Meter, base: str, username: str | None, password: str | None, timeout: float) -> None:
+        super().__init__(base, username=username, password=password, timeout=timeout, config=None, thin_packs=False)
+        self.meter = meter
+
+    def _http_request(self, url: str, headers: Any = None, data: Any = None, raise_for_status: bool = True) -> Any:
+        resp, read = super()._http_request(url, headers, data, raise_for_status)
+        read_some = getattr(resp, "read1", None)
+        return resp, self.meter.reader(_http_errors(read_some) if read_some is not None else read, None)
+
+    def _discover_references(self, *args: Any, **kwargs: Any) -> Any:
+        found = super()._discover_references(*args, **kwargs)
+        if self.dumb:
+            raise GitProtocolError("it is not a smart git HTTP server (snapshotter speaks only smart HTTP)")
+        return found
+
+
+def _http_errors(read_some: Any) -> Any:
+    """urllib3's reading errors as dulwich reports them (``GitProtocolError``)."""
+    import urllib3.exceptions
+
+    def read(size: int) -> bytes:
+        try:
+            return bytes(read_some(size))
+        except urllib3.exceptions.ReadTimeoutError:
+            raise TimeoutError("read timed out") from None
+        except urllib3.exceptions.HTTPError as exc:
+            raise GitProtocolError(str(exc)) from None
+
+    return read
+
+
+def printable(text: str) -> str:
+    """``text`` with every character a terminal would act on rather than show
+    (escape sequences, bell, backspace, bidi overrides: anything not printable)
+    written as its escape, for messages made of what a server sent."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
 def without_secrets(text: str, credentials: Credentials | None) -> str:

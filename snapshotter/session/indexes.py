@@ -11,11 +11,16 @@ from __future__ import annotations
 
 import os
 
+from snapshotter.fsutil import read_side_file
 from snapshotter.worktree import statcache
 from snapshotter.worktree.gitrepo import TrackedPaths, UserRepository, find_repository, tracked_paths
 
 _NESTED = "nested-repositories"
 """Folders below the workspace holding a repository of their own, one per line."""
+NESTED_CAP = 16 << 20
+"""The list of nested repositories, read guarded: a line is a relative path of
+some tens of bytes, so 16 MiB is hundreds of thousands of repositories; a bigger
+or unusable file is taken as empty (a full walk finds them again)."""
 
 
 class UserIndexes:
@@ -61,10 +66,10 @@ class UserIndexes:
         """The nested repositories the last walk found (relative posix paths)."""
         if self._nested is None:
             try:
-                with open(self._nested_path, encoding="utf-8", errors="surrogateescape") as f:
-                    self._nested = tuple(line for line in f.read().split("\n") if line)
+                text = read_side_file(self._nested_path, NESTED_CAP, follow=False).decode("utf-8", "surrogateescape")
+                self._nested = tuple(line for line in text.split("\n") if line)
             except OSError:
-                self._nested = ()
+                self._nested = ()  # none yet, or unusable: the next walk finds them again
         return self._nested
 
     def save_nested(self, found: tuple[str, ...]) -> None:

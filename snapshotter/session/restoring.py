@@ -240,8 +240,6 @@ def apply_or_put_back(engine: Engine, plan: Plan, workspace: Workspace, safety: 
                 ) from None
             raise
         engine.save_cache(cache)
-    for leftover in current.leftovers:  # from a restore killed mid-write
-        workspace.delete(leftover)
 
 
 def _result(plan: Plan, target: SnapshotInfo, safety: SnapshotInfo | None, dry_run: bool) -> RestoreResult:

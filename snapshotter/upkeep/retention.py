@@ -55,8 +55,8 @@ def by_count_and_age(
     if retention.max_snapshots:
         excess = len(snapshots) - retention.max_snapshots
         drop.update(info.id for info in least_missed_first(snapshots, candidates)[: max(excess, 0)])
-    if retention.max_age:
-        cutoff = now - retention.max_age
+    if retention.max_age and retention.max_age < now - now.replace(year=1, month=1, day=1):
+        cutoff = now - retention.max_age  # an age reaching past the year 1 keeps everything
         drop.update(info.id for info in candidates if info.created_at < cutoff)
     return _brackets_kept_whole(snapshots, candidates, [info for info in candidates if info.id in drop])
 

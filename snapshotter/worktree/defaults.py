@@ -9,15 +9,12 @@ workspace's own, which the guarded agent can write: a ``!.env`` line in a
 
 from __future__ import annotations
 
-DEFAULT_EXCLUDES: tuple[str, ...] = (
-    # Version control metadata: never entered anywhere, also enforced by the walker.
-    ".git",
-    # Secrets: never stored in a snapshot, so never pushed, and never touched by a restore.
+SECRET_EXCLUDES: tuple[str, ...] = (
     # Environment files (direnv's included).
     ".env",
     ".env.*",
     ".envrc",
-    # Private keys: SSH (OpenSSH's default names, PuTTY's format), TLS and code signing.
+    # Private keys: SSH (OpenSSH's default names, PuTTY's format), TLS, code signing, Apple's .p8 keys.
     "id_rsa",
     "id_dsa",
     "id_ecdsa",
@@ -27,19 +24,53 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
     "*.ppk",
     "*.pem",
     "*.key",
+    "*.p8",
     "*.p12",
     "*.pfx",
     "*.jks",
     "*.keystore",
-    # Credential stores: git's, curl's and ftp's, PostgreSQL's, PyPI's, Vault's, password managers'.
+    # Credential stores: git's, curl's and ftp's, PostgreSQL's, MySQL's, PyPI's, Vault's, password managers',
+    # web servers' password files.
     ".git-credentials",
     ".netrc",
     "_netrc",
     ".pgpass",
+    ".my.cnf",
+    ".mylogin.cnf",
     ".pypirc",
     ".vault-token",
     "*.kdbx",
-    # Folders of keys and cloud credentials: SSH, GnuPG, AWS, Azure, Google Cloud, Kubernetes, Docker.
+    ".htpasswd",
+    # Package registries' tokens: npm, pnpm and Yarn (npm's auth token lives in .npmrc; Yarn 2+'s
+    # npmAuthToken in .yarnrc.yml), Poetry, Cargo, RubyGems, PHP's Composer, the user's Gradle and
+    # Maven settings (a project's own gradle.properties and pom.xml stay in).
+    ".npmrc",
+    ".yarnrc.yml",
+    "**/pypoetry/auth.toml",
+    "**/.cargo/credentials",
+    "**/.cargo/credentials.toml",
+    "**/.gem/credentials",
+    "auth.json",
+    "**/.gradle/gradle.properties",
+    "**/.m2/settings.xml",
+    "settings-security.xml",
+    # Signing passwords of Android and Flutter builds.
+    "key.properties",
+    "keystore.properties",
+    # Cloud and infrastructure: Terraform's state (it holds resource passwords) and CLI tokens, OAuth
+    # client secrets (Google's downloads), s3cmd's and gsutil's keys, Streamlit's secrets.
+    "*.tfstate",
+    "*.tfstate.*",
+    ".terraformrc",
+    "terraform.rc",
+    "credentials.tfrc.json",
+    "credentials.json",
+    "client_secret*.json",
+    ".s3cfg",
+    ".boto",
+    "**/.streamlit/secrets.toml",
+    # Folders and files of keys and cloud credentials: SSH, GnuPG, AWS, Azure, Google Cloud, Kubernetes,
+    # Docker (and its old .dockercfg), GitHub's CLI.
     ".ssh/",
     ".gnupg/",
     ".aws/",
@@ -47,6 +78,23 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
     "**/.config/gcloud/",
     "**/.kube/config",
     "**/.docker/config.json",
+    ".dockercfg",
+    "**/.config/gh/hosts.yml",
+)
+"""The secret files of the default excludes: never stored in a snapshot, so never
+pushed, and never touched by a restore. Each is a file whose purpose is to hold
+credentials (the list SECURITY.md promises, and the test that checks each one
+reads it from here). Project configuration that may hold a secret but that
+people edit and need restored stays in: ``*.tfvars``, a project's own
+``gradle.properties``, ``.yarnrc``, ``pip.conf``, ``.bundle/config``,
+``NuGet.Config`` (a token pasted there is stored like one pasted in
+``config.py``: exclude it with ``exclude=``)."""
+
+DEFAULT_EXCLUDES: tuple[str, ...] = (
+    # Version control metadata: never entered anywhere, also enforced by the walker.
+    ".git",
+    # Secrets: never stored in a snapshot, so never pushed, and never touched by a restore.
+    *SECRET_EXCLUDES,
     # Virtual environments and dependency folders.
     ".venv/",
     "venv/",  # and any folder holding a pyvenv.cfg (VENV_MARKER), whatever its name: env/, envs/py311/

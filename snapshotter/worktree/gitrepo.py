@@ -7,7 +7,13 @@ tracked. The workspace may be the repository's root, a folder inside it (an
 agent rooted at ``packages/app`` of a monorepo), or a linked worktree or
 submodule checkout whose ``.git`` is a file naming its git folder. The search
 goes up from the workspace and stops at the filesystem's root or at a mount
-boundary, as git does without ``GIT_DISCOVERY_ACROSS_FILESYSTEM``.
+boundary, as git does without ``GIT_DISCOVERY_ACROSS_FILESYSTEM``; unlike git,
+it passes over a repository at a refused root (the home, say) above the workspace.
+
+Every file here is read guarded (``fsutil.read_side_file``: without blocking,
+a regular file only, up to a cap): a named pipe or a link to a device planted
+as a ``.git`` file, ``commondir`` or index (the workspace's repository's, or
+a nested one's) is skipped as unreadable, never waited on.
 
 The index is read with our own parser (versions 2 to 4): it needs the paths,
 and the few entries the working tree does not hold (a submodule's gitlink, a
@@ -26,12 +32,18 @@ import os
 import struct
 from dataclasses import dataclass
 
+from snapshotter.fsutil import SMALL_FILE_CAP, read_side_file
+from snapshotter.gitstore.location import is_refused_root
 from snapshotter.worktree.ignorelines import warn_once
 
 log = logging.getLogger("snapshotter")
 
 _SIGNATURE = b"DIRC"
-_MAX_INDEX_BYTES = 1 << 30
+INDEX_CAP = 1 << 30
+"""The largest index read. git's index takes about 96 bytes a file (measured:
+9.6 MB for 100,000 files), so 1 GiB is some 11 million files, past the biggest
+monorepos' indexes; a bigger one is a warning (the ignore rules alone decide).
+Its signature is checked first, so a sparse file of zeros costs nothing."""
 _EXTENDED = 0x4000
 _SKIP_WORKTREE = 0x4000
 """In an entry's extended flags (index version 3 and up): outside the sparse checkout."""
@@ -79,14 +91,18 @@ class UserRepository:
 
 def find_repository(workspace: str, stop_at: str | None = None) -> UserRepository | None:
     """The repository ``workspace`` is, or lies inside; None if there is none (or
-    none below ``stop_at``, when given)."""
+    none below ``stop_at``, when given). A repository whose root is a folder
+    refused as a workspace (a home made a repository of its dotfiles, ``git init
+    ~``) is not the repository of a folder below it: its ignore rules (often
+    ``*``) and its index are about the home, and would make a project's
+    snapshots silently empty."""
     try:
         device = os.stat(workspace).st_dev
     except OSError:
         return None
     folder = workspace
     while True:
-        found = _git_dir_of(folder)
+        found = _git_dir_of(folder) if folder == workspace or not is_refused_root(folder) else None
         if found is not None:
             git_dir, common_dir = found
             rel = os.path.relpath(workspace, folder)
@@ -110,8 +126,7 @@ def _git_dir_of(folder: str) -> tuple[str, str] | None:
         if os.path.isdir(dot_git):
             git_dir = dot_git
         elif os.path.isfile(dot_git):
-            with open(dot_git, "rb") as handle:
-                text = handle.read(4096).decode("utf-8", "surrogateescape").strip()
+            text = read_side_file(dot_git, SMALL_FILE_CAP).decode("utf-8", "surrogateescape").strip()
             if not text.startswith("gitdir:"):
                 return None
             git_dir = os.path.normpath(os.path.join(folder, text[len("gitdir:") :].strip()))
@@ -121,10 +136,9 @@ def _git_dir_of(folder: str) -> tuple[str, str] | None:
             return None
         common = git_dir
         try:
-            with open(os.path.join(git_dir, "commondir"), "rb") as handle:
-                named = handle.read(4096).decode("utf-8", "surrogateescape").strip()
+            named = read_side_file(os.path.join(git_dir, "commondir"), SMALL_FILE_CAP).strip()
             if named:
-                common = os.path.normpath(os.path.join(git_dir, named))
+                common = os.path.normpath(os.path.join(git_dir, named.decode("utf-8", "surrogateescape")))
         except OSError:
             pass
         return git_dir, common
@@ -176,8 +190,7 @@ def tracked_paths(repository: UserRepository) -> TrackedPaths | None:
     None (with a warning once) when the index cannot be used."""
     path = repository.index_path
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(_MAX_INDEX_BYTES + 1)
+        data = read_side_file(path, INDEX_CAP, starts_with=_SIGNATURE)
     except FileNotFoundError:
         return None  # nothing added yet: nothing tracked
     except OSError as exc:
@@ -214,7 +227,7 @@ def parse_index(data: bytes, absent: list[IndexEntry] | None = None) -> list[byt
     """
     if len(data) < 32 or data[:4] != _SIGNATURE:
         raise ValueError("not a git index")
-    if len(data) > _MAX_INDEX_BYTES:
+    if len(data) > INDEX_CAP:
         raise ValueError("index larger than 1 GiB")
     if hashlib.sha1(data[:-20]).digest() != data[-20:]:
         raise ValueError("the index is damaged (its checksum does not match)")

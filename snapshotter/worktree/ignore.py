@@ -25,9 +25,9 @@ import errno
 import hashlib
 import os
 import re
-import stat
 from collections.abc import Iterable, Sequence
 
+from snapshotter.fsutil import NotARegularFile, read_side_head
 from snapshotter.worktree import ignorelines
 from snapshotter.worktree.defaults import DEFAULT_EXCLUDES
 from snapshotter.worktree.gitrepo import TrackedPaths, UserRepository
@@ -295,72 +295,41 @@ end before it apply, the rest do not, and a warning says so. Keeping the first
 lines beats dropping the file: those usually exclude secrets and dependency
 folders, which would otherwise be snapshotted."""
 
-_OPEN_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-    | getattr(os, "O_BINARY", 0)
-)
-_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_KINDS = {stat.S_IFIFO: "named pipe", stat.S_IFSOCK: "socket", stat.S_IFCHR: "device", stat.S_IFBLK: "device"}
-
 
 def read_ignore_file(path: str, follow: bool = False) -> bytes:
     """The content of a ``.gitignore``-style file, or nothing if it cannot be used.
 
-    Opened without following a symlink (git does not follow a symlinked
-    ``.gitignore`` either) and without blocking: a named pipe swapped in for
-    the file, even between the walker's listing and this open, would otherwise
-    block the open forever, as it does git. Only a regular file is read (judged
-    by ``fstat`` on the open descriptor, so no later swap matters), and at most
-    :data:`MAX_IGNORE_FILE_BYTES` of it. Anything unusable is reported once as a
-    warning on the "snapshotter" logger; a missing file is not. ``follow``: a
-    symlink is followed, as git follows a symlinked ``.git/info/exclude`` (the
-    user's own configuration, outside the workspace's files).
+    Read by ``fsutil.read_side_head``: opened without following a symlink (git
+    does not follow a symlinked ``.gitignore`` either) and without blocking: a
+    named pipe swapped in for the file, even between the walker's listing and
+    this open, would otherwise block the open forever, as it does git. Only a
+    regular file is read (judged by ``fstat`` on the open descriptor, so no
+    later swap matters), and at most :data:`MAX_IGNORE_FILE_BYTES` of it.
+    Anything unusable is reported once as a warning on the "snapshotter"
+    logger; a missing file is not. ``follow``: a symlink is followed, as git
+    follows a symlinked ``.git/info/exclude`` (the user's own configuration,
+    outside the workspace's files).
     """
     try:
-        fd = os.open(path, _OPEN_FLAGS & ~_NO_FOLLOW if follow else _OPEN_FLAGS)
+        data, more = read_side_head(path, MAX_IGNORE_FILE_BYTES, follow)
+    except NotARegularFile as exc:
+        warn_once((path, "kind", exc.strerror), "%s is %s: its rules do not apply", path, exc.strerror)
+        return b""
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             warn_once((path, "link"), "%s is a symbolic link, which is not followed: its rules do not apply", path)
         elif exc.errno not in (errno.ENOENT, errno.ENOTDIR):
-            warn_once((path, "open", exc.errno), "cannot read %s (%s): its rules do not apply", path, exc.strerror)
+            warn_once((path, "read", exc.errno), "cannot read %s (%s): its rules do not apply", path, exc.strerror)
         return b""
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            kind = _KINDS.get(stat.S_IFMT(st.st_mode), "folder" if stat.S_ISDIR(st.st_mode) else "special file")
-            warn_once(
-                (path, "kind", stat.S_IFMT(st.st_mode)),
-                "%s is not a regular file (a %s): its rules do not apply",
-                path,
-                kind,
-            )
-            return b""
-        chunks = []
-        wanted = MAX_IGNORE_FILE_BYTES + 1  # one more: to know that the file goes on
-        while wanted > 0:
-            chunk = os.read(fd, min(wanted, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            wanted -= len(chunk)
-    except OSError as exc:
-        warn_once((path, "read", exc.errno), "cannot read %s (%s): its rules do not apply", path, exc.strerror)
-        return b""
-    finally:
-        os.close(fd)
-    data = b"".join(chunks)
-    if len(data) > MAX_IGNORE_FILE_BYTES:
-        data = data[: data.rfind(b"\n", 0, MAX_IGNORE_FILE_BYTES) + 1]  # whole lines only
+    if more:
+        data = data[: data.rfind(b"\n") + 1]  # whole lines only
         limit = f"{MAX_IGNORE_FILE_BYTES / (1 << 20):g} MiB"
-        warn_once(
-            (path, "size", st.st_size, st.st_mtime_ns),
-            "%s is larger than %s: only its lines before that apply",
-            path,
-            limit,
-        )
+        try:
+            now = os.stat(path)
+            stamp = (now.st_size, now.st_mtime_ns)  # warned again once the file changed
+        except OSError:
+            stamp = (0, 0)
+        warn_once((path, "size", stamp), "%s is larger than %s: only its lines before that apply", path, limit)
     return data
 
 

@@ -10,11 +10,11 @@ knob; 0 disables a cap. Counting stops as soon as a cap is passed.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from snapshotter.errors import MAX_BYTES, MAX_ENTRIES, UNSAFE_ROOT, UnsafeWorkspace, WorkspaceTooLarge
 from snapshotter.fsutil import FileStat
+from snapshotter.gitstore.location import is_refused_root
 from snapshotter.options import Options
 
 
@@ -51,20 +51,10 @@ def stored_size(st: FileStat) -> int:
     return st.st_size if blocks is None else min(st.st_size, blocks * 512)
 
 
-def unsafe_roots() -> set[str]:
-    """Folders refused as workspaces unless explicitly allowed."""
-    home = os.path.realpath(os.path.expanduser("~"))
-    roots = {home}
-    for name in ("Desktop", "Documents", "Downloads"):
-        roots.add(os.path.join(home, name))
-    return roots
-
-
 def check_root(canonical: str, allow_unsafe_root: bool) -> None:
     if allow_unsafe_root:
         return
-    is_fs_root = os.path.dirname(canonical) == canonical
-    if is_fs_root or canonical in unsafe_roots():
+    if is_refused_root(canonical):
         raise UnsafeWorkspace(
             f"refusing to snapshot {canonical}: a filesystem root, home, Desktop, Documents or Downloads folder",
             UNSAFE_ROOT,

@@ -2,8 +2,9 @@
 
 A folder is listed through a descriptor where the OS allows it (its files are
 then ``lstat``ed relative to it, and a folder swapped for a symlink is refused),
-split into subfolders and files in C-speed passes, rid of ``.git`` and of our
-own leftover files, and judged against the ignore rules, with the verdicts
+split into subfolders and files in C-speed passes, rid of ``.git`` (no other
+name is passed over: none is ours, see ``fsops``), and judged against the
+ignore rules, with the verdicts
 cached per folder under a digest of its rules and listing. Whether a folder
 must be listed at all, or its own stat vouches for its last listing, is
 ``trust.py``'s call.
@@ -11,13 +12,11 @@ must be listed at all, or its own stat vouches for its last listing, is
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import os
 
 from snapshotter.fsutil import DIR_FLAGS, NO_FOLLOW
 from snapshotter.worktree.defaults import VENV_MARKER
-from snapshotter.worktree.fsops import LEFTOVER_PREFIX, is_leftover
 from snapshotter.worktree.ignore import IgnoreSource, IgnoreStack
 from snapshotter.worktree.pathnames import git_spelling
 from snapshotter.worktree.statcache import Listings
@@ -51,7 +50,6 @@ def tracked_entries(
     rules: IgnoreStack,
     cached: Listings,
     fresh: Listings,
-    leftovers: list[str] | None = None,
     hits: list[int] | None = None,
     unsafe: list[str] | None = None,
     rescued: set[str] | None = None,
@@ -94,14 +92,6 @@ def tracked_entries(
         return [], []  # a virtual environment: excluded by default, whatever its name
     names = file_names + [name + "/" for name in dirs]
     names.sort()
-    at = bisect.bisect_left(names, LEFTOVER_PREFIX)
-    if at < len(names) and names[at].startswith(LEFTOVER_PREFIX):  # sorted: any such name is here
-        found = {name for name in file_names if is_leftover(name)}
-        if found:
-            if leftovers is not None:
-                leftovers.extend(join_path(prefix, name) for name in sorted(found))
-            files = [entry for entry in files if entry.name not in found]
-            names = [name for name in names if name not in found]
     ignored = _ignored(names, dirs, files, prefix, rules, cached, fresh, hits)
     if ignored and (rules.tracked is not None or rules.forced is not None):
         kept_dirs = {name for name in dirs if name in ignored and rules.rescues(join_path(prefix, name), True)}

@@ -108,8 +108,6 @@ def _list(
         return None
     gitignore = has_gitignore(entries)
     rules = own_rules(rules, gitignore, node.rel, base)
-    leftovers = walk.leftovers
-    leftovers_before = len(leftovers)
     rescued: set[str] = set()
     dirs, files = tracked_entries(
         entries,
@@ -117,7 +115,6 @@ def _list(
         rules,
         walk.cache.listings,
         walk.listings,
-        leftovers,
         walk.listing_hits,
         walk.unsafe_names,
         rescued,
@@ -126,7 +123,7 @@ def _list(
     walk.listed.add(node.rel)
     table_get = (table.as_dict() if isinstance(table, PackedFolder) else table).get  # a C lookup per entry
     pairs = [(entry.name, table_get(entry.name)) for entry in files]
-    if own is not None and len(leftovers) == leftovers_before:  # a leftover is yet to be removed
+    if own is not None:
         node.shape = walk.trust.shape(own, rules, gitignore, dirs, known is not None)
     lstat = lstat_in(fd, files) if known is None else lstat_known(known.stats)
     return rules, dirs, rescued, pairs, lstat

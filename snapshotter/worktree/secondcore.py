@@ -153,7 +153,7 @@ def start(job: Callable[[int], None], *, blocking: bool) -> Copy | None:
         status = 1
         try:
             os.close(reader)
-            signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends it quietly
+            signal.signal(signal.SIGINT, _stopped)  # Ctrl-C (the terminal signals the copy too): as when stopped
             signal.signal(signal.SIGTERM, _stopped)
             job(writer)
             status = 0
@@ -165,8 +165,9 @@ def start(job: Callable[[int], None], *, blocking: bool) -> Copy | None:
 
 
 class Stopped(BaseException):
-    """Raised in a copy the original stops: what the copy was writing is removed
-    on the way out (a pack builder aborts on any exception)."""
+    """Raised in a copy the original stops, or that Ctrl-C reaches: what the copy
+    was writing is removed on the way out (a pack builder aborts on any
+    exception), and it ends quietly (``os._exit``, no traceback)."""
 
 
 def _stopped(signum: int, frame: object) -> None:

@@ -17,7 +17,7 @@ one place that decides when that holds; the walk's steps only ask it.
   wrong), the fingerprint of the rules inside it (under other rules the
   verdicts may differ), whether it has a ``.gitignore``, and its tracked
   subfolders. A shape holds only while the folder's table has a record for
-  every file listed; a folder holding a leftover of a killed restore gets none.
+  every file listed.
   Under other rules (a ``.gitignore`` above changed), a folder that ignored
   nothing is judged again from its shape and table, and listed only if the new
   rules ignore one of its entries.

@@ -58,8 +58,6 @@ class Scan:
     """Folder -> its shape, for the next stat cache (see ``trust``)."""
     line_counts: dict[bytes, int | None] = field(default_factory=dict)
     """Blob id -> text lines (None: binary) for the files hashed by this scan."""
-    leftovers: list[str] = field(default_factory=list)
-    """Temporary files of a killed restore, found (and not tracked) by this scan."""
     written: bool = False
     """Its objects are in the store (only such a scan may be recorded or reused)."""
     same_as_cache: bool = False
@@ -359,7 +357,7 @@ def _outcome(
         and walk.shape_hits == len(shapes) == len(walk.trust.shapes)
         and not walk.trust.tracked_moved
     )
-    found = Scan(walk.root, walk.nodes, skipped, stats, walk.listings, shapes, line_counts, walk.leftovers, write, same)
+    found = Scan(walk.root, walk.nodes, skipped, stats, walk.listings, shapes, line_counts, write, same)
     if incremental is not None:
         found.entries = _entries_after(walk, incremental.previous)
     return found

@@ -133,7 +133,6 @@ class Walk:
     """Every folder visited, parents before children."""
     skipped: list[SkippedPath] = field(default_factory=list)
     pending: list[Pending] = field(default_factory=list)
-    leftovers: list[str] = field(default_factory=list)
     unsafe_names: list[str] = field(default_factory=list)
     repos_found: list[str] = field(default_factory=list)
     listed: set[str] = field(default_factory=set)

@@ -7,11 +7,13 @@ again; the walker re-examines only those and reuses everything else from the
 previous scan (see ``walker.scan(..., incremental=)``).
 
 The journal is trusted only when it is provably complete. Before every use a
-*cookie* (a temporary file named like a restore's temporary files, which the
-walker never records) is created in the workspace and the caller waits until
-the watcher reports it: events are delivered in order, so every change made
-before the cookie is then in the journal. The journal answers "walk
-everything" instead whenever it may have missed something:
+*cookie* (``.snapshotter-tmp-<16 random hex>``, made with ``O_EXCL`` so it is
+never a file that was there) is created in the workspace root and the caller
+waits until the watcher reports it: events are delivered in order, so every
+change made before the cookie is then in the journal. Only the cookies this
+journal made are passed over, and removed (while still the file it made): a
+file of that name the user made is theirs, and changes to it are changes. The
+journal answers "walk everything" instead whenever it may have missed something:
 
 - the watcher is not running yet, has died or was restarted;
 - the kernel's event queue overflowed (watchdog logs this; the log record is
@@ -34,6 +36,7 @@ watch mode is off and every call walks.
 
 from __future__ import annotations
 
+import collections
 import importlib.metadata
 import importlib.util
 import logging
@@ -48,7 +51,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from snapshotter.worktree.fsops import LEFTOVER_PREFIX, is_leftover
+from snapshotter.fsutil import unlink_if_same
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
@@ -58,6 +61,8 @@ MAX_TRACKED_PATHS = 20_000
 """Past this many changed paths a full walk is cheaper than following them."""
 COOKIE_TIMEOUT = 2.0
 """Seconds to wait for the watcher to report a cookie before walking everything."""
+COOKIE_PREFIX = ".snapshotter-tmp-"
+_SPENT_COOKIES = 64  # cookies removed lately, whose events may still come: passed over too
 
 
 MIN_WATCHDOG = (7, 1)
@@ -121,6 +126,8 @@ class ChangeJournal:
         self._lock = threading.Lock()
         self._cookie_seen = threading.Condition(self._lock)
         self._cookies: set[str] = set()
+        """The cookies this journal made and is waiting for."""
+        self._spent: collections.deque[str] = collections.deque(maxlen=_SPENT_COOKIES)
         self._seen_cookies: set[str] = set()
         self._closed: list[_Epoch] = []
         self._open = _Epoch(1, set(), set(), complete=False)  # nothing is known before the first walk
@@ -251,9 +258,7 @@ class ChangeJournal:
             # "modified" on the root only says its entries changed, and every such
             # change also arrives as its own event; the cookies cause one each time.
             return
-        name = rel.rpartition("/")[2]
-        if is_leftover(name):  # a cookie, or a restore's temporary file: never recorded
-            self._saw_cookie(name)
+        if rel.startswith(COOKIE_PREFIX) and self._saw_cookie(rel):  # one of ours: never recorded
             return
         if any(part.lower() == ".git" for part in rel.split("/")):
             return  # never recorded; the root's .git/info/exclude is re-read by every scan
@@ -280,24 +285,29 @@ class ChangeJournal:
 
     # -- cookies ------------------------------------------------------------------------
 
-    def _saw_cookie(self, name: str) -> None:
+    def _saw_cookie(self, name: str) -> bool:
+        """Note an event for ``name`` (in the root); False if it is no cookie of this journal."""
         with self._lock:
             if name in self._cookies:
                 self._seen_cookies.add(name)
                 self._cookie_seen.notify_all()
+                return True
+            return name in self._spent
 
     def _cookie_arrives(self) -> bool:
         """Write a cookie into the workspace and wait until the watcher reports it;
         False if it cannot be written or is late."""
         if not self.running:
             return False
-        name = LEFTOVER_PREFIX + secrets.token_hex(8)
+        name = COOKIE_PREFIX + secrets.token_hex(8)
         path = os.path.join(self.root, name)
         with self._lock:
             self._cookies.add(name)
         try:
             try:
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600))
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+                made = os.fstat(fd)
+                os.close(fd)
             except OSError:
                 return False
             try:
@@ -308,14 +318,12 @@ class ChangeJournal:
                     )
                     return name in self._seen_cookies
             finally:
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
+                unlink_if_same(path, made)  # a file put in its place since is not ours
         finally:
             with self._lock:
                 self._cookies.discard(name)
                 self._seen_cookies.discard(name)
+                self._spent.append(name)
 
     def _watched_everywhere(self, folders: list[str] | None = None) -> bool:
         """True if every folder (all of them, or ``folders`` and their subfolders) has a watch.
