@@ -60,6 +60,7 @@ from snapshotter.owners import (
     Owners,
     Span,
     decide,
+    in_time,
     named_paths,
 )
 from snapshotter.session.checkout import normalize_selection, selection_filter
@@ -140,8 +141,12 @@ def session_changes(engine: Engine, session: str | None, start: SnapshotInfo, en
     if not bracketed and end is None:
         end = _last_word(infos, session, start)
     points: list[SnapshotInfo | None] = [
-        info for info in infos if start.sequence <= info.sequence and (end is None or info.sequence <= end.sequence)
+        info
+        for info in infos
+        if start.sequence <= info.sequence and (end is None or info.sequence <= end.sequence) and in_time(info)
     ]
+    if not points or points[0] is not start:
+        points.insert(0, start)  # the stretch begins there, whatever its label
     if end is None:
         points.append(None)  # the workspace now
     pieces: list[Piece] = []

@@ -29,7 +29,7 @@ from typing import Any
 from snapshotter.attribution import Pair, Piece, changed_hunks, closing, revert_changes, session_changes
 from snapshotter.errors import BEGIN_TURN, InvalidInput, SnapshotError, SnapshotNotFound
 from snapshotter.model import ConflictMode, Hunk, RestoreResult, RevertResult, SessionInfo, SnapshotInfo, UndoResult
-from snapshotter.owners import POST_RESTORE, POST_TURN, PRE_TURN, TOOL, TOOL_DONE, label_number
+from snapshotter.owners import ABANDONED, POST_RESTORE, POST_TURN, PRE_TURN, TOOL, TOOL_DONE, label_number
 from snapshotter.session.engine import Engine
 from snapshotter.session.restoring import restore
 from snapshotter.session.reverting import SINCE, Step, bring_in
@@ -39,7 +39,6 @@ UNDO, REDO, TURNS = "undo", "redo", "turns"
 STACKS = (UNDO, REDO, TURNS)
 SESSIONS = "sessions/"
 CHECKPOINT_LABEL = "checkpoint"
-ABANDONED = "abandoned:"
 REDO_TO, POPPED = "redo-to", "undo-popped"
 """A named session's redo entry (its ``post-undo`` snapshot) names, in its
 metadata, the state to bring back and the checkpoint its undo took off the stack."""

@@ -28,10 +28,9 @@ made inside its bracket stays the enclosing call's. And the files a call names
 decide between sessions only: they never take a change from the one session
 whose brackets alone held it.
 
-A change the library wrote for a session (its revert, undo...) ran under the
-store lock, after the newest snapshot then: its bracket opens no earlier than
-the snapshot before its closing one, even where its safety snapshot was an
-older one the workspace matched again.
+A snapshot whose tree is not the folder at its moment (``abandoned:<n>``: a
+state a checkpoint ended the redo of, kept under a new number) begins and ends
+no step.
 
 A step no bracket holds is, inside an open turn of sessions that bracket no
 calls (they cannot say more), that session's turn if one, else ``unknown``;
@@ -58,8 +57,15 @@ CLOSING_LABELS = frozenset({"post-revert", "post-merge", "post-undo", "post-redo
 """Snapshots closing a change the library wrote three ways (its metadata ``since`` names where it began)."""
 INTERNAL_LABELS = frozenset({"pre-restore", "pre-undo", "pre-redo", "pre-revert", "pre-merge"}) | CLOSING_LABELS
 """Labels of the snapshots the library takes for itself."""
+ABANDONED = "abandoned:"
+"""The label of a state a checkpoint ended the redo of, kept as a snapshot of its own (``history``)."""
 WRITES = "writes"
 """A ``tool:`` snapshot's metadata: the workspace paths the call says it writes, as a JSON list."""
+
+
+def in_time(info: SnapshotInfo) -> bool:
+    """Whether ``info`` holds the folder as it was at its moment (not a copy of an older state)."""
+    return not (info.label or "").startswith(ABANDONED)
 
 
 def label_number(label: str | None, prefix: str) -> int | None:
@@ -120,7 +126,6 @@ class Owners:
             spans.append(turn)
         self.calls: list[Span] = []
         begun: dict[tuple[str | None, str], SnapshotInfo] = {}
-        previous: SnapshotInfo | None = None
         for info in ordered:
             label = info.label or ""
             if label.startswith(TOOL):
@@ -132,9 +137,7 @@ class Owners:
             elif label in CLOSING_LABELS:
                 since = by_id.get(info.metadata.get(SINCE, ""))
                 if since is not None:  # the closing snapshot's session's (its safety snapshot may be another's)
-                    opened = max(since, previous or since, key=lambda found: found.sequence)
-                    self.calls.append(self._call(opened, info.sequence, None, session=info.session))
-            previous = info
+                    self.calls.append(self._call(since, info.sequence, None, session=info.session))
         for (_, call), opened in begun.items():  # never closed: to its turn's end, or now
             self.calls.append(self._call(opened, self._turn_end(opened), call, closed=False))
         self.bracketing = {span.session for span in self.calls if span.call is not None}

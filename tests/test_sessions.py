@@ -887,3 +887,14 @@ def test_the_undo_models_run_where_retention_made_an_undo_go_elsewhere(tmp_path:
     steps = [("A", "call"), ("A", "call"), ("B", "revert"), ("B", "checkpoint"), ("A", "call")]
     steps += [("B", "checkpoint"), ("A", "call"), ("A", "undo"), ("A", "undo")]
     assert _play_undo(tmp_path, [*UNDO_OPENING, *steps], 101) >= 1
+
+
+def test_a_checkpoints_abandoned_copy_is_no_step_of_a_sessions_history(tmp_path: Path) -> None:
+    """Found by the undo model (--long): A's checkpoint kept the redo side of its
+    earlier undo as ``abandoned:1``, a snapshot numbered after the checkpoint but
+    holding the folder as it was before that undo. Read as a step of history, it
+    made A's revert look like a change from that old state, and A's undo of the
+    revert went back there instead of to the checkpoint."""
+    steps = [("A", "call")] * 7 + [("A", "undo")] + [("A", "call")] * 5
+    steps += [("A", "checkpoint"), ("A", "revert"), ("A", "undo")]
+    assert _play_undo(tmp_path, [*UNDO_OPENING, *steps], 0) >= 1
