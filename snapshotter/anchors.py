@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from snapshotter.attribution import POST_TURN, PRE_TURN, TOOL, TOOL_DONE, session_changes
+from snapshotter.attribution import session_changes
 from snapshotter.history import SESSIONS, TURNS, UNDO, _info, _live
 from snapshotter.model import SnapshotInfo
+from snapshotter.owners import POST_TURN, PRE_TURN, TOOL, TOOL_DONE
 from snapshotter.session.engine import Engine
 
 OPEN_CALLS_KEPT = 8
@@ -42,7 +43,8 @@ def before_dropping(engine: Engine, dropping: Sequence[SnapshotInfo]) -> None:
         if not stack:
             continue
         cut = 0
-        for start, end in session_changes(engine, name, stack[0], None):
+        for piece in session_changes(engine, name, stack[0], None):  # each begins and ends where its owner does
+            start, end = piece.before, piece.after
             lost = start.id in going or (end is not None and end.id in going)
             if lost and (end is None or start.tree_id != end.tree_id):
                 cut = max(cut, (end or start).sequence)
@@ -58,7 +60,7 @@ def kept_for_sessions(engine: Engine) -> set[str]:
     open (its ``tool_done`` pairs with it; the newest ``OPEN_CALLS_KEPT`` of a
     session, so calls a killed agent never closed go in time); and a named
     session's newest closed call, which says that the session brackets its calls
-    (``attribution.brackets_calls``): without it, all of its changes would be
+    (``attribution.session_changes``): without it, all of its changes would be
     read as "the whole stretch, less the other sessions' brackets", a person's
     edits and another session's open call included. Only for sessions that still
     keep history here (an undo or turns stack): one whose stacks retention has

@@ -26,21 +26,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from snapshotter.attribution import (
-    POST_RESTORE,
-    POST_TURN,
-    PRE_TURN,
-    TOOL,
-    TOOL_DONE,
-    Pair,
-    changed_hunks,
-    closing,
-    label_number,
-    revert_changes,
-    session_changes,
-)
+from snapshotter.attribution import Pair, Piece, changed_hunks, closing, revert_changes, session_changes
 from snapshotter.errors import BEGIN_TURN, InvalidInput, SnapshotError, SnapshotNotFound
 from snapshotter.model import ConflictMode, Hunk, RestoreResult, RevertResult, SessionInfo, SnapshotInfo, UndoResult
+from snapshotter.owners import ABANDONED, POST_RESTORE, POST_TURN, PRE_TURN, TOOL, TOOL_DONE, label_number
 from snapshotter.session.engine import Engine
 from snapshotter.session.restoring import restore
 from snapshotter.session.reverting import SINCE, Step, bring_in
@@ -50,7 +39,6 @@ UNDO, REDO, TURNS = "undo", "redo", "turns"
 STACKS = (UNDO, REDO, TURNS)
 SESSIONS = "sessions/"
 CHECKPOINT_LABEL = "checkpoint"
-ABANDONED = "abandoned:"
 REDO_TO, POPPED = "redo-to", "undo-popped"
 """A named session's redo entry (its ``post-undo`` snapshot) names, in its
 metadata, the state to bring back and the checkpoint its undo took off the stack."""
@@ -195,11 +183,11 @@ def redo(engine: Engine) -> UndoResult:
 # -- a named session's undo and redo: its own changes only ---------------------------------
 
 
-def _since(engine: Engine, checkpoint_info: SnapshotInfo) -> list[Pair]:
+def _since(engine: Engine, checkpoint_info: SnapshotInfo) -> list[Piece]:
     """The session's changes since ``checkpoint_info``, less those that changed nothing."""
-    pairs = session_changes(engine, engine.session, checkpoint_info, None)
+    pieces = session_changes(engine, engine.session, checkpoint_info, None)
     current_tree = engine.scan(write=False).tree_id.hex()
-    return [(a, b) for a, b in pairs if a.tree_id != (b.tree_id if b is not None else current_tree)]
+    return [p for p in pieces if p.before.tree_id != (p.after.tree_id if p.after is not None else current_tree)]
 
 
 def _session_undo(engine: Engine, stack: list[bytes]) -> UndoResult:

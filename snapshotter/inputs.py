@@ -8,6 +8,7 @@ about once the new snapshot holds it.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -16,11 +17,14 @@ from contextlib import contextmanager
 from snapshotter.errors import InvalidInput
 from snapshotter.gitstore import trailers
 from snapshotter.options import check_session
+from snapshotter.owners import WRITES
+from snapshotter.session.checkout import normalize_selection
 from snapshotter.session.engine import Engine
 
 log = logging.getLogger("snapshotter")
 
 Paths = Sequence[str | os.PathLike[str]]
+MAX_WRITES = 64
 
 
 def paths(files: Paths | None) -> Paths | None:
@@ -57,10 +61,26 @@ def limit(value: int | None) -> int | None:
 
 
 def call_id(value: str) -> str:
-    """A tool call's id, for its snapshot's ``tool:<id>`` label."""
+    """A tool call's id, for its snapshots' ``tool:<id>`` and ``tool-done:<id>``
+    labels: it must make a label (at most 200 characters in all, one line that
+    reads as stored). The hooks cut and hash a longer id first (``hookevents.ident``)."""
     if not isinstance(value, str) or not value:
         raise InvalidInput("call_id must be a non-empty string")
+    try:
+        trailers.validate_label(f"tool-done:{value}")
+    except InvalidInput as exc:
+        raise InvalidInput(f"call_id cannot make a label: {exc}") from None
     return value
+
+
+def written(engine: Engine, writes: Paths | None) -> dict[str, str]:
+    """A ``writes=`` argument (the files a tool call says it writes) as the
+    ``tool:`` snapshot's metadata: workspace paths, as a JSON list (``owners``)."""
+    if writes is None:
+        return {}
+    if len(paths(writes) or ()) > MAX_WRITES:
+        raise InvalidInput(f"writes= names at most {MAX_WRITES} files (leave it out for a call that writes more)")
+    return {WRITES: json.dumps(sorted(set(normalize_selection(engine.workspace, writes))), ensure_ascii=False)}
 
 
 @contextmanager

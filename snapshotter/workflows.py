@@ -96,13 +96,23 @@ class Workflows:
 
     @public(mutates=True)
     def tool_snapshot(
-        self, call_id: str, message: str = "", *, metadata: Mapping[str, str] | None = None
+        self,
+        call_id: str,
+        message: str = "",
+        *,
+        metadata: Mapping[str, str] | None = None,
+        writes: Sequence[str | os.PathLike[str]] | None = None,
     ) -> SnapshotInfo:
         """Snapshot labelled ``tool:<call_id>``, before a file-editing tool call.
         With :meth:`tool_done` after it, the call's changes are known exactly:
-        reverting the turn (or a session's undo) reverts those, nothing else."""
+        reverting the turn (or a session's undo) reverts those, nothing else.
+        ``writes``: the files the call says it writes (a file tool's file; ``[]``
+        for a tool that only reads), which tells its changes from those of
+        another session's call running at the same moment."""
+        engine = self._engine_ok()
         text = inputs.snapshot_text(message, None, metadata)
-        return history.tool_snapshot(self._engine_ok(), inputs.call_id(call_id), text[0], text[2])
+        named = inputs.written(engine, writes)
+        return history.tool_snapshot(engine, inputs.call_id(call_id), text[0], {**text[2], **named})
 
     @public(mutates=True)
     def tool_done(self, call_id: str, message: str = "", *, metadata: Mapping[str, str] | None = None) -> SnapshotInfo:

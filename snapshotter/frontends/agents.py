@@ -14,6 +14,13 @@ Claude Code and Codex name each tool call (``tool_use_id``); Gemini CLI and
 Copilot CLI do not, and run parallel calls whose after-hooks come in the order
 they finish: their calls are paired by tool and arguments (``hookpairs``).
 Codex names each turn too (``turn_id``).
+
+A hook call is not always the agent's whose file holds it: Copilot CLI runs the
+project's Claude Code hooks (``.claude/settings.json``) too, with Claude-shaped
+payloads, so :func:`caller` gives each call to the agent that made it. And an
+agent runs a project's and a user-level file both (Codex at once, Copilot one
+after the other, each with the same payload): ``hookevents`` records such an
+event once (its fingerprint).
 """
 
 from __future__ import annotations
@@ -56,6 +63,8 @@ class Agent:
         "project_env",
         "tool_matcher",
         "short_events",
+        "writers",
+        "readers",
     )
 
     def __init__(
@@ -76,6 +85,8 @@ class Agent:
         project_env: tuple[str, ...] = (),
         tool_matcher: str | None = "*",
         short_events: frozenset[str] = frozenset(),
+        writers: dict[str, str] | None = None,
+        readers: frozenset[str] = frozenset(),
     ) -> None:
         self.name = name
         """As the command line names it (``snapshotter hooks install NAME``) and its sessions start."""
@@ -106,12 +117,21 @@ class Agent:
         """The matcher that takes every tool (None: leave the matcher out)."""
         self.short_events = short_events
         """Events the agent gives little time (Codex: SessionEnd, at most 3 s)."""
+        self.writers = writers or {}
+        """A tool that writes the one file it names -> the argument naming it (a call's ``writes``)."""
+        self.readers = readers
+        """Tools that write no file (a call's ``writes`` is empty)."""
 
     def user_path(self, environ: Mapping[str, str]) -> str:
-        """The user-level hooks file (``user_dir_env`` moves its folder)."""
-        first, _, rest = self.user_file.partition("/")
-        folder = environ.get(self.user_dir_env) if self.user_dir_env else None
-        return os.path.join(folder, rest) if folder else os.path.expanduser(self.user_file)
+        """The user-level hooks file: ``user_file`` in ``environ``'s home, or, where
+        ``user_dir_env`` is set, in the folder it names in place of the first
+        folder below the home (``CODEX_HOME`` for ``~/.codex``)."""
+        own_folder, _, rest = self.user_file.removeprefix("~/").partition("/")
+        moved = environ.get(self.user_dir_env) if self.user_dir_env else None
+        if moved:
+            return os.path.join(moved, *rest.split("/"))
+        home = environ.get("HOME") or os.path.expanduser("~")
+        return os.path.join(home, own_folder, *rest.split("/"))
 
     def folder(self, payload: Mapping[str, object], environ: Mapping[str, str]) -> str | None:
         """Where the agent works: its project-folder variable, else the payload's ``cwd``."""
@@ -144,6 +164,13 @@ AGENTS: dict[str, Agent] = {
             session_field="session_id",
             call_id_field="tool_use_id",
             project_env=("CLAUDE_PROJECT_DIR",),
+            writers={
+                "Write": "file_path",
+                "Edit": "file_path",
+                "MultiEdit": "file_path",
+                "NotebookEdit": "notebook_path",
+            },
+            readers=frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead", "WebFetch", "WebSearch", "TodoWrite"}),
         ),
         Agent(
             name="codex",
@@ -189,6 +216,10 @@ AGENTS: dict[str, Agent] = {
             session_field="session_id",
             call_id_field=None,
             project_env=("GEMINI_PROJECT_DIR",),
+            writers={"write_file": "file_path", "replace": "file_path"},
+            readers=frozenset(
+                {"read_file", "read_many_files", "glob", "search_file_content", "list_directory", "web_fetch"}
+            ),
         ),
         Agent(
             name="copilot",
@@ -212,6 +243,8 @@ AGENTS: dict[str, Agent] = {
             call_id_field=None,
             project_env=("COPILOT_PROJECT_DIR",),
             tool_matcher=None,
+            writers={"create": "path", "edit": "path", "Write": "path", "Edit": "path"},  # its own, Claude-shaped
+            readers=frozenset({"view"}),
         ),
     )
 }
@@ -225,3 +258,25 @@ def event_name(payload: dict[str, object], named: str | None) -> str | None:
         return named
     found = payload.get("hook_event_name") or payload.get("hookName")
     return found if isinstance(found, str) else None
+
+
+def caller(
+    agent: Agent, named: str | None, payload: dict[str, object], environ: Mapping[str, str]
+) -> tuple[Agent, str | None, dict[str, object]]:
+    """The agent that made a hook call, with its event and payload in that agent's
+    terms (else as given). Copilot CLI (1.0.102) runs the project's Claude Code
+    hooks with ``COPILOT_CLI=1`` in their environment and Claude-shaped payloads
+    naming Copilot's own session: such a call is Copilot's, as its own hooks
+    would have it. Claude Code started by Copilot's shell tool inherits
+    ``COPILOT_CLI``, but its hooks have ``CLAUDE_CODE_SESSION_ID`` (Claude Code
+    sets it) naming the payload's own session: those stay Claude Code's."""
+    if agent.name != "claude-code" or environ.get("COPILOT_CLI") != "1":
+        return agent, named, payload
+    session = payload.get(agent.session_field)
+    if environ.get("CLAUDE_CODE_SESSION_ID") == session:
+        return agent, named, payload
+    copilot = AGENTS["copilot"]
+    name = event_name(payload, named)
+    role = agent.events.get(name) if name is not None else None
+    mapped = next((event for event, found in copilot.events.items() if found == role), None)
+    return copilot, mapped, {**payload, copilot.session_field: session}

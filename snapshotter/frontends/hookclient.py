@@ -32,7 +32,7 @@ import time
 
 from snapshotter import __version__
 from snapshotter.frontends import hooklog, wire
-from snapshotter.frontends.agents import AGENTS, SESSION_END, event_name
+from snapshotter.frontends.agents import AGENTS, SESSION_END, caller, event_name
 from snapshotter.frontends.userfiles import snapshot_home
 from snapshotter.gitstore.location import canonical_workspace, find_workspace, store_path_for
 
@@ -70,7 +70,7 @@ def _call(argv: list[str], agent: Agent | None, named: str | None, answer: str, 
     try:
         if agent is None:
             raise ValueError(f"no agent {argv[0] if argv else ''!r}; hooks know {', '.join(sorted(AGENTS))}")
-        payload = _payload()
+        agent, named, payload = caller(agent, named, _payload(), os.environ)  # Copilot runs Claude's hooks too
         name = event_name(payload, named)
         folder = agent.folder(payload, os.environ)
         if name is None or name not in agent.events or folder is None:

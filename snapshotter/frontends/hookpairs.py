@@ -1,4 +1,5 @@
-"""Tool calls paired for agents that name none (Gemini CLI, Copilot CLI).
+"""Tool calls paired for agents that name none (Gemini CLI, Copilot CLI), and
+the events of a session already recorded (every agent's: ``hookevents``).
 
 Their before- and after-tool hooks carry the tool's name and arguments, no id,
 and parallel calls end in the order they finish. So each before-hook gives its
@@ -7,6 +8,12 @@ digest of the tool and its arguments; an after-hook closes the open call with
 the same digest (the oldest such), else the oldest open call. The notes live
 in the store (``snapshotter/hooks/<session>.json``), written under a lock of
 their own, so hooks running in separate processes at once pair alike.
+
+Under the same lock, the fingerprints of the session's newest events (one a
+line in ``<session>.seen``, appended to, not rewritten: every agent's events
+pass here) tell a copy of an event, run at once from a second hooks file, from
+the event: exactly one of them is recorded. A torn line (a crash mid-write) is
+one fingerprint forgotten, nothing worse.
 """
 
 from __future__ import annotations
@@ -23,9 +30,11 @@ from snapshotter.gitstore.locking import StoreLock
 LOCK_WAIT = 5.0
 MAX_OPEN = 256
 """Open calls kept per session: a before-hook whose after-hook never came is forgotten past this."""
+MAX_SEEN = 128
+"""Fingerprints of a session's newest events kept (a copy comes within a second of its event)."""
 STATE_CAP = 1 << 20
-"""The notes of one session are ``MAX_OPEN`` calls of some 30 bytes: past 1 MiB
-they are no notes of ours, and calls are counted afresh."""
+"""The notes of one session are ``MAX_OPEN`` calls of some 30 bytes (and ``2 * MAX_SEEN``
+fingerprints of 33): past 1 MiB they are no notes of ours, and are begun afresh."""
 
 
 def digest(tool: object, arguments: object) -> str:
@@ -42,6 +51,7 @@ class Pairs:
         self.folder = folder
         self.path = os.path.join(folder, f"{session}.json")
         self.lock_path = os.path.join(folder, f"{session}.lock")
+        self.seen_path = os.path.join(folder, f"{session}.seen")
 
     def opened(self, key: str) -> str:
         """A new call with tool-and-arguments digest ``key``: its id, noted open."""
@@ -60,6 +70,28 @@ class Pairs:
                 return None
             calls.remove(match)
             return match[0]
+
+    def first(self, fingerprint: str) -> bool:
+        """Whether the event with ``fingerprint`` is new here (then noted seen): False for a copy."""
+        os.makedirs(self.folder, mode=0o700, exist_ok=True)
+        with StoreLock(self.lock_path, LOCK_WAIT):
+            try:
+                seen = read_side_file(self.seen_path, STATE_CAP, follow=False).decode("ascii", "replace").split()
+            except FileNotFoundError:
+                seen = []
+            except OSError:  # not a file of ours: it goes, and is begun again
+                os.unlink(self.seen_path)
+                seen = []
+            if fingerprint in seen:
+                return False
+            if len(seen) >= 2 * MAX_SEEN:  # now and then, the oldest go
+                _replace(self.seen_path, "".join(f"{item}\n" for item in seen[-MAX_SEEN:]))
+            fd = os.open(self.seen_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NOFOLLOW, 0o600)
+            try:
+                os.write(fd, f"{fingerprint}\n".encode("ascii", "replace"))
+            finally:
+                os.close(fd)
+            return True
 
     def _locked(self) -> _Locked:
         os.makedirs(self.folder, mode=0o700, exist_ok=True)
@@ -103,9 +135,22 @@ class _Locked:
     def __exit__(self, kind: object, error: object, trace: object) -> None:
         try:
             if kind is None:
-                fd, temporary = tempfile.mkstemp(dir=self.pairs.folder, prefix=".pairs-", suffix=".tmp")
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    json.dump(self.state, handle)
-                os.replace(temporary, self.pairs.path)
+                _replace(self.pairs.path, json.dumps(self.state))
         finally:
             self.lock.__exit__(kind, error, trace)
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _replace(path: str, text: str) -> None:
+    """``path`` holds ``text`` (a temporary file renamed over it: never torn)."""
+    fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".pairs-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise

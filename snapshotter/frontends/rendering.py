@@ -15,13 +15,13 @@ import logging
 import os
 import sys
 import time
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from datetime import datetime
 from enum import Enum
 from typing import Any, TextIO
 
-from snapshotter.attribution import POST_TURN, PRE_TURN
 from snapshotter.model import (
     FileChange,
     FileDiff,
@@ -35,6 +35,7 @@ from snapshotter.model import (
     UndoResult,
     VerifyResult,
 )
+from snapshotter.owners import POST_TURN, PRE_TURN
 
 SCHEMA = 1
 STATUS_LETTER = {"added": "A", "modified": "M", "deleted": "D", "type_changed": "T", "unreadable": "X"}
@@ -150,6 +151,9 @@ def revert_lines(result: RevertResult, taken: str = "revert") -> list[str]:
         lines.append(f"conflict {conflict.path} ({conflict.reason.value}: {conflict.detail}{marked})")
     for skipped in result.skipped:
         lines.append(f"skip     {skipped.path} ({skipped.detail or skipped.reason.value}: not written here)")
+    for path in result.unattributed:
+        why = "changed while another session's tool call ran too: whose change it was cannot be told"
+        lines.append(f"keep     {path} ({why})")
     verb = "would change" if result.dry_run or not result.applied else "changed"
     lines.append(
         f"{verb} {len(result.reverted) + len(result.merged)} paths ({len(result.merged)} merged), "
@@ -181,12 +185,32 @@ def verify_json(result: VerifyResult) -> dict[str, Any]:
     return plain_json(result)
 
 
+def readable(text: str) -> str:
+    """``text`` as a terminal shows it as stored: control characters (an escape
+    would drive the terminal) and bidi and other format characters (which turn
+    a line around) written as ``\\x1b`` and ``\\u202e``; the joiners kept. Text
+    comes from the folder's history, which an agent can write (an MCP server's
+    ``begin_turn`` message, a session's metadata)."""
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        kind = unicodedata.category(ch)
+        if kind == "Cc":
+            out.append(f"\\x{ord(ch):02x}")
+        elif kind in ("Cf", "Zl", "Zp", "Cs") and ch not in "\u200c\u200d":
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 def snapshot_line(info: SnapshotInfo, is_base: bool = False) -> str:
     """One line: id, time, counts against the snapshot before it, label, first line of the message;
     ``@`` after the id marks the base."""
-    label = f" [{info.label}]" if info.label else ""
+    label = f" [{readable(info.label)}]" if info.label else ""
     when = info.created_at.strftime("%Y-%m-%d %H:%M:%S")
-    first = info.message.splitlines()[0] if info.message else ""
+    first = readable(info.message.splitlines()[0]) if info.message else ""
     stats = f"{plural(info.files_changed, 'file')} +{info.additions} -{info.deletions}"
     marker = " @" if is_base else "  "
     return f"{info.id[:12]}{marker} {when}  {stats}{label}  {first}".rstrip()
@@ -201,8 +225,8 @@ def session_log_lines(infos: list[SnapshotInfo], shown: int, base_id: str | None
     for info in reversed(infos):
         label = info.label or ""
         if label.startswith(PRE_TURN):
-            first = info.message.splitlines()[0] if info.message else ""
-            groups.append((f"turn {label[len(PRE_TURN) :]}: {first}".rstrip(), []))
+            first = readable(info.message.splitlines()[0]) if info.message else ""
+            groups.append((f"turn {readable(label[len(PRE_TURN) :])}: {first}".rstrip(), []))
             inside = True
         elif not inside and (not groups or groups[-1][0] != OUTSIDE_TURNS):
             groups.append((OUTSIDE_TURNS, []))
@@ -231,17 +255,17 @@ def show_lines(info: SnapshotInfo) -> list[str]:
         f"snapshot  {info.id}",
         f"sequence  {info.sequence}",
         f"created   {info.created_at.strftime('%Y-%m-%d %H:%M:%S %Z')}",
-        f"label     {info.label if info.label else '-'}",
+        f"label     {readable(info.label) if info.label else '-'}",
         f"changes   {plural(info.files_changed, 'file')}, +{info.additions} -{info.deletions} lines "
         "(against the snapshot before it)",
         f"tree      {info.tree_id}",
     ]
     for key, value in sorted(info.metadata.items()):
-        lines.append(f"meta      {key}={value}")
+        lines.append(f"meta      {readable(key)}={readable(value)}")
     for skipped in info.skipped:
         lines.append(f"skipped   {skipped.path} ({skipped.reason.value})")
     lines.append("")
-    lines.extend(f"    {line}" for line in (info.message.splitlines() or ["(no message)"]))
+    lines.extend(f"    {readable(line)}" for line in (info.message.splitlines() or ["(no message)"]))
     return lines
 
 

@@ -14,6 +14,7 @@ import argparse
 import os
 from collections.abc import Callable
 
+from snapshotter.errors import SnapshotNotFound
 from snapshotter.frontends import line_commands, rendering, words
 from snapshotter.frontends.failures import EXIT_ERROR, EXIT_REFUSED, CommandFailed
 from snapshotter.frontends.line_commands import Ask
@@ -43,29 +44,21 @@ def dispatch(
         if not outcome.ok:
             refused = outcome.revert is not None and bool(outcome.revert.conflicts)
             code = EXIT_REFUSED if refused else 1
-            raise CommandFailed("Conflict" if refused else "NothingToDo", outcome.message, f.undo_json(outcome), code)
+            said = outcome.message if refused else outcome.message + elsewhere(snap, agent_flag=False)
+            raise CommandFailed("Conflict" if refused else "NothingToDo", said, f.undo_json(outcome), code)
         return f.undo_json(outcome), lambda: say(outcome.message)
     if name == "turn":
         if args.agent is not None:
             from snapshotter.frontends.agent_commands import newest_session_of
 
             snap = snap.in_session(newest_session_of(snap, args.agent))
-        n = args.n if isinstance(args.n, int) else snap.turn_number(args.n)
-        if args.action == "hunks":
-            listed = snap.turn_hunks(n)
-            return [f.plain_json(h) for h in listed], lambda: _lines(say, line_commands.hunk_lines(listed))
-        if args.action == "revert":
-            if args.reset and (args.hunk or args.patch):
-                line_commands.pick(args, lambda split: [], None, say)  # refuses: a reset restores the whole turn
-            if args.reset:
-                restored = snap.revert_turn(n, reset=True, dry_run=args.dry_run)
-                return f.restore_json(restored), lambda: _lines(say, f.restore_lines(restored))
-            chosen = line_commands.pick(args, lambda split: snap.turn_hunks(n, split=split), ask, say)
-            if chosen == []:
-                return None, lambda: say("no hunk chosen; nothing was written")
-            return _reverted(snap.revert_turn(n, conflicts=args.conflicts, hunks=chosen, dry_run=args.dry_run), say)
-        info = snap.begin_turn() if args.action == "begin" else snap.end_turn()
-        return f.snapshot_json(info), lambda: say(f.snapshot_line(info))
+        try:
+            return _turn(snap, args, say, ask)
+        except SnapshotNotFound as error:
+            hint = elsewhere(snap, agent_flag=True) if isinstance(args.n, int) else ""
+            if not hint:
+                raise
+            raise SnapshotNotFound(f"{error}{hint}") from None
     if name == "tool":
         info = snap.tool_snapshot(args.call_id) if args.action == "begin" else snap.tool_done(args.call_id)
         return f.snapshot_json(info), lambda: say(f.snapshot_line(info))
@@ -93,6 +86,46 @@ def dispatch(
         rows = [f"{k.fork_point_id[:12]}  {k.path}{'' if k.exists else '  (gone)'}" for k in found]
         return [rendering.plain_json(k) for k in found], lambda: _lines(say, rows)
     raise AssertionError(f"not an agent-loop command: {name}")
+
+
+def _turn(snap: Snapshotter, args: argparse.Namespace, say: Printer, ask: Ask | None) -> tuple[Any, Callable[[], None]]:
+    """``turn begin|end|revert|hunks`` in ``snap``'s session."""
+    f = rendering
+    n = args.n if isinstance(args.n, int) else snap.turn_number(args.n)
+    if args.action == "hunks":
+        listed = snap.turn_hunks(n)
+        return [f.plain_json(h) for h in listed], lambda: _lines(say, line_commands.hunk_lines(listed))
+    if args.action == "revert":
+        if args.reset and (args.hunk or args.patch):
+            line_commands.pick(args, lambda split: [], None, say)  # refuses: a reset restores the whole turn
+        if args.reset:
+            restored = snap.revert_turn(n, reset=True, dry_run=args.dry_run)
+            return f.restore_json(restored), lambda: _lines(say, f.restore_lines(restored))
+        chosen = line_commands.pick(args, lambda split: snap.turn_hunks(n, split=split), ask, say)
+        if chosen == []:
+            return None, lambda: say("no hunk chosen; nothing was written")
+        return _reverted(snap.revert_turn(n, conflicts=args.conflicts, hunks=chosen, dry_run=args.dry_run), say)
+    info = snap.begin_turn() if args.action == "begin" else snap.end_turn()
+    return f.snapshot_json(info), lambda: say(f.snapshot_line(info))
+
+
+def elsewhere(snap: Snapshotter, agent_flag: bool) -> str:
+    """Where the folder's own history (the anonymous session) has nothing to
+    take back but agent sessions keep theirs: which there are, and the flag
+    that reaches one (``""``: in a session already, or none here)."""
+    if snap.session is not None:
+        return ""
+    found = snap.sessions()
+    if not found:
+        return ""
+    named = [f"{s.name} ({s.agent + ', ' if s.agent else ''}{rendering.plural(s.turns, 'turn')})" for s in found[:3]]
+    more = f" and {len(found) - 3} more (`snapshotter sessions`)" if len(found) > 3 else ""
+    agent = next((s.agent for s in found if s.agent), None)
+    how = f"--agent {agent} (its newest session) or " if agent_flag and agent else ""
+    return (
+        f" in the folder's own history; the agent sessions here keep their own: {', '.join(named)}{more};"
+        f" reach one with {how}--session NAME"
+    )
 
 
 def _folder_or_ref(source: str) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Mapping
 from datetime import datetime, timezone
 
@@ -55,13 +56,19 @@ def validate_label(label: str | None) -> str | None:
     if not isinstance(label, str) or not label or len(label) > _MAX_LABEL:
         raise InvalidInput(f"label must be a non-empty string of at most {_MAX_LABEL} characters")
     check_text("label", label)
-    if any(ch < " " or ch == "\x7f" for ch in label) or label != label.strip():
-        raise InvalidInput("label must be one line without control characters or outer spaces")
+    if not _reads_as_stored(label) or label != label.strip():
+        raise InvalidInput("label must be one line without control, bidi or other format characters, or outer spaces")
     if label.startswith("@"):
         raise InvalidInput(f"label {label!r} starts with '@', which names relative refs (@, @~2); choose another")
     if _HEXLIKE.fullmatch(label):
         raise InvalidInput(f"label {label!r} looks like a snapshot id; choose a label with a non-hex character")
     return label
+
+
+def _reads_as_stored(text: str) -> bool:
+    """No control or line-breaking character (an escape drives a terminal), and no
+    format character but the joiners (a bidi control turns the line around)."""
+    return not any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") and ch not in "\u200c\u200d" for ch in text)
 
 
 def validate_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:
