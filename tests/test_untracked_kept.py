@@ -322,6 +322,26 @@ def test_a_cap_a_workspace_file_lowers_keeps_nothing_from_a_restore(ws: Path, ho
     assert (ws / "data.txt").read_text() == "recorded\n", done.stdout
 
 
+def test_a_snapshot_that_stops_tracking_a_path_names_the_rule_that_hides_it(
+    ws: Path, make, caplog: pytest.LogCaptureFixture
+) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"src/app.py": "v1\n", "src/util.py": "u\n", "logs/x.log": "l\n", "a.txt": "a\n"})
+    snap = make()
+    snap.snapshot()
+    write(ws, {".git/info/exclude": "src/\n", "logs/.gitignore": "*.log\n", "a.txt": "b\n"})
+    with caplog.at_level("WARNING", logger="snapshotter"):
+        snap.snapshot()
+    text = "\n".join(record.getMessage() for record in caplog.records)
+    assert "src/app.py" in text and str(ws / ".git" / "info" / "exclude") in text
+    assert "logs/x.log" in text and str(ws / "logs" / ".gitignore") in text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="snapshotter"):
+        snap.snapshot()  # said once: the previous snapshot does not track them either
+        (ws / "a.txt").unlink()
+        snap.snapshot()  # deleted, not hidden: nothing to say
+    assert caplog.records == []
+
+
 @needs_git
 def test_a_workspace_settings_exclude_is_judged_as_git_judges_its_lowest_exclude_file(
     ws: Path, make, tmp_path: Path

@@ -25,6 +25,7 @@ from snapshotter.gitstore.objects import EMPTY_TREE, STREAM_THRESHOLD
 from snapshotter.gitstore.store import Store
 from snapshotter.model import ScanStats, SnapshotInfo
 from snapshotter.options import Options
+from snapshotter.session import hidden
 from snapshotter.session.failures import STORE_FAILURES, translated
 from snapshotter.session.indexes import UserIndexes
 from snapshotter.session.recording import Recorded, commit, commit_copy, numstat, stored_lines
@@ -238,7 +239,7 @@ class Engine:
         (kept in memory only without ``save_cache``: a restore saves it once, after writing).
         ``compared``: a restore's comparison of its target with ``current`` (the counts come
         from it if the target is the newest snapshot). Without ``count_lines`` only files are
-        counted now, the lines when asked."""
+        counted now, the lines when asked; what a rule in the workspace now hides is named."""
         tree_id = current.tree_id
         if current.root.tree_id is None:
             self.store.writer.write(b"tree", b"")
@@ -256,6 +257,7 @@ class Engine:
         except StoreError:  # the newest snapshot's tree is damaged: count against nothing instead
             base = EMPTY_TREE
             stats, found = numstat(self.store, current, base, self.read_for_stats, lines=count_lines, marked=marked)
+        hidden.warn(self.workspace, self.options, self.repository, found)
         current.line_counts = {}  # counted: a cold snapshot's are 10 MiB at 100k files (recording again reads back)
         against = None if count_lines else base
         info = commit(
