@@ -363,3 +363,14 @@ def test_a_workspace_settings_exclude_is_judged_as_git_judges_its_lowest_exclude
     snap = make(workspace_settings=settings)
     info = snap.snapshot()
     assert info.tree_id == expected
+
+
+def test_a_folder_in_the_way_holding_a_repository_is_refused_and_its_git_untouched(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"n": "recorded file\n", "a.txt": "a\n"})
+    snap = make()
+    first = snap.snapshot()
+    (ws / "n").unlink()
+    write(ws, {"n/x.log": "log\n", "n/.git/HEAD": "ref: refs/heads/main\n", ".gitignore": "*.log\n"})
+    with pytest.raises(RestoreConflict):
+        snap.restore(first.id)
+    assert (ws / "n/.git/HEAD").read_text() == "ref: refs/heads/main\n" and (ws / "n/x.log").read_text() == "log\n"

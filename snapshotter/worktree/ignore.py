@@ -1,10 +1,13 @@
 """The gitignore rules of one workspace, judged the way ``git add -A`` judges them.
 
-Two kinds of source. The workspace's own, lowest precedence first: its
-``.git/info/exclude`` (or its repository's), then each ``.gitignore`` from the
-root down; within a source the last matching pattern wins, a deeper
-``.gitignore`` beats a shallower one, and a pattern is matched against the path
-relative to the folder of the file it came from, as in git. Above them, the
+Two kinds of source. The workspace's own, lowest precedence first: the
+excludes of its settings files (``WorkspaceSettings``, where git reads
+``core.excludesFile``), its ``.git/info/exclude`` (or its repository's), then
+each ``.gitignore`` from the root down; within a source the last matching
+pattern wins, a deeper ``.gitignore`` beats a shallower one, and a pattern is
+matched against the path relative to the folder of the file it came from, as
+in git. The agent can write every one of them, so none keeps a restore from
+bringing back a path the target holds (``session/in_the_way``). Above them, the
 *policy*: the caller's ``exclude=`` over :data:`DEFAULT_EXCLUDES`. A path the
 policy ignores is ignored whatever the workspace's files say: a file inside the
 workspace, which the guarded agent can write, may add excludes but never take
