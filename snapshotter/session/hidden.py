@@ -34,7 +34,7 @@ def warn(workspace: str, options: Options, repository: UserRepository | None, fo
     """Warn about the paths ``found`` (changes from the newest snapshot to a new
     one) deletes that are still files or symlinks in ``workspace``, naming the
     file whose rule hides them."""
-    still = [change.path for change in found if change.new is None and _on_disk(workspace, change.path)]
+    still = _still_there(workspace, [change.path for change in found if change.new is None])
     if not still:
         return
     rules = _Rules(workspace, option_rules(workspace, options, repository))
@@ -56,6 +56,21 @@ def warn(workspace: str, options: Options, repository: UserRepository | None, fo
             them,
             them,
         )
+
+
+def _still_there(workspace: str, paths: Sequence[str]) -> list[str]:
+    """The files and symlinks among ``paths`` that are still there; a folder gone
+    (a tree deleted whole) costs one look, not one per file it held."""
+    folders: dict[str, bool] = {"": True}
+    out = []
+    for path in paths:
+        folder = path.rpartition("/")[0]
+        there = folders.get(folder)
+        if there is None:
+            there = folders[folder] = os.path.isdir(os.path.join(workspace, *folder.split("/")))
+        if there and _on_disk(workspace, path):
+            out.append(path)
+    return out
 
 
 def _on_disk(workspace: str, path: str) -> bool:
