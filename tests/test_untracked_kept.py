@@ -374,3 +374,31 @@ def test_a_folder_in_the_way_holding_a_repository_is_refused_and_its_git_untouch
     with pytest.raises(RestoreConflict):
         snap.restore(first.id)
     assert (ws / "n/.git/HEAD").read_text() == "ref: refs/heads/main\n" and (ws / "n/x.log").read_text() == "log\n"
+
+
+def test_what_the_workspace_files_add_is_kept_apart_from_the_callers(ws: Path, tmp_path: Path) -> None:
+    """The front ends hand the caller's settings and the workspace files' apart:
+    only the caller's rules are policy (see test_a_rule_the_agent_writes...)."""
+    from snapshotter.frontends import config
+    from snapshotter.options import Options
+
+    write(ws, {"pyproject.toml": '[tool.snapshotter]\nexclude = ["src/", "*.tmp"]\nmax_new_file_size = 100\n'})
+    write(ws, {"snapshotter.toml": 'exclude = ["build/"]\nuse_default_excludes = true\n'})
+    user = tmp_path / "user.toml"
+    user.write_text('exclude = ["*.tmp"]\nuse_default_excludes = false\n')
+    settings = config.resolve(str(ws), {"exclude": ["*.bak"]}, {"SNAPSHOTTER_CONFIG": str(user)})
+    options = Options(**config.snapshotter_options(settings))
+    assert options.exclude == ("*.tmp", "*.bak") and options.use_default_excludes is False
+    assert options.workspace_settings.exclude == (
+        (f"{ws / 'pyproject.toml'} [tool.snapshotter]", ("src/",)),
+        (str(ws / "snapshotter.toml"), ("build/",)),
+    )
+    assert options.workspace_settings.default_excludes == str(ws / "snapshotter.toml")
+    assert options.max_new_file_size == 10 * 2**20 and options.new_file_cap == 100
+    assert settings.value("exclude") == ["*.tmp", "src/", "build/", "*.bak"]  # `snapshotter config` shows them all
+    flagged = config.resolve(
+        str(ws), {"max_new_file_size": 5000}, {"SNAPSHOTTER_CONFIG": str(user), "SNAPSHOTTER_USE_DEFAULT_EXCLUDES": "0"}
+    )
+    later = Options(**config.snapshotter_options(flagged))  # the caller's later sources override the workspace's
+    assert later.workspace_settings.max_new_file_size == 0 and later.max_new_file_size == 5000
+    assert later.workspace_settings.default_excludes == "" and later.use_default_excludes is False
