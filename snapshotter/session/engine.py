@@ -214,7 +214,9 @@ class Engine:
             if len(kept_table) != len(table):
                 shapes.pop(rel, None)  # its table no longer names every file listed
         dirs = {p: r for p, r in cache.dirs.items() if r[1] in kept}
-        self.save_cache(statcache.StatCache(folders, dirs, cache.listings, shapes, generation=generation))
+        kept_cache = statcache.StatCache(folders, dirs, cache.listings, shapes, generation=generation)
+        kept_cache.tracked = cache.tracked  # its listings were judged with those paths tracked (a restore's too)
+        self.save_cache(kept_cache)
 
     def snapshot(
         self, message: str, label: str | None, metadata: dict[str, str], *, moves_base: bool = True
@@ -235,11 +237,9 @@ class Engine:
         count_lines: bool = True,
         moves_base: bool = True,
     ) -> Recorded:
-        """Commit a written scan as a new snapshot: object, then ref, then stat cache
-        (kept in memory only without ``save_cache``: a restore saves it once, after writing).
-        ``compared``: a restore's comparison of its target with ``current`` (the counts come
-        from it if the target is the newest snapshot). Without ``count_lines`` only files are
-        counted now, the lines when asked; what a rule in the workspace now hides is named."""
+        """Commit a written scan as a snapshot: object, ref, then stat cache (only in memory without ``save_cache``).
+        ``compared``: a restore's comparison of its target with ``current`` (the counts, if that is the newest). Without
+        ``count_lines`` only files are counted now, lines when asked. A path a workspace rule now hides is named."""
         tree_id = current.tree_id
         if current.root.tree_id is None:
             self.store.writer.write(b"tree", b"")
