@@ -66,7 +66,7 @@ if TYPE_CHECKING:
         UndoResult,
         VerifyResult,
     )
-    from snapshotter.options import Retention
+    from snapshotter.options import Retention, WorkspaceSettings
     from snapshotter.warnmode import ForgivingSnapshotter, forgiving
     from snapshotter.worktree.defaults import DEFAULT_EXCLUDES
     from snapshotter.worktree.watch import watch_available
@@ -104,6 +104,7 @@ __all__ = [
     "UnsafeWorkspace",
     "StoreStats",
     "Retention",
+    "WorkspaceSettings",
     "PruneResult",
     "GcResult",
     "DEFAULT_EXCLUDES",

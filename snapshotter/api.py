@@ -30,7 +30,7 @@ from snapshotter.model import (
     StoreStats,
     VerifyResult,
 )
-from snapshotter.options import DEFAULTS, OnError, Options, Retention, check_path, check_session
+from snapshotter.options import DEFAULTS, OnError, Options, Retention, WorkspaceSettings, check_path, check_session
 from snapshotter.replicas import Replicas
 from snapshotter.session import reading, restoring
 from snapshotter.session.engine import Engine, open_engine
@@ -82,6 +82,7 @@ class Snapshotter(Workflows, Replicas):
         max_push_file_size: int = DEFAULTS.max_push_file_size,
         max_fetch_bytes: int = DEFAULTS.max_fetch_bytes,
         fetch_timeout: float = DEFAULTS.fetch_timeout,
+        workspace_settings: WorkspaceSettings = DEFAULTS.workspace_settings,
         credentials: Credentials | None = None,
     ) -> None:
         check_path("workspace", workspace)
@@ -106,6 +107,7 @@ class Snapshotter(Workflows, Replicas):
             max_push_file_size=max_push_file_size,
             max_fetch_bytes=max_fetch_bytes,
             fetch_timeout=fetch_timeout,
+            workspace_settings=workspace_settings,
         )
         self._lock = threading.RLock()
         self._credentials = self._creds(credentials)  # for every push and fetch, the background ones too
@@ -343,13 +345,16 @@ class Snapshotter(Workflows, Replicas):
         (unless the base or the newest snapshot already holds it) and becomes
         an undo point, so ``undo()`` takes the restore back; a restore that
         fails part-way puts the workspace back, and ``@`` (the base) moves to
-        the target only once a whole restore succeeded. A file the current scan does not track (ignored or excluded now,
-        too large, unreadable) is never overwritten or deleted: a whole restore
-        leaves it and lists it in ``RestoreResult.kept`` (unless only a
-        ``.gitignore`` rule the restore takes away hid it: that one is saved,
-        then restored, see SECURITY.md); restoring it by name
-        is refused (``RestoreConflict``) unless ``overwrite_untracked``, which
-        first saves the ignored and too-large ones in the safety snapshot.
+        the target only once a whole restore succeeded. Every path the snapshot
+        holds is brought back, and what that replaces untracked is saved in the
+        safety snapshot first, unless the caller's rules hide it (the default
+        excludes, ``exclude=``, a new file over ``max_new_file_size``) or it is
+        unreadable or not a regular file: rules inside the workspace
+        (``.gitignore``, ``info/exclude``, ``workspace_settings``) keep nothing
+        (SECURITY.md). What is kept is never overwritten or deleted: a whole
+        restore leaves it and lists it in ``RestoreResult.kept``; restoring it
+        by name is refused (``RestoreConflict``) unless ``overwrite_untracked``,
+        which first saves the ignored and too-large ones in the safety snapshot.
         """
         engine = self._engine_ok()
         result = restoring.restore(

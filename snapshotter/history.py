@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from snapshotter.attribution import Pair, Piece, changed_hunks, closing, revert_changes, session_changes
-from snapshotter.errors import BEGIN_TURN, InvalidInput, SnapshotError, SnapshotNotFound
+from snapshotter.errors import BEGIN_TURN, InvalidInput, SnapshotError, SnapshotNotFound, StoreError
 from snapshotter.model import ConflictMode, Hunk, RestoreResult, RevertResult, SessionInfo, SnapshotInfo, UndoResult
 from snapshotter.owners import ABANDONED, POST_RESTORE, POST_TURN, PRE_TURN, TOOL, TOOL_DONE, label_number
 from snapshotter.session.engine import Engine
@@ -155,9 +155,8 @@ def undo(engine: Engine) -> UndoResult:
     if at_top and len(stack) < 2:
         return UndoResult(False, "undo", "nothing to undo: the workspace is at the first checkpoint")
     target = _info(engine, stack[-2]) if at_top else top
-    saved = engine.save_state(current, "before undo", "pre-undo", save_cache=False).info  # the restore saves it
-    result = restore(engine, target, current=current)
-    saved_id = result.safety_snapshot_id or saved.id  # it tracked more, if the target's rules track more
+    result = restore(engine, target, current=current, safety_label="pre-undo", safety_message="before undo")
+    saved_id = _saved(result)
     if at_top:
         engine.store.pop(UNDO)
     engine.store.push(REDO, bytes.fromhex(saved_id))
@@ -172,12 +171,17 @@ def redo(engine: Engine) -> UndoResult:
         return _session_redo(engine, stack)
     target = _info(engine, stack[-1])
     current = engine.scan(write=True)
-    saved = engine.save_state(current, "before redo", "pre-redo", save_cache=False).info  # the restore saves it
-    result = restore(engine, target, current=current)
+    result = restore(engine, target, current=current, safety_label="pre-redo", safety_message="before redo")
     engine.store.pop(REDO)
     engine.store.push(UNDO, bytes.fromhex(target.id))
-    saved_id = result.safety_snapshot_id or saved.id
-    return UndoResult(True, "redo", f"restored {target.id[:12]}", target.id, saved_id, result)
+    return UndoResult(True, "redo", f"restored {target.id[:12]}", target.id, _saved(result), result)
+
+
+def _saved(result: RestoreResult) -> str:
+    """The one safety snapshot an undo's or a redo's restore took (never a dry run)."""
+    if result.safety_snapshot_id is None:
+        raise StoreError("the restore saved no safety snapshot")  # a dry run never comes here
+    return result.safety_snapshot_id
 
 
 # -- a named session's undo and redo: its own changes only ---------------------------------

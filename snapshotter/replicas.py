@@ -26,7 +26,7 @@ from snapshotter.model import FetchResult, PushResult, RemoteWorkspace
 from snapshotter.options import Options
 from snapshotter.replicator import Replicator
 from snapshotter.session.engine import Engine
-from snapshotter.worktree.ignore import policy_stack
+from snapshotter.worktree.ignore import leaving_out
 
 log = logging.getLogger("snapshotter")
 
@@ -107,8 +107,7 @@ class Replicas:
 
     def _push_checks(self, skip_refused: bool) -> remotes.PushChecks:
         options = self._options
-        policy = policy_stack(options.exclude, options.use_default_excludes)
-        return remotes.PushChecks(policy, options.max_push_file_size, skip_refused)
+        return remotes.PushChecks(leaving_out(options), options.max_push_file_size, skip_refused)
 
     def push_async(
         self, remote: str | None = None, *, name: str | None = None, credentials: Credentials | None = None

@@ -26,7 +26,7 @@ from typing import Any
 from snapshotter.errors import InvalidInput
 from snapshotter.frontends.userfiles import CONFIG_ENV, user_config_path
 from snapshotter.fsutil import read_side_file
-from snapshotter.options import DEFAULTS, Options, Retention
+from snapshotter.options import DEFAULTS, Options, Retention, WorkspaceSettings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -121,9 +121,20 @@ class Resolved:
     warnings: tuple[str, ...] = field(default=())
     credentials: Mapping[str, str] = field(default_factory=dict, repr=False)
     """The user config file's ``[credentials]``: every push takes them, background ones too."""
+    caller: Mapping[str, Any] = field(default_factory=dict)
+    """The settings that decide what snapshots leave out (:data:`KEPT_APART`) as
+    the caller's sources alone set them, without the workspace's files."""
+    workspace: WorkspaceSettings = WorkspaceSettings()
+    """What the workspace's files added to those: its own rules, not the caller's."""
 
     def value(self, name: str) -> Any:
         return self.values[name][0]
+
+
+KEPT_APART = ("exclude", "max_new_file_size", "use_default_excludes")
+"""The settings a workspace file's value is kept apart for: what they leave out
+of snapshots is the workspace's rule, which never keeps a restore from
+bringing a path back, where the caller's is (``options.WorkspaceSettings``)."""
 
 
 def _coerce(name: str, value: Any, source: str) -> Any:
@@ -195,6 +206,7 @@ def resolve(workspace: str, flags: Mapping[str, Any], environ: Mapping[str, str]
     """Every setting's effective value and the source it came from."""
     environ = os.environ if environ is None else environ
     out: dict[str, tuple[Any, str]] = {name: (s.default, "default") for name, s in SETTINGS.items()}
+    caller = {name: out[name] for name in KEPT_APART}
     warnings: list[str] = []
 
     def caller_layer(source: str, values: Mapping[str, Any]) -> None:
@@ -202,15 +214,16 @@ def resolve(workspace: str, flags: Mapping[str, Any], environ: Mapping[str, str]
             if name not in SETTINGS:
                 raise InvalidInput(f"unknown setting {name!r} in {source}; `snapshotter config` lists them")
             value = _coerce(name, raw, source)
-            if SETTINGS[name].kind is list:  # patterns add up, whoever sets them
-                value = list(out[name][0]) + [p for p in value if p not in out[name][0]]
-                source = source if out[name][1] == "default" else f"{out[name][1]} + {source}"
-            out[name] = (value, source)
+            for into in (out, caller) if name in caller else (out,):
+                _set(into, name, value, source)
 
     user_file = user_config_path(environ)
     caller_layer(user_file, {k: v for k, v in _read_toml(user_file).items() if k != CREDENTIALS})
+    added: list[tuple[str, tuple[str, ...]]] = []
     for source, values in _workspace_files(workspace, warnings):
+        before = list(out["exclude"][0])
         _workspace_layer(source, values, out, warnings)
+        added.append((source, tuple(p for p in out["exclude"][0] if p not in before)))
     from_env = {n: environ[f"SNAPSHOTTER_{n.upper()}"] for n in SETTINGS if f"SNAPSHOTTER_{n.upper()}" in environ}
     caller_layer("environment", from_env)
     caller_layer("command line", {n: v for n, v in flags.items() if v is not None and n in SETTINGS})
@@ -219,7 +232,23 @@ def resolve(workspace: str, flags: Mapping[str, Any], environ: Mapping[str, str]
     except InvalidInput as exc:  # a push names it again, as its error; other commands go on
         warnings.append(f"ignored: {exc}")
         table = {}
-    return Resolved(out, tuple(warnings), table)
+    sources = {source for source, _ in added}
+    cap, cap_source = out["max_new_file_size"]
+    defaults_source = out["use_default_excludes"][1]
+    apart = WorkspaceSettings(
+        exclude=tuple((source, patterns) for source, patterns in added if patterns),
+        max_new_file_size=cap if cap_source in sources else 0,
+        default_excludes=defaults_source if defaults_source in sources else "",
+    )
+    return Resolved(out, tuple(warnings), table, {name: value for name, (value, _) in caller.items()}, apart)
+
+
+def _set(out: dict[str, tuple[Any, str]], name: str, value: Any, source: str) -> None:
+    """A caller's source sets ``name``; patterns add up, whoever sets them."""
+    if SETTINGS[name].kind is list:
+        value = list(out[name][0]) + [p for p in value if p not in out[name][0]]
+        source = source if out[name][1] == "default" else f"{out[name][1]} + {source}"
+    out[name] = (value, source)
 
 
 def _workspace_files(workspace: str, warnings: list[str]) -> list[tuple[str, Mapping[str, Any]]]:
@@ -293,6 +322,8 @@ def snapshotter_options(settings: Resolved) -> dict[str, Any]:
     """Keyword arguments for :class:`~snapshotter.Snapshotter` from resolved settings."""
     value = settings.value
     options = {knob.name: value(knob.name) for knob in fields(Options) if knob.name in SETTINGS}
+    options.update(settings.caller)  # the caller's own; what the workspace's files added goes apart:
+    options["workspace_settings"] = settings.workspace
     options["exclude"] = tuple(options["exclude"])
     options["retention"] = _retention(value)
     if settings.credentials:  # for the pushes a command starts in the background (auto_push)

@@ -201,8 +201,9 @@ def build_server(workspace: str, flags: Mapping[str, Any]) -> Any:
         ] = False,
     ) -> dict[str, Any]:
         """Make the workspace (or files in it) match a snapshot. dry_run (the default) only shows the plan.
-        Untracked files in the way (ignored, too large, unreadable) are kept and listed; overwrite_untracked
-        replaces the ignored and too-large ones after saving them in the safety snapshot. undo takes it back."""
+        Untracked files in the way that the workspace's own rules hide are saved, then replaced; the rest
+        (the caller's excludes, too large, unreadable) are kept and listed; overwrite_untracked replaces the
+        ignored and too-large ones after saving them in the safety snapshot too. undo takes it back."""
         found = snap.restore(ref, files, dry_run=dry_run, overwrite_untracked=overwrite_untracked)
         return rendering.restore_json(found)
 

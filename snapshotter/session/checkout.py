@@ -14,7 +14,7 @@ import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from snapshotter.compare.treediff import Change, Comparison, Entry, ScannedTree, StoredTree, changes, entry_at
+from snapshotter.compare.treediff import Change, Entry, ScannedTree, StoredTree, changes, entry_at
 from snapshotter.errors import InvalidInput, RestoreConflict, UnsafeTree
 from snapshotter.fsutil import StatKey, stat_key
 from snapshotter.gitstore.objects import MODE_EXEC, MODE_LINK, TRACKED_MODES
@@ -93,26 +93,21 @@ def make_plan(
     workspace: Workspace,
     tracked: Scan | None,
     within: Callable[[str, bool], bool] | None,
-    compared: Comparison | None = None,
     untracked: Sequence[SkippedPath] | None = None,
     found: list[Change] | None = None,
+    folders: Mapping[str, tuple[int, bytes]] | None = None,
 ) -> Plan:
     """Compare, validate and check for conflicts; writes nothing. ``tracked``
     says what the current scan tracks (to count what stays unchanged);
-    ``untracked`` paths in the way (see :func:`untracked_in_the_way`; found
-    here when not given) are kept; ``found``, the comparison that found them
-    (for a selective restore), spares comparing again.
-
-    ``compared``, the comparison of ``target`` with this very scan that the
-    restore's safety snapshot just made (names checked), spares comparing
-    again: the plan's changes are its changes reversed.
+    ``untracked`` paths in the way (see :func:`untracked_among`; found here
+    when not given) are kept. ``found``, the changes from this very scan to
+    ``target`` made already (names checked), spares comparing again; with
+    ``folders``, the target's folders that comparison read (a whole restore:
+    the stat cache takes their tree ids once the plan is applied).
     """
-    folders: dict[str, tuple[int, bytes]] = {}
-    if found is None and compared is not None and within is None:
-        found = [Change(c.path, c.new, c.old) for c in compared.found]
-        folders = dict(compared.base_folders)
-    elif found is None:
-        found = changes(current, target, within, folders if within is None else None)
+    read = dict(folders) if folders is not None and found is not None else {}
+    if found is None:
+        found = changes(current, target, within, read if within is None else None)
     writes: list[tuple[str, Entry]] = []
     chmods: list[tuple[str, Entry]] = []
     deletes: list[str] = []
@@ -146,31 +141,20 @@ def make_plan(
         in_scope = sum(1 for p in tracked.tracked_paths() if within(p, False))
     unchanged = in_scope - tracked_touched
     if left_out:
-        folders = {}  # the workspace's folders will not hold what the target's do: nothing to take from them
+        read = {}  # the workspace's folders will not hold what the target's do: nothing to take from them
     skipped = tuple(SkippedPath(path, SkipReason.NAME, why) for path, why in sorted(left_out.items()))
-    return Plan(tuple(writes), tuple(chmods), tuple(deletes), unchanged, folders, tuple(kept), skipped)
+    return Plan(tuple(writes), tuple(chmods), tuple(deletes), unchanged, read, tuple(kept), skipped)
 
 
-SAVEABLE = frozenset([SkipReason.IGNORED, SkipReason.TOO_LARGE])
-"""Untracked paths whose content a safety snapshot can hold, so that they may be
-overwritten when the caller asks (``overwrite_untracked``); unreadable and
-special files cannot be saved, so they are never overwritten."""
-
-
-def untracked_in_the_way(
-    target: StoredTree, scanned: Scan, workspace: Workspace, within: Callable[[str, bool], bool] | None
-) -> tuple[list[SkippedPath], list[Change]]:
-    """Paths the target would write over something the scan does not track:
-    ignored or default-excluded now, too large, unreadable, not a regular file
-    (something untracked where the target has a file under a folder is a
-    conflict, found by the plan); and the comparison they came from, for the plan."""
-    found = changes(ScannedTree(scanned), target, within)
-    return untracked_among(found, scanned, workspace), found
-
-
-def untracked_among(found: Sequence[Change], scanned: Scan, workspace: Workspace) -> list[SkippedPath]:
+def untracked_among(
+    found: Sequence[Change], scanned: Scan, workspace: Workspace, folders: list[str] | None = None
+) -> list[SkippedPath]:
     """The paths ``found`` (changes from the scan to a target) would write over
-    something the scan does not track (see :func:`untracked_in_the_way`)."""
+    something the scan does not track: ignored or default-excluded now, too
+    large, unreadable, not a regular file (something untracked where the target
+    has a file under a folder, or a folder where it has a file, is a conflict,
+    found by the plan). ``folders`` receives the paths where a folder stands
+    that the scan did not record as a file."""
     skipped = {item.path: item.reason for item in scanned.kept_as_is()}
     out: list[SkippedPath] = []
     present = _FolderPresence(scanned, workspace)
@@ -178,7 +162,7 @@ def untracked_among(found: Sequence[Change], scanned: Scan, workspace: Workspace
         if change.new is None:
             continue  # only a tracked path is ever deleted
         reason = (
-            (skipped.get(change.path) or next((skipped[p] for p in _parents(change.path) if p in skipped), None))
+            (skipped.get(change.path) or next((skipped[p] for p in parents(change.path) if p in skipped), None))
             if skipped
             else None
         )
@@ -188,6 +172,8 @@ def untracked_among(found: Sequence[Change], scanned: Scan, workspace: Workspace
             continue  # its folder is not there: nothing can stand in the way (a fork, a folder brought back)
         st = workspace.lstat(change.path) if reason is None else None
         if reason is None and (st is None or stat.S_ISDIR(st.st_mode)):
+            if st is not None and folders is not None:
+                folders.append(change.path)
             continue
         out.append(SkippedPath(change.path, reason or SkipReason.IGNORED))
     return out
@@ -228,7 +214,7 @@ def _without_kept(
     out: list[Change] = []
     kept: list[SkippedPath] = []
     for change in found:
-        held = keep.get(change.path) or next((keep[p] for p in _parents(change.path) if p in keep), None)
+        held = keep.get(change.path) or next((keep[p] for p in parents(change.path) if p in keep), None)
         if held is None:
             out.append(change)
         else:
@@ -251,10 +237,11 @@ def _left_out(target: StoredTree) -> dict[str, str]:
 
 
 def _at_or_below(path: str, tops: Mapping[str, str]) -> bool:
-    return path in tops or any(parent in tops for parent in _parents(path))
+    return path in tops or any(parent in tops for parent in parents(path))
 
 
-def _parents(path: str) -> Iterator[str]:
+def parents(path: str) -> Iterator[str]:
+    """The folders above ``path``, the nearest first."""
     while "/" in path:
         path = path.rpartition("/")[0]
         yield path

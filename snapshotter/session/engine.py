@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
 
-from snapshotter.compare.treediff import MAX_ENTRIES_READ, RecordedModes, ScannedTree, StoredTree
+from snapshotter.compare.treediff import MAX_ENTRIES_READ, Comparison, RecordedModes, ScannedTree, StoredTree
 from snapshotter.errors import StoreError
 from snapshotter.gitstore.catalog import Catalog
 from snapshotter.gitstore.inflate import ObjectTooLarge
@@ -25,13 +25,14 @@ from snapshotter.gitstore.objects import EMPTY_TREE, STREAM_THRESHOLD
 from snapshotter.gitstore.store import Store
 from snapshotter.model import ScanStats, SnapshotInfo
 from snapshotter.options import Options
+from snapshotter.session import hidden
 from snapshotter.session.failures import STORE_FAILURES, translated
 from snapshotter.session.indexes import UserIndexes
 from snapshotter.session.recording import Recorded, commit, commit_copy, numstat, stored_lines
 from snapshotter.worktree import hostfs, statcache
 from snapshotter.worktree.attributes import DiffAttributes
 from snapshotter.worktree.gitrepo import TrackedPaths, find_repository, tracked_paths
-from snapshotter.worktree.ignore import root_stack
+from snapshotter.worktree.ignore import option_rules
 from snapshotter.worktree.limits import WorkspaceLimits, check_root
 from snapshotter.worktree.pathnames import NameCheck
 from snapshotter.worktree.sizecheck import measure
@@ -57,7 +58,7 @@ def open_engine(workspace: str, options: Options) -> Engine:
     if not store_exists(path):  # a new store: refuse a huge folder before creating anything
         prelisting = Prelisting(time.time_ns())
         repository = find_repository(workspace)
-        rules = root_stack(workspace, options.exclude, options.use_default_excludes, repository)
+        rules = option_rules(workspace, options, repository)
         rules = rules.with_tracked(tracked_paths(repository) if repository is not None else None)
         measure(workspace, rules, WorkspaceLimits.of(options), listings, prelisting, options.new_file_cap)
     return Engine(workspace, Store.open_or_create(path, workspace), options, listings, prelisting)
@@ -144,7 +145,7 @@ class Engine:
         paths are tracked whatever the ignore rules and size cap say."""
         cache = self._current_cache()
         options = self.options
-        ignores = root_stack(self.workspace, options.exclude, options.use_default_excludes, self.repository)
+        ignores = option_rules(self.workspace, options, self.repository)
         forced_paths = TrackedPaths.of([os.fsencode(p) for p in forced]) if forced else None
         known_repos = self._indexes.nested()
         ignores = ignores.with_tracked(self._indexes.tracked(known_repos), forced_paths)
@@ -213,7 +214,9 @@ class Engine:
             if len(kept_table) != len(table):
                 shapes.pop(rel, None)  # its table no longer names every file listed
         dirs = {p: r for p, r in cache.dirs.items() if r[1] in kept}
-        self.save_cache(statcache.StatCache(folders, dirs, cache.listings, shapes, generation=generation))
+        kept_cache = statcache.StatCache(folders, dirs, cache.listings, shapes, generation=generation)
+        kept_cache.tracked = cache.tracked  # its listings were judged with those paths tracked (a restore's too)
+        self.save_cache(kept_cache)
 
     def snapshot(
         self, message: str, label: str | None, metadata: dict[str, str], *, moves_base: bool = True
@@ -230,17 +233,13 @@ class Engine:
         metadata: dict[str, str],
         *,
         save_cache: bool = True,
-        base_side: StoredTree | None = None,
+        compared: Comparison | None = None,
         count_lines: bool = True,
         moves_base: bool = True,
     ) -> Recorded:
-        """Commit a written scan as a new snapshot: object, then ref, then stat cache
-        (kept in memory only without ``save_cache``: a restore saves it once, after writing).
-
-        ``base_side``: a restore's target, read with its names checked; if it is
-        the newest snapshot's tree, the comparison comes back with the snapshot.
-        Without ``count_lines`` only files are counted now, the lines on first
-        request (:meth:`count_lines`, through ``catalog.counted``)."""
+        """Commit a written scan as a snapshot: object, ref, then stat cache (only in memory without ``save_cache``).
+        ``compared``: a restore's comparison of its target with ``current`` (the counts, if that is the newest). Without
+        ``count_lines`` only files are counted now, lines when asked. A path a workspace rule now hides is named."""
         tree_id = current.tree_id
         if current.root.tree_id is None:
             self.store.writer.write(b"tree", b"")
@@ -252,12 +251,13 @@ class Engine:
             )
         base, marked = self.catalog.latest_tree(), self.diff_attributes()
         try:
-            stats, compared = numstat(
-                self.store, current, base, self.read_for_stats, base_side, lines=count_lines, marked=marked
+            stats, found = numstat(
+                self.store, current, base, self.read_for_stats, compared, lines=count_lines, marked=marked
             )
         except StoreError:  # the newest snapshot's tree is damaged: count against nothing instead
             base = EMPTY_TREE
-            stats, compared = numstat(self.store, current, base, self.read_for_stats, lines=count_lines, marked=marked)
+            stats, found = numstat(self.store, current, base, self.read_for_stats, lines=count_lines, marked=marked)
+        hidden.warn(self.workspace, self.options, self.repository, found)
         current.line_counts = {}  # counted: a cold snapshot's are 10 MiB at 100k files (recording again reads back)
         against = None if count_lines else base
         info = commit(
@@ -274,7 +274,7 @@ class Engine:
             moves_base,
         )
         self._remember(current, save=save_cache)
-        return Recorded(info, compared)
+        return Recorded(info)
 
     def save_state(
         self,
@@ -283,7 +283,7 @@ class Engine:
         label: str,
         *,
         save_cache: bool = True,
-        base_side: StoredTree | None = None,
+        compared: Comparison | None = None,
     ) -> Recorded:
         """A safety snapshot of ``current``, taken for the library's own use
         (before a restore, undo, redo, revert): the base or the newest snapshot
@@ -301,7 +301,7 @@ class Engine:
             label,
             {},
             save_cache=save_cache,
-            base_side=base_side,
+            compared=compared,
             count_lines=False,
             moves_base=False,
         )

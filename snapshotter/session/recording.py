@@ -2,9 +2,9 @@
 
 A snapshot commit carries (files changed, lines added, lines deleted) from the
 snapshot before it. When a restore records the state it replaces, the newest
-snapshot is often the very one it restores: the comparison made for the
-counts is handed back (a :class:`Recorded`'s ``compared``) so that the
-restore's plan need not compare the same trees again.
+snapshot is often the very one it restores: the comparison the restore made
+of its target with the scan is handed in (``compared``), so the same trees
+are not compared again for the counts.
 
 A safety snapshot (``record(..., count_lines=False)``) records its file count
 only: its lines are counted on first request by :func:`stored_lines`, through
@@ -34,11 +34,9 @@ Numstat = tuple[int, int, int]
 
 @dataclass(frozen=True)
 class Recorded:
-    """The snapshot that holds a scan, and, when the scan was compared with a
-    restore's target on the way, that comparison (for the restore's plan)."""
+    """The snapshot that holds a scan."""
 
     info: SnapshotInfo
-    compared: Comparison | None = None
 
 
 def numstat(
@@ -46,31 +44,30 @@ def numstat(
     current: Scan,
     base: bytes,
     read: ContentLoader,
-    base_side: StoredTree | None = None,
+    compared: Comparison | None = None,
     *,
     lines: bool = True,
     marked: Marks = no_marks,
-) -> tuple[Numstat, Comparison | None]:
-    """The numstat from the stored tree ``base`` to ``current``; blobs are read
-    through ``read``. ``base_side``, a restore's target read with its names
-    checked: if it is ``base``, the comparison goes through it and is returned.
-    Without ``lines`` only files are counted (no blob is read): 0 lines;
-    ``marked``: the ``.gitattributes`` verdicts (``-diff`` counts no lines)."""
-    compared = None
+) -> tuple[Numstat, list[Change]]:
+    """The numstat from the stored tree ``base`` to ``current``, and the changes
+    it counted (a first snapshot: only the files not hashed on the way);
+    blobs are read through ``read``. ``compared``, a comparison of a stored
+    tree with this very scan made already: if that tree is ``base``, it is
+    taken as it is. Without ``lines`` only files are counted (no blob is
+    read): 0 lines; ``marked``: the ``.gitattributes`` verdicts (``-diff``
+    counts no lines)."""
     if base == EMPTY_TREE:  # a first snapshot: every file is added, and no tree is compared
         files, additions, to_count = _all_added(current, marked)
-    elif base_side is not None and base_side.tree_id(base_side.root()) == base:
-        folders: dict[str, tuple[int, bytes]] = {}
-        to_count = changes(base_side, ScannedTree(current), old_folders=folders)
-        compared = Comparison(base, current, to_count, folders)
+    elif compared is not None and compared.base == base and compared.scan is current:
+        to_count = compared.found
         files, additions = len(to_count), 0
     else:
         to_count = changes(StoredTree(store, base), ScannedTree(current))  # no tree read back
         files, additions = len(to_count), 0
     if not lines:
-        return (files, 0, 0), compared
+        return (files, 0, 0), to_count
     added, deletions = count_lines(to_count, read, current.line_counts, marked)
-    return (files, additions + added, deletions), compared
+    return (files, additions + added, deletions), to_count
 
 
 def count_lines(

@@ -1,11 +1,15 @@
-"""One restore through an opened engine: save the state it replaces, plan, apply.
+"""One restore through an opened engine: compare, plan, save the state it replaces, apply.
 
-A :class:`Restore` owns what it carries from its safety snapshot to its
-writes: the safety snapshot's comparison with the target (its plan is that
-comparison reversed, when the target was the newest snapshot). It lives as
-long as the restore, and no longer. The safety snapshot counts its files but
-reads no blob for line counts: those are counted when someone asks for them
-(see ``recording``), not while the user waits for the restore.
+A :class:`Restore` compares the scan with its target once. A whole restore
+compares target to scan, the way its safety snapshot counts its changes from
+the newest snapshot (often the target itself): that snapshot takes the
+comparison as it is (see ``recording``), and the plan takes it reversed.
+What stands in the way untracked that only the workspace's own rules hide is
+tracked for the restore before anything is saved (``in_the_way``), so one
+safety snapshot holds all it replaces; and nothing is saved before the plan
+is checked, so a refused restore leaves no snapshot behind. The safety
+snapshot counts its files but reads no blob for line counts: those are
+counted when someone asks for them, not while the user waits for the restore.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from snapshotter.collector import collector_paused
 from snapshotter.compare.treediff import Change, Comparison, ScannedTree, StoredTree, changes, entry_at, path_in_tree
@@ -21,20 +25,17 @@ from snapshotter.errors import OVERWRITE_UNTRACKED, PathNotFound, RestoreConflic
 from snapshotter.gitstore.objects import MODE_EXEC, MODE_FILE, object_id
 from snapshotter.model import RestoreResult, SkippedPath, SnapshotInfo
 from snapshotter.session.checkout import (
-    SAVEABLE,
     Plan,
     apply_plan,
     make_plan,
     normalize_selection,
     selection_filter,
     untracked_among,
-    untracked_in_the_way,
 )
 from snapshotter.session.engine import Engine
-from snapshotter.session.recording import Recorded
-from snapshotter.session.rules_after import RulesAfter, touches_rules, tracked_after
+from snapshotter.session.in_the_way import SAVEABLE, Judge
 from snapshotter.worktree.fsops import Workspace
-from snapshotter.worktree.ignore import root_stack
+from snapshotter.worktree.ignore import policy_stack
 from snapshotter.worktree.pathnames import names_checker
 from snapshotter.worktree.statcache import StatCache
 from snapshotter.worktree.walker import Scan
@@ -51,24 +52,27 @@ def restore(
     *,
     dry_run: bool = False,
     safety_label: str = PRE_RESTORE_LABEL,
+    safety_message: str | None = None,
     current: Scan | None = None,
     overwrite_untracked: bool = False,
 ) -> RestoreResult:
     """Make the workspace (or ``files``) match ``target``.
 
-    Unless ``dry_run``, the state being replaced is saved first (``current``,
-    if the caller already scanned and saved it). If applying fails part-way,
-    the saved state is put back before the error is raised, so a failed
-    restore leaves the workspace as it was.
+    Unless ``dry_run``, the state being replaced is saved first, as one safety
+    snapshot (``safety_label``, ``safety_message``) of ``current`` (if the
+    caller already scanned it) and of what the restore replaces untracked. If
+    applying fails part-way, the saved state is put back before the error is
+    raised, so a failed restore leaves the workspace as it was.
 
-    A file the scan does not track (ignored, too large, unreadable...) is
-    never overwritten: a whole restore keeps it and says so, a selective
-    one is refused. With ``overwrite_untracked`` the ignored and too-large
-    ones are tracked for this restore, so the safety snapshot holds their
-    content before they are replaced.
+    A file the scan does not track is replaced only where rules from inside
+    the workspace alone hide it (see ``in_the_way``); the rest (the caller's
+    rules, over the caller's size cap, unreadable...) is never overwritten: a
+    whole restore keeps it and says so, a selective one is refused. With
+    ``overwrite_untracked`` the ignored and too-large ones are replaced too.
     """
     with collector_paused():  # a plan of 10,000 files makes its tuples by the hundred thousand
-        return Restore(engine, target, files, overwrite_untracked).run(dry_run, safety_label, current)
+        restoring = Restore(engine, target, files, overwrite_untracked)
+        return restoring.run(dry_run, safety_label, safety_message, current)
 
 
 class Restore:
@@ -88,7 +92,7 @@ class Restore:
         self.overwrite_untracked = overwrite_untracked
         self.tree = engine.stored(target, check_names=names_checker(engine.host))
 
-    def run(self, dry_run: bool, safety_label: str, current: Scan | None) -> RestoreResult:
+    def run(self, dry_run: bool, safety_label: str, safety_message: str | None, current: Scan | None) -> RestoreResult:
         engine = self.engine
         if self.selection is not None:
             self._check_selection(self.selection)
@@ -97,89 +101,44 @@ class Restore:
         safety: SnapshotInfo | None = None
         workspace = Workspace(engine.workspace, engine.host)
         try:
-            current, untracked, found = self._untracked(current, workspace, dry_run)
-            compared: Comparison | None = None
-            if not dry_run:
-                message = f"before restoring {self.target.id[:12]}"
-                recorded = engine.save_state(current, message, safety_label, save_cache=False, base_side=self.tree)
-                if untracked is None:  # a whole restore: what is in the way comes from the safety's comparison
-                    after = self._after_safety(current, workspace, recorded, message, safety_label)
-                    current, untracked, found, recorded = after
-                safety, compared = recorded.info, recorded.compared
+            compared = self._compare(current)
+            replaced, untracked = self._judge().replaced(compared.found, current, workspace)
+            if replaced:  # tracked for this restore: its safety snapshot holds them
+                current = engine.scan(write=not dry_run, forced=replaced)
+                compared = self._compare(current)
+                untracked = untracked_among(compared.found, current, workspace)
+            if untracked and self.selection is not None:
+                refused = OVERWRITE_UNTRACKED if not self.overwrite_untracked else None
+                raise RestoreConflict(_untracked_message(untracked), refused)
             plan = make_plan(
-                self.tree, ScannedTree(current), workspace, current, self.within, compared, untracked, found
+                self.tree, ScannedTree(current), workspace, current, self.within, untracked, *compared.plan
             )
             plan = replace(plan, kept=tuple(item for item in plan.kept if not self._as_target(item, workspace)))
-            workspace.close()  # writing starts from fresh checks of every folder, never from the plan's
-            if safety is not None:
+            if not dry_run:
+                message = safety_message or f"before restoring {self.target.id[:12]}"
+                recorded = engine.save_state(current, message, safety_label, save_cache=False, compared=compared.whole)
+                safety = recorded.info
+                workspace.close()  # writing starts from fresh checks of every folder, never from the plan's
                 self._apply(plan, workspace, safety, current)
         finally:
             workspace.close()
         return _result(plan, self.target, safety, dry_run)
 
-    def _untracked(
-        self, current: Scan, workspace: Workspace, dry_run: bool
-    ) -> tuple[Scan, list[SkippedPath] | None, list[Change] | None]:
-        """The scan to restore over, the untracked paths in the target's way and
-        the comparison that found them; a whole restore (not a dry run) finds
-        them after its safety snapshot, from the comparison that one makes.
-        Refuses a selective restore over one."""
-        if self.selection is None and not self.overwrite_untracked and not dry_run:
-            return current, None, None
-        untracked, found = untracked_in_the_way(self.tree, current, workspace, self.within)
-        forced = self._tracked_after(untracked, found, current, workspace)
-        if untracked and self.overwrite_untracked:
-            forced.extend(item.path for item in untracked if item.reason in SAVEABLE)
-        if forced:
-            current = self.engine.scan(write=not dry_run, forced=forced)
-            untracked = [item for item in untracked if item.path not in set(forced)]
-            return self._refused_over(current, untracked, None)
-        return self._refused_over(current, untracked, found)
+    def _compare(self, current: Scan) -> Compared:
+        """The changes from ``current`` to the target, within the selection; a
+        whole restore compares the other way round, as a safety snapshot counts
+        its changes from the newest snapshot (often the target itself)."""
+        if self.within is not None:
+            return Compared(changes(ScannedTree(current), self.tree, self.within), None)
+        folders: dict[str, tuple[int, bytes]] = {}
+        back = changes(self.tree, ScannedTree(current), old_folders=folders)
+        whole = Comparison(bytes.fromhex(self.target.tree_id), current, back, folders)
+        return Compared([Change(c.path, c.new, c.old) for c in back], whole)
 
-    def _refused_over(
-        self, current: Scan, untracked: list[SkippedPath], found: list[Change] | None
-    ) -> tuple[Scan, list[SkippedPath], list[Change] | None]:
-        if untracked and self.selection is not None:
-            raise RestoreConflict(
-                _untracked_message(untracked), OVERWRITE_UNTRACKED if not self.overwrite_untracked else None
-            )
-        return current, untracked, found
-
-    def _after_safety(
-        self, current: Scan, workspace: Workspace, recorded: Recorded, message: str, label: str
-    ) -> tuple[Scan, list[SkippedPath] | None, list[Change] | None, Recorded]:
-        """A whole restore's untracked paths in the way, once its safety snapshot
-        is saved. If the rules the restore writes back track some of them, the
-        state is saved again with those tracked too (see ``rules_after``)."""
-        if recorded.compared is not None:
-            found = [Change(c.path, c.new, c.old) for c in recorded.compared.found]
-        else:  # the state was held already: nothing was compared on the way
-            found = changes(ScannedTree(current), self.tree)
-        if not touches_rules(found):
-            return current, None, None if recorded.compared is not None else found, recorded
-        untracked = untracked_among(found, current, workspace)
-        forced = self._tracked_after(untracked, found, current, workspace)
-        if not forced:
-            return current, untracked, None if recorded.compared is not None else found, recorded
-        current = self.engine.scan(write=True, forced=forced)
-        recorded = self.engine.save_state(current, message, label, save_cache=False, base_side=self.tree)
-        return current, [item for item in untracked if item.path not in set(forced)], None, recorded
-
-    def _tracked_after(
-        self, untracked: list[SkippedPath], found: list[Change], current: Scan, workspace: Workspace
-    ) -> list[str]:
-        """The ignored paths in the way that the rules the restore writes back track."""
-        if not untracked or not touches_rules(found):
-            return []  # the same .gitignore files before and after: the same verdicts
-        engine, options = self.engine, self.engine.options
-        base = root_stack(engine.workspace, options.exclude, options.use_default_excludes, engine.repository)
-        rules = RulesAfter(engine.workspace, base, self.tree, engine.store.blob_chunks, current, self.within)
-
-        def size_of(path: str) -> int | None:
-            st = workspace.lstat(path)
-            return st.st_size if st is not None and (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)) else None
-
-        return tracked_after(untracked, rules, options.max_new_file_size, size_of)
+    def _judge(self) -> Judge:
+        options = self.engine.options
+        policy = policy_stack(options.exclude, options.use_default_excludes)
+        return Judge(policy, options.caller_file_cap, self.overwrite_untracked)
 
     def _as_target(self, item: SkippedPath, workspace: Workspace) -> bool:
         """Whether a kept path already holds what the target has there (then the
@@ -213,6 +172,20 @@ class Restore:
         apply_or_put_back(self.engine, plan, workspace, safety, current)
         if self.selection is None:
             self.engine.store.set_base(bytes.fromhex(self.target.id))
+
+
+@dataclass(frozen=True)
+class Compared:
+    """A restore's changes from the scan to its target, and for a whole
+    restore the same comparison as its safety snapshot takes it (target to scan)."""
+
+    found: list[Change]
+    whole: Comparison | None
+
+    @property
+    def plan(self) -> tuple[list[Change], dict[str, tuple[int, bytes]] | None]:
+        """``make_plan``'s ``found`` and ``folders``."""
+        return self.found, dict(self.whole.base_folders) if self.whole is not None else None
 
 
 def apply_or_put_back(engine: Engine, plan: Plan, workspace: Workspace, safety: SnapshotInfo, current: Scan) -> None:

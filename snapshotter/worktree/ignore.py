@@ -1,10 +1,13 @@
 """The gitignore rules of one workspace, judged the way ``git add -A`` judges them.
 
-Two kinds of source. The workspace's own, lowest precedence first: its
-``.git/info/exclude`` (or its repository's), then each ``.gitignore`` from the
-root down; within a source the last matching pattern wins, a deeper
-``.gitignore`` beats a shallower one, and a pattern is matched against the path
-relative to the folder of the file it came from, as in git. Above them, the
+Two kinds of source. The workspace's own, lowest precedence first: the
+excludes of its settings files (``WorkspaceSettings``, where git reads
+``core.excludesFile``), its ``.git/info/exclude`` (or its repository's), then
+each ``.gitignore`` from the root down; within a source the last matching
+pattern wins, a deeper ``.gitignore`` beats a shallower one, and a pattern is
+matched against the path relative to the folder of the file it came from, as
+in git. The agent can write every one of them, so none keeps a restore from
+bringing back a path the target holds (``session/in_the_way``). Above them, the
 *policy*: the caller's ``exclude=`` over :data:`DEFAULT_EXCLUDES`. A path the
 policy ignores is ignored whatever the workspace's files say: a file inside the
 workspace, which the guarded agent can write, may add excludes but never take
@@ -28,6 +31,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from snapshotter.fsutil import NotARegularFile, read_side_head
+from snapshotter.options import Options, WorkspaceSettings
 from snapshotter.worktree import ignorelines
 from snapshotter.worktree.defaults import DEFAULT_EXCLUDES
 from snapshotter.worktree.gitrepo import TrackedPaths, UserRepository
@@ -49,6 +53,7 @@ class IgnoreSource:
         "outer",
         "policy",
         "defaults",
+        "origin",
         "fingerprint",
         "_prefix_len",
         "_files",
@@ -73,6 +78,8 @@ class IgnoreSource:
         self.base = base
         self.outer = outer
         self.policy = policy
+        self.origin = origin
+        """Where the patterns came from: a file's path, ``exclude=``, ``DEFAULT_EXCLUDES``."""
         self.defaults = False
         """The built-in excludes: they also exclude virtual environments by content (``VENV_MARKER``)."""
         self._prefix_len = len(base) + 1 if base else 0
@@ -268,6 +275,20 @@ class IgnoreStack:
                 return verdict
         return False
 
+    def ignored_by(self, rel_path: str, is_dir: bool) -> IgnoreSource | None:
+        """The source whose pattern ignores the path (as :meth:`is_ignored`
+        judges it), or None if it is not ignored: which rule to name."""
+        if self.rescues(rel_path, is_dir):
+            return None
+        for sources in (self._policy, self._local):
+            for source in sources:
+                verdict = source.judge(rel_path, is_dir)
+                if verdict is not None:
+                    if verdict:
+                        return source
+                    break
+        return None
+
     def rescues(self, rel_path: str, is_dir: bool) -> bool:
         """Whether a path the rules ignore is tracked all the same (a folder: some
         tracked path lies below it). The user's index never rescues what the
@@ -334,12 +355,18 @@ def read_ignore_file(path: str, follow: bool = False) -> bytes:
 
 
 def root_stack(
-    workspace: str, exclude: Sequence[str], use_default_excludes: bool, repository: UserRepository | None = None
+    workspace: str,
+    exclude: Sequence[str],
+    use_default_excludes: bool,
+    repository: UserRepository | None = None,
+    settings: WorkspaceSettings | None = None,
 ) -> IgnoreStack:
     """The sources that apply everywhere, most specific first: the ``.gitignore``
     files from the workspace's folder up to its repository's root (when the
-    workspace lies inside one), that repository's ``info/exclude``, then the
-    policy (``exclude=``, then the defaults), which is judged before them all."""
+    workspace lies inside one), that repository's ``info/exclude``, the
+    workspace's own settings files' excludes (``settings``), then the policy
+    (``exclude=``, then the defaults), which is judged before them all. Only the
+    policy is the caller's: every other source is a file the agent can write."""
     sources: list[IgnoreSource] = []
     if repository is not None:
         folder, inside = repository.root, repository.prefix.split("/") if repository.prefix else []
@@ -352,8 +379,37 @@ def root_stack(
         sources.append(IgnoreSource.from_file(repository.exclude_path, follow=True))
     else:
         sources.append(IgnoreSource.from_file(os.path.join(workspace, ".git", "info", "exclude"), follow=True))
+    if settings is not None:
+        sources.extend(workspace_sources(settings, use_default_excludes))
     sources.extend(policy_stack(exclude, use_default_excludes).sources)
     return IgnoreStack(tuple(s for s in sources if s))
+
+
+def option_rules(workspace: str, options: Options, repository: UserRepository | None = None) -> IgnoreStack:
+    """:func:`root_stack` for these options: their policy, and the rules of the workspace's settings files."""
+    return root_stack(workspace, options.exclude, options.use_default_excludes, repository, options.workspace_settings)
+
+
+def leaving_out(options: Options) -> IgnoreStack:
+    """What the options leave out of snapshots by name, the caller's rules and the
+    workspace's settings files' alike, as one policy: what a push refuses to
+    send a snapshot holding (one recorded before a rule came)."""
+    settings = options.workspace_settings
+    patterns = [*options.exclude, *(pattern for _, patterns in settings.exclude for pattern in patterns)]
+    return policy_stack(patterns, options.use_default_excludes or bool(settings.default_excludes))
+
+
+def workspace_sources(settings: WorkspaceSettings, use_default_excludes: bool) -> list[IgnoreSource]:
+    """The excludes of the workspace's own settings files, each anchored at the
+    root like a ``.gitignore`` there and judged as one (not policy: the agent
+    can write them), below every ignore file; and the default excludes, as such
+    a source too, where only such a file turned them on."""
+    sources = [IgnoreSource.from_lines(patterns, origin=origin) for origin, patterns in settings.exclude]
+    if settings.default_excludes and not use_default_excludes:
+        defaults = IgnoreSource.from_lines(DEFAULT_EXCLUDES, origin=settings.default_excludes)
+        defaults.defaults = True
+        sources.append(defaults)
+    return sources
 
 
 def policy_stack(exclude: Sequence[str], use_default_excludes: bool) -> IgnoreStack:

@@ -89,7 +89,7 @@ def tracked_entries(
         files = [entry for entry in files if entry.name not in spelled]
         file_names = [entry.name for entry in files]
     if prefix and rules.excludes_environments and VENV_MARKER in file_names:
-        return [], []  # a virtual environment: excluded by default, whatever its name
+        return _forced_only(prefix, rules, dirs, files, rescued)  # a virtual environment: excluded by default
     names = file_names + [name + "/" for name in dirs]
     names.sort()
     ignored = _ignored(names, dirs, files, prefix, rules, cached, fresh, hits)
@@ -103,6 +103,21 @@ def tracked_entries(
         dirs = [name for name in dirs if name not in ignored]
         files = [entry for entry in files if entry.name not in ignored]
     return dirs, files
+
+
+def _forced_only(
+    prefix: str, rules: IgnoreStack, dirs: list[str], files: list[os.DirEntry[str]], rescued: set[str] | None
+) -> tuple[list[str], list[os.DirEntry[str]]]:
+    """What a virtual environment's folder ``prefix`` holds that a restore tracks
+    (``IgnoreStack.forced``): nothing else in it is. Its marker is a file the
+    agent can write, so it never keeps a restore from bringing a path back."""
+    forced = rules.forced
+    if forced is None or not forced.has_below(prefix):
+        return [], []
+    kept = [name for name in dirs if forced.has_below(join_path(prefix, name))]
+    if rescued is not None:
+        rescued.update(kept)  # entered with everything else in them ignored
+    return kept, [entry for entry in files if forced.has(join_path(prefix, entry.name))]
 
 
 def _ignored(
