@@ -9,11 +9,12 @@ whole. The walk takes a folder's verdict if it has arrived when it gets there
 and checks the folder itself otherwise, so the two meet in the middle and the
 result is the same as checking alone; the copy is stopped when the walk ends.
 
-The copy checks exactly what the walk would: the same records, on the same
-racy rule and cutoff (``racy``), files ``lstat``ed relative to the folder opened without following
-a symlink, and only in a folder whose own stat still equals its cached shape,
-which the walk also requires before it asks (see ``trust``). A verdict is
-only "every file matched, this many bytes" or "check it yourself".
+The copy checks exactly what the walk would: the same records, with the
+same loops, racy rule and cutoff (``racy``), files ``lstat``ed relative to the
+folder opened without following a symlink, and only in a folder whose own
+stat still equals its cached shape, which the walk also requires before it
+asks (see ``trust``). A verdict is only "every file matched, this many bytes"
+or "check it yourself".
 
 A folder without a shape (a restore wrote to it since it was listed) must be
 listed again. The copy lists it too, when it holds files and no folder: if

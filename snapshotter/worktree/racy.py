@@ -20,9 +20,9 @@ shape is held to the same rule by its ctime (``trust``).
   records (no exec bit), every file, compared by its effective mode.
 
 The first two are the no-change snapshot's hot loops (one ``lstat`` and a few
-comparisons per file): they compare ``mtime < cutoff`` inline, as ``fresh`` does,
-since a call per file would cost that snapshot a few percent. tests/test_racy.py
-makes the race on each path and checks that path was taken.
+comparisons per file, no call): they compare ``mtime < cutoff`` inline, as
+``fresh`` does. tests/test_racy.py makes the race on each path (and on a
+folder's shape) and checks that path was taken.
 """
 
 from __future__ import annotations

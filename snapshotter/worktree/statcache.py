@@ -5,7 +5,7 @@ inode all match its record **and** the record is not racy: its mtime must be
 strictly older than the moment the cache was written, as the filesystem's own
 clock saw it (the cache file's mtime), less the clock's granularity. A file
 rewritten within the same tick as the cache would otherwise look unchanged.
-That rule, and every loop that applies it, is in ``racy``.
+The rule is written in ``racy``, which names every loop that applies it.
 
 Per folder the cache keeps the tree id and the number of tracked entries, so a
 folder whose entries are all unchanged reuses its tree id without serialising;
