@@ -40,16 +40,18 @@ def classify(walk: Walk, node: DirNode, base: str, pairs: Pairs, lstat: Lstat, f
         if total is not None:
             _all_matched(walk, node, table, total)
             return
-    prefix = node.rel + "/" if node.rel else ""
     # With modes carried over from the records every file is examined: its mode is the effective one.
-    cutoff = NOTHING_FRESH if walk.carry_modes else walk.cutoff
-    hits, bytes_seen, misses, missed = unchanged_files(pairs, lstat, fd, cutoff)
-    if missed:
-        walk.skipped.extend(SkippedPath(prefix + name, SkipReason.VANISHED) for name in missed)
-    specials: list[str] = []
+    hits, bytes_seen, misses, missed = unchanged_files(
+        pairs, lstat, fd, NOTHING_FRESH if walk.carry_modes else walk.cutoff
+    )
     walk.bytes_seen += bytes_seen
-    if misses:
-        hits += _examine(walk, node, base, prefix, misses, missed, specials)
+    specials: list[str] = []
+    if missed or misses:
+        prefix = node.rel + "/" if node.rel else ""
+        if missed:
+            walk.skipped.extend(SkippedPath(prefix + name, SkipReason.VANISHED) for name in missed)
+        if misses:
+            hits += _examine(walk, node, base, prefix, misses, missed, specials)
     walk.files_seen += hits
     if not missed and hits == len(table):
         node.records = table

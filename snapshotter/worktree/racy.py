@@ -17,12 +17,13 @@ shape is held to the same rule by its ctime (``trust``).
 - ``PackedFolder.all_match``: every file of a trusted folder against the cache
   file's packed bytes, in the walk or in the preload's copy;
 - ``classify._examine``, with ``fresh`` itself: where modes carry over from the
-  records (no exec bit), every file, compared by its effective mode.
+  records (no exec bit), every file, compared by its effective mode;
 
-The first two are the no-change snapshot's hot loops (one ``lstat`` and a few
-comparisons per file, no call): they compare ``mtime < cutoff`` inline, as
-``fresh`` does. tests/test_racy.py makes the race on each path (and on a
-folder's shape) and checks that path was taken.
+and to every folder's shape, by its ctime (``FolderTrust.unchanged``; the
+preload's copy skips such a folder). All but ``_examine`` run for every file or
+folder of a no-change snapshot, a few comparisons each and no call: they
+compare as ``fresh`` does, inline, with a comment that names it.
+tests/test_racy.py makes the race on each path and checks that path was taken.
 """
 
 from __future__ import annotations
