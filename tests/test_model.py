@@ -38,8 +38,9 @@ Entry = tuple[str, bytes, bool]
 Files = dict[str, Entry]
 
 FOLDERS = ["", "d", "d/e", "sp ace", "n"]
-NAMES = ["a", "x.log", "keep.log", "n", "ünï cödé.md", "s.key"]
-"""``s.key`` is a default exclude (``*.key``): never tracked, never replaced by a restore."""
+NAMES = ["a", "x.log", "keep.log", "n", "n.md", "ünï cödé.md", "s.key"]
+"""``n.md`` sits beside the folders ``n`` and ``d/n`` (git's tree order); ``s.key`` is a
+default exclude (``*.key``): never tracked, never replaced by a restore."""
 PATHS = sorted({(folder + "/" if folder else "") + name for folder in FOLDERS for name in NAMES})
 CONTENTS = [b"", b"one line\n", b"two\nlines\n", b"no newline", b"bin\0ary\n", b"one line\nchanged\n"]
 TARGETS = ["a", "d/b.txt", "../outside", "missing/target", "ü"]

@@ -8,19 +8,18 @@ and new files over ``max_new_file_size``.
 
 from __future__ import annotations
 
-from snapshotter.fsutil import USE_CTIME, FileStat
+from snapshotter.fsutil import USE_CTIME
 from snapshotter.model import SkippedPath, SkipReason
 from snapshotter.worktree.limits import stored_size
 from snapshotter.worktree.packedfolder import PackedItems
+from snapshotter.worktree.racy import NOTHING_FRESH, Miss, fresh, unchanged_files
 from snapshotter.worktree.readdir import Lstat, Pairs, TrustedItems
-from snapshotter.worktree.statcache import Folder, Record
+from snapshotter.worktree.statcache import Folder
 from snapshotter.worktree.walkstate import DirNode, Pending, Walk
 
 _S_IFMT = 0o170000
 _S_IFREG = 0o100000
 _S_IFLNK = 0o120000
-
-Miss = tuple[str, Record | None, FileStat]
 
 
 def classify(walk: Walk, node: DirNode, base: str, pairs: Pairs, lstat: Lstat, fd: int, table: Folder) -> None:
@@ -41,41 +40,18 @@ def classify(walk: Walk, node: DirNode, base: str, pairs: Pairs, lstat: Lstat, f
         if total is not None:
             _all_matched(walk, node, table, total)
             return
-    prefix = node.rel + "/" if node.rel else ""
-    cutoff = walk.cutoff
-    carry_modes = walk.carry_modes
-    hits = 0
-    bytes_seen = 0
-    missed: list[str] = []
-    specials: list[str] = []
-    misses: list[Miss] = []
-    # The hot loop: one lstat per file; a file that matches its record
-    # costs a few comparisons and nothing else (no tuple, no call, no
-    # insertion): a folder whose files all match shares the cache's table.
-    for name, record in pairs:
-        try:
-            st = lstat(name, dir_fd=fd, follow_symlinks=False)
-        except OSError:
-            walk.skipped.append(SkippedPath(prefix + name, SkipReason.VANISHED))
-            missed.append(name)
-            continue
-        if (
-            record is not None
-            and not carry_modes
-            and record[2] == st.st_mtime_ns
-            and record[2] < cutoff
-            and record[1] == st.st_size
-            and record[0] == st.st_mode
-            and record[4] == st.st_ino
-            and (record[3] == st.st_ctime_ns or not USE_CTIME)
-        ):  # the record's kind is a file or symlink: no need to test st_mode's
-            hits += 1
-            bytes_seen += record[1]
-            continue
-        misses.append((name, record, st))
+    # With modes carried over from the records every file is examined: its mode is the effective one.
+    hits, bytes_seen, misses, missed = unchanged_files(
+        pairs, lstat, fd, NOTHING_FRESH if walk.carry_modes else walk.cutoff
+    )
     walk.bytes_seen += bytes_seen
-    if misses:
-        hits += _examine(walk, node, base, prefix, misses, missed, specials)
+    specials: list[str] = []
+    if missed or misses:
+        prefix = node.rel + "/" if node.rel else ""
+        if missed:
+            walk.skipped.extend(SkippedPath(prefix + name, SkipReason.VANISHED) for name in missed)
+        if misses:
+            hits += _examine(walk, node, base, prefix, misses, missed, specials)
     walk.files_seen += hits
     if not missed and hits == len(table):
         node.records = table
@@ -123,7 +99,7 @@ def _examine(
             previous_mode = walk.previous_mode
             recorded = record[0] if record is not None else previous_mode(rel) if previous_mode else None
             key = (walk.host.effective_mode(st_mode, recorded), *key[1:])
-            if record is not None and record[:5] == key and st.st_mtime_ns < cutoff:
+            if record is not None and record[:5] == key and fresh(st.st_mtime_ns, cutoff):
                 seen -= 1
                 hits += 1
                 continue

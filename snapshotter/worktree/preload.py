@@ -9,11 +9,12 @@ whole. The walk takes a folder's verdict if it has arrived when it gets there
 and checks the folder itself otherwise, so the two meet in the middle and the
 result is the same as checking alone; the copy is stopped when the walk ends.
 
-The copy checks exactly what the walk would: the same packed records and
-racy cutoff, files ``lstat``ed relative to the folder opened without following
-a symlink, and only in a folder whose own stat still equals its cached shape,
-which the walk also requires before it asks (see ``trust``). A verdict is
-only "every file matched, this many bytes" or "check it yourself".
+The copy checks exactly what the walk would: the same records, with the
+same loops, racy rule and cutoff (``racy``), files ``lstat``ed relative to the
+folder opened without following a symlink, and only in a folder whose own
+stat still equals its cached shape, which the walk also requires before it
+asks (see ``trust``). A verdict is only "every file matched, this many bytes"
+or "check it yourself".
 
 A folder without a shape (a restore wrote to it since it was listed) must be
 listed again. The copy lists it too, when it holds files and no folder: if
@@ -38,6 +39,7 @@ from snapshotter.fsutil import DIR_FLAGS, NO_FOLLOW, settled
 from snapshotter.worktree import secondcore
 from snapshotter.worktree.listing import list_folder
 from snapshotter.worktree.packedfolder import PackedFolder, names_of
+from snapshotter.worktree.racy import unchanged_files
 from snapshotter.worktree.statcache import Folder, StatCache
 from snapshotter.worktree.trust import same_stat
 
@@ -129,8 +131,8 @@ def _check_from_the_end(workspace: str, cache: StatCache, cutoff: int, out: int)
     files = 0
     for rel in reversed(order):
         shape = shapes.get(rel)
-        if shape is not None and shape[1] >= cutoff:
-            continue  # the walk lists it again: no verdict is asked for
+        if shape is not None and shape[1] >= cutoff:  # racy (``racy.fresh``, inlined): the walk lists it again,
+            continue  # no verdict is asked for
         table = cache.folder(rel)
         if not table:
             continue
@@ -149,7 +151,8 @@ def _check_from_the_end(workspace: str, cache: StatCache, cutoff: int, out: int)
             elif type(table) is PackedFolder:
                 total = table.all_match(lstat, fd, cutoff)
             else:
-                total = _all_match(table, fd, cutoff)
+                _, size, misses, gone = unchanged_files(table.items(), lstat, fd, cutoff)
+                total = None if misses or gone else size
         except OSError:
             continue  # the walk will say why
         finally:
@@ -185,25 +188,3 @@ def _key(table: Folder) -> tuple[int, int]:
     Both objects were there before the fork and are held by the cache, so they
     are at the same address in both processes."""
     return table.place if type(table) is PackedFolder else (id(table), _DECODED)
-
-
-def _all_match(table: Folder, fd: int, cutoff: int) -> int | None:
-    """``PackedFolder.all_match`` for a decoded table: the comparisons of
-    ``classify``'s hot loop, file by file."""
-    total = 0
-    try:
-        for name, record in table.items():
-            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-            if not (
-                record[2] == st.st_mtime_ns
-                and record[2] < cutoff
-                and record[1] == st.st_size
-                and record[0] == st.st_mode
-                and record[4] == st.st_ino
-                and record[3] == st.st_ctime_ns
-            ):
-                return None
-            total += record[1]
-    except OSError:
-        return None
-    return total

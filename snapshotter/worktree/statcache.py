@@ -5,6 +5,7 @@ inode all match its record **and** the record is not racy: its mtime must be
 strictly older than the moment the cache was written, as the filesystem's own
 clock saw it (the cache file's mtime), less the clock's granularity. A file
 rewritten within the same tick as the cache would otherwise look unchanged.
+The rule is written in ``racy``, which names every loop that applies it.
 
 Per folder the cache keeps the tree id and the number of tracked entries, so a
 folder whose entries are all unchanged reuses its tree id without serialising;
@@ -47,6 +48,7 @@ from dataclasses import dataclass, field
 
 from snapshotter.collector import collector_paused
 from snapshotter.fsutil import read_side_file_and_stat
+from snapshotter.worktree import racy
 from snapshotter.worktree.packedfolder import RECORD, Buffer, PackedFolder
 from snapshotter.worktree.packedfolder import Record as Record  # re-exported: the walk names it from here
 
@@ -67,9 +69,6 @@ file, their folders included), so 1 GiB is some 13 million files, far past the
 default cap of 200,000 entries a workspace may hold; a bigger one is dropped (a
 full re-hash, never a wrong snapshot). Its magic is checked first, so a sparse
 file of zeros planted there costs nothing, however large."""
-
-# Timestamps of coarse filesystems (FAT: 2 s) look like whole seconds.
-_COARSE_GRANULARITY_NS = 2_000_000_000
 
 Listings = dict[str, tuple[bytes, frozenset[str]]]
 """Folder -> (digest of its rules and listing, the names they ignore)."""
@@ -205,11 +204,8 @@ class StatCache:
         return sum(map(len, self.tables.values()))
 
     def racy_cutoff(self) -> int:
-        """Records whose mtime is at or above this value must be re-hashed."""
-        if self.written_ns == 0:
-            return -(2**63)
-        granularity = _COARSE_GRANULARITY_NS if self.written_ns % 1_000_000_000 == 0 else 0
-        return self.written_ns - granularity
+        """Records whose mtime is at or above this value must be re-hashed (``racy``)."""
+        return racy.cutoff(self.written_ns)
 
     def _forget_dirs_above(self, path: str) -> None:
         parent = path

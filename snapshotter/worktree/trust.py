@@ -154,6 +154,7 @@ class FolderTrust:
         if known is None or (self.tracked_moved and known[1]):
             return None
         shape = self.shapes.get(rel)
+        # Racy: ``racy.fresh``, inlined (once per folder of every walk).
         if shape is None or shape[1] >= self.cutoff or not same_stat(own, shape[0], shape[1], shape[2]):
             return None
         inner = own_rules(rules, shape[4], rel, base)
