@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from snapshotter import history, inputs, maintenance
+from snapshotter import inputs, maintenance
 from snapshotter.background import Background, SnapshotHandle, finished
 from snapshotter.calls import public
 from snapshotter.errors import FIRST_SNAPSHOT, SnapshotError, SnapshotNotFound, StoreError
@@ -19,6 +19,7 @@ from snapshotter.gitstore import trailers
 from snapshotter.gitstore.location import canonical_workspace
 from snapshotter.gitstore.transport import Credentials
 from snapshotter.guard import Guard
+from snapshotter.history import undo as history
 from snapshotter.model import (
     FileChange,
     FileDiff,

@@ -16,8 +16,8 @@ from contextlib import contextmanager
 
 from snapshotter.errors import InvalidInput
 from snapshotter.gitstore import trailers
+from snapshotter.history.owners import WRITES
 from snapshotter.options import check_session
-from snapshotter.owners import WRITES
 from snapshotter.session.checkout import normalize_selection
 from snapshotter.session.engine import Engine
 

@@ -13,10 +13,11 @@ import os
 import time
 from datetime import datetime, timezone
 
-from snapshotter.anchors import before_dropping, kept_for_sessions
 from snapshotter.errors import SnapshotError
 from snapshotter.fsutil import SMALL_FILE_CAP, read_side_file
-from snapshotter.history import REDO, REDO_TO, SESSIONS, UNDO, all_stacks
+from snapshotter.history.anchors import before_dropping, kept_for_sessions
+from snapshotter.history.stacks import REDO, SESSIONS, UNDO, all_stacks
+from snapshotter.history.undo import REDO_TO
 from snapshotter.model import GcResult, PruneResult, SnapshotInfo, StoreStats
 from snapshotter.remotes import recently_fetched
 from snapshotter.session.engine import Engine

@@ -14,12 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from snapshotter import attribution, history, inputs
-from snapshotter import blame as blaming
-from snapshotter import forks as forking
+from snapshotter import inputs
 from snapshotter.calls import public
 from snapshotter.errors import InvalidInput
 from snapshotter.gitstore.location import canonical_workspace, store_exists, store_path_for
+from snapshotter.history import attribution
+from snapshotter.history import blame as blaming
+from snapshotter.history import forks as forking
+from snapshotter.history import undo as history
 from snapshotter.model import (
     BlameResult,
     ConflictMode,

@@ -12,14 +12,14 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "snapshotter"
 
-# Top first. A module may import its own wing and any wing below it.
-WINGS = ["frontends", "facade", "session", "compare", "upkeep", "worktree", "gitstore", "leaves"]
-FACADE = {"api", "inputs", "history", "guard", "background", "maintenance"}
-FACADE |= {"calls", "workflows", "attribution", "forks", "remotes", "outgoing", "replicas", "replicator", "warnmode"}
-FACADE |= {"blame", "owners", "anchors"}
-LEAVES = {"errors", "model", "options", "fsutil", "collector"}
+# Top first. A module may import its own wing and any wing below it, unless ONLY narrows that.
+WINGS = ["frontends", "facade", "history", "remote", "session", "compare", "upkeep", "worktree", "gitstore", "leaves"]
 # Side wings: what each may see besides itself (it is not simply "everything below").
-ONLY = {"upkeep": {"gitstore", "leaves"}}
+BELOW_THE_FACADE = {"session", "compare", "worktree", "gitstore", "leaves"}
+ONLY = {"history": BELOW_THE_FACADE, "remote": BELOW_THE_FACADE, "upkeep": {"gitstore", "leaves"}}
+ENGINE = {"session", "compare", "upkeep", "worktree", "gitstore"}
+ENGINE_LEAVES = {"fsutil", "collector"}  # in engine/, imported by every wing from gitstore up
+LEAVES = {"errors", "model", "options"}
 MAX_LINES = 450
 
 
@@ -30,17 +30,31 @@ def module_name(path: Path) -> str:
 
 def wing_of(module: str) -> str | None:
     parts = module.split(".")
-    if len(parts) == 1:
-        return None  # the package itself: it re-exports the public API from everywhere
-    if parts[1] in ("frontends", "compat", "__main__"):
+    if len(parts) == 1 or "_pyinstaller" in parts:
+        return None  # the package itself re-exports the public API; _pyinstaller is a build hook
+    top = parts[1]
+    if top in ("frontends", "compat", "__main__"):
         return "frontends"
-    if parts[1] in FACADE:
-        return "facade"
-    if parts[1] in LEAVES:
+    if top in ("facade", "history", "remote"):
+        return top
+    if top in LEAVES:
         return "leaves"
-    if parts[1] in WINGS:
-        return parts[1]
-    return None  # _pyinstaller: a build hook, imports nothing of ours
+    # TRANSITION (removed when the moves are done)
+    if top in {"api", "calls", "inputs", "guard", "background", "maintenance", "workflows", "warnmode", "replicas"}:
+        return "facade"
+    if top in {"remotes", "replicator", "outgoing"}:
+        return "remote"
+    if top in ENGINE:
+        return top
+    if top in ENGINE_LEAVES:
+        return "leaves"
+    if top == "engine":
+        inner = parts[2] if len(parts) > 2 else None
+        if inner in ENGINE:
+            return inner
+        if inner is None or inner in ENGINE_LEAVES:
+            return "leaves"
+    return None
 
 
 def modules() -> dict[str, Path]:

@@ -251,7 +251,8 @@ def test_a_sessions_abandoned_redo_side_can_be_merged_back(ws: Path, make) -> No
 
 _DYING_FORK = """
 import os, signal, sys
-from snapshotter import Snapshotter, forks
+from snapshotter import Snapshotter
+from snapshotter.history import forks
 from snapshotter.worktree import fsops
 
 ws, home, point, dest, where, after = sys.argv[1:7]

@@ -22,6 +22,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, TextIO
 
+from snapshotter.history.owners import POST_TURN, PRE_TURN
 from snapshotter.model import (
     FileChange,
     FileDiff,
@@ -35,7 +36,6 @@ from snapshotter.model import (
     UndoResult,
     VerifyResult,
 )
-from snapshotter.owners import POST_TURN, PRE_TURN
 
 SCHEMA = 1
 STATUS_LETTER = {"added": "A", "modified": "M", "deleted": "D", "type_changed": "T", "unreadable": "X"}

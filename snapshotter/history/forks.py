@@ -35,12 +35,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from snapshotter.attribution import closing
 from snapshotter.errors import InvalidInput, SnapshotError, StoreError, WorkspaceError
 from snapshotter.fsutil import read_side_file
 from snapshotter.gitstore.location import store_path_for
 from snapshotter.gitstore.sharing import share_objects
 from snapshotter.gitstore.store import Store
+from snapshotter.history.attribution import closing
 from snapshotter.model import ConflictMode, ForkInfo, RevertResult, SnapshotInfo
 from snapshotter.session.engine import Engine
 from snapshotter.session.reverting import Step, bring_in

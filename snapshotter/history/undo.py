@@ -26,31 +26,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from snapshotter.attribution import Pair, Piece, changed_hunks, closing, revert_changes, session_changes
 from snapshotter.errors import BEGIN_TURN, InvalidInput, SnapshotError, SnapshotNotFound, StoreError
+from snapshotter.history.attribution import Pair, Piece, changed_hunks, closing, revert_changes, session_changes
+from snapshotter.history.owners import ABANDONED, POST_RESTORE, POST_TURN, PRE_TURN, TOOL, TOOL_DONE, label_number
+from snapshotter.history.stacks import REDO, TURNS, UNDO, entry_info, live_entries, readable, stack_of
 from snapshotter.model import ConflictMode, Hunk, RestoreResult, RevertResult, SessionInfo, SnapshotInfo, UndoResult
-from snapshotter.owners import ABANDONED, POST_RESTORE, POST_TURN, PRE_TURN, TOOL, TOOL_DONE, label_number
 from snapshotter.session.engine import Engine
 from snapshotter.session.restoring import restore
 from snapshotter.session.reverting import SINCE, Step, bring_in
 from snapshotter.worktree.pathnames import names_checker
 
-UNDO, REDO, TURNS = "undo", "redo", "turns"
-STACKS = (UNDO, REDO, TURNS)
-SESSIONS = "sessions/"
 CHECKPOINT_LABEL = "checkpoint"
 REDO_TO, POPPED = "redo-to", "undo-popped"
 """A named session's redo entry (its ``post-undo`` snapshot) names, in its
 metadata, the state to bring back and the checkpoint its undo took off the stack."""
-
-
-def stack_of(engine: Engine, name: str) -> str:
-    """The store's name of this engine's session's stack ``name``."""
-    return name if engine.session is None else f"{SESSIONS}{engine.session}/{name}"
-
-
-def _info(engine: Engine, sha: bytes) -> SnapshotInfo:
-    return engine.catalog.get(sha.hex())
 
 
 def checkpoint(engine: Engine, message: str, label: str | None, metadata: dict[str, str]) -> SnapshotInfo:
@@ -82,13 +71,13 @@ def _abandon_redo(engine: Engine) -> None:
     A state an undo point holds too needs no copy: the copy would be the newest
     snapshot, which retention never drops, and crowd out a state held nowhere else."""
     name = stack_of(engine, REDO)
-    entries = _live(engine, name)
+    entries = live_entries(engine, name)
     if not entries:
         return
-    held = {_info(engine, sha).tree_id for sha in _live(engine, stack_of(engine, UNDO))}
+    held = {entry_info(engine, sha).tree_id for sha in live_entries(engine, stack_of(engine, UNDO))}
     number = max((_abandoned_number(info) for info in engine.catalog.newest_first()), default=0)
     for sha in entries:
-        info = _info(engine, sha)
+        info = entry_info(engine, sha)
         kept = _redo_target(engine, info) if engine.session is not None else info
         if kept is None or kept.tree_id in held:
             continue
@@ -102,59 +91,34 @@ def _abandoned_number(info: SnapshotInfo) -> int:
     return label_number(info.label, ABANDONED) or 0
 
 
-def _live(engine: Engine, name: str) -> list[bytes]:
-    """A stack's entries that are still snapshots one can restore; an entry whose
-    snapshot was dropped (by another process, or a store from before dropping
-    cleaned the stacks) or is damaged is removed, so what ``can_undo`` and
-    ``can_redo`` promise is what ``undo`` and ``redo`` do. Hold the store lock."""
-    stack = engine.store.stack(name)
-    sequence_of = {sha: seq for seq, sha in engine.store.snapshot_refs().items()}  # once, not per entry
-    live = []
-    for sha in stack:
-        seq = sequence_of.get(sha)
-        if seq is not None and _readable(engine, sha, seq):
-            live.append(sha)
-        else:
-            engine.store.drop_from_stack(name, sha)
-    return live
-
-
-def _readable(engine: Engine, sha: bytes, seq: int | None = None) -> bool:
-    try:
-        engine.catalog.info(seq, sha) if seq is not None else _info(engine, sha)
-        return True
-    except SnapshotError:
-        return False
-
-
 def can_undo(engine: Engine) -> bool:
-    stack = _live(engine, stack_of(engine, UNDO))
+    stack = live_entries(engine, stack_of(engine, UNDO))
     if len(stack) >= 2:
         return True
     if not stack:
         return False
     if engine.session is not None:
-        return bool(_since(engine, _info(engine, stack[-1])))
-    return engine.scan(write=False).tree_id.hex() != _info(engine, stack[-1]).tree_id
+        return bool(_since(engine, entry_info(engine, stack[-1])))
+    return engine.scan(write=False).tree_id.hex() != entry_info(engine, stack[-1]).tree_id
 
 
 def can_redo(engine: Engine) -> bool:
-    return bool(_live(engine, stack_of(engine, REDO)))
+    return bool(live_entries(engine, stack_of(engine, REDO)))
 
 
 def undo(engine: Engine) -> UndoResult:
-    stack = _live(engine, stack_of(engine, UNDO))
+    stack = live_entries(engine, stack_of(engine, UNDO))
     if not stack:
         why = "no checkpoint has been taken" if engine.session is None else _NO_POINT_KEPT
         return UndoResult(False, "undo", f"nothing to undo: {why}")
     if engine.session is not None:
         return _session_undo(engine, stack)
     current = engine.scan(write=True)
-    top = _info(engine, stack[-1])
+    top = entry_info(engine, stack[-1])
     at_top = current.tree_id.hex() == top.tree_id
     if at_top and len(stack) < 2:
         return UndoResult(False, "undo", "nothing to undo: the workspace is at the first checkpoint")
-    target = _info(engine, stack[-2]) if at_top else top
+    target = entry_info(engine, stack[-2]) if at_top else top
     result = restore(engine, target, current=current, safety_label="pre-undo", safety_message="before undo")
     saved_id = _saved(result)
     if at_top:
@@ -164,12 +128,12 @@ def undo(engine: Engine) -> UndoResult:
 
 
 def redo(engine: Engine) -> UndoResult:
-    stack = _live(engine, stack_of(engine, REDO))
+    stack = live_entries(engine, stack_of(engine, REDO))
     if not stack:
         return UndoResult(False, "redo", "nothing to redo")
     if engine.session is not None:
         return _session_redo(engine, stack)
-    target = _info(engine, stack[-1])
+    target = entry_info(engine, stack[-1])
     current = engine.scan(write=True)
     result = restore(engine, target, current=current, safety_label="pre-redo", safety_message="before redo")
     engine.store.pop(REDO)
@@ -195,14 +159,14 @@ def _since(engine: Engine, checkpoint_info: SnapshotInfo) -> list[Piece]:
 
 
 def _session_undo(engine: Engine, stack: list[bytes]) -> UndoResult:
-    top = _info(engine, stack[-1])
+    top = entry_info(engine, stack[-1])
     changes = _since(engine, top)
     popped: SnapshotInfo | None = None
     if not changes:  # nothing since the newest checkpoint: undo what led up to it
         if len(stack) < 2:
             why = "the session has changed nothing since its oldest undo point kept (retention drops the older)"
             return UndoResult(False, "undo", f"nothing to undo: {why}")
-        popped, changes = top, session_changes(engine, engine.session, _info(engine, stack[-2]), top)
+        popped, changes = top, session_changes(engine, engine.session, entry_info(engine, stack[-2]), top)
     result = revert_changes(engine, changes, safety_label="pre-undo", message="before undo", closing_label=None)
     if not result.applied:
         return UndoResult(False, "undo", _refused("undo", result), revert=result)
@@ -229,7 +193,7 @@ def _redo_target(engine: Engine, entry: SnapshotInfo) -> SnapshotInfo | None:
 
 
 def _session_redo(engine: Engine, stack: list[bytes]) -> UndoResult:
-    after = _info(engine, stack[-1])
+    after = entry_info(engine, stack[-1])
     target = _redo_target(engine, after)
     if target is None:
         engine.store.pop(stack_of(engine, REDO))
@@ -248,7 +212,7 @@ def _session_redo(engine: Engine, stack: list[bytes]) -> UndoResult:
         return UndoResult(False, "redo", _refused("redo", result), revert=result)
     engine.store.pop(stack_of(engine, REDO))
     popped = after.metadata.get(POPPED, "")
-    if popped and _readable(engine, bytes.fromhex(popped)):
+    if popped and readable(engine, bytes.fromhex(popped)):
         engine.store.push(stack_of(engine, UNDO), bytes.fromhex(popped))
     message = f"brought back {len(result.reverted) + len(result.merged)} paths of session {engine.session}"
     return UndoResult(True, "redo", message, target.id, result.safety_snapshot_id, revert=result)
@@ -267,10 +231,10 @@ def _last_turn(engine: Engine) -> int:
     """The number of the session's newest turn (0: none). Read from its pre-turn's
     label, not counted: retention drops old turns from the stack, and a count
     would give a new turn a number already used, or its post-turn the wrong one."""
-    stack = _live(engine, stack_of(engine, TURNS))
+    stack = live_entries(engine, stack_of(engine, TURNS))
     if not stack:
         return 0
-    top = _info(engine, stack[-1])
+    top = entry_info(engine, stack[-1])
     number = label_number(top.label, PRE_TURN)
     number = label_number(top.metadata.get("turn"), "") if number is None else number
     return len(stack) if number is None else number
@@ -312,7 +276,7 @@ def turn_pair(engine: Engine, n: int) -> Pair:
         raise InvalidInput("revert_turn(n) takes n >= 1 (1 = the last turn)")
     if n > len(turns):
         raise SnapshotNotFound(f"only {len(turns)} turns are recorded; cannot revert {n}")
-    pre = _info(engine, turns[-n])
+    pre = entry_info(engine, turns[-n])
     wanted = POST_TURN + (pre.label or "")[len(PRE_TURN) :]
     post = [
         info
@@ -363,7 +327,7 @@ def turn_hunks(engine: Engine, n: int, split: bool = False) -> list[Hunk]:
 
 def open_turn(engine: Engine) -> SnapshotInfo | None:
     """The pre-turn snapshot of the session's newest turn if it has not ended yet."""
-    if not _live(engine, stack_of(engine, TURNS)):
+    if not live_entries(engine, stack_of(engine, TURNS)):
         return None
     pre, post = turn_pair(engine, 1)
     return pre if post is None else None
@@ -394,8 +358,3 @@ def sessions(engine: Engine) -> list[SessionInfo]:
         )
         for name, data in seen.items()
     ]
-
-
-def all_stacks(engine: Engine) -> list[str]:
-    """Every stack name of the store: the anonymous session's and each named one's."""
-    return [*STACKS, *(f"{SESSIONS}{name}/{stack}" for name in engine.store.sessions() for stack in STACKS)]

@@ -22,8 +22,8 @@ from bisect import bisect_right
 from snapshotter.compare.linediff import change_script, split_lines
 from snapshotter.errors import InvalidInput, PathNotFound, StoreError
 from snapshotter.gitstore.objects import MODE_EXEC, MODE_FILE, MODE_TREE, STREAM_THRESHOLD, is_binary, parse_tree
+from snapshotter.history.owners import SESSION, Owners
 from snapshotter.model import BlameResult, BlameRun, LineOrigin, SnapshotInfo
-from snapshotter.owners import SESSION, Owners
 from snapshotter.session.checkout import normalize_selection
 from snapshotter.session.engine import Engine
 from snapshotter.worktree.fsops import Workspace

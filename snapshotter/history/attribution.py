@@ -49,8 +49,7 @@ from dataclasses import dataclass
 
 from snapshotter.compare.overlay import Overlay
 from snapshotter.compare.treediff import ScannedTree, TreeSide, changes, entry_at
-from snapshotter.model import ConflictMode, Hunk, RevertResult, SnapshotInfo
-from snapshotter.owners import (
+from snapshotter.history.owners import (
     INTERNAL_LABELS,
     OPEN,
     POST_TURN,
@@ -63,6 +62,7 @@ from snapshotter.owners import (
     in_time,
     named_paths,
 )
+from snapshotter.model import ConflictMode, Hunk, RevertResult, SnapshotInfo
 from snapshotter.session.checkout import normalize_selection, selection_filter
 from snapshotter.session.engine import Engine
 from snapshotter.session.hunks import Within, hunk_steps, listed

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from snapshotter.attribution import session_changes
-from snapshotter.history import SESSIONS, TURNS, UNDO, _info, _live
+from snapshotter.history.attribution import session_changes
+from snapshotter.history.owners import POST_TURN, PRE_TURN, TOOL, TOOL_DONE
+from snapshotter.history.stacks import SESSIONS, TURNS, UNDO, entry_info, live_entries
 from snapshotter.model import SnapshotInfo
-from snapshotter.owners import POST_TURN, PRE_TURN, TOOL, TOOL_DONE
 from snapshotter.session.engine import Engine
 
 OPEN_CALLS_KEPT = 8
@@ -39,7 +39,7 @@ def before_dropping(engine: Engine, dropping: Sequence[SnapshotInfo]) -> None:
     going = {info.id for info in dropping}
     for name in engine.store.sessions() if going else ():
         stack_name = f"{SESSIONS}{name}/{UNDO}"
-        stack = [_info(engine, sha) for sha in _live(engine, stack_name)]
+        stack = [entry_info(engine, sha) for sha in live_entries(engine, stack_name)]
         if not stack:
             continue
         cut = 0
