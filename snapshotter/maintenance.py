@@ -19,7 +19,7 @@ from snapshotter.history.anchors import before_dropping, kept_for_sessions
 from snapshotter.history.stacks import REDO, SESSIONS, UNDO, all_stacks
 from snapshotter.history.undo import REDO_TO
 from snapshotter.model import GcResult, PruneResult, SnapshotInfo, StoreStats
-from snapshotter.remotes import recently_fetched
+from snapshotter.remote.remotes import recently_fetched
 from snapshotter.session.engine import Engine
 from snapshotter.upkeep import compaction, consolidation
 from snapshotter.upkeep.retention import Retention, by_count_and_age, droppable

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
-from snapshotter import remotes
 from snapshotter.calls import public
 from snapshotter.errors import InvalidInput, WorkspaceError
 from snapshotter.gitstore.store import Store
@@ -24,7 +23,8 @@ from snapshotter.gitstore.transport import Credentials
 from snapshotter.gitstore.wirebudget import Budget
 from snapshotter.model import FetchResult, PushResult, RemoteWorkspace
 from snapshotter.options import Options
-from snapshotter.replicator import Replicator
+from snapshotter.remote import remotes
+from snapshotter.remote.replicator import Replicator
 from snapshotter.session.engine import Engine
 from snapshotter.worktree.ignore import leaving_out
 

@@ -30,7 +30,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from snapshotter import outgoing
 from snapshotter.errors import InvalidInput, RemoteError, StoreError
 from snapshotter.fsutil import SMALL_FILE_CAP, read_side_file
 from snapshotter.gitstore import replication
@@ -41,6 +40,7 @@ from snapshotter.gitstore.trailers import is_snapshot_commit
 from snapshotter.gitstore.transport import Credentials, Remote, open_remote
 from snapshotter.gitstore.wirebudget import Budget
 from snapshotter.model import PushResult, RemoteWorkspace, SkippedSnapshot, SnapshotInfo
+from snapshotter.remote import outgoing
 from snapshotter.session.engine import Engine
 from snapshotter.worktree.ignore import IgnoreStack
 from snapshotter.worktree.statcache import write_atomically
