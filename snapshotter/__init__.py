@@ -13,8 +13,6 @@ TYPE_CHECKING = False  # not ``typing``'s: importing typing costs a command line
 if TYPE_CHECKING:
     from typing import Any
 
-    from snapshotter.api import Snapshotter, guard
-    from snapshotter.background import SnapshotHandle
     from snapshotter.errors import (
         FileInUse,
         HunkNotFound,
@@ -36,8 +34,11 @@ if TYPE_CHECKING:
         WorkspaceError,
         WorkspaceTooLarge,
     )
+    from snapshotter.facade.api import Snapshotter, guard
+    from snapshotter.facade.background import SnapshotHandle
+    from snapshotter.facade.guard import Guard
+    from snapshotter.facade.warnmode import ForgivingSnapshotter, forgiving
     from snapshotter.gitstore.transport import Credentials
-    from snapshotter.guard import Guard
     from snapshotter.model import (
         BlameResult,
         BlameRun,
@@ -67,7 +68,6 @@ if TYPE_CHECKING:
         VerifyResult,
     )
     from snapshotter.options import Retention, WorkspaceSettings
-    from snapshotter.warnmode import ForgivingSnapshotter, forgiving
     from snapshotter.worktree.defaults import DEFAULT_EXCLUDES
     from snapshotter.worktree.watch import watch_available
 
@@ -87,15 +87,16 @@ def __getattr__(name: str) -> Any:
 def _load() -> None:
     """Publish every name of ``__all__`` from the module defining it (the list in
     the ``TYPE_CHECKING`` block above, for type checkers)."""
-    from snapshotter import api, background, errors, model, options, warnmode
-    from snapshotter import guard as guarding
+    from snapshotter import errors, model, options
+    from snapshotter.facade import api, background, warnmode
+    from snapshotter.facade import guard as guarding
     from snapshotter.gitstore import transport
     from snapshotter.worktree import ignore, watch
 
     found: dict[str, object] = {}
     for module in (api, background, errors, guarding, model, options, transport, ignore, watch, warnmode):
         found.update({name: getattr(module, name) for name in __all__ if name not in found and hasattr(module, name)})
-    globals().update(found)  # after the imports: importing ``snapshotter.guard`` set ``guard`` to that module
+    globals().update(found)  # after the imports, which set the package's attributes for its submodules
 
 
 __all__ = [

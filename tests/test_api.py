@@ -366,14 +366,15 @@ def test_the_base_is_what_the_workspace_was_last_made_equal_to(ws: Path, home: P
 
 def test_every_public_name_is_the_object_its_module_defines() -> None:
     # The package loads its names on first use; ``guard`` must be the function,
-    # not the ``snapshotter.guard`` module that importing it also binds.
+    # not the ``snapshotter.facade.guard`` module that importing it also binds.
     import sys
 
     import snapshotter
-    from snapshotter import api, errors, model
+    from snapshotter import errors, model
+    from snapshotter.facade import api
 
     assert all(getattr(snapshotter, name, None) is not None for name in snapshotter.__all__)
     assert snapshotter.guard is api.guard and callable(snapshotter.guard)
-    assert snapshotter.Guard is sys.modules["snapshotter.guard"].Guard
+    assert snapshotter.Guard is sys.modules["snapshotter.facade.guard"].Guard
     assert snapshotter.SnapshotError is errors.SnapshotError
     assert snapshotter.SnapshotInfo is model.SnapshotInfo

@@ -145,12 +145,12 @@ def test_the_checker_sees_a_wrong_arrow(tmp_path: Path) -> None:
     """The checks above can fail: an upward import in a synthetic module is found."""
     fake = tmp_path / "snapshotter" / "gitstore" / "bad.py"
     fake.parent.mkdir(parents=True)
-    fake.write_text("from ..session import engine\nfrom snapshotter.api import Snapshotter\n")
+    fake.write_text("from ..session import engine\nfrom snapshotter.facade.api import Snapshotter\n")
     global PACKAGE
     saved, PACKAGE = PACKAGE, tmp_path / "snapshotter"
     try:
-        found = imports_of("snapshotter.gitstore.bad", fake, {"snapshotter.session.engine", "snapshotter.api"})
+        found = imports_of("snapshotter.gitstore.bad", fake, {"snapshotter.session.engine", "snapshotter.facade.api"})
     finally:
         PACKAGE = saved
-    assert found == {"snapshotter.session.engine", "snapshotter.api"}
+    assert found == {"snapshotter.session.engine", "snapshotter.facade.api"}
     assert WINGS.index(wing_of("snapshotter.session.engine") or "") < WINGS.index("gitstore")

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import GIT, beside_a_writer, git, write
 
-from snapshotter import Retention, Snapshotter, maintenance
+from snapshotter import Retention, Snapshotter
+from snapshotter.facade import maintenance
 from snapshotter.gitstore.objects import STREAM_THRESHOLD
 from snapshotter.upkeep.compaction import loose_objects
 from snapshotter.upkeep.consolidation import consolidate, packs_to_merge

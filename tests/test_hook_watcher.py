@@ -105,7 +105,7 @@ def long_home(short_tmp: Path, size: int = 150) -> Path:
 
 TRACED_HOOK = (
     "import json, sys; from snapshotter.frontends import hookclient; code = hookclient.main(sys.argv[2:]); "
-    "heavy = [m for m in sys.modules if m.startswith(('snapshotter.api', 'snapshotter.session', 'dulwich'))]; "
+    "heavy = [m for m in sys.modules if m.startswith(('snapshotter.facade.api', 'snapshotter.session', 'dulwich'))]; "
     "open(sys.argv[1], 'w').write(json.dumps(heavy)); sys.exit(code)"
 )
 """A hook call that writes down which engine modules it loaded: none where the watcher took the event."""

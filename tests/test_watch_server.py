@@ -371,7 +371,8 @@ def test_the_relay_path_does_not_load_the_engine(ws: Path, home: Path, watcher: 
     server = watcher(ws, home)
     probe = (
         "import sys; from snapshotter.frontends import cli; code = cli.main(['status']); "
-        "heavy = [m for m in sys.modules if m.startswith(('snapshotter.api', 'snapshotter.session', 'dulwich'))]; "
+        "heavy = [m for m in sys.modules if m.startswith(("
+        "'snapshotter.facade.api', 'snapshotter.session', 'dulwich'))]; "
         "print(heavy, file=sys.stderr); sys.exit(code)"
     )
     done = subprocess.run(
@@ -389,7 +390,7 @@ def test_the_relay_path_does_not_load_the_engine(ws: Path, home: Path, watcher: 
 
 def test_every_public_name_loads_on_first_use() -> None:
     probe = (
-        "import sys, snapshotter; assert 'snapshotter.api' not in sys.modules; "
+        "import sys, snapshotter; assert 'snapshotter.facade.api' not in sys.modules; "
         "missing = [n for n in snapshotter.__all__ if getattr(snapshotter, n, None) is None]; "
         "assert missing == [], missing; from snapshotter import *; print(Snapshotter.__name__)"
     )

@@ -16,7 +16,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from snapshotter.api import Snapshotter
+    from snapshotter.facade.api import Snapshotter
 
 Printer = Callable[[str], None]
 TRUST_NOTES = {

@@ -39,7 +39,6 @@ if TYPE_CHECKING:  # loaded by ``_load`` when a command runs in this process; a 
     import logging
     from typing import Any, TextIO
 
-    from snapshotter.api import Snapshotter
     from snapshotter.errors import (
         InvalidRef,
         PathNotFound,
@@ -49,6 +48,7 @@ if TYPE_CHECKING:  # loaded by ``_load`` when a command runs in this process; a 
         StoreLocked,
         UnsafeTree,
     )
+    from snapshotter.facade.api import Snapshotter
     from snapshotter.frontends import config, remote_commands, rendering, words, workflow_commands
 
 
@@ -105,7 +105,7 @@ def _settings(args: argparse.Namespace) -> tuple[str, config.Resolved]:
 def _open(args: argparse.Namespace, workspace: str, settings: config.Resolved) -> Snapshotter:
     if _console.shared is not None:
         return _console.shared
-    from snapshotter.api import Snapshotter
+    from snapshotter.facade.api import Snapshotter
 
     snap = Snapshotter(workspace, **config.snapshotter_options(settings))
     if not args.json and _console.err.isatty():

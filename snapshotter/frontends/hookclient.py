@@ -181,7 +181,7 @@ def _to_watcher(store: str, agent: str, name: str, payload: dict[str, Any], proj
 
 def _directly(workspace: str, agent: Agent, name: str, payload: dict[str, Any], project: dict[str, str]) -> None:
     """Record the event in this process, as the watcher would."""
-    from snapshotter.api import Snapshotter
+    from snapshotter.facade.api import Snapshotter
     from snapshotter.frontends import config, hookevents
 
     event = hookevents.parse(agent, name, payload, project)

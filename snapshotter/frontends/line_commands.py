@@ -18,7 +18,7 @@ from snapshotter.frontends.failures import EXIT_USAGE, CommandFailed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from snapshotter.api import Snapshotter
+    from snapshotter.facade.api import Snapshotter
     from snapshotter.model import BlameResult, Hunk, LineOrigin
 
 Printer = Callable[[str], None]

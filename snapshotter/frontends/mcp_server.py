@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from snapshotter import __version__
-from snapshotter.api import Snapshotter
 from snapshotter.errors import InvalidInput, SnapshotError
+from snapshotter.facade.api import Snapshotter
 from snapshotter.frontends import config, remote_commands, rendering
 from snapshotter.model import RevertResult, UndoResult
 from snapshotter.worktree.watch import watch_available

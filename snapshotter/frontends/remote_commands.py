@@ -19,7 +19,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from snapshotter.api import Snapshotter
+    from snapshotter.facade.api import Snapshotter
 
 NAMES = frozenset({"push", "fetch", "remote"})
 """Commands run on an open Snapshotter (``clone`` makes its own: see :func:`clone`)."""
@@ -59,8 +59,8 @@ def dispatch(
 
 
 def list_remote(location: str | None, creds: Any, say: Printer) -> tuple[Any, Callable[[], None]]:
-    from snapshotter.api import Snapshotter
     from snapshotter.errors import InvalidInput
+    from snapshotter.facade.api import Snapshotter
 
     if location is None:
         raise InvalidInput("no remote: pass one, or set remote (SNAPSHOTTER_REMOTE, the user config file)")
@@ -73,7 +73,7 @@ def clone(
     args: argparse.Namespace, options: dict[str, Any], environ: Mapping[str, str], say: Printer
 ) -> tuple[Any, Callable[[], None]]:
     """``clone REMOTE NAME [REF] DIR``: a new folder filled from a remote snapshot."""
-    from snapshotter.api import Snapshotter
+    from snapshotter.facade.api import Snapshotter
 
     options = {key: value for key, value in options.items() if key != "credentials"}  # passed on its own
     made = Snapshotter.clone(args.remote, args.name, args.ref, args.dest, credentials=credentials(environ), **options)

@@ -24,7 +24,7 @@ from snapshotter.options import check_session
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from snapshotter.api import Snapshotter
+    from snapshotter.facade.api import Snapshotter
 
 _REF = re.compile(r"[0-9A-Za-z@][0-9A-Za-z@~^:._/+-]{0,255}")
 """An id, prefix, label, ``@`` or ``REF~N``: never a word argparse would take for an option."""

@@ -42,7 +42,7 @@ from snapshotter.frontends.ui_commands import CHANGES, READS, BadRequest, Comman
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from snapshotter.api import Snapshotter
+    from snapshotter.facade.api import Snapshotter
 
 log = logging.getLogger("snapshotter")
 ASSETS = {"/page.js": "text/javascript", "/page.css": "text/css"}

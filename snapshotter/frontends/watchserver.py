@@ -360,7 +360,7 @@ def serve(
     address = wire.address_of(store)
     if os.path.isdir(store) and wire.probe(address, relay.HANDSHAKE_TIMEOUT):
         return f"a watcher already serves {workspace} (at {address})"
-    from snapshotter.api import Snapshotter
+    from snapshotter.facade.api import Snapshotter
 
     snap = Snapshotter(workspace, watch=True, **config.snapshotter_options(settings))
     try:

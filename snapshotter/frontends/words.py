@@ -19,7 +19,7 @@ from snapshotter.errors import InvalidInput, InvalidRef, SnapshotNotFound
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from snapshotter.api import Snapshotter
+    from snapshotter.facade.api import Snapshotter
 
 
 def paths(start: str, given: Sequence[str]) -> list[str]:

@@ -23,7 +23,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from snapshotter.api import Snapshotter
+    from snapshotter.facade.api import Snapshotter
     from snapshotter.model import RevertResult
 
 NAMES = frozenset({"checkpoint", "undo", "redo", "turn", "tool", "revert", "fork", "merge", "forks"})

@@ -11,14 +11,16 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from snapshotter import inputs, maintenance
-from snapshotter.background import Background, SnapshotHandle, finished
-from snapshotter.calls import public
 from snapshotter.errors import FIRST_SNAPSHOT, SnapshotError, SnapshotNotFound, StoreError
+from snapshotter.facade import inputs, maintenance
+from snapshotter.facade.background import Background, SnapshotHandle, finished
+from snapshotter.facade.calls import public
+from snapshotter.facade.guard import Guard
+from snapshotter.facade.replicas import Replicas
+from snapshotter.facade.workflows import Workflows
 from snapshotter.gitstore import trailers
 from snapshotter.gitstore.location import canonical_workspace
 from snapshotter.gitstore.transport import Credentials
-from snapshotter.guard import Guard
 from snapshotter.history import undo as history
 from snapshotter.model import (
     FileChange,
@@ -32,11 +34,9 @@ from snapshotter.model import (
     VerifyResult,
 )
 from snapshotter.options import DEFAULTS, OnError, Options, Retention, WorkspaceSettings, check_path, check_session
-from snapshotter.replicas import Replicas
 from snapshotter.session import reading, restoring
 from snapshotter.session.engine import Engine, open_engine
 from snapshotter.upkeep import integrity
-from snapshotter.workflows import Workflows
 
 log = logging.getLogger("snapshotter")
 
@@ -445,5 +445,5 @@ class Snapshotter(Workflows, Replicas):
 
 
 def guard(workspace: str | os.PathLike[str], verify: Callable[[], object] | None = None, **options: Any) -> Guard:
-    """Guard a block of work on ``workspace`` (see :mod:`snapshotter.guard`); ``options`` go to :class:`Snapshotter`."""
+    """Guard a block of work on ``workspace`` (:mod:`snapshotter.facade.guard`); ``options`` go to Snapshotter."""
     return Guard(Snapshotter(workspace, **options), verify, owns=True)

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any, Protocol, TypeVar, cast
 
-from snapshotter import maintenance
-from snapshotter.background import Background
+from snapshotter.facade import maintenance
+from snapshotter.facade.background import Background
 from snapshotter.options import Options
 from snapshotter.session.engine import Engine
 

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from snapshotter import inputs
-from snapshotter.calls import public
 from snapshotter.errors import InvalidInput
+from snapshotter.facade import inputs
+from snapshotter.facade.calls import public
 from snapshotter.gitstore.location import canonical_workspace, store_exists, store_path_for
 from snapshotter.history import attribution
 from snapshotter.history import blame as blaming

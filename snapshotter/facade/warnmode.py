@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
-from snapshotter.api import Snapshotter
+from snapshotter.facade.api import Snapshotter
 from snapshotter.model import ConflictMode, RestoreResult, RevertResult, ScanStats
 
 _P = ParamSpec("_P")

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
-from snapshotter.calls import public
 from snapshotter.errors import InvalidInput, WorkspaceError
+from snapshotter.facade.calls import public
 from snapshotter.gitstore.store import Store
 from snapshotter.gitstore.transport import Credentials
 from snapshotter.gitstore.wirebudget import Budget
