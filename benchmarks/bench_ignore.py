@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from snapshotter.worktree.ignore import IgnoreSource, IgnoreStack, root_stack  # noqa: E402
+from snapshotter.engine.worktree.ignore import IgnoreSource, IgnoreStack, root_stack  # noqa: E402
 
 ROOT_GITIGNORE = """\
 # Byte-compiled / optimized / DLL files

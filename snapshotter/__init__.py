@@ -13,6 +13,9 @@ TYPE_CHECKING = False  # not ``typing``'s: importing typing costs a command line
 if TYPE_CHECKING:
     from typing import Any
 
+    from snapshotter.engine.gitstore.transport import Credentials
+    from snapshotter.engine.worktree.defaults import DEFAULT_EXCLUDES
+    from snapshotter.engine.worktree.watch import watch_available
     from snapshotter.errors import (
         FileInUse,
         HunkNotFound,
@@ -38,7 +41,6 @@ if TYPE_CHECKING:
     from snapshotter.facade.background import SnapshotHandle
     from snapshotter.facade.guard import Guard
     from snapshotter.facade.warnmode import ForgivingSnapshotter, forgiving
-    from snapshotter.gitstore.transport import Credentials
     from snapshotter.model import (
         BlameResult,
         BlameRun,
@@ -68,8 +70,6 @@ if TYPE_CHECKING:
         VerifyResult,
     )
     from snapshotter.options import Retention, WorkspaceSettings
-    from snapshotter.worktree.defaults import DEFAULT_EXCLUDES
-    from snapshotter.worktree.watch import watch_available
 
 __version__ = "0.1.0"
 
@@ -88,10 +88,10 @@ def _load() -> None:
     """Publish every name of ``__all__`` from the module defining it (the list in
     the ``TYPE_CHECKING`` block above, for type checkers)."""
     from snapshotter import errors, model, options
+    from snapshotter.engine.gitstore import transport
+    from snapshotter.engine.worktree import ignore, watch
     from snapshotter.facade import api, background, warnmode
     from snapshotter.facade import guard as guarding
-    from snapshotter.gitstore import transport
-    from snapshotter.worktree import ignore, watch
 
     found: dict[str, object] = {}
     for module in (api, background, errors, guarding, model, options, transport, ignore, watch, warnmode):

@@ -46,7 +46,7 @@ def fill(ws: Path) -> None:
 
 def api(ws: Path, scratch: Path) -> dict[str, object]:
     from snapshotter import Snapshotter, watch_available
-    from snapshotter.gitstore import deflate
+    from snapshotter.engine.gitstore import deflate
 
     fill(ws)
     original = files(ws)

@@ -287,7 +287,7 @@ def test_watch_mode_needs_a_recent_watchdog(tmp_path: Path, monkeypatch: pytest.
     import importlib.metadata
     import importlib.util
 
-    from snapshotter.worktree import watch
+    from snapshotter.engine.worktree import watch
 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "watchdog" else None)
     monkeypatch.setattr(importlib.metadata, "version", lambda name: "6.0.0")

@@ -14,8 +14,8 @@ import pytest
 from conftest import git, git_env, git_shadow_tree, needs_git, write
 
 from snapshotter import DEFAULT_EXCLUDES
-from snapshotter.gitstore import deflate
-from snapshotter.worktree.ignore import IgnoreSource, IgnoreStack, root_stack
+from snapshotter.engine.gitstore import deflate
+from snapshotter.engine.worktree.ignore import IgnoreSource, IgnoreStack, root_stack
 
 pytestmark = needs_git
 

@@ -350,8 +350,8 @@ def test_a_settings_file_that_is_not_a_small_regular_file_is_refused_at_once(
 @pytest.mark.parametrize("what", ["fifo", "device", "huge"])
 def test_hooks_status_reads_no_side_file_that_could_hang_it(what: str, ws: Path, tmp_path: Path) -> None:
     """The hooks log and the watcher's key are side files too."""
+    from snapshotter.engine.gitstore.location import store_path_for
     from snapshotter.frontends import hooklog, wire
-    from snapshotter.gitstore.location import store_path_for
 
     home = tmp_path / "home"
     store = store_path_for(os.path.realpath(ws), str(home))

@@ -15,7 +15,7 @@ import pytest
 from dulwich.refs import Ref
 
 from snapshotter import Retention, Snapshotter
-from snapshotter.gitstore.refreading import LooseRefs
+from snapshotter.engine.gitstore.refreading import LooseRefs
 
 
 def _refs_folder(snap: Snapshotter) -> Path:

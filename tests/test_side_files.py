@@ -15,8 +15,8 @@ import pytest
 from conftest import write
 
 import snapshotter
+from snapshotter.engine.fsutil import FileTooLarge, NotARegularFile, read_side_file, read_side_text
 from snapshotter.frontends import cli
-from snapshotter.fsutil import FileTooLarge, NotARegularFile, read_side_file, read_side_text
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="named pipes and /dev/zero are POSIX")
 

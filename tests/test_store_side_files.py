@@ -13,7 +13,7 @@ import pytest
 from conftest import run_command, write
 
 from snapshotter import Retention, Snapshotter
-from snapshotter.worktree import statcache
+from snapshotter.engine.worktree import statcache
 
 HUGE = "99999999999999999999999"
 

@@ -26,8 +26,8 @@ import pytest
 from conftest import COMMAND, run_command, write
 
 from snapshotter import watch_available
+from snapshotter.engine.gitstore.location import store_path_for
 from snapshotter.frontends import relay, watchserver, wire
-from snapshotter.gitstore.location import store_path_for
 
 pytestmark = [
     pytest.mark.skipif(not watch_available(), reason="watch mode needs watchdog 7.1 (Python 3.11+)"),
@@ -372,7 +372,7 @@ def test_the_relay_path_does_not_load_the_engine(ws: Path, home: Path, watcher: 
     probe = (
         "import sys; from snapshotter.frontends import cli; code = cli.main(['status']); "
         "heavy = [m for m in sys.modules if m.startswith(("
-        "'snapshotter.facade.api', 'snapshotter.session', 'dulwich'))]; "
+        "'snapshotter.facade.api', 'snapshotter.engine.session', 'dulwich'))]; "
         "print(heavy, file=sys.stderr); sys.exit(code)"
     )
     done = subprocess.run(

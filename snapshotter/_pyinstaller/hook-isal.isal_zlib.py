@@ -2,7 +2,7 @@
 
 The extension imports these from C when it loads (``PyInit_isal_zlib``), where
 PyInstaller cannot see them. Without them ``from isal import isal_zlib`` raises
-ImportError in the frozen app and ``snapshotter.gitstore.deflate`` falls back to zlib.
+ImportError in the frozen app and ``snapshotter.engine.gitstore.deflate`` falls back to zlib.
 This hook runs only when ``isal.isal_zlib`` is bundled, so builds without the
 ``fast`` extra are untouched.
 """

@@ -11,6 +11,12 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from snapshotter.engine.gitstore import trailers
+from snapshotter.engine.gitstore.location import canonical_workspace
+from snapshotter.engine.gitstore.transport import Credentials
+from snapshotter.engine.session import reading, restoring
+from snapshotter.engine.session.engine import Engine, open_engine
+from snapshotter.engine.upkeep import integrity
 from snapshotter.errors import FIRST_SNAPSHOT, SnapshotError, SnapshotNotFound, StoreError
 from snapshotter.facade import inputs, maintenance
 from snapshotter.facade.background import Background, SnapshotHandle, finished
@@ -18,9 +24,6 @@ from snapshotter.facade.calls import public
 from snapshotter.facade.guard import Guard
 from snapshotter.facade.replicas import Replicas
 from snapshotter.facade.workflows import Workflows
-from snapshotter.gitstore import trailers
-from snapshotter.gitstore.location import canonical_workspace
-from snapshotter.gitstore.transport import Credentials
 from snapshotter.history import undo as history
 from snapshotter.model import (
     FileChange,
@@ -34,9 +37,6 @@ from snapshotter.model import (
     VerifyResult,
 )
 from snapshotter.options import DEFAULTS, OnError, Options, Retention, WorkspaceSettings, check_path, check_session
-from snapshotter.session import reading, restoring
-from snapshotter.session.engine import Engine, open_engine
-from snapshotter.upkeep import integrity
 
 log = logging.getLogger("snapshotter")
 

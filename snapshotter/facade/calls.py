@@ -15,10 +15,10 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any, Protocol, TypeVar, cast
 
+from snapshotter.engine.session.engine import Engine
 from snapshotter.facade import maintenance
 from snapshotter.facade.background import Background
 from snapshotter.options import Options
-from snapshotter.session.engine import Engine
 
 log = logging.getLogger("snapshotter")
 

@@ -14,12 +14,12 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
+from snapshotter.engine.gitstore import trailers
+from snapshotter.engine.session.checkout import normalize_selection
+from snapshotter.engine.session.engine import Engine
 from snapshotter.errors import InvalidInput
-from snapshotter.gitstore import trailers
 from snapshotter.history.owners import WRITES
 from snapshotter.options import check_session
-from snapshotter.session.checkout import normalize_selection
-from snapshotter.session.engine import Engine
 
 log = logging.getLogger("snapshotter")
 

@@ -13,17 +13,17 @@ import os
 import time
 from datetime import datetime, timezone
 
+from snapshotter.engine.fsutil import SMALL_FILE_CAP, read_side_file
+from snapshotter.engine.session.engine import Engine
+from snapshotter.engine.upkeep import compaction, consolidation
+from snapshotter.engine.upkeep.retention import Retention, by_count_and_age, droppable
+from snapshotter.engine.worktree.statcache import write_atomically
 from snapshotter.errors import SnapshotError
-from snapshotter.fsutil import SMALL_FILE_CAP, read_side_file
 from snapshotter.history.anchors import before_dropping, kept_for_sessions
 from snapshotter.history.stacks import REDO, SESSIONS, UNDO, all_stacks
 from snapshotter.history.undo import REDO_TO
 from snapshotter.model import GcResult, PruneResult, SnapshotInfo, StoreStats
 from snapshotter.remote.remotes import recently_fetched
-from snapshotter.session.engine import Engine
-from snapshotter.upkeep import compaction, consolidation
-from snapshotter.upkeep.retention import Retention, by_count_and_age, droppable
-from snapshotter.worktree.statcache import write_atomically
 
 log = logging.getLogger("snapshotter")
 AUTO_GC_LOOSE = 2000

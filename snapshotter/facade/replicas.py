@@ -16,17 +16,17 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
+from snapshotter.engine.gitstore.store import Store
+from snapshotter.engine.gitstore.transport import Credentials
+from snapshotter.engine.gitstore.wirebudget import Budget
+from snapshotter.engine.session.engine import Engine
+from snapshotter.engine.worktree.ignore import leaving_out
 from snapshotter.errors import InvalidInput, WorkspaceError
 from snapshotter.facade.calls import public
-from snapshotter.gitstore.store import Store
-from snapshotter.gitstore.transport import Credentials
-from snapshotter.gitstore.wirebudget import Budget
 from snapshotter.model import FetchResult, PushResult, RemoteWorkspace
 from snapshotter.options import Options
 from snapshotter.remote import remotes
 from snapshotter.remote.replicator import Replicator
-from snapshotter.session.engine import Engine
-from snapshotter.worktree.ignore import leaving_out
 
 log = logging.getLogger("snapshotter")
 

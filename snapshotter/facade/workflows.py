@@ -14,10 +14,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Literal, overload
 
+from snapshotter.engine.gitstore.location import canonical_workspace, store_exists, store_path_for
+from snapshotter.engine.session.engine import Engine
+from snapshotter.engine.session.reverting import check_conflict_mode
 from snapshotter.errors import InvalidInput
 from snapshotter.facade import inputs
 from snapshotter.facade.calls import public
-from snapshotter.gitstore.location import canonical_workspace, store_exists, store_path_for
 from snapshotter.history import attribution
 from snapshotter.history import blame as blaming
 from snapshotter.history import forks as forking
@@ -34,8 +36,6 @@ from snapshotter.model import (
     UndoResult,
 )
 from snapshotter.options import Options
-from snapshotter.session.engine import Engine
-from snapshotter.session.reverting import check_conflict_mode
 
 
 class Workflows:

@@ -66,8 +66,8 @@ def hooks(args: argparse.Namespace, workspace: str, environ: Mapping[str, str], 
 def status(workspace: str, environ: Mapping[str, str], say: Printer) -> tuple[Any, Any]:
     """Which agents have our hooks here and for the user, whether their command
     runs, whether a watcher serves the folder, and the last failure logged."""
+    from snapshotter.engine.gitstore.location import store_path_for
     from snapshotter.frontends.userfiles import snapshot_home
-    from snapshotter.gitstore.location import store_path_for
 
     store = store_path_for(workspace, snapshot_home(environ))
     found: list[dict[str, Any]] = []

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
+from snapshotter.engine.gitstore.location import store_exists, store_path_for
 from snapshotter.frontends import arguments, relay
 from snapshotter.frontends.failures import (
     EXIT_ERROR,
@@ -32,7 +33,6 @@ from snapshotter.frontends.failures import (
     INTERRUPTED,
     CommandFailed,
 )
-from snapshotter.gitstore.location import store_exists, store_path_for
 
 TYPE_CHECKING = False  # not ``typing``'s: see ``_load``
 if TYPE_CHECKING:  # loaded by ``_load`` when a command runs in this process; a command handed to a watcher needs none
@@ -144,7 +144,7 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
             raise CommandFailed("WatcherRunning", refused)
         return None, lambda: None
     if name == "config":
-        from snapshotter.gitstore.transport import shown
+        from snapshotter.engine.gitstore.transport import shown
 
         shown_value = {
             k: shown(v) if k == "remote" and isinstance(v, str) else v for k, (v, _) in settings.values.items()

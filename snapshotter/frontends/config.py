@@ -23,9 +23,9 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import timedelta
 from typing import Any
 
+from snapshotter.engine.fsutil import read_side_file
 from snapshotter.errors import InvalidInput
 from snapshotter.frontends.userfiles import CONFIG_ENV, user_config_path
-from snapshotter.fsutil import read_side_file
 from snapshotter.options import DEFAULTS, Options, Retention, WorkspaceSettings
 
 if sys.version_info >= (3, 11):
@@ -173,7 +173,7 @@ def _coerce(name: str, value: Any, source: str) -> Any:
 
 def _read_toml(path: str) -> dict[str, Any]:
     """A settings file's table, read guarded (``fsutil.read_side_file``): a named
-    pipe, a device or a file over :data:`~snapshotter.fsutil.SIDE_FILE_CAP` (a
+    pipe, a device or a file over :data:`~snapshotter.engine.fsutil.SIDE_FILE_CAP` (a
     ``pyproject.toml`` is a few KiB) cannot be read, as a malformed one cannot.
     The null device names no settings (``SNAPSHOTTER_CONFIG=/dev/null``, as git
     takes ``GIT_CONFIG_GLOBAL=/dev/null``)."""
@@ -194,7 +194,7 @@ def locate(start: str, flags: Mapping[str, Any], environ: Mapping[str, str] | No
     """The workspace a command started in folder ``start`` means (see
     ``location.find_workspace``), and its settings. The home cannot come from a
     workspace file, so the settings read at ``start`` say where to look."""
-    from snapshotter.gitstore.location import canonical_workspace, find_workspace
+    from snapshotter.engine.gitstore.location import canonical_workspace, find_workspace
 
     begun = canonical_workspace(start)
     settings = resolve(begun, flags, environ)
@@ -333,7 +333,7 @@ def snapshotter_options(settings: Resolved) -> dict[str, Any]:
 
 def credentials_of(table: Mapping[str, str]) -> Any:
     """A ``[credentials]`` table as the library's ``Credentials``."""
-    from snapshotter.gitstore.transport import Credentials
+    from snapshotter.engine.gitstore.transport import Credentials
 
     return Credentials(
         table.get("username"),

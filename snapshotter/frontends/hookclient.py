@@ -31,10 +31,10 @@ import sys
 import time
 
 from snapshotter import __version__
+from snapshotter.engine.gitstore.location import canonical_workspace, find_workspace, store_path_for
 from snapshotter.frontends import hooklog, wire
 from snapshotter.frontends.agents import AGENTS, SESSION_END, caller, event_name
 from snapshotter.frontends.userfiles import snapshot_home
-from snapshotter.gitstore.location import canonical_workspace, find_workspace, store_path_for
 
 TYPE_CHECKING = False  # not ``typing``'s: every hook call pays for this module's imports
 if TYPE_CHECKING:

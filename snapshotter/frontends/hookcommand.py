@@ -32,7 +32,7 @@ import os
 import re
 import shlex
 
-from snapshotter import fsutil
+from snapshotter.engine import fsutil
 
 POSIX, POWERSHELL = "posix", "powershell"
 _GUARDS = {

@@ -23,7 +23,7 @@ import os
 import stat
 import time
 
-from snapshotter.gitstore.location import store_exists
+from snapshotter.engine.gitstore.location import store_exists
 
 # ``fsutil`` is imported where it is used: a hook call a watcher serves never logs here itself.
 
@@ -77,7 +77,7 @@ def _append(path: str, line: str, make_folder: bool = False) -> None:
     """Append ``line`` to the log at ``path``; its folder is made (owner-only)
     only where ``make_folder`` says so: never the store's."""
     if make_folder:
-        from snapshotter.fsutil import make_private_folders
+        from snapshotter.engine.fsutil import make_private_folders
 
         make_private_folders(os.path.dirname(path))
     fd = os.open(path, _APPEND_FLAGS, 0o600)
@@ -94,7 +94,7 @@ def _append(path: str, line: str, make_folder: bool = False) -> None:
 
 
 def _halve(path: str) -> None:
-    from snapshotter.fsutil import FileTooLarge, read_side_file
+    from snapshotter.engine.fsutil import FileTooLarge, read_side_file
 
     try:
         data = read_side_file(path, cap=READ_CAP, follow=False)
@@ -114,7 +114,7 @@ def _halve(path: str) -> None:
 def last_lines(store: str | None, count: int = 200) -> list[str]:
     """The newest lines of the store's log and the fallback one (those of this
     store, or of none known), oldest first."""
-    from snapshotter.fsutil import read_side_file
+    from snapshotter.engine.fsutil import read_side_file
 
     lines: list[str] = []
     for path, mine in ((store_log(store) if store else None, None), (fallback_log(), (_whose(store), _whose(None)))):

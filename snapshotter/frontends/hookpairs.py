@@ -24,8 +24,8 @@ import os
 import tempfile
 from typing import Any
 
-from snapshotter.fsutil import read_side_file
-from snapshotter.gitstore.locking import StoreLock
+from snapshotter.engine.fsutil import read_side_file
+from snapshotter.engine.gitstore.locking import StoreLock
 
 LOCK_WAIT = 5.0
 MAX_OPEN = 256

@@ -16,11 +16,11 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from snapshotter import __version__
+from snapshotter.engine.worktree.watch import watch_available
 from snapshotter.errors import InvalidInput, SnapshotError
 from snapshotter.facade.api import Snapshotter
 from snapshotter.frontends import config, remote_commands, rendering
 from snapshotter.model import RevertResult, UndoResult
-from snapshotter.worktree.watch import watch_available
 
 _Tool = TypeVar("_Tool", bound=Callable[..., Any])
 INSTALL_HINT = 'the MCP server needs the mcp extra: in a checkout of this project, pip install ".[mcp]"'

@@ -28,10 +28,10 @@ import sys
 from collections.abc import Sequence
 
 from snapshotter import __version__
+from snapshotter.engine.gitstore.location import canonical_workspace, find_workspace, store_path_for
 from snapshotter.frontends import arguments, wire
 from snapshotter.frontends.userfiles import user_config_path
 from snapshotter.frontends.wire import address_of, read_key, relevant_env
-from snapshotter.gitstore.location import canonical_workspace, find_workspace, store_path_for
 
 TYPE_CHECKING = False  # not ``typing``'s: this module's imports are the price of every handed-over command
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ import stat
 import tempfile
 from typing import Any
 
-from snapshotter import fsutil
+from snapshotter.engine import fsutil
 from snapshotter.errors import InvalidInput, WorkspaceError
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

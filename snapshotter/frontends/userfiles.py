@@ -38,7 +38,7 @@ def snapshot_home(environ: Mapping[str, str] | None = None) -> str:
         configured = _home_in(path)
         if configured:
             return configured
-    from snapshotter.gitstore.location import default_home
+    from snapshotter.engine.gitstore.location import default_home
 
     return default_home()
 
@@ -52,7 +52,7 @@ def _home_in(path: str) -> str | None:
         import tomllib
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
-    from snapshotter.fsutil import read_side_file
+    from snapshotter.engine.fsutil import read_side_file
 
     try:
         found = tomllib.loads(read_side_file(path).decode("utf-8")).get("home")

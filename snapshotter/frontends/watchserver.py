@@ -39,9 +39,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from snapshotter import __version__
+from snapshotter.engine.gitstore.location import store_path_for
+from snapshotter.engine.gitstore.transport import without_secrets
 from snapshotter.frontends import arguments, config, relay, wire
-from snapshotter.gitstore.location import store_path_for
-from snapshotter.gitstore.transport import without_secrets
 
 log = logging.getLogger("snapshotter")
 HOOK_IDLE = 1800.0

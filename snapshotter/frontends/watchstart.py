@@ -67,7 +67,7 @@ def _paths(store: str) -> tuple[str, str, str]:
 
 def _read(path: str) -> dict[str, object] | None:
     """A note's fields; None where there is none; {} for one that is not ours to read."""
-    from snapshotter.fsutil import read_side_file
+    from snapshotter.engine.fsutil import read_side_file
 
     try:
         found = json.loads(read_side_file(path, cap=_NOTE_CAP, follow=False))
@@ -142,7 +142,7 @@ def claim(store: str, now: float | None = None) -> bool:
         os.unlink(stale)
         failed(store, why, now, release=False)
         return False  # counted as a failure: the next try waits its turn
-    from snapshotter.fsutil import make_private_folders
+    from snapshotter.engine.fsutil import make_private_folders
 
     try:
         make_private_folders(folder)
@@ -207,7 +207,7 @@ def failed(store: str, reason: str, now: float | None = None, release: bool = Tr
     found = StartState("failed", now, 0, failures, " ".join(reason.split())[:500], now + backoff(failures))
     fields = {"since": now, "failures": failures, "reason": found.reason, "retry_at": found.retry_at}
     try:
-        from snapshotter.fsutil import make_private_folders
+        from snapshotter.engine.fsutil import make_private_folders
 
         make_private_folders(folder)
         _write(failed_path, fields)

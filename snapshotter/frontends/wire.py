@@ -69,7 +69,7 @@ def key_path(store: str) -> str:
 def read_key(store: str) -> bytes | None:
     """The key the watcher of ``store`` wrote (None: no watcher has, or it cannot be
     read). Never waited on: a FIFO, a device or a link planted there is no key."""
-    from snapshotter.fsutil import read_side_file
+    from snapshotter.engine.fsutil import read_side_file
 
     try:
         key = read_side_file(key_path(store), cap=4096, follow=False)

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from snapshotter.engine.session.engine import Engine
 from snapshotter.history.attribution import session_changes
 from snapshotter.history.owners import POST_TURN, PRE_TURN, TOOL, TOOL_DONE
 from snapshotter.history.stacks import SESSIONS, TURNS, UNDO, entry_info, live_entries
 from snapshotter.model import SnapshotInfo
-from snapshotter.session.engine import Engine
 
 OPEN_CALLS_KEPT = 8
 """Calls of one session still open that retention keeps (agents run a few at once)."""

@@ -47,8 +47,14 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from snapshotter.compare.overlay import Overlay
-from snapshotter.compare.treediff import ScannedTree, TreeSide, changes, entry_at
+from snapshotter.engine.compare.overlay import Overlay
+from snapshotter.engine.compare.treediff import ScannedTree, TreeSide, changes, entry_at
+from snapshotter.engine.session.checkout import normalize_selection, selection_filter
+from snapshotter.engine.session.engine import Engine
+from snapshotter.engine.session.hunks import Within, hunk_steps, listed
+from snapshotter.engine.session.reverting import Step, bring_in
+from snapshotter.engine.worktree.pathnames import names_checker
+from snapshotter.engine.worktree.walker import Scan
 from snapshotter.history.owners import (
     INTERNAL_LABELS,
     OPEN,
@@ -63,12 +69,6 @@ from snapshotter.history.owners import (
     named_paths,
 )
 from snapshotter.model import ConflictMode, Hunk, RevertResult, SnapshotInfo
-from snapshotter.session.checkout import normalize_selection, selection_filter
-from snapshotter.session.engine import Engine
-from snapshotter.session.hunks import Within, hunk_steps, listed
-from snapshotter.session.reverting import Step, bring_in
-from snapshotter.worktree.pathnames import names_checker
-from snapshotter.worktree.walker import Scan
 
 Pair = tuple[SnapshotInfo, SnapshotInfo | None]
 """A change: (before, after); after None: the workspace now."""

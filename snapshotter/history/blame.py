@@ -19,14 +19,14 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
-from snapshotter.compare.linediff import change_script, split_lines
+from snapshotter.engine.compare.linediff import change_script, split_lines
+from snapshotter.engine.gitstore.objects import MODE_EXEC, MODE_FILE, MODE_TREE, STREAM_THRESHOLD, is_binary, parse_tree
+from snapshotter.engine.session.checkout import normalize_selection
+from snapshotter.engine.session.engine import Engine
+from snapshotter.engine.worktree.fsops import Workspace
 from snapshotter.errors import InvalidInput, PathNotFound, StoreError
-from snapshotter.gitstore.objects import MODE_EXEC, MODE_FILE, MODE_TREE, STREAM_THRESHOLD, is_binary, parse_tree
 from snapshotter.history.owners import SESSION, Owners
 from snapshotter.model import BlameResult, BlameRun, LineOrigin, SnapshotInfo
-from snapshotter.session.checkout import normalize_selection
-from snapshotter.session.engine import Engine
-from snapshotter.worktree.fsops import Workspace
 
 DEFAULT_LIMIT = 1000
 """Snapshots a blame reads at most, by default."""

@@ -35,16 +35,16 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from snapshotter.engine.fsutil import read_side_file
+from snapshotter.engine.gitstore.location import store_path_for
+from snapshotter.engine.gitstore.sharing import share_objects
+from snapshotter.engine.gitstore.store import Store
+from snapshotter.engine.session.engine import Engine
+from snapshotter.engine.session.reverting import Step, bring_in
+from snapshotter.engine.worktree.pathnames import git_spelling, names_checker
 from snapshotter.errors import InvalidInput, SnapshotError, StoreError, WorkspaceError
-from snapshotter.fsutil import read_side_file
-from snapshotter.gitstore.location import store_path_for
-from snapshotter.gitstore.sharing import share_objects
-from snapshotter.gitstore.store import Store
 from snapshotter.history.attribution import closing
 from snapshotter.model import ConflictMode, ForkInfo, RevertResult, SnapshotInfo
-from snapshotter.session.engine import Engine
-from snapshotter.session.reverting import Step, bring_in
-from snapshotter.worktree.pathnames import git_spelling, names_checker
 
 FORK_FILE = "fork.json"
 """In a fork's store: where it came from."""

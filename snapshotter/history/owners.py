@@ -45,8 +45,8 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from snapshotter.engine.session.reverting import SINCE
 from snapshotter.model import SnapshotInfo
-from snapshotter.session.reverting import SINCE
 
 PERSON, SESSION, UNKNOWN = "person", "session", "unknown"
 OPEN = math.inf

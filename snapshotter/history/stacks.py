@@ -9,9 +9,9 @@ still there: one dropped or damaged is taken off the stack as it is met.
 
 from __future__ import annotations
 
+from snapshotter.engine.session.engine import Engine
 from snapshotter.errors import SnapshotError
 from snapshotter.model import SnapshotInfo
-from snapshotter.session.engine import Engine
 
 UNDO, REDO, TURNS = "undo", "redo", "turns"
 STACKS = (UNDO, REDO, TURNS)

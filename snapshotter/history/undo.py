@@ -26,15 +26,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from snapshotter.engine.session.engine import Engine
+from snapshotter.engine.session.restoring import restore
+from snapshotter.engine.session.reverting import SINCE, Step, bring_in
+from snapshotter.engine.worktree.pathnames import names_checker
 from snapshotter.errors import BEGIN_TURN, InvalidInput, SnapshotError, SnapshotNotFound, StoreError
 from snapshotter.history.attribution import Pair, Piece, changed_hunks, closing, revert_changes, session_changes
 from snapshotter.history.owners import ABANDONED, POST_RESTORE, POST_TURN, PRE_TURN, TOOL, TOOL_DONE, label_number
 from snapshotter.history.stacks import REDO, TURNS, UNDO, entry_info, live_entries, readable, stack_of
 from snapshotter.model import ConflictMode, Hunk, RestoreResult, RevertResult, SessionInfo, SnapshotInfo, UndoResult
-from snapshotter.session.engine import Engine
-from snapshotter.session.restoring import restore
-from snapshotter.session.reverting import SINCE, Step, bring_in
-from snapshotter.worktree.pathnames import names_checker
 
 CHECKPOINT_LABEL = "checkpoint"
 REDO_TO, POPPED = "redo-to", "undo-popped"

@@ -20,12 +20,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
+from snapshotter.engine.gitstore.objects import MODE_TREE, parse_tree
+from snapshotter.engine.gitstore.replication import read_checked
+from snapshotter.engine.gitstore.store import Store
+from snapshotter.engine.worktree.ignore import IgnoreStack
 from snapshotter.errors import PushRefused, Remedy
-from snapshotter.gitstore.objects import MODE_TREE, parse_tree
-from snapshotter.gitstore.replication import read_checked
-from snapshotter.gitstore.store import Store
 from snapshotter.model import SkippedSnapshot
-from snapshotter.worktree.ignore import IgnoreStack
 
 SKIP_REFUSED = Remedy(
     "exclude it, or pass skip_refused=True to send the other snapshots without that one",

@@ -30,20 +30,20 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from snapshotter.engine.fsutil import SMALL_FILE_CAP, read_side_file
+from snapshotter.engine.gitstore import replication
+from snapshotter.engine.gitstore.location import store_key
+from snapshotter.engine.gitstore.locking import StoreLock
+from snapshotter.engine.gitstore.store import Store
+from snapshotter.engine.gitstore.trailers import is_snapshot_commit
+from snapshotter.engine.gitstore.transport import Credentials, Remote, open_remote
+from snapshotter.engine.gitstore.wirebudget import Budget
+from snapshotter.engine.session.engine import Engine
+from snapshotter.engine.worktree.ignore import IgnoreStack
+from snapshotter.engine.worktree.statcache import write_atomically
 from snapshotter.errors import InvalidInput, RemoteError, StoreError
-from snapshotter.fsutil import SMALL_FILE_CAP, read_side_file
-from snapshotter.gitstore import replication
-from snapshotter.gitstore.location import store_key
-from snapshotter.gitstore.locking import StoreLock
-from snapshotter.gitstore.store import Store
-from snapshotter.gitstore.trailers import is_snapshot_commit
-from snapshotter.gitstore.transport import Credentials, Remote, open_remote
-from snapshotter.gitstore.wirebudget import Budget
 from snapshotter.model import PushResult, RemoteWorkspace, SkippedSnapshot, SnapshotInfo
 from snapshotter.remote import outgoing
-from snapshotter.session.engine import Engine
-from snapshotter.worktree.ignore import IgnoreStack
-from snapshotter.worktree.statcache import write_atomically
 
 PREFIX = b"refs/snapshotter/"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
