@@ -75,7 +75,7 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
-    """The public names load on first use (PEP 562): ``import snapshotter.frontends.cli``
+    """The public names load on first use (PEP 562): ``import snapshotter.frontends.cli.cli``
     then does not load the engine, so the command line can hand a command to a
     watcher (``snapshotter watch``) cheaply."""
     if name not in __all__:

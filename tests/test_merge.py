@@ -1,4 +1,4 @@
-"""Three-way text merges (compare/merge.py) against ``git merge-file``."""
+"""Three-way text merges (engine/compare/merge.py) against ``git merge-file``."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ relies on them.
   again within the same clock tick, so its stat cannot vouch for it yet. This is
   the plain timestamp predicate, shared by the worktree and the store (for its
   refs); when a folder's stat may vouch for its listing is the rule of
-  ``worktree/trust.py``, and of it alone.
+  ``engine/worktree/trust.py``, and of it alone.
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ _MODE_PREFIX = {
     MODE_FILE: b"100644 ",
     MODE_EXEC: b"100755 ",
     MODE_LINK: b"120000 ",
-    0o160000: b"160000 ",  # a submodule's gitlink, kept from the user's index (worktree/unchecked)
+    0o160000: b"160000 ",  # a submodule's gitlink, kept from the user's index (engine/worktree/unchecked)
     MODE_TREE: b"40000 ",
 }
 

@@ -9,7 +9,7 @@ are not compared again for the counts.
 A safety snapshot (``record(..., count_lines=False)``) records its file count
 only: its lines are counted on first request by :func:`stored_lines`, through
 the same :func:`count_lines` as here, from the tree its commit names (see
-``gitstore/linecounts.py`` for where they are kept).
+``engine/gitstore/linecounts.py`` for where they are kept).
 """
 
 from __future__ import annotations

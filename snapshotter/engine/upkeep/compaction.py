@@ -57,7 +57,7 @@ _LOOSE_NAME = re.compile(r"[0-9a-f]{38}")
 
 _NOT_COUNTED = frozenset({"lock", "watch.key", "watch.sock"})
 """Files in the store's own folder that come and go with a process (``snapshotter watch``'s are named in
-``frontends/relay.py``)."""
+``frontends/watch/relay.py``)."""
 
 
 def disk_usage(store: Store) -> int:

@@ -7,7 +7,7 @@ each ``.gitignore`` from the root down; within a source the last matching
 pattern wins, a deeper ``.gitignore`` beats a shallower one, and a pattern is
 matched against the path relative to the folder of the file it came from, as
 in git. The agent can write every one of them, so none keeps a restore from
-bringing back a path the target holds (``session/in_the_way``). Above them, the
+bringing back a path the target holds (``engine/session/in_the_way``). Above them, the
 *policy*: the caller's ``exclude=`` over :data:`DEFAULT_EXCLUDES`. A path the
 policy ignores is ignored whatever the workspace's files say: a file inside the
 workspace, which the guarded agent can write, may add excludes but never take

@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from snapshotter.engine.gitstore.location import store_exists, store_path_for
-from snapshotter.frontends import arguments, relay
-from snapshotter.frontends.failures import (
+from snapshotter.frontends.cli import arguments
+from snapshotter.frontends.cli.failures import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
     EXIT_LOCKED,
@@ -33,6 +33,7 @@ from snapshotter.frontends.failures import (
     INTERRUPTED,
     CommandFailed,
 )
+from snapshotter.frontends.watch import relay
 
 TYPE_CHECKING = False  # not ``typing``'s: see ``_load``
 if TYPE_CHECKING:  # loaded by ``_load`` when a command runs in this process; a command handed to a watcher needs none
@@ -49,7 +50,7 @@ if TYPE_CHECKING:  # loaded by ``_load`` when a command runs in this process; a 
         UnsafeTree,
     )
     from snapshotter.facade.api import Snapshotter
-    from snapshotter.frontends import config, remote_commands, rendering, words, workflow_commands
+    from snapshotter.frontends.cli import config, remote_commands, rendering, words, workflow_commands
 
 
 class Console:
@@ -131,13 +132,13 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
     if name == "hook":  # the command's entry (entry.py) runs a hook before any of this
         raise CommandFailed("UsageError", "hook takes no options: snapshotter hook AGENT EVENT", code=EXIT_USAGE)
     if name == "mcp":
-        from snapshotter.frontends.mcp_server import serve
+        from snapshotter.frontends.mcp.mcp_server import serve
 
         serve(os.path.abspath(args.workspace), arguments.flags(args))
         return None, lambda: None
     workspace, settings = _settings(args)
     if name == "watch":
-        from snapshotter.frontends import watchserver
+        from snapshotter.frontends.watch import watchserver
 
         refused = watchserver.serve(workspace, settings, run, Console)
         if refused is not None:
@@ -156,11 +157,11 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
     if name == "clone":
         return remote_commands.clone(args, config.snapshotter_options(settings), _console.environ, _print)
     if name == "hooks":
-        from snapshotter.frontends import agent_commands
+        from snapshotter.frontends.cli import agent_commands
 
         return agent_commands.hooks(args, workspace, _console.environ, _print)
     if name == "ui":
-        from snapshotter.frontends import ui_server
+        from snapshotter.frontends.page import ui_server
 
         with _open(args, workspace, settings) as snap:
             ui_server.serve(snap, args.port, _console.out, run, Console)
@@ -217,7 +218,7 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
         info = snap.get(args.ref)
         return f.snapshot_json(info), _printer(f.show_lines(info))
     if name == "blame" or (name == "diff" and args.hunks):
-        from snapshotter.frontends import line_commands
+        from snapshotter.frontends.cli import line_commands
 
         return line_commands.dispatch(name, snap, args, os.path.abspath(args.workspace), _print)
     if name == "diff":
@@ -244,11 +245,11 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
         result = snap.restore(args.ref, files, dry_run=args.dry_run, overwrite_untracked=args.overwrite_untracked)
         return f.restore_json(result), lambda: _print_restore(result)
     if name == "sessions":
-        from snapshotter.frontends import agent_commands
+        from snapshotter.frontends.cli import agent_commands
 
         return agent_commands.sessions(snap, _print)
     if name in workflow_commands.NAMES:
-        from snapshotter.frontends.line_commands import terminal_asker
+        from snapshotter.frontends.cli.line_commands import terminal_asker
 
         ask = terminal_asker(_console.err, sys.stdin) if _console.interactive else None
         return workflow_commands.dispatch(name, snap, args, _print, ask)
@@ -409,7 +410,7 @@ def _load() -> None:
         StoreLocked,
         UnsafeTree,
     )
-    from snapshotter.frontends import config, remote_commands, rendering, words, workflow_commands
+    from snapshotter.frontends.cli import config, remote_commands, rendering, words, workflow_commands
 
 
 def _main(argv: Sequence[str]) -> int:

@@ -41,7 +41,8 @@ from typing import Any
 from snapshotter import __version__
 from snapshotter.engine.gitstore.location import store_path_for
 from snapshotter.engine.gitstore.transport import without_secrets
-from snapshotter.frontends import arguments, config, relay, wire
+from snapshotter.frontends.cli import arguments, config
+from snapshotter.frontends.watch import relay, wire
 
 log = logging.getLogger("snapshotter")
 HOOK_IDLE = 1800.0
@@ -172,8 +173,8 @@ class Server:
         """Record one agent hook event (``hookclient``): ``{"done": ...}``,
         ``{"failed": ...}`` (both logged here), or ``{"declined": why}``, and the
         caller records it itself."""
-        from snapshotter.frontends import hookevents, hooklog
-        from snapshotter.frontends.agents import AGENTS
+        from snapshotter.frontends.hooks import hookevents, hooklog
+        from snapshotter.frontends.hooks.agents import AGENTS
 
         why = self._declined_hook(request)
         if why is not None:
@@ -283,7 +284,7 @@ class Server:
                 self.stopping.set()
 
     def serve(self) -> None:
-        from snapshotter.frontends import watchstart
+        from snapshotter.frontends.hooks import watchstart
 
         self.key = _write_key(self.store)
         try:
@@ -367,7 +368,7 @@ def serve(
         if not snap.watching:
             log.warning("watch mode is not running (see docs/watch.md); serving commands without it")
             if for_hooks:
-                from snapshotter.frontends import hooklog
+                from snapshotter.frontends.hooks import hooklog
 
                 hooklog.record(
                     store, "watcher", "start", "watch mode is not running (see docs/watch.md): serving without it"

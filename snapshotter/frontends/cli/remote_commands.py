@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Mapping
 
-from snapshotter.frontends import config, rendering
+from snapshotter.frontends.cli import config, rendering
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

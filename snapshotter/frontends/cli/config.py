@@ -25,7 +25,7 @@ from typing import Any
 
 from snapshotter.engine.fsutil import read_side_file
 from snapshotter.errors import InvalidInput
-from snapshotter.frontends.userfiles import CONFIG_ENV, user_config_path
+from snapshotter.frontends.cli.userfiles import CONFIG_ENV, user_config_path
 from snapshotter.options import DEFAULTS, Options, Retention, WorkspaceSettings
 
 if sys.version_info >= (3, 11):

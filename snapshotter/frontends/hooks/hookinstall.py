@@ -29,8 +29,8 @@ from functools import cache
 from typing import Any
 
 from snapshotter.errors import InvalidInput
-from snapshotter.frontends import hookcommand, jsontext, settingsfile
-from snapshotter.frontends.agents import AGENTS, TOOL_ROLES, Agent
+from snapshotter.frontends.hooks import hookcommand, jsontext, settingsfile
+from snapshotter.frontends.hooks.agents import AGENTS, TOOL_ROLES, Agent
 
 TIMEOUT_SECONDS = 30
 """What an installed hook may take before the agent gives up on it (our own

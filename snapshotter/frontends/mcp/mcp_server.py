@@ -19,7 +19,7 @@ from snapshotter import __version__
 from snapshotter.engine.worktree.watch import watch_available
 from snapshotter.errors import InvalidInput, SnapshotError
 from snapshotter.facade.api import Snapshotter
-from snapshotter.frontends import config, remote_commands, rendering
+from snapshotter.frontends.cli import config, remote_commands, rendering
 from snapshotter.model import RevertResult, UndoResult
 
 _Tool = TypeVar("_Tool", bound=Callable[..., Any])
@@ -277,7 +277,7 @@ def build_server(workspace: str, flags: Mapping[str, Any]) -> Any:
     ) -> dict[str, Any]:
         """Who last changed each line of a file: runs of lines, each with the snapshot, session, agent, turn
         and tool call whose change made them (or person, unknown, workspace: not snapshotted yet)."""
-        from snapshotter.frontends.line_commands import blame_json
+        from snapshotter.frontends.cli.line_commands import blame_json
 
         return blame_json(snap.blame(path, session=session))
 

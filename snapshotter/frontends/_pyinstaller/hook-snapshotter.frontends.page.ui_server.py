@@ -2,4 +2,4 @@
 
 from PyInstaller.utils.hooks import collect_data_files
 
-datas = collect_data_files("snapshotter.frontends", includes=["page/*"])
+datas = collect_data_files("snapshotter.frontends.page", includes=["*.html", "*.js", "*.css"])

@@ -13,8 +13,8 @@ import argparse
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-from snapshotter.frontends import rendering, words
-from snapshotter.frontends.failures import EXIT_USAGE, CommandFailed
+from snapshotter.frontends.cli import rendering, words
+from snapshotter.frontends.cli.failures import EXIT_USAGE, CommandFailed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -15,9 +15,9 @@ import os
 from collections.abc import Callable
 
 from snapshotter.errors import SnapshotNotFound
-from snapshotter.frontends import line_commands, rendering, words
-from snapshotter.frontends.failures import EXIT_ERROR, EXIT_REFUSED, CommandFailed
-from snapshotter.frontends.line_commands import Ask
+from snapshotter.frontends.cli import line_commands, rendering, words
+from snapshotter.frontends.cli.failures import EXIT_ERROR, EXIT_REFUSED, CommandFailed
+from snapshotter.frontends.cli.line_commands import Ask
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def dispatch(
         return f.undo_json(outcome), lambda: say(outcome.message)
     if name == "turn":
         if args.agent is not None:
-            from snapshotter.frontends.agent_commands import newest_session_of
+            from snapshotter.frontends.cli.agent_commands import newest_session_of
 
             snap = snap.in_session(newest_session_of(snap, args.agent))
         try:

@@ -37,8 +37,8 @@ from importlib import resources
 from typing import Any, TextIO
 from urllib.parse import parse_qsl, urlsplit
 
-from snapshotter.frontends.failures import CommandFailed
-from snapshotter.frontends.ui_commands import CHANGES, READS, BadRequest, CommandLine, ConsoleMaker, Runner
+from snapshotter.frontends.cli.failures import CommandFailed
+from snapshotter.frontends.page.ui_commands import CHANGES, READS, BadRequest, CommandLine, ConsoleMaker, Runner
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ HEADERS = {
 
 
 def _asset(name: str) -> bytes:
-    return resources.files("snapshotter.frontends").joinpath("page").joinpath(name).read_bytes()
+    return resources.files("snapshotter.frontends.page").joinpath(name).read_bytes()
 
 
 class Newest:

@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from snapshotter.errors import InvalidInput
-from snapshotter.frontends.agents import PROMPT, SESSION_END, STOP, TOOL_AFTER, TOOL_BEFORE, Agent
-from snapshotter.frontends.hookpairs import Pairs, digest
+from snapshotter.frontends.hooks.agents import PROMPT, SESSION_END, STOP, TOOL_AFTER, TOOL_BEFORE, Agent
+from snapshotter.frontends.hooks.hookpairs import Pairs, digest
 
 MESSAGE_MAX = 72
 ID_MAX = 64
