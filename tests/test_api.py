@@ -378,3 +378,33 @@ def test_every_public_name_is_the_object_its_module_defines() -> None:
     assert snapshotter.Guard is sys.modules["snapshotter.facade.guard"].Guard
     assert snapshotter.SnapshotError is errors.SnapshotError
     assert snapshotter.SnapshotInfo is model.SnapshotInfo
+
+
+def test_every_public_name_imports_from_the_package_in_a_fresh_interpreter() -> None:
+    """``from snapshotter import X`` for every name of ``__all__``, each from the module the
+    ``TYPE_CHECKING`` block names for type checkers (so both stay true after a module moves)."""
+    import ast
+    import subprocess
+    import sys
+
+    import snapshotter
+
+    tree = ast.parse(Path(snapshotter.__file__).read_text(encoding="utf-8"))
+    declared = {
+        alias.asname or alias.name: node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.col_offset == 4 and node.module != "typing"
+        for alias in node.names
+    }
+    assert set(snapshotter.__all__) <= set(declared)
+    probe = "\n".join(
+        [
+            f"from snapshotter import {', '.join(snapshotter.__all__)}",
+            "import importlib, snapshotter",
+            f"for name, module in {declared!r}.items():",
+            "    if name in snapshotter.__all__:",
+            "        assert getattr(snapshotter, name) is getattr(importlib.import_module(module), name), name",
+        ]
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
