@@ -310,6 +310,9 @@ def test_a_users_hook_that_only_mentions_snapshotter_hook_is_kept(ws: Path) -> N
         ("[" * 100_000 + "]" * 100_000, ("nested",)),
         ('{"hooks": {}, "hooks": {}}\n', ("twice",)),
     ],
+    # Short ids: the id goes into PYTEST_CURRENT_TEST, which every command run inherits (200,000
+    # brackets there are past the system's limit on one environment string).
+    ids=["1E400", "-1e999", "NaN", "Infinity", "surrogate-value", "surrogate-key", "nested", "twice"],
 )
 def test_what_json_cannot_write_back_is_refused_in_one_line(
     text: str, words: tuple[str, ...], ws: Path, tmp_path: Path

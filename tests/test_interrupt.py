@@ -26,7 +26,12 @@ FILES = 12_000
 
 
 def temporary_files(home: Path) -> list[str]:
-    return sorted(str(path.relative_to(home)) for path in home.rglob("tmp_*"))
+    """The ``tmp_*`` files below ``home``; a folder renamed meanwhile (a new store put
+    in place) is passed over, as ``os.walk`` does, where ``rglob`` raised."""
+    found = []
+    for folder, _, names in os.walk(home):
+        found += [os.path.relpath(os.path.join(folder, name), home) for name in names if name.startswith("tmp_")]
+    return sorted(found)
 
 
 def wait_for(found: object, seconds: float = 60.0) -> bool:
