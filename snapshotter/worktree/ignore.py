@@ -25,6 +25,7 @@ them (``ignorelines``); this module reads the files, safely, and judges paths.
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import os
 import re
@@ -45,17 +46,7 @@ class IgnoreSource:
     that end in ``/``: the last matching pattern in file order wins, as in git.
     """
 
-    __slots__ = (
-        "base",
-        "outer",
-        "policy",
-        "defaults",
-        "origin",
-        "fingerprint",
-        "_prefix_len",
-        "_files",
-        "_dirs",
-    )
+    __slots__ = ("base", "outer", "policy", "defaults", "origin", "fingerprint", "_prefix_len", "_files", "_dirs")
 
     def __init__(
         self,
@@ -89,8 +80,8 @@ class IgnoreSource:
         """Identifies these rules, so cached decisions can be reused safely."""
 
     def _compile(self, patterns: Sequence[tuple[int, Pattern]]) -> None:
-        self._dirs = _Matcher([p for _, p in patterns])
-        self._files = _Matcher([p for _, p in patterns if not p.dir_only])
+        self._dirs = _matcher(tuple(p for _, p in patterns))
+        self._files = _matcher(tuple(p for _, p in patterns if not p.dir_only))
 
     @classmethod
     def from_bytes(
@@ -122,8 +113,6 @@ class IgnoreSource:
         ``rel_path`` is relative to the workspace root and lies below ``base``.
         """
         matcher = self._dirs if is_dir else self._files
-        if not matcher.ignores:
-            return None
         subject = self.outer + rel_path[self._prefix_len :] if self.outer else rel_path[self._prefix_len :]
         if not subject.isascii():  # the patterns match bytes (see ignorelines)
             subject = byte_text(subject)
@@ -133,7 +122,6 @@ class IgnoreSource:
 
 
 _ANY_DEPTH = "(?:.*/)?"
-_Ordered = tuple[re.Pattern[str] | None, list[int]]
 
 
 class _Matcher:
@@ -141,7 +129,7 @@ class _Matcher:
     A line with no ``/`` (but a trailing one) matches the last path component at any depth (``ignorelines`` writes
     ``(?:.*/)?`` and an expression never meeting a ``/``), so it is matched against that name alone: by dict if
     literal (``names``), else in one alternation (``by_name``). In that of whole paths (``by_path``) each would try
-    every ``/`` again: every default exclude more cost each name about 1%."""
+    every ``/`` again: every default exclude more cost each name about 1%. Shared (``_matcher``): never changed."""
 
     __slots__ = ("ignores", "names", "by_name", "by_path")
 
@@ -160,14 +148,19 @@ class _Matcher:
         self.by_name, self.by_path = _descending(split[0]), _descending(split[1])
 
 
-def _descending(patterns: list[tuple[int, str]]) -> _Ordered:
+@functools.lru_cache(maxsize=64)
+def _matcher(patterns: tuple[Pattern, ...]) -> _Matcher:
+    """The matcher of ``patterns``, built once: every scan reads the same files and defaults again."""
+    return _Matcher(patterns)
+
+
+def _descending(patterns: list[tuple[int, str]]) -> tuple[re.Pattern[str] | None, list[int]]:
     """One alternation, latest first, and by group number the index of the pattern it belongs to."""
-    latest_first = patterns[::-1]
-    regex, owners = alternation([regex for _, regex in latest_first]) if patterns else (None, [])
-    return (regex, [-1] + [latest_first[owner][0] for owner in owners[1:]]) if regex else (None, [-1, -1])
+    regex, owners = alternation([regex for _, regex in reversed(patterns)]) if patterns else (None, [])
+    return (regex, [-1] + [patterns[~owner][0] for owner in owners[1:]]) if regex else (None, [-1, -1])  # ~: reversed
 
 
-def _latest(ordered: _Ordered, text: str, floor: int) -> int:
+def _latest(ordered: tuple[re.Pattern[str] | None, list[int]], text: str, floor: int) -> int:
     """The latest of ``floor`` and the index of the latest pattern of ``ordered`` that matches ``text``."""
     regex, owners = ordered
     match = None if regex is None or owners[1] <= floor else regex.fullmatch(text)  # group 1: the latest pattern
