@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from snapshotter import DEFAULT_EXCLUDES  # noqa: E402
-from snapshotter.worktree.ignore import IgnoreSource, IgnoreStack, root_stack  # noqa: E402
+from snapshotter.engine.worktree.ignore import IgnoreSource, IgnoreStack, root_stack  # noqa: E402
 
 ROOT_GITIGNORE = """\
 # Byte-compiled / optimized / DLL files

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import settings
 
 from snapshotter import DEFAULT_EXCLUDES, Snapshotter
-from snapshotter.compare.treediff import StoredTree
-from snapshotter.gitstore.objects import MODE_TREE, serialize_tree
-from snapshotter.gitstore.trailers import build_commit
+from snapshotter.engine.compare.treediff import StoredTree
+from snapshotter.engine.gitstore.objects import MODE_TREE, serialize_tree
+from snapshotter.engine.gitstore.trailers import build_commit
 
 GIT = shutil.which("git")
 
@@ -67,7 +67,7 @@ needs_git = pytest.mark.skipif(GIT is None, reason="git binary not on PATH (orac
 
 
 def _second_core() -> bool:
-    from snapshotter.worktree import secondcore
+    from snapshotter.engine.worktree import secondcore
 
     return secondcore.SUPPORTED
 
@@ -83,7 +83,7 @@ def alone_in_this_process(timeout: float = 10.0) -> None:
     Fails, naming them, if some are still there after ``timeout`` seconds."""
     import threading
 
-    from snapshotter.worktree import secondcore
+    from snapshotter.engine.worktree import secondcore
 
     deadline = time.monotonic() + timeout
     while not secondcore.available():
@@ -191,7 +191,7 @@ def run_command(
 def deny_reading(monkeypatch: pytest.MonkeyPatch, suffix: str) -> None:
     """Make files whose path ends with ``suffix`` unreadable to the walker (root
     reads anything, so permissions cannot do it in the suite)."""
-    from snapshotter.gitstore import objectwriter
+    from snapshotter.engine.gitstore import objectwriter
 
     real_open = objectwriter.open_for_read
 

@@ -14,8 +14,8 @@ import pytest
 from conftest import git, git_env, git_shadow_tree, needs_git, write
 
 from snapshotter import DEFAULT_EXCLUDES
-from snapshotter.gitstore import deflate
-from snapshotter.worktree.ignore import IgnoreSource, IgnoreStack, root_stack
+from snapshotter.engine.gitstore import deflate
+from snapshotter.engine.worktree.ignore import IgnoreSource, IgnoreStack, root_stack
 
 pytestmark = needs_git
 
@@ -542,7 +542,7 @@ def test_patch_names_are_quoted_as_git_quotes_them(ws: Path, tmp_path: Path, mak
 )
 def test_the_stat_summary_reads_as_gits(edits: dict[str, str], ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
     """`1 file changed`, singular and plural as git counts them, a side with nothing left out."""
-    from snapshotter.frontends.rendering import stat_lines
+    from snapshotter.frontends.cli.rendering import stat_lines
 
     write(ws, {"a.txt": "a\n", "b.txt": "b\n"})
     snap = make(ws)

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import run_command
 
-from snapshotter.frontends import hookcommand, hookinstall
-from snapshotter.frontends.agents import AGENTS
+from snapshotter.frontends.hooks import hookcommand, hookinstall
+from snapshotter.frontends.hooks.agents import AGENTS
 
 SHELLS = [shell for shell in ("/bin/sh", "/bin/bash", shutil.which("dash"), shutil.which("zsh")) if shell]
 posix_only = pytest.mark.skipif(os.name == "nt", reason="POSIX shells")

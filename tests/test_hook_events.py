@@ -443,7 +443,7 @@ def test_claude_code_run_by_copilot_is_still_claude_code(ws: Path, home: Path) -
 def test_a_user_level_folder_variable_names_the_folder_the_agent_reads(tmp_path: Path) -> None:
     """CLAUDE_CONFIG_DIR, CODEX_HOME and COPILOT_HOME stand for ``~/.claude``,
     ``~/.codex`` and ``~/.copilot``: a ``--user`` install goes where the agent reads."""
-    from snapshotter.frontends.agents import AGENTS
+    from snapshotter.frontends.hooks.agents import AGENTS
 
     folder = str(tmp_path / "moved")
     expected = {

@@ -12,9 +12,9 @@ import pytest
 from conftest import COMMAND, run_command, write
 
 from snapshotter import InvalidInput
-from snapshotter.frontends import hookinstall
-from snapshotter.frontends.agents import AGENTS
-from snapshotter.frontends.arguments import AGENT_NAMES
+from snapshotter.frontends.cli.arguments import AGENT_NAMES
+from snapshotter.frontends.hooks import hookinstall
+from snapshotter.frontends.hooks.agents import AGENTS
 
 USERS_OWN = {
     "claude-code": {
@@ -353,8 +353,9 @@ def test_a_settings_file_that_is_not_a_small_regular_file_is_refused_at_once(
 @pytest.mark.parametrize("what", ["fifo", "device", "huge"])
 def test_hooks_status_reads_no_side_file_that_could_hang_it(what: str, ws: Path, tmp_path: Path) -> None:
     """The hooks log and the watcher's key are side files too."""
-    from snapshotter.frontends import hooklog, wire
-    from snapshotter.gitstore.location import store_path_for
+    from snapshotter.engine.gitstore.location import store_path_for
+    from snapshotter.frontends.hooks import hooklog
+    from snapshotter.frontends.watch import wire
 
     home = tmp_path / "home"
     store = store_path_for(os.path.realpath(ws), str(home))

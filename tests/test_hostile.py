@@ -16,8 +16,8 @@ import pytest
 from conftest import forge_snapshot, read_tree, write
 
 from snapshotter import InvalidRef, RestoreConflict, SnapshotError, SnapshotNotFound, StoreError, UnsafeTree
-from snapshotter.gitstore.objects import MODE_FILE, MODE_TREE
-from snapshotter.worktree import hostfs
+from snapshotter.engine.gitstore.objects import MODE_FILE, MODE_TREE
+from snapshotter.engine.worktree import hostfs
 
 
 @pytest.fixture(params=["posix", "windows-simulated"])
@@ -57,7 +57,7 @@ def test_hostile_names_are_refused_at_any_depth(ws: Path, make, host: hostfs.Hos
     snap = make()
     snap.snapshot()
     writer = snap._engine_ok().store.writer
-    from snapshotter.gitstore.objects import serialize_tree
+    from snapshotter.engine.gitstore.objects import serialize_tree
 
     blob = writer.write(b"blob", b"pwned\n")
     bad = writer.write(b"tree", serialize_tree([(b"..", MODE_TREE, writer.write(b"tree", b""))]))
@@ -132,7 +132,7 @@ def test_the_store_is_readable_by_its_owner_only(ws: Path, make) -> None:  # typ
 def test_the_walker_never_lists_a_folder_through_a_symlink(tmp_path: Path) -> None:
     """A folder swapped for a symlink after its parent was listed is refused, not
     followed: what lies outside the workspace is never read into a snapshot."""
-    from snapshotter.worktree import listing
+    from snapshotter.engine.worktree import listing
 
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -224,7 +224,7 @@ def test_a_chmod_only_restore_changes_the_opened_file_even_if_a_symlink_replaces
     """The file is swapped for a symlink to a file outside just after it was
     opened: the mode is set on the open file (``fchmod``), never by its name,
     which would follow the symlink."""
-    from snapshotter.worktree import fsops
+    from snapshotter.engine.worktree import fsops
 
     monkeypatch.setattr(hostfs, "detect", lambda root: hostfs.POSIX)
     snap, executable = _chmod_only_restore(ws, make)
@@ -261,7 +261,7 @@ def test_a_chmod_only_restore_changes_the_opened_file_even_if_a_symlink_replaces
 def test_diff_never_reads_through_a_symlink_swapped_in_after_the_scan(
     ws: Path, tmp_path: Path, make, monkeypatch: pytest.MonkeyPatch, swap: str
 ) -> None:  # type: ignore[no-untyped-def]
-    from snapshotter.session import engine as engine_module
+    from snapshotter.engine.session import engine as engine_module
 
     outside = tmp_path / "outside"
     write(outside, {"a.txt": "SECRET\n", "sub/a.txt": "SECRET\n"})

@@ -28,8 +28,8 @@ import pytest
 from conftest import GIT, git, git_env, needs_git, policy_ignored, tree_modes
 
 from snapshotter import DEFAULT_EXCLUDES
-from snapshotter.worktree.ignore import root_stack
-from snapshotter.worktree.listing import has_gitignore, own_rules
+from snapshotter.engine.worktree.ignore import root_stack
+from snapshotter.engine.worktree.listing import has_gitignore, own_rules
 
 pytestmark = needs_git
 

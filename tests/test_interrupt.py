@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import COMMAND
 
-from snapshotter.worktree import secondcore
+from snapshotter.engine.worktree import secondcore
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a process group is POSIX")
 FILES = 12_000
@@ -119,7 +119,7 @@ def test_ctrl_c_in_a_first_big_snapshot_leaves_nothing_the_next_call_keeps(
 
 _CTRL_C_IN_THE_FORK = """
 import os, signal, sys
-from snapshotter.worktree import secondcore
+from snapshotter.engine.worktree import secondcore
 
 once = []
 

@@ -29,10 +29,11 @@ from pathlib import Path
 import pytest
 from conftest import alone_in_this_process, needs_second_core, no_child_left, write
 
-from snapshotter import Snapshotter, fsutil
-from snapshotter.worktree import hostfs, preload, statcache
-from snapshotter.worktree.packedfolder import PackedFolder
-from snapshotter.worktree.statcache import StatCache
+from snapshotter import Snapshotter
+from snapshotter.engine import fsutil
+from snapshotter.engine.worktree import hostfs, preload, statcache
+from snapshotter.engine.worktree.packedfolder import PackedFolder
+from snapshotter.engine.worktree.statcache import StatCache
 
 FILES = {
     "top.txt": "top\n",

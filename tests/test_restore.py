@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from conftest import deny_reading, forge_snapshot, read_tree, write
 
-from snapshotter import PathNotFound, RestoreConflict, UnsafeTree, fsutil
-from snapshotter.gitstore import objects
-from snapshotter.gitstore.objects import MODE_FILE, serialize_tree
+from snapshotter import PathNotFound, RestoreConflict, UnsafeTree
+from snapshotter.engine import fsutil
+from snapshotter.engine.gitstore import objects
+from snapshotter.engine.gitstore.objects import MODE_FILE, serialize_tree
 
 
 def test_modified_and_missing_files_come_back_with_exec_bit_and_symlinks(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
@@ -408,7 +409,7 @@ def test_restoring_the_newest_snapshot_plans_from_its_safety_comparison(
     """Restoring the newest snapshot compares it with the workspace once: the
     safety snapshot counts its changes from that comparison, and the plan is
     the same comparison reversed. The result must be exact."""
-    from snapshotter.session import checkout, recording, restoring
+    from snapshotter.engine.session import checkout, recording, restoring
 
     write(ws, {"a.txt": "a\n", "gone/b.txt": "b\n", "bin/run": "#!/bin/sh\n", "f": "file\n", "d/x.txt": "x\n"})
     (ws / "bin/run").chmod(0o755)
@@ -441,7 +442,7 @@ def test_restoring_the_newest_snapshot_plans_from_its_safety_comparison(
     for module in (checkout, recording, restoring):
         monkeypatch.setattr(module, "changes", counting(module))
     result = snap.restore(target.id)
-    assert compared == ["snapshotter.session.restoring"]  # the safety snapshot and the plan took that one
+    assert compared == ["snapshotter.engine.session.restoring"]  # the safety snapshot and the plan took that one
     assert read_tree(ws) == expected
     assert result.safety_snapshot_id is not None
     assert snap.get(result.safety_snapshot_id).files_changed == 9
@@ -450,4 +451,4 @@ def test_restoring_the_newest_snapshot_plans_from_its_safety_comparison(
     assert not snap.diff(target.id)  # the workspace holds the target exactly
     write(ws, {"a.txt": "again\n"})
     snap.restore(target.id, files=["a.txt"])  # a selective restore compares on its own
-    assert compared.count("snapshotter.session.restoring") == 2 and read_tree(ws) == expected
+    assert compared.count("snapshotter.engine.session.restoring") == 2 and read_tree(ws) == expected

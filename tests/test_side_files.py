@@ -15,8 +15,8 @@ import pytest
 from conftest import write
 
 import snapshotter
-from snapshotter.frontends import cli
-from snapshotter.fsutil import FileTooLarge, NotARegularFile, read_side_file, read_side_text
+from snapshotter.engine.fsutil import FileTooLarge, NotARegularFile, read_side_file, read_side_text
+from snapshotter.frontends.cli import cli
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="named pipes and /dev/zero are POSIX")
 
@@ -94,7 +94,7 @@ DRIVER = r"""
 import os, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[1]), int(sys.argv[1])))
 from snapshotter import Snapshotter
-from snapshotter.frontends import cli
+from snapshotter.frontends.cli import cli
 workspace, target, kind, commands = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 with Snapshotter(workspace, home=os.environ["SNAPSHOTTER_HOME"]) as snap:
     snap.snapshot("first", label="first")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import git_shadow_tree, needs_git, write
 
-from snapshotter.gitstore.objects import MODE_FILE, MODE_TREE, parse_tree, serialize_tree
+from snapshotter.engine.gitstore.objects import MODE_FILE, MODE_TREE, parse_tree, serialize_tree
 
 PREFIX_PAIRS = {
     "a.txt": "a\n",
