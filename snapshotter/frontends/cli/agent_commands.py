@@ -9,10 +9,9 @@ import os
 from collections.abc import Callable, Mapping
 
 from snapshotter.errors import InvalidInput
-from snapshotter.frontends.cli import rendering
 from snapshotter.frontends.hooks import hookcommand, hookinstall, hooklog, watchstart
 from snapshotter.frontends.hooks.agents import AGENTS
-from snapshotter.frontends.watch import wire
+from snapshotter.frontends.shared import rendering, wire
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -69,7 +68,7 @@ def status(workspace: str, environ: Mapping[str, str], say: Printer) -> tuple[An
     """Which agents have our hooks here and for the user, whether their command
     runs, whether a watcher serves the folder, and the last failure logged."""
     from snapshotter.engine.gitstore.location import store_path_for
-    from snapshotter.frontends.cli.userfiles import snapshot_home
+    from snapshotter.frontends.shared.userfiles import snapshot_home
 
     store = store_path_for(workspace, snapshot_home(environ))
     found: list[dict[str, Any]] = []

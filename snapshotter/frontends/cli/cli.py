@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from snapshotter.engine.gitstore.location import store_exists, store_path_for
-from snapshotter.frontends.cli import arguments
-from snapshotter.frontends.cli.failures import (
+from snapshotter.frontends.shared import arguments
+from snapshotter.frontends.shared.failures import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
     EXIT_LOCKED,
@@ -50,7 +50,8 @@ if TYPE_CHECKING:  # loaded by ``_load`` when a command runs in this process; a 
         UnsafeTree,
     )
     from snapshotter.facade.api import Snapshotter
-    from snapshotter.frontends.cli import config, remote_commands, rendering, words, workflow_commands
+    from snapshotter.frontends.cli import remote_commands, words, workflow_commands
+    from snapshotter.frontends.shared import config, rendering
 
 
 class Console:
@@ -410,7 +411,8 @@ def _load() -> None:
         StoreLocked,
         UnsafeTree,
     )
-    from snapshotter.frontends.cli import config, remote_commands, rendering, words, workflow_commands
+    from snapshotter.frontends.cli import remote_commands, words, workflow_commands
+    from snapshotter.frontends.shared import config, rendering
 
 
 def _main(argv: Sequence[str]) -> int:

@@ -15,9 +15,10 @@ import os
 from collections.abc import Callable
 
 from snapshotter.errors import SnapshotNotFound
-from snapshotter.frontends.cli import line_commands, rendering, words
-from snapshotter.frontends.cli.failures import EXIT_ERROR, EXIT_REFUSED, CommandFailed
+from snapshotter.frontends.cli import line_commands, words
 from snapshotter.frontends.cli.line_commands import Ask
+from snapshotter.frontends.shared import rendering
+from snapshotter.frontends.shared.failures import EXIT_ERROR, EXIT_REFUSED, CommandFailed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

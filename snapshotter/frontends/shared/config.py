@@ -25,7 +25,7 @@ from typing import Any
 
 from snapshotter.engine.fsutil import read_side_file
 from snapshotter.errors import InvalidInput
-from snapshotter.frontends.cli.userfiles import CONFIG_ENV, user_config_path
+from snapshotter.frontends.shared.userfiles import CONFIG_ENV, user_config_path
 from snapshotter.options import DEFAULTS, Options, Retention, WorkspaceSettings
 
 if sys.version_info >= (3, 11):
@@ -329,6 +329,12 @@ def snapshotter_options(settings: Resolved) -> dict[str, Any]:
     if settings.credentials:  # for the pushes a command starts in the background (auto_push)
         options["credentials"] = credentials_of(settings.credentials)
     return options
+
+
+def credentials(environ: Mapping[str, str]) -> Any:
+    """The user config file's credentials, for the library (which also reads the
+    environment and the URL itself, and prefers them in that order after these)."""
+    return credentials_of(remote_credentials(environ))
 
 
 def credentials_of(table: Mapping[str, str]) -> Any:

@@ -24,6 +24,7 @@ from typing import Any, TextIO
 
 from snapshotter.history.owners import POST_TURN, PRE_TURN
 from snapshotter.model import (
+    BlameResult,
     FileChange,
     FileDiff,
     GcResult,
@@ -376,3 +377,15 @@ class CaughtWarnings(logging.Handler):
         self.messages.append(text)
         if self.echo:
             (self.stream or sys.stderr).write(f"snapshotter: warning: {text}\n")
+
+def blame_json(found: BlameResult) -> dict[str, Any]:
+    """``{path, lines, runs: [{start, count, source_start, origin}], depth, limit, limited, session}``."""
+    return {
+        "path": found.path,
+        "lines": list(found.lines),
+        "session": found.session,
+        "runs": [plain_json(run) for run in found.runs],
+        "depth": found.depth,
+        "limit": found.limit,
+        "limited": found.limited,
+    }
