@@ -138,8 +138,6 @@ def hunk_lines(listed: Sequence[Hunk]) -> list[str]:
     return out
 
 
-
-
 def blame_lines(found: BlameResult) -> list[str]:
     """One line per line of the file, as ``git blame`` prints them: the snapshot
     (``^`` for a boundary, zeros for a line not snapshotted yet), who, when, the

@@ -378,6 +378,7 @@ class CaughtWarnings(logging.Handler):
         if self.echo:
             (self.stream or sys.stderr).write(f"snapshotter: warning: {text}\n")
 
+
 def blame_json(found: BlameResult) -> dict[str, Any]:
     """``{path, lines, runs: [{start, count, source_start, origin}], depth, limit, limited, session}``."""
     return {
