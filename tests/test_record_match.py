@@ -139,9 +139,7 @@ def test_a_file_with_a_future_mtime_is_never_vouched_for(tmp_path: Path, folder:
     assert _both(tmp_path, folder, records, cutoff) == (3, 15)
 
 
-def test_an_unchanged_symlink_is_vouched_for_by_its_own_record_not_its_targets(
-    tmp_path: Path, folder: Path
-) -> None:
+def test_an_unchanged_symlink_is_vouched_for_by_its_own_record_not_its_targets(tmp_path: Path, folder: Path) -> None:
     os.symlink("a.txt", folder / "link")
     os.utime(folder / "link", ns=(PAST_NS, PAST_NS), follow_symlinks=False)
     records = _records(folder)

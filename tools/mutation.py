@@ -47,9 +47,15 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/test_store_integrity.py",
     ),
     # the stat cache and its fast paths
-    "snapshotter/worktree/racy.py": ("tests/test_racy.py", "tests/test_statcache.py", "tests/test_packedfolder.py"),
+    "snapshotter/worktree/racy.py": (
+        "tests/test_racy.py",
+        "tests/test_record_match.py",
+        "tests/test_statcache.py",
+        "tests/test_packedfolder.py",
+    ),
     "snapshotter/worktree/packedfolder.py": (
         "tests/test_packedfolder.py",
+        "tests/test_record_match.py",
         "tests/test_racy.py",
         "tests/test_statcache.py",
     ),
