@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MODULES: dict[str, tuple[str, ...]] = {
     # object and tree encoding
     "snapshotter/gitstore/objects.py": (
+        "tests/test_object_format.py",
         "tests/test_tree_order.py",
         "tests/test_tree_names.py",
         "tests/test_store_integrity.py",
