@@ -178,3 +178,19 @@ def test_a_file_without_a_record_is_a_miss_with_its_stat(folder: Path) -> None:
 def test_the_cutoff_is_the_cache_files_mtime_less_a_coarse_clocks_tick(written_ns: int, expected: int) -> None:
     assert racy.cutoff(written_ns) == expected
     assert not racy.fresh(expected, expected) and racy.fresh(expected - 1, expected)
+
+
+def test_a_packed_table_answers_lookups_as_its_records_do(tmp_path: Path, folder: Path) -> None:
+    """Lookups decode the packed records (a name that is not UTF-8 too, as the
+    filesystem gave it); a default is returned only for a name it lacks."""
+    odd = os.fsdecode(b"\xff-latin1.txt")
+    (folder / odd).write_bytes(b"odd\n")
+    records = _records(folder)
+    table = _packed(tmp_path, records)
+    assert table.names() == sorted(records) and odd in table.names()
+    assert table.get("b.txt") == records["b.txt"] and table.get(odd, records["a.txt"]) == records[odd]
+    assert table.get("nowhere") is None and table.get("nowhere", records["a.txt"]) == records["a.txt"]
+    assert ("c.txt", records["c.txt"]) in table.items() and ("c.txt", records["a.txt"]) not in table.items()
+    assert dict(table.items()) == records and table.as_dict() is table.as_dict()
+    with _open(folder) as fd:
+        assert table.all_match(os.stat, fd, FAR_NS) == 5 + 3 + 7 + 4
