@@ -88,7 +88,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/test_splitwrite.py",
     ),
     # three-way merge
-    "snapshotter/compare/merge.py": ("tests/test_merge.py", "tests/test_revert.py"),
+    "snapshotter/compare/merge.py": ("tests/test_merge.py", "tests/test_merge_counts.py", "tests/test_revert.py"),
     # locking and ref updates
     "snapshotter/gitstore/locking.py": ("tests/test_concurrency.py", "tests/test_interrupt.py", "tests/test_faults.py"),
     "snapshotter/gitstore/store.py": (
