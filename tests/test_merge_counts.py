@@ -3,7 +3,7 @@ labels that are not valid UTF-8 (a branch or path name read with surrogates)."""
 
 from __future__ import annotations
 
-from snapshotter.compare.merge import merge_text
+from snapshotter.engine.compare.merge import merge_text
 
 BASE = b"".join(b"line %d\n" % n for n in range(1, 21))
 

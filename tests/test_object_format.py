@@ -14,7 +14,7 @@ import stat
 
 import pytest
 
-from snapshotter.gitstore.objects import (
+from snapshotter.engine.gitstore.objects import (
     BINARY_PROBE,
     MODE_EXEC,
     MODE_FILE,

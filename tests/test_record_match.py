@@ -26,10 +26,10 @@ from pathlib import Path
 import pytest
 from conftest import write
 
-from snapshotter.fsutil import USE_CTIME
-from snapshotter.worktree import racy, statcache
-from snapshotter.worktree.packedfolder import PackedFolder, Record
-from snapshotter.worktree.statcache import StatCache
+from snapshotter.engine.fsutil import USE_CTIME
+from snapshotter.engine.worktree import racy, statcache
+from snapshotter.engine.worktree.packedfolder import PackedFolder, Record
+from snapshotter.engine.worktree.statcache import StatCache
 
 BLOB = b"\1" * 20
 PAST_NS = 1_500_000_000_123_456_789

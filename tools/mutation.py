@@ -41,57 +41,65 @@ ROOT = Path(__file__).resolve().parent.parent
 
 MODULES: dict[str, tuple[str, ...]] = {
     # object and tree encoding
-    "snapshotter/gitstore/objects.py": (
+    "snapshotter/engine/gitstore/objects.py": (
         "tests/test_object_format.py",
         "tests/test_tree_order.py",
         "tests/test_tree_names.py",
         "tests/test_store_integrity.py",
     ),
     # the stat cache and its fast paths
-    "snapshotter/worktree/racy.py": (
+    "snapshotter/engine/worktree/racy.py": (
         "tests/test_racy.py",
         "tests/test_record_match.py",
         "tests/test_statcache.py",
         "tests/test_packedfolder.py",
     ),
-    "snapshotter/worktree/packedfolder.py": (
+    "snapshotter/engine/worktree/packedfolder.py": (
         "tests/test_packedfolder.py",
         "tests/test_record_match.py",
         "tests/test_racy.py",
         "tests/test_statcache.py",
     ),
-    "snapshotter/worktree/preload.py": ("tests/test_preload.py", "tests/test_racy.py"),
-    "snapshotter/worktree/statcache.py": (
+    "snapshotter/engine/worktree/preload.py": ("tests/test_preload.py", "tests/test_racy.py"),
+    "snapshotter/engine/worktree/statcache.py": (
         "tests/test_statcache.py",
         "tests/test_racy.py",
         "tests/test_packedfolder.py",
         "tests/test_preload.py",
     ),
     # default excludes and ignore rules
-    "snapshotter/worktree/defaults.py": ("tests/test_secrets.py", "tests/test_virtual_envs.py"),
-    "snapshotter/worktree/ignore.py": (
+    "snapshotter/engine/worktree/defaults.py": ("tests/test_secrets.py", "tests/test_virtual_envs.py"),
+    "snapshotter/engine/worktree/ignore.py": (
         "tests/test_ignore_files.py",
         "tests/test_ignore_oracle.py",
         "tests/test_secrets.py",
     ),
     # the restore plan and confined writes
-    "snapshotter/session/checkout.py": (
+    "snapshotter/engine/session/checkout.py": (
         "tests/test_restore.py",
         "tests/test_hostile.py",
         "tests/test_untracked_kept.py",
         "tests/test_unchecked.py",
     ),
-    "snapshotter/worktree/fsops.py": (
+    "snapshotter/engine/worktree/fsops.py": (
         "tests/test_restore.py",
         "tests/test_hostile.py",
         "tests/test_windows_semantics.py",
         "tests/test_splitwrite.py",
     ),
     # three-way merge
-    "snapshotter/compare/merge.py": ("tests/test_merge.py", "tests/test_merge_counts.py", "tests/test_revert.py"),
+    "snapshotter/engine/compare/merge.py": (
+        "tests/test_merge.py",
+        "tests/test_merge_counts.py",
+        "tests/test_revert.py",
+    ),
     # locking and ref updates
-    "snapshotter/gitstore/locking.py": ("tests/test_concurrency.py", "tests/test_interrupt.py", "tests/test_faults.py"),
-    "snapshotter/gitstore/store.py": (
+    "snapshotter/engine/gitstore/locking.py": (
+        "tests/test_concurrency.py",
+        "tests/test_interrupt.py",
+        "tests/test_faults.py",
+    ),
+    "snapshotter/engine/gitstore/store.py": (
         "tests/test_store_integrity.py",
         "tests/test_ref_reading.py",
         "tests/test_generations.py",
