@@ -195,10 +195,23 @@ class Workflows:
         return attribution.changed_hunks(self._engine_ok(), [(first, last)], inputs.paths(files), bool(split))
 
     @public()
-    def turn_hunks(self, n: int = 1, *, split: bool = False) -> list[Hunk]:
+    def turn_hunks(self, n: int | str | SnapshotInfo = 1, *, split: bool = False) -> list[Hunk]:
         """The hunks of the n-th last turn's own changes (its tool calls, oldest
-        first): the ids ``revert_turn(n, hunks=[...])`` takes back alone."""
-        return history.turn_hunks(self._engine_ok(), n, bool(split))
+        first): the ids ``revert_turn(n, hunks=[...])`` takes back alone. ``n``
+        may name the turn's pre-turn snapshot instead (a turn of any session)."""
+        return history.turn_hunks(self._engine_ok(), self._turn(n), bool(split))
+
+    def _turn(self, n: int | str | SnapshotInfo) -> int | SnapshotInfo:
+        """A turn's number as given, or the pre-turn snapshot a ref names: in a
+        named session, one of its own turns (naming another's is a mistake); in
+        the person's (no session), any session's."""
+        if isinstance(n, int):
+            return n
+        engine = self._engine_ok()
+        pre = engine.catalog.get(n)
+        if engine.session is not None and pre.session != engine.session:
+            raise InvalidInput(f"snapshot {pre.id[:12]} does not begin a turn of session {engine.session}")
+        return pre
 
     @public()
     def blame(
@@ -222,7 +235,7 @@ class Workflows:
     @overload
     def revert_turn(
         self,
-        n: int = 1,
+        n: int | str | SnapshotInfo = 1,
         *,
         reset: Literal[False] = False,
         conflicts: ConflictMode = ...,
@@ -232,7 +245,7 @@ class Workflows:
     @overload
     def revert_turn(
         self,
-        n: int = 1,
+        n: int | str | SnapshotInfo = 1,
         *,
         reset: Literal[True],
         conflicts: ConflictMode = ...,
@@ -242,7 +255,7 @@ class Workflows:
     @overload
     def revert_turn(
         self,
-        n: int = 1,
+        n: int | str | SnapshotInfo = 1,
         *,
         reset: bool,
         conflicts: ConflictMode = ...,
@@ -253,7 +266,7 @@ class Workflows:
     @public(mutates=True)
     def revert_turn(
         self,
-        n: int = 1,
+        n: int | str | SnapshotInfo = 1,
         *,
         reset: bool = False,
         conflicts: ConflictMode = "abort",
@@ -267,12 +280,19 @@ class Workflows:
         :meth:`turn_hunks`), only those hunks of them. With ``reset=True`` the
         workspace is restored to the state before the turn instead (later edits
         replaced, kept in the safety snapshot), and a ``RestoreResult`` comes back.
-        ``dry_run``: what would be written, writing nothing."""
+        ``dry_run``: what would be written, writing nothing.
+
+        ``n`` may name the turn's pre-turn snapshot instead (an id, a label or a
+        ``SnapshotInfo``), a turn of any session: the turn is that session's,
+        and what the revert writes (its safety snapshot, its closing one) is
+        this Snapshotter's session's, so a person reverting an agent's turn
+        finds it in the person's history and undoes it with the person's undo."""
         chosen = inputs.hunk_ids(hunks)
         if reset and chosen is not None:
             raise InvalidInput("revert_turn takes hunks= or reset=True, not both: a reset restores the whole turn")
         engine = self._engine_ok()
-        return history.revert_turn(engine, n, bool(reset), check_conflict_mode(conflicts), chosen, bool(dry_run))
+        turn = self._turn(n)
+        return history.revert_turn(engine, turn, bool(reset), check_conflict_mode(conflicts), chosen, bool(dry_run))
 
     @public()
     def turn_number(self, ref: str | SnapshotInfo) -> int:

@@ -276,7 +276,18 @@ def turn_pair(engine: Engine, n: int) -> Pair:
         raise InvalidInput("revert_turn(n) takes n >= 1 (1 = the last turn)")
     if n > len(turns):
         raise SnapshotNotFound(f"only {len(turns)} turns are recorded; cannot revert {n}")
-    pre = entry_info(engine, turns[-n])
+    return _closed_by(engine, entry_info(engine, turns[-n]))
+
+
+def turn_begun_at(engine: Engine, pre: SnapshotInfo) -> Pair:
+    """The turn ``pre`` (a pre-turn snapshot, of any session) began: (pre, its
+    post-turn snapshot, or None while the turn is still open)."""
+    if not (pre.label or "").startswith(PRE_TURN):
+        raise InvalidInput(f"snapshot {pre.id[:12]} does not begin a turn (its label is not pre-turn:N)")
+    return _closed_by(engine, pre)
+
+
+def _closed_by(engine: Engine, pre: SnapshotInfo) -> Pair:
     wanted = POST_TURN + (pre.label or "")[len(PRE_TURN) :]
     post = [
         info
@@ -288,7 +299,7 @@ def turn_pair(engine: Engine, n: int) -> Pair:
 
 def revert_turn(
     engine: Engine,
-    n: int,
+    n: int | SnapshotInfo,
     reset: bool,
     conflicts: ConflictMode,
     hunks: Sequence[str] | None = None,
@@ -296,15 +307,17 @@ def revert_turn(
 ) -> RestoreResult | RevertResult:
     """Revert the n-th last turn's own changes (with ``hunks``, only those of
     them), keeping every later edit; with ``reset``, restore the state before
-    it instead (later edits replaced). ``dry_run``: say what would be written."""
-    pre, post = turn_pair(engine, n)
+    it instead (later edits replaced). ``dry_run``: say what would be written.
+    ``n`` may be the turn's pre-turn snapshot instead, of any session: the turn
+    is that session's, what is written is this engine's session's."""
+    pre, post = turn_pair(engine, n) if isinstance(n, int) else turn_begun_at(engine, n)
     if reset:
         result = restore(engine, pre, safety_label="pre-revert", dry_run=dry_run)
         if not dry_run:
             restored(engine, result)
         return result
     turn = (pre.label or "")[len(PRE_TURN) :]
-    pairs = session_changes(engine, engine.session, pre, post)
+    pairs = session_changes(engine, pre.session, pre, post)
     return revert_changes(
         engine, pairs, conflicts=conflicts, message=f"before reverting turn {turn}", hunks=hunks, dry_run=dry_run
     )
@@ -319,10 +332,11 @@ def turn_number(engine: Engine, pre: SnapshotInfo) -> int:
     return len(turns) - turns.index(sha)
 
 
-def turn_hunks(engine: Engine, n: int, split: bool = False) -> list[Hunk]:
-    """The hunks of the n-th last turn's own changes: what ``revert_turn(n, hunks=...)`` takes."""
-    pre, post = turn_pair(engine, n)
-    return changed_hunks(engine, session_changes(engine, engine.session, pre, post), None, split)
+def turn_hunks(engine: Engine, n: int | SnapshotInfo, split: bool = False) -> list[Hunk]:
+    """The hunks of the n-th last turn's own changes (or of the turn a pre-turn
+    snapshot began): what ``revert_turn(n, hunks=...)`` takes."""
+    pre, post = turn_pair(engine, n) if isinstance(n, int) else turn_begun_at(engine, n)
+    return changed_hunks(engine, session_changes(engine, pre.session, pre, post), None, split)
 
 
 def open_turn(engine: Engine) -> SnapshotInfo | None:

@@ -90,9 +90,10 @@ def dispatch(
 
 
 def _turn(snap: Snapshotter, args: argparse.Namespace, say: Printer, ask: Ask | None) -> tuple[Any, Callable[[], None]]:
-    """``turn begin|end|revert|hunks`` in ``snap``'s session."""
+    """``turn begin|end|revert|hunks`` in ``snap``'s session; a turn named by its
+    pre-turn snapshot may be another session's (what a revert writes is ``snap``'s)."""
     f = rendering
-    n = args.n if isinstance(args.n, int) else snap.turn_number(args.n)
+    n = args.n
     if args.action == "hunks":
         listed = snap.turn_hunks(n)
         return [f.plain_json(h) for h in listed], lambda: _lines(say, line_commands.hunk_lines(listed))
