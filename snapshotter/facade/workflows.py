@@ -319,7 +319,7 @@ class Workflows:
             if not store_exists(store_path_for(folder, self._options.home)):
                 raise InvalidInput(f"{folder} has no snapshots in this home: merge needs a fork (see fork())")
             with self._same_settings(folder) as fork:
-                return forking.merge_fork(engine, fork, start, bool(dry_run), mode)
+                return forking.merge_fork(engine, fork, start, bool(dry_run), mode, fork._engine_ok())
         if start is None:
             raise InvalidInput("merge(ref) needs base=: the snapshot its changes are counted from")
         return forking.merge_change(engine, start, engine.catalog.get(source), bool(dry_run), mode)
