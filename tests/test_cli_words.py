@@ -53,3 +53,50 @@ def test_errors_are_in_command_line_words(
     code, _, err = cli(*words)
     assert code != 0 and len(err.splitlines()) == 1
     assert library_terms not in err and cli_terms in err, err
+
+
+def test_counts_agree_with_their_nouns(ws: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "a\n"})
+    cli("snapshot")
+    cli("turn", "begin")
+    write(ws, {"a.txt": "b\n"})
+    cli("turn", "end")
+    code, _, err = cli("turn", "revert", "2")
+    assert code == 3 and "only 1 turn is recorded" in err
+    code, out, _ = cli("turn", "revert", "1")
+    assert code == 0 and "changed 1 path (0 merged), 0 already so, 0 conflicts" in out
+
+
+def test_sessions_have_a_header_naming_each_column(ws: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "a\n"})
+    cli("--session", "worker-1", "turn", "begin")
+    code, out, _ = cli("sessions")
+    header, row = out.splitlines()
+    assert header.split() == ["SESSION", "AGENT", "TURNS", "LAST", "ACTIVE"]
+    assert row.startswith("worker-1") and "(none)" in row and "(open)" in row
+
+
+def test_a_usage_error_is_one_useful_line_with_a_suggestion(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "statsu")
+    lines = err.splitlines()
+    assert code == 2 and len(lines) <= 2, err
+    assert "invalid choice: 'statsu'" in lines[0] and "did you mean" in lines[0] and "'status'" in lines[0]
+    assert "--max-workspace-bytes" not in err
+    code, _, err = run(capsys, "diff", "--frobnicate")
+    assert code == 2 and len(err.splitlines()) <= 2 and "--frobnicate" in err.splitlines()[0]
+    assert "snapshotter diff --help" in err
+
+
+def test_a_root_folder_is_refused_as_such_before_any_home_question(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, "-C", "/", "--home", str(home), "status")
+    assert code == 1 and "refusing to snapshot /" in err and "--home" not in err
+
+
+def test_an_empty_home_is_refused_not_taken_for_the_current_folder(
+    ws: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, "-C", str(ws), "--home", "", "status")
+    assert code == 1 and len(err.splitlines()) == 1 and "home" in err and "empty" in err
+    assert not any(ws.iterdir())

@@ -167,11 +167,17 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
         with _open(args, workspace, settings) as snap:
             ui_server.serve(snap, args.port, _console.out, run, Console)
         return None, lambda: None
-    store = store_path_for(workspace, settings.value("home"))
+    try:
+        store: str | None = store_path_for(workspace, settings.value("home"))
+    except SnapshotError:
+        if name == "where":
+            raise
+        store = None  # opening the folder refuses it, in the order the library checks (an unsafe root first)
     if name == "where":
+        assert store is not None
         found = {"workspace": workspace, "store": store, "exists": store_exists(store)}
         return found, lambda: _print(store if found["exists"] else f"{store} (not created yet)")
-    new_store = name == "snapshot" and not store_exists(store)
+    new_store = name == "snapshot" and store is not None and not store_exists(store)
     snap = _open(args, workspace, settings)
     try:
         result, show = _dispatch(name, snap, args)
@@ -348,9 +354,9 @@ def _warnings_shown() -> Iterator[rendering.CaughtWarnings]:
 
 
 def _usage_error(argv: Sequence[str], error: arguments.UsageError) -> int:
-    """What argparse would print (usage, then the error) and exit 2 with; with
-    ``--json`` among the words, also the error as a document on stdout."""
-    _console.err.write(error.usage + f"{error}\n")
+    """The error and where to read more, and exit 2; with ``--json`` among the
+    words, also the error as a document on stdout."""
+    _console.err.write(f"{error}\n{error.usage}\n")
     given = list(argv[: list(argv).index("--")] if "--" in argv else argv)
     if "--json" in given:
         names = arguments.command_names()

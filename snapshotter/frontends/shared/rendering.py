@@ -157,8 +157,8 @@ def revert_lines(result: RevertResult, taken: str = "revert") -> list[str]:
         lines.append(f"keep     {path} ({why})")
     verb = "would change" if result.dry_run or not result.applied else "changed"
     lines.append(
-        f"{verb} {len(result.reverted) + len(result.merged)} paths ({len(result.merged)} merged), "
-        f"{len(result.unchanged)} already so, {len(result.conflicts)} conflicts"
+        f"{verb} {plural(len(result.reverted) + len(result.merged), 'path')} ({len(result.merged)} merged), "
+        f"{len(result.unchanged)} already so, {plural(len(result.conflicts), 'conflict')}"
     )
     if result.safety_snapshot_id:
         lines.append(f"undo with: snapshotter restore {result.safety_snapshot_id[:12]}")
