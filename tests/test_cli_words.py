@@ -100,3 +100,28 @@ def test_an_empty_home_is_refused_not_taken_for_the_current_folder(
     code, _, err = run(capsys, "-C", str(ws), "--home", "", "status")
     assert code == 1 and len(err.splitlines()) == 1 and "home" in err and "empty" in err
     assert not any(ws.iterdir())
+
+
+def test_undo_and_redo_list_what_they_overwrite_and_say_how_to_go_back(ws: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "a\n", "gone.txt": "g\n"})
+    cli("checkpoint")
+    write(ws, {"a.txt": "edited\n", "new.txt": "n\n"})
+    (ws / "gone.txt").unlink()
+    code, undone, _ = cli("undo")
+    assert code == 0 and (ws / "a.txt").read_text() == "a\n"
+    assert {"write  a.txt", "write  gone.txt", "delete new.txt"} <= set(undone.splitlines())
+    assert "redo with: snapshotter redo" in undone.splitlines()[-1]
+    code, redone, _ = cli("redo")
+    assert code == 0 and (ws / "a.txt").read_text() == "edited\n"
+    assert {"write  a.txt", "write  new.txt", "delete gone.txt"} <= set(redone.splitlines())
+    assert "undo with: snapshotter undo" in redone.splitlines()[-1]
+
+
+def test_a_sessions_undo_lists_its_paths_too(ws: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "a\n"})
+    cli("--session", "s1", "turn", "begin")
+    write(ws, {"a.txt": "agent\n"})
+    cli("--session", "s1", "turn", "end")
+    code, undone, _ = cli("--session", "s1", "undo")
+    assert code == 0 and "revert   a.txt" in undone.splitlines() and "reverted 1 path of session s1" in undone
+    assert "redo with: snapshotter --session s1 redo" in undone.splitlines()[-1]

@@ -186,7 +186,7 @@ def _session_undo(engine: Engine, stack: list[bytes]) -> UndoResult:
     meta[SINCE] = result.safety_snapshot_id  # closes the undo's change, as a tool call's end does
     after = engine.snapshot("after undo", "post-undo", meta, moves_base=False)
     engine.store.push(stack_of(engine, REDO), bytes.fromhex(after.id))
-    message = f"reverted {len(result.reverted) + len(result.merged)} paths of session {engine.session}"
+    message = f"reverted {_paths(len(result.reverted) + len(result.merged))} of session {engine.session}"
     return UndoResult(True, "undo", message, after.id, result.safety_snapshot_id, revert=result)
 
 
@@ -222,7 +222,7 @@ def _session_redo(engine: Engine, stack: list[bytes]) -> UndoResult:
     popped = after.metadata.get(POPPED, "")
     if popped and readable(engine, bytes.fromhex(popped)):
         engine.store.push(stack_of(engine, UNDO), bytes.fromhex(popped))
-    message = f"brought back {len(result.reverted) + len(result.merged)} paths of session {engine.session}"
+    message = f"brought back {_paths(len(result.reverted) + len(result.merged))} of session {engine.session}"
     return UndoResult(True, "redo", message, target.id, result.safety_snapshot_id, revert=result)
 
 
@@ -374,3 +374,7 @@ def sessions(engine: Engine) -> list[SessionInfo]:
         )
         for name, data in seen.items()
     ]
+
+
+def _paths(count: int) -> str:
+    return f"{count} path" if count == 1 else f"{count} paths"
