@@ -125,3 +125,27 @@ def test_a_sessions_undo_lists_its_paths_too(ws: Path, cli) -> None:  # type: ig
     code, undone, _ = cli("--session", "s1", "undo")
     assert code == 0 and "revert   a.txt" in undone.splitlines() and "reverted 1 path of session s1" in undone
     assert "redo with: snapshotter --session s1 redo" in undone.splitlines()[-1]
+
+
+def test_a_command_in_a_subfolder_names_the_folder_it_acts_on(
+    tmp_path: Path, home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = tmp_path / "repo"
+    write(repo, {".git/HEAD": "ref: refs/heads/main\n", "pkg/mod.py": "m\n", "top.txt": "t\n"})
+    below = ["-C", str(repo / "pkg"), "--home", str(home)]
+    root = str(repo.resolve())
+    code, _, err = run(capsys, *below, "snapshot")
+    assert code == 0 and "this folder" not in err and f"the first snapshot of {root}" in err
+    (repo / "top.txt").write_text("changed\n")
+    code, _, err = run(capsys, *below, "restore", "@")  # nobody to ask: refused, naming the folder
+    assert code == 2 and f"a full restore of {root}" in err
+    code, _, err = run(capsys, *below, "status")
+    assert code == 0 and f"snapshotter: acting on {root}" in err
+    code, out, err = run(capsys, *below, "where", "--folder")
+    assert code == 0 and out.strip() == root
+    code, out, err = run(capsys, *below, "where")
+    assert code == 0 and out.strip().startswith(str(home)) and f"acting on {root}" in err
+    code, out, err = run(capsys, "-C", root, "--home", str(home), "status")  # in the folder itself: no note
+    assert code == 0 and err == ""
+    code, out, err = run(capsys, *below, "--json", "status")  # a document says nothing on stderr
+    assert code == 0 and err == ""

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
-from snapshotter.engine.gitstore.location import store_exists, store_path_for
+from snapshotter.engine.gitstore.location import store_exists
 from snapshotter.frontends.shared import arguments
 from snapshotter.frontends.shared.failures import (
     EXIT_ERROR,
@@ -138,6 +138,9 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
         serve(os.path.abspath(args.workspace), arguments.flags(args))
         return None, lambda: None
     workspace, settings = _settings(args)
+    from snapshotter.frontends.cli import folders
+
+    _console.err.write(folders.note(args, workspace))
     if name == "watch":
         from snapshotter.frontends.watch import watchserver
 
@@ -167,16 +170,10 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
         with _open(args, workspace, settings) as snap:
             ui_server.serve(snap, args.port, _console.out, run, Console)
         return None, lambda: None
-    try:
-        store: str | None = store_path_for(workspace, settings.value("home"))
-    except SnapshotError:
-        if name == "where":
-            raise
-        store = None  # opening the folder refuses it, in the order the library checks (an unsafe root first)
-    if name == "where":
-        assert store is not None
-        found = {"workspace": workspace, "store": store, "exists": store_exists(store)}
-        return found, lambda: _print(store if found["exists"] else f"{store} (not created yet)")
+    store = folders.store_or_none(name, workspace, settings.value("home"))
+    if name == "where" and store is not None:
+        found, line = folders.where(args, workspace, store)
+        return found, lambda: _print(line())
     new_store = name == "snapshot" and store is not None and not store_exists(store)
     snap = _open(args, workspace, settings)
     try:
@@ -186,14 +183,12 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
             snap.progress.finish()
         if snap is not _console.shared:
             snap.close()
-    if new_store and not args.json:
+    if new_store and store is not None and not args.json:
+        hint = folders.first_snapshot_hint(workspace, store, folders.elsewhere(args, workspace) is not None)
 
         def show_with_hint() -> None:
             show()
-            _console.err.write(
-                f"snapshotter: the first snapshot of this folder; its store is {store}\n"
-                "  next: edit files, then `snapshotter status`, `snapshotter diff`, `snapshotter restore @ --dry-run`\n"
-            )
+            _console.err.write(hint)
 
         return result, show_with_hint
     return result, show
@@ -243,11 +238,9 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
     if name == "restore":
         if not args.paths and not args.dry_run:
             plan = snap.restore(args.ref, dry_run=True, overwrite_untracked=args.overwrite_untracked)
-            _confirm(
-                f"restore {plan.target_id[:12]}: write {plan.written}, delete {plan.deleted} files?",
-                f"a full restore would write {plan.written} and delete {plan.deleted} files",
-                args,
-            )
+            from snapshotter.frontends.cli.folders import restore_question
+
+            _confirm(*restore_question(args, snap.workspace, plan.written, plan.deleted, plan.target_id), args)
         files = words.paths(os.path.abspath(args.workspace), args.paths) or None
         result = snap.restore(args.ref, files, dry_run=args.dry_run, overwrite_untracked=args.overwrite_untracked)
         return f.restore_json(result), lambda: _print_restore(result)
