@@ -224,17 +224,22 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
 
         return line_commands.dispatch(name, snap, args, os.path.abspath(args.workspace), _print)
     if name == "diff":
+        from snapshotter.frontends.cli import listings
+
         start = os.path.abspath(args.workspace)
         refs, named = words.refs_and_paths(snap, args.words, start)
         from_ref, to_ref = (*refs, None, None)[:2]
         diffs = snap.diff(from_ref, to_ref, files=words.paths(start, named + args.paths) or None)
-        return [f.diff_json(d, with_patch=True) for d in diffs], lambda: _print_diff(diffs, args)
+        return [f.diff_json(d, with_patch=True) for d in diffs], lambda: listings.diff(
+            diffs, args, _console.out, _console.err, _console.environ
+        )
     if name == "status":
         start = os.path.abspath(args.workspace)
         words.refs_and_paths(snap, args.paths[: len(args.paths) - len(args.dashed)], start, at_most=0)
         changes = snap.status(words.paths(start, args.paths) or None)
-        rows = [f"{f.STATUS_LETTER[c.status.value]} {c.path}" for c in changes]
-        return [f.change_json(c) for c in changes], _printer(rows)
+        from snapshotter.frontends.cli import listings
+
+        return [f.change_json(c) for c in changes], lambda: listings.status(_console.out, changes, args.nul)
     if name == "restore":
         if not args.paths and not args.dry_run:
             plan = snap.restore(args.ref, dry_run=True, overwrite_untracked=args.overwrite_untracked)
@@ -292,28 +297,6 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
         snap.cleanup()
         return {"removed": store}, lambda: _print(f"removed {store}")
     raise AssertionError(f"unknown command {name}")  # argparse refuses it first
-
-
-def _print_diff(diffs: Sequence[Any], args: argparse.Namespace) -> None:
-    if args.numstat:
-        for item in diffs:
-            counts = (
-                "-\t-" if item.binary or item.status.value == "unreadable" else f"{item.additions}\t{item.deletions}"
-            )
-            _print(f"{counts}\t{item.path}")
-    elif args.name_status:
-        for item in diffs:
-            _print(f"{rendering.STATUS_LETTER[item.status.value]}\t{item.path}")
-    elif args.stat:
-        for line in rendering.stat_lines(list(diffs)):
-            _print(line)
-    else:
-        patch = "".join(item.patch for item in diffs)
-        color = rendering.wants_color(_console.out, _console.environ)
-        _console.out.write(rendering.colored_patch(patch) if color else patch)
-        for item in diffs:
-            if item.status.value == "unreadable":
-                _console.err.write(f"unreadable (kept as last recorded): {item.path}\n")
 
 
 def _print_restore(result: Any) -> None:

@@ -154,9 +154,13 @@ def _parser() -> argparse.ArgumentParser:
     shape.add_argument("--name-status", action="store_true", help="status letter and path per file")
     shape.add_argument("--numstat", action="store_true", help="added and deleted lines per file")
     shape.add_argument("--hunks", action="store_true", help="each hunk with its id (for revert --hunk)")
+    diff.add_argument(
+        "-z", dest="nul", action="store_true", help="with --numstat or --name-status: raw paths, NUL-ended"
+    )
 
     status = command("status", "what changed since the base (@); PATHs to limit it")
     status.add_argument("paths", nargs="*", help="only these paths or folders")
+    status.add_argument("-z", dest="nul", action="store_true", help="raw paths, each line ended by NUL (not quoted)")
 
     restore = command("restore", "bring back a snapshot (all of it, or PATHs)")
     restore.add_argument("ref", help="a REF")
@@ -342,6 +346,8 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     elif not hasattr(args, "paths"):
         args.paths = []
     args.dashed = paths  # the paths after --: they need not exist
+    if args.command == "diff" and args.nul and not (args.numstat or args.name_status):
+        _command_parser(parser, "diff").error("-z goes with --numstat or --name-status")
     return args
 
 
