@@ -15,14 +15,16 @@ from snapshotter.frontends.shared import rendering
 def raw(out: TextIO, fields: Iterable[str]) -> None:
     """Each field as it is, ended by a NUL: a name that is not UTF-8 as its own
     bytes, straight to the stream's bytes where it has them."""
-    data = b"".join(os.fsencode(field) + b"\0" for field in fields)
     binary = getattr(out, "buffer", None)
-    if binary is None:
-        out.write(os.fsdecode(data))
-        return
-    out.flush()
-    binary.write(data)
-    binary.flush()
+    if binary is not None:
+        out.flush()
+    for field in fields:
+        if binary is None:
+            out.write(field + "\0")
+        else:
+            binary.write(os.fsencode(field) + b"\0")
+    if binary is not None:
+        binary.flush()
 
 
 def status(out: TextIO, changes: Sequence[Any], nul: bool) -> None:
@@ -31,7 +33,7 @@ def status(out: TextIO, changes: Sequence[Any], nul: bool) -> None:
     if nul:
         raw(out, (f"{letter} {change.path}" for letter, change in zip(letters, changes)))
         return
-    out.write("".join(f"{letter} {rendering.quoted(change.path)}\n" for letter, change in zip(letters, changes)))
+    _lines(out, [f"{letter} {rendering.quoted(change.path)}" for letter, change in zip(letters, changes)])
 
 
 def diff(diffs: Sequence[Any], args: argparse.Namespace, out: TextIO, err: TextIO, environ: Mapping[str, str]) -> None:
@@ -60,4 +62,11 @@ def diff(diffs: Sequence[Any], args: argparse.Namespace, out: TextIO, err: TextI
     if args.nul:
         raw(out, rows)
     else:
-        out.write("".join(row + "\n" for row in rows))
+        _lines(out, rows)
+
+
+def _lines(out: TextIO, rows: Sequence[str]) -> None:
+    """A line at a time, as every command prints: a reader that goes away early
+    (``| head -1``) is then seen at the next write (exit 141, as git)."""
+    for row in rows:
+        out.write(row + "\n")
