@@ -95,11 +95,14 @@ def test_a_root_folder_is_refused_as_such_before_any_home_question(
 
 
 def test_an_empty_home_is_refused_not_taken_for_the_current_folder(
-    ws: Path, capsys: pytest.CaptureFixture[str]
+    ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    code, _, err = run(capsys, "-C", str(ws), "--home", "", "status")
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)  # where an empty home used to put its store
+    code, _, err = run(capsys, "-C", str(ws), "--home", "", "snapshot")
     assert code == 1 and len(err.splitlines()) == 1 and "home" in err and "empty" in err
-    assert not any(ws.iterdir())
+    assert not any(ws.iterdir()) and not any(here.iterdir())
 
 
 def test_undo_and_redo_list_what_they_overwrite_and_say_how_to_go_back(ws: Path, cli) -> None:  # type: ignore[no-untyped-def]
