@@ -21,7 +21,7 @@ from snapshotter.engine.gitstore.transport import Credentials
 from snapshotter.engine.gitstore.wirebudget import Budget
 from snapshotter.engine.session.engine import Engine
 from snapshotter.engine.worktree.ignore import leaving_out
-from snapshotter.errors import InvalidInput, WorkspaceError
+from snapshotter.errors import NO_REMOTE, InvalidInput, WorkspaceError
 from snapshotter.facade.calls import public
 from snapshotter.model import FetchResult, PushResult, RemoteWorkspace
 from snapshotter.options import Options
@@ -55,7 +55,7 @@ class Replicas:
         engine = self._engine_ok()
         location = remote if remote is not None else self._options.remote
         if location is None:
-            raise InvalidInput("no remote: pass one, or set remote= (SNAPSHOTTER_REMOTE, --remote)")
+            raise InvalidInput("no remote", NO_REMOTE)
         chosen = name if name is not None else self._options.remote_name or remotes.default_name(engine.workspace)
         return location, chosen
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from snapshotter.engine.gitstore.location import canonical_workspace, store_exists, store_path_for
 from snapshotter.engine.session.engine import Engine
 from snapshotter.engine.session.reverting import check_conflict_mode
-from snapshotter.errors import InvalidInput
+from snapshotter.errors import InvalidInput, Remedy
 from snapshotter.facade import inputs
 from snapshotter.facade.calls import public
 from snapshotter.history import attribution
@@ -339,9 +339,12 @@ class Workflows:
             if not store_exists(store_path_for(folder, self._options.home)):
                 raise InvalidInput(f"{folder} has no snapshots in this home: merge needs a fork (see fork())")
             with self._same_settings(folder) as fork:
-                return forking.merge_fork(engine, fork, start, bool(dry_run), mode)
+                return forking.merge_fork(engine, fork, start, bool(dry_run), mode, fork._engine_ok())
         if start is None:
-            raise InvalidInput("merge(ref) needs base=: the snapshot its changes are counted from")
+            raise InvalidInput(
+                f"{source!r} is no folder, so it names a snapshot: its changes need the snapshot they are counted from",
+                Remedy("pass base=", "pass --base REF, or name a fork's folder"),
+            )
         return forking.merge_change(engine, start, engine.catalog.get(source), bool(dry_run), mode)
 
     @public()

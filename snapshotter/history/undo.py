@@ -30,7 +30,15 @@ from snapshotter.engine.session.engine import Engine
 from snapshotter.engine.session.restoring import restore
 from snapshotter.engine.session.reverting import SINCE, Step, bring_in
 from snapshotter.engine.worktree.pathnames import names_checker
-from snapshotter.errors import BEGIN_TURN, InvalidInput, SnapshotError, SnapshotNotFound, StoreError
+from snapshotter.errors import (
+    BEGIN_TURN,
+    TURN_NUMBER,
+    InvalidInput,
+    Remedy,
+    SnapshotError,
+    SnapshotNotFound,
+    StoreError,
+)
 from snapshotter.history.attribution import Pair, Piece, changed_hunks, closing, revert_changes, session_changes
 from snapshotter.history.owners import ABANDONED, POST_RESTORE, POST_TURN, PRE_TURN, TOOL, TOOL_DONE, label_number
 from snapshotter.history.stacks import REDO, TURNS, UNDO, entry_info, live_entries, readable, stack_of
@@ -178,7 +186,7 @@ def _session_undo(engine: Engine, stack: list[bytes]) -> UndoResult:
     meta[SINCE] = result.safety_snapshot_id  # closes the undo's change, as a tool call's end does
     after = engine.snapshot("after undo", "post-undo", meta, moves_base=False)
     engine.store.push(stack_of(engine, REDO), bytes.fromhex(after.id))
-    message = f"reverted {len(result.reverted) + len(result.merged)} paths of session {engine.session}"
+    message = f"reverted {_paths(len(result.reverted) + len(result.merged))} of session {engine.session}"
     return UndoResult(True, "undo", message, after.id, result.safety_snapshot_id, revert=result)
 
 
@@ -214,7 +222,7 @@ def _session_redo(engine: Engine, stack: list[bytes]) -> UndoResult:
     popped = after.metadata.get(POPPED, "")
     if popped and readable(engine, bytes.fromhex(popped)):
         engine.store.push(stack_of(engine, UNDO), bytes.fromhex(popped))
-    message = f"brought back {len(result.reverted) + len(result.merged)} paths of session {engine.session}"
+    message = f"brought back {_paths(len(result.reverted) + len(result.merged))} of session {engine.session}"
     return UndoResult(True, "redo", message, target.id, result.safety_snapshot_id, revert=result)
 
 
@@ -264,7 +272,14 @@ def tool_done(engine: Engine, call_id: str, message: str, metadata: dict[str, st
     """The snapshot that closes tool call ``call_id``'s bracket (its ``tool:`` snapshot opened it)."""
     opened = engine.catalog.labelled(f"{TOOL}{call_id}")
     if opened is None or opened.session != engine.session:
-        raise InvalidInput(f"no tool call {call_id!r} was begun in this session: call tool_snapshot first")
+        raise InvalidInput(
+            f"no tool call {call_id!r} was begun in this session",
+            Remedy(
+                "call tool_snapshot first",
+                f"run `snapshotter tool begin {call_id}` before the tool call",
+                "call tool_snapshot first",
+            ),
+        )
     return engine.snapshot(message or f"after tool call {call_id}", f"{TOOL_DONE}{call_id}", metadata)
 
 
@@ -273,9 +288,10 @@ def turn_pair(engine: Engine, n: int) -> Pair:
     snapshot, or None while the turn is still open)."""
     turns = engine.store.stack(stack_of(engine, TURNS))
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise InvalidInput("revert_turn(n) takes n >= 1 (1 = the last turn)")
+        raise InvalidInput(f"turns are counted back from 1 (the last turn), not {n!r}", TURN_NUMBER)
     if n > len(turns):
-        raise SnapshotNotFound(f"only {len(turns)} turns are recorded; cannot revert {n}")
+        recorded = f"{len(turns)} turn is" if len(turns) == 1 else f"{len(turns)} turns are"
+        raise SnapshotNotFound(f"only {recorded} recorded; cannot revert {n}")
     return _closed_by(engine, entry_info(engine, turns[-n]))
 
 
@@ -372,3 +388,7 @@ def sessions(engine: Engine) -> list[SessionInfo]:
         )
         for name, data in seen.items()
     ]
+
+
+def _paths(count: int) -> str:
+    return f"{count} path" if count == 1 else f"{count} paths"

@@ -166,10 +166,14 @@ def sessions(snap: Snapshotter, say: Printer) -> tuple[Any, Any]:
     """``sessions``: ``{"sessions": [{name, agent, agent_session_id, turns, open_turn, last_activity}]}``."""
     found = snap.sessions()
     rows = [
-        f"{s.name:<52} {s.agent or '-':<12} {rendering.plural(s.turns, 'turn'):>9}"
+        f"{s.name:<52} {s.agent or '(none)':<12} {rendering.plural(s.turns, 'turn'):>9}"
         f"{'  (open)' if s.open_turn else '        '}  {s.last_activity.strftime('%Y-%m-%d %H:%M:%S')}"
         for s in found
-    ] or ["no named sessions here yet"]
+    ]
+    if rows:  # a header names the columns; an agent of (none): a session named by hand, no agent's hooks
+        rows.insert(0, f"{'SESSION':<52} {'AGENT':<12} {'TURNS':>9}{'':8}  LAST ACTIVE")
+    else:
+        rows = ["no named sessions here yet"]
     return rendering.sessions_json(found), lambda: _lines(say, rows)
 
 

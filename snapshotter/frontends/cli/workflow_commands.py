@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from snapshotter.facade.api import Snapshotter
-    from snapshotter.model import RevertResult
+    from snapshotter.model import RevertResult, UndoResult
 
 NAMES = frozenset({"checkpoint", "undo", "redo", "turn", "tool", "revert", "fork", "merge", "forks"})
 Printer = Callable[[str], None]
@@ -47,7 +47,7 @@ def dispatch(
             code = EXIT_REFUSED if refused else 1
             said = outcome.message if refused else outcome.message + elsewhere(snap, agent_flag=False)
             raise CommandFailed("Conflict" if refused else "NothingToDo", said, f.undo_json(outcome), code)
-        return f.undo_json(outcome), lambda: say(outcome.message)
+        return f.undo_json(outcome), lambda: _lines(say, _undo_lines(outcome, snap.session))
     if name == "turn":
         if args.agent is not None:
             from snapshotter.frontends.cli.agent_commands import newest_session_of
@@ -109,6 +109,22 @@ def _turn(snap: Snapshotter, args: argparse.Namespace, say: Printer, ask: Ask | 
         return _reverted(snap.revert_turn(n, conflicts=args.conflicts, hunks=chosen, dry_run=args.dry_run), say)
     info = snap.begin_turn() if args.action == "begin" else snap.end_turn()
     return f.snapshot_json(info), lambda: say(f.snapshot_line(info))
+
+
+def _undo_lines(outcome: UndoResult, session: str | None) -> list[str]:
+    """An undo or redo as a restore or revert prints it (a path a line, the
+    totals), its own message, then the command that goes back: what it
+    overwrote and deleted is one ``redo`` (or ``undo``) away."""
+    if outcome.restore is not None:
+        listed = rendering.restore_lines(outcome.restore)
+    elif outcome.revert is not None:
+        listed = rendering.revert_lines(outcome.revert)
+    else:
+        listed = []
+    listed = [line for line in listed if not line.startswith("undo with: ")]  # the way back is said below
+    back = "redo" if outcome.action == "undo" else "undo"
+    flag = f"--session {session} " if session is not None else ""
+    return [*listed, outcome.message, f"{back} with: snapshotter {flag}{back}"]
 
 
 def elsewhere(snap: Snapshotter, agent_flag: bool) -> str:

@@ -158,6 +158,10 @@ def _coerce(name: str, value: Any, source: str) -> Any:
         if kind is str:
             if not isinstance(value, str):
                 raise ValueError(value)
+            if name == "home" and not value:  # not the current folder by accident: "." says that
+                raise InvalidInput(
+                    f"setting home from {source} is an empty path; name a folder (the current one is '.')"
+                )
             return value
         if isinstance(value, bool):
             raise ValueError(value)
