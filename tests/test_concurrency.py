@@ -113,7 +113,7 @@ def test_refs_read_once_are_read_again_when_another_writer_changes_them(  # type
 ) -> None:
     """The snapshot refs are kept in memory while their folder's stat is unchanged;
     a snapshot or a prune by another Snapshotter on the same store shows at once."""
-    from snapshotter.gitstore import store as store_module
+    from snapshotter.engine.gitstore import store as store_module
 
     write(ws, {"a.txt": "a\n"})
     mine, theirs = make(), make()

@@ -21,7 +21,7 @@ import pytest
 from conftest import COMMAND, GIT, run_command, write
 
 from snapshotter import Snapshotter
-from snapshotter.gitstore.location import store_path_for
+from snapshotter.engine.gitstore.location import store_path_for
 
 DIRECT = {"SNAPSHOTTER_NO_WATCHER": "1"}
 

@@ -23,7 +23,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return hookclient.main(words[1:])
     try:
-        from snapshotter.frontends import cli
+        from snapshotter.frontends.cli import cli
 
         code = cli.main(words)  # says itself that Ctrl-C stopped a command it was running
     except KeyboardInterrupt:  # while importing, or outside the command's own handling

@@ -31,17 +31,18 @@ import sys
 import time
 
 from snapshotter import __version__
-from snapshotter.frontends import hooklog, wire
-from snapshotter.frontends.agents import AGENTS, SESSION_END, event_name
-from snapshotter.frontends.userfiles import snapshot_home
-from snapshotter.gitstore.location import canonical_workspace, find_workspace, store_path_for
+from snapshotter.engine.gitstore.location import canonical_workspace, find_workspace, store_path_for
+from snapshotter.frontends.hooks import hooklog
+from snapshotter.frontends.hooks.agents import AGENTS, SESSION_END, caller, event_name
+from snapshotter.frontends.shared import wire
+from snapshotter.frontends.shared.userfiles import snapshot_home
 
 TYPE_CHECKING = False  # not ``typing``'s: every hook call pays for this module's imports
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from snapshotter.frontends.agents import Agent
+    from snapshotter.frontends.hooks.agents import Agent
 
 BUDGET = 20
 """Seconds a hook call may take (installed with a timeout of 30, ``hookinstall``)."""
@@ -70,7 +71,7 @@ def _call(argv: list[str], agent: Agent | None, named: str | None, answer: str, 
     try:
         if agent is None:
             raise ValueError(f"no agent {argv[0] if argv else ''!r}; hooks know {', '.join(sorted(AGENTS))}")
-        payload = _payload()
+        agent, named, payload = caller(agent, named, _payload(), os.environ)  # Copilot runs Claude's hooks too
         name = event_name(payload, named)
         folder = agent.folder(payload, os.environ)
         if name is None or name not in agent.events or folder is None:
@@ -181,8 +182,9 @@ def _to_watcher(store: str, agent: str, name: str, payload: dict[str, Any], proj
 
 def _directly(workspace: str, agent: Agent, name: str, payload: dict[str, Any], project: dict[str, str]) -> None:
     """Record the event in this process, as the watcher would."""
-    from snapshotter.api import Snapshotter
-    from snapshotter.frontends import config, hookevents
+    from snapshotter.facade.api import Snapshotter
+    from snapshotter.frontends.hooks import hookevents
+    from snapshotter.frontends.shared import config
 
     event = hookevents.parse(agent, name, payload, project)
     if event is None:
@@ -207,7 +209,7 @@ def _start_watcher(workspace: str, store: str) -> None:
 
     if importlib.util.find_spec("watchdog") is None:
         return
-    from snapshotter.frontends import watchstart
+    from snapshotter.frontends.hooks import watchstart
 
     if not watchstart.claim(store):
         return
@@ -234,7 +236,7 @@ def _serve_detached(workspace: str, store: str) -> None:
     says why it could not start (or stopped) in the hooks log."""
     import signal
 
-    from snapshotter.frontends import watchstart
+    from snapshotter.frontends.hooks import watchstart
 
     watchstart.starting(store, os.getpid())
 
@@ -257,7 +259,9 @@ def _serve_detached(workspace: str, store: str) -> None:
         listening.append(True)
 
     try:
-        from snapshotter.frontends import cli, config, watchserver
+        from snapshotter.frontends.cli import cli
+        from snapshotter.frontends.shared import config
+        from snapshotter.frontends.watch import watchserver
 
         settings = config.resolve(workspace, {})
         why = watchserver.serve(workspace, settings, cli.run, cli.Console, for_hooks=True, ready=ready)
@@ -271,7 +275,7 @@ def _serve_detached(workspace: str, store: str) -> None:
 
 def _start_failed(store: str, reason: str, stopped: bool = False) -> None:
     """Record that the watcher could not start (or stopped on an error), and when the next hook tries again."""
-    from snapshotter.frontends import watchstart
+    from snapshotter.frontends.hooks import watchstart
 
     found = watchstart.failed(store, reason)
     again = time.strftime("%H:%M:%S", time.localtime(found.retry_at))
