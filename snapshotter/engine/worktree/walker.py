@@ -33,7 +33,14 @@ from snapshotter.engine.worktree.ignore import IgnoreStack
 from snapshotter.engine.worktree.limits import WorkspaceLimits
 from snapshotter.engine.worktree.listing import open_folder
 from snapshotter.engine.worktree.preload import Preload
-from snapshotter.engine.worktree.readdir import Queued, descend, forget_gone_subdirs, read_folder, skips_below, take_vouched
+from snapshotter.engine.worktree.readdir import (
+    Queued,
+    descend,
+    forget_gone_subdirs,
+    read_folder,
+    skips_below,
+    take_vouched,
+)
 from snapshotter.engine.worktree.statcache import Folder, Listings, Record, Shape, StatCache
 from snapshotter.engine.worktree.trust import FolderTrust, Prelisting, lasting_shapes
 from snapshotter.engine.worktree.unchecked import add_unchecked
