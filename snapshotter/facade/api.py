@@ -15,7 +15,8 @@ from snapshotter.engine.gitstore import trailers
 from snapshotter.engine.gitstore.location import canonical_workspace
 from snapshotter.engine.gitstore.transport import Credentials
 from snapshotter.engine.session import reading, restoring
-from snapshotter.engine.session.engine import Engine, open_engine
+from snapshotter.engine.session.engine import Engine
+from snapshotter.engine.session.opening import open_engine
 from snapshotter.engine.upkeep import integrity
 from snapshotter.errors import FIRST_SNAPSHOT, SnapshotError, SnapshotNotFound, StoreError
 from snapshotter.facade import inputs, maintenance

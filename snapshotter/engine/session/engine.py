@@ -4,9 +4,10 @@ The engine holds no policy: no error mode, no undo stacks. The public
 :class:`~snapshotter.Snapshotter` adds those, and swaps engines when it is
 re-rooted. What reads through an engine (``reading``) and what restores
 through one (``restoring``) sit above it; how a scan is counted and committed
-(``recording``) and what the user's git indexes track (``indexes``) below.
+(``recording``) and what the user's git indexes track (``indexes``) below;
+``opening`` opens one. The walker loads when a scan runs: ``log`` and
+``show`` never walk.
 """
-
 from __future__ import annotations
 
 import contextlib
@@ -18,7 +19,6 @@ from datetime import datetime, timezone
 from snapshotter.engine.compare.treediff import MAX_ENTRIES_READ, Comparison, RecordedModes, ScannedTree, StoredTree
 from snapshotter.engine.gitstore.catalog import Catalog
 from snapshotter.engine.gitstore.inflate import ObjectTooLarge
-from snapshotter.engine.gitstore.location import store_exists, store_path_for
 from snapshotter.engine.gitstore.locking import StoreLock
 from snapshotter.engine.gitstore.objects import EMPTY_TREE, STREAM_THRESHOLD
 from snapshotter.engine.gitstore.store import Store
@@ -28,40 +28,25 @@ from snapshotter.engine.session.indexes import UserIndexes
 from snapshotter.engine.session.recording import Recorded, commit, commit_copy, numstat, stored_lines
 from snapshotter.engine.worktree import hostfs, statcache
 from snapshotter.engine.worktree.attributes import DiffAttributes
-from snapshotter.engine.worktree.gitrepo import TrackedPaths, find_repository, tracked_paths
+from snapshotter.engine.worktree.gitrepo import TrackedPaths, find_repository
 from snapshotter.engine.worktree.ignore import option_rules
-from snapshotter.engine.worktree.limits import WorkspaceLimits, check_root
+from snapshotter.engine.worktree.limits import WorkspaceLimits
 from snapshotter.engine.worktree.pathnames import NameCheck
-from snapshotter.engine.worktree.sizecheck import measure
 from snapshotter.engine.worktree.trust import Prelisting
-from snapshotter.engine.worktree.walker import Incremental, Scan, scan
 from snapshotter.engine.worktree.watch import ChangeJournal
 from snapshotter.errors import StoreError
 from snapshotter.model import ScanStats, SnapshotInfo
 from snapshotter.options import Options
+
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:
+    from snapshotter.engine.worktree.walker import Scan
 
 PAUSE_WATCH_AT = 1000
 """A restore changing this many files or more pauses watch mode while it writes."""
 
 WATCH_AGAIN_AFTER = 60.0
 """Seconds a watcher that stopped by itself (a watch lost, its thread dead) stays off before a scan watches afresh."""
-
-
-def open_engine(workspace: str, options: Options) -> Engine:
-    """The engine of the canonical ``workspace``'s store, made if new. A new store
-    is made only after the workspace passed the size caps: the check lists every
-    folder, and the first scan takes over what it found."""
-    check_root(workspace, options.allow_unsafe_root)
-    path = store_path_for(workspace, options.home)
-    listings: statcache.Listings = {}
-    prelisting = None
-    if not store_exists(path):  # a new store: refuse a huge folder before creating anything
-        prelisting = Prelisting(time.time_ns())
-        repository = find_repository(workspace)
-        rules = option_rules(workspace, options, repository)
-        rules = rules.with_tracked(tracked_paths(repository) if repository is not None else None)
-        measure(workspace, rules, WorkspaceLimits.of(options), listings, prelisting, options.new_file_cap)
-    return Engine(workspace, Store.open_or_create(path, workspace), options, listings, prelisting)
 
 
 class Engine:
@@ -143,6 +128,8 @@ class Engine:
     def scan(self, *, write: bool, forced: Sequence[str] = ()) -> Scan:
         """Walk the workspace; with ``write`` its new objects are stored. ``forced``
         paths are tracked whatever the ignore rules and size cap say."""
+        from snapshotter.engine.worktree.walker import Incremental, scan
+
         cache = self._current_cache()
         options = self.options
         ignores = option_rules(self.workspace, options, self.repository)

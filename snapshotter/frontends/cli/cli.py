@@ -386,7 +386,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(argv: Sequence[str], console: Console) -> int:
     """Run one command line, printing to ``console``; returns its exit code."""
     global _console
-    _load()
     saved, _console = _console, console
     try:
         return _main(argv)
@@ -419,7 +418,9 @@ def _main(argv: Sequence[str]) -> int:
     try:
         args = arguments.parse(argv)
     except arguments.UsageError as error:
+        _load()
         return _usage_error(argv, error)
+    _load()  # after the parse: ``--version`` and ``--help`` need none of it
     name = args.command
     with _warnings_shown() as warned:
         try:
