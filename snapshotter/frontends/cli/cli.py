@@ -146,7 +146,7 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
             raise CommandFailed("WatcherRunning", refused)
         return None, lambda: None
     if name == "config":
-        from snapshotter.engine.gitstore.transport import shown
+        from snapshotter.engine.gitstore.redact import shown
 
         shown_value = {
             k: shown(v) if k == "remote" and isinstance(v, str) else v for k, (v, _) in settings.values.items()
