@@ -54,7 +54,6 @@ from snapshotter.engine.session.engine import Engine
 from snapshotter.engine.session.hunks import Within, hunk_steps, listed
 from snapshotter.engine.session.reverting import Step, bring_in
 from snapshotter.engine.worktree.pathnames import names_checker
-from snapshotter.engine.worktree.walker import Scan
 from snapshotter.history.owners import (
     INTERNAL_LABELS,
     OPEN,
@@ -69,6 +68,10 @@ from snapshotter.history.owners import (
     named_paths,
 )
 from snapshotter.model import ConflictMode, Hunk, RevertResult, SnapshotInfo
+
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:  # annotations only: reading the store (``log``, ``show``) does not load the walker
+    from snapshotter.engine.worktree.walker import Scan
 
 Pair = tuple[SnapshotInfo, SnapshotInfo | None]
 """A change: (before, after); after None: the workspace now."""

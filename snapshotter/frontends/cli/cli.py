@@ -149,7 +149,7 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
             raise CommandFailed("WatcherRunning", refused)
         return None, lambda: None
     if name == "config":
-        from snapshotter.engine.gitstore.transport import shown
+        from snapshotter.engine.gitstore.redact import shown
 
         shown_value = {
             k: shown(v) if k == "remote" and isinstance(v, str) else v for k, (v, _) in settings.values.items()
@@ -368,7 +368,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(argv: Sequence[str], console: Console) -> int:
     """Run one command line, printing to ``console``; returns its exit code."""
     global _console
-    _load()
     saved, _console = _console, console
     try:
         return _main(argv)
@@ -401,7 +400,9 @@ def _main(argv: Sequence[str]) -> int:
     try:
         args = arguments.parse(argv)
     except arguments.UsageError as error:
+        _load()
         return _usage_error(argv, error)
+    _load()  # after the parse: ``--version`` and ``--help`` need none of it
     name = args.command
     with _warnings_shown() as warned:
         try:

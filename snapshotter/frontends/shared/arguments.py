@@ -10,6 +10,7 @@ command it stands for, so the commands never see an alias.
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Sequence
 
 from snapshotter import __version__
@@ -116,7 +117,11 @@ def _hunk_options(made: argparse.ArgumentParser) -> None:
     )
 
 
-def _parser() -> argparse.ArgumentParser:
+@functools.lru_cache(maxsize=2)  # the relay parses a command line, then the direct run parses it again
+def _parser(words: frozenset[str] | None = None) -> argparse.ArgumentParser:
+    """The grammar; with ``words`` (a command line's), only the commands named
+    among them get their options: the command argparse picks is one of its
+    words, and each command's options cost a new process about 1 ms."""
     parser = _Parser(
         prog="snapshotter",
         description="Snapshots of a folder in a hidden git store: take, list, diff, restore, undo.",
@@ -130,7 +135,8 @@ def _parser() -> argparse.ArgumentParser:
     def command(name: str, help_text: str) -> argparse.ArgumentParser:
         aliases = [alias for alias, target in ALIASES.items() if target == name]
         made = sub.add_parser(name, aliases=aliases, help=help_text, description=help_text)
-        _global_options(made, on_subcommand=True)
+        if words is None or not words.isdisjoint((name, *aliases)):
+            _global_options(made, on_subcommand=True)
         return made
 
     snap = command("snapshot", "record the folder now")
@@ -330,7 +336,7 @@ def command_names() -> frozenset[str]:
 def parse(argv: Sequence[str]) -> argparse.Namespace:
     """Parse, taking the paths after a ``--`` apart (``diff @~2 -- src/``);
     ``UsageError`` if the words do not parse (``--help`` and ``--version`` exit)."""
-    parser = _parser()
+    parser = _parser(frozenset(argv))
     head, paths = list(argv), []
     if "--" in head:
         at = head.index("--")

@@ -20,23 +20,23 @@ from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from datetime import datetime
 from enum import Enum
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from snapshotter.history.owners import POST_TURN, PRE_TURN
-from snapshotter.model import (
-    BlameResult,
-    FileChange,
-    FileDiff,
-    GcResult,
-    PruneResult,
-    RestoreResult,
-    RevertResult,
-    SessionInfo,
-    SnapshotInfo,
-    StoreStats,
-    UndoResult,
-    VerifyResult,
-)
+if TYPE_CHECKING:  # the result types name annotations only: `snapshotter --version` does not load the model
+    from snapshotter.model import (
+        BlameResult,
+        FileChange,
+        FileDiff,
+        GcResult,
+        PruneResult,
+        RestoreResult,
+        RevertResult,
+        SessionInfo,
+        SnapshotInfo,
+        StoreStats,
+        UndoResult,
+        VerifyResult,
+    )
 
 SCHEMA = 1
 STATUS_LETTER = {"added": "A", "modified": "M", "deleted": "D", "type_changed": "T", "unreadable": "X"}
@@ -248,6 +248,8 @@ def session_log_lines(infos: list[SnapshotInfo], shown: int, base_id: str | None
     """``log --session``: the session's snapshots (``infos``, newest first, all of
     them, so each is placed in its turn) under a heading per turn naming its
     prompt line; only the newest ``shown`` snapshots (0: all) are listed."""
+    from snapshotter.history.owners import POST_TURN, PRE_TURN  # here: the owners load the engine
+
     groups: list[tuple[str, list[SnapshotInfo]]] = []
     inside = False
     for info in reversed(infos):
