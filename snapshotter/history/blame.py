@@ -21,6 +21,7 @@ from bisect import bisect_right
 
 from snapshotter.engine.compare.linediff import change_script, split_lines
 from snapshotter.engine.gitstore.objects import MODE_EXEC, MODE_FILE, MODE_TREE, STREAM_THRESHOLD, is_binary, parse_tree
+from snapshotter.engine.gitstore.store import DAMAGED_OBJECT
 from snapshotter.engine.session.checkout import normalize_selection
 from snapshotter.engine.session.engine import Engine
 from snapshotter.engine.worktree.fsops import Workspace
@@ -196,6 +197,13 @@ class _Trees:
                 kind, content = self.store.read_raw(tree)
             except KeyError:
                 raise StoreError(f"tree {tree.hex()} is missing from the store") from None
-            known = {name: (mode, sha) for name, mode, sha in parse_tree(content)} if kind == 2 else {}
+            except DAMAGED_OBJECT as exc:
+                raise StoreError(f"tree {tree.hex()} is damaged ({exc}); run verify()") from None
+            if kind != 2:
+                raise StoreError(f"object {tree.hex()} should be a tree; the store is damaged")
+            try:
+                known = {name: (mode, sha) for name, mode, sha in parse_tree(content)}
+            except ValueError:  # a tree forged straight into the store (non-negotiable 7: typed)
+                raise StoreError(f"tree {tree.hex()} is malformed; the store is damaged") from None
             self.parsed[tree] = known
         return known
