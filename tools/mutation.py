@@ -94,11 +94,9 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/test_revert.py",
     ),
     # locking and ref updates
-    "snapshotter/engine/gitstore/locking.py": (
-        "tests/test_concurrency.py",
-        "tests/test_interrupt.py",
-        "tests/test_faults.py",
-    ),
+    # the lock in one process with short timeouts (test_concurrency.py and
+    # test_crash.py kill real holders, but wait out whole timeouts per mutant)
+    "snapshotter/engine/gitstore/locking.py": ("tests/test_store_lock.py",),
     "snapshotter/engine/gitstore/store.py": (
         "tests/test_store_integrity.py",
         "tests/test_ref_reading.py",
