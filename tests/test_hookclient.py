@@ -246,3 +246,26 @@ def test_the_alarm_is_armed_for_the_budget_and_disarmed(monkeypatch: pytest.Monk
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, before)
+
+
+def test_an_event_the_command_line_does_not_name_is_read_from_the_payload(call: Call, ws: Path, home: Path) -> None:
+    write(ws, {"a.txt": "a\n"})
+    event = {"hook_event_name": "UserPromptSubmit", "session_id": "s2", "cwd": str(ws), "prompt": "p"}
+    assert call(["claude-code"], event) == (0, "")
+    with Snapshotter(ws, home=home) as snap:
+        assert [(s.name, s.turns, s.open_turn) for s in snap.sessions()] == [("claude-code-s2", 1, True)]
+
+
+@pytest.mark.parametrize("value,expected", [(None, None), ("", None), ("0", None), ("1", False), ("yes", False)])
+def test_the_watcher_is_asked_unless_the_variable_turns_it_off(
+    value: str | None, expected: bool | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``SNAPSHOTTER_NO_WATCHER`` set (not empty, not 0): False, record it yourself;
+    else the watcher is looked for, and a store none serves gives None (start one)."""
+    if value is None:
+        monkeypatch.delenv("SNAPSHOTTER_NO_WATCHER", raising=False)
+    else:
+        monkeypatch.setenv("SNAPSHOTTER_NO_WATCHER", value)
+    store = tmp_path / "store"
+    store.mkdir()
+    assert hookclient._to_watcher(str(store), "claude-code", "PreToolUse", {}, {}) is expected
