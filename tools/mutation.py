@@ -83,6 +83,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/test_unchecked.py",
     ),
     "snapshotter/engine/worktree/fsops.py": (
+        "tests/test_fsops.py",
         "tests/test_restore.py",
         "tests/test_hostile.py",
         "tests/test_windows_semantics.py",
