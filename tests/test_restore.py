@@ -476,3 +476,19 @@ def test_a_snapshot_holding_an_unsupported_mode_is_refused_naming_it(ws: Path, m
     with pytest.raises(UnsafeTree, match="'sub/odd.txt' with unsupported mode 100600"):
         snap.restore(forged)
     assert read_tree(ws) == {"a.txt": ("file", b"a")}
+
+
+def test_a_conflict_after_other_writes_is_found_before_anything_is_written(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """Every path the restore would write is checked before the first is written:
+    ``a.txt`` (tracked, changed) and ``d/e/f.txt`` sort before the blocked ``x``."""
+    write(ws, {"a.txt": "v1", "x": "file", "d/e/f.txt": "deep"})
+    snap = make()
+    first = snap.snapshot()
+    write(ws, {"a.txt": "v2"})
+    (ws / "x").unlink()
+    (ws / "d/e/f.txt").unlink()
+    write(ws, {"x/.env": "secret"})
+    before = read_tree(ws)
+    with pytest.raises(RestoreConflict):
+        snap.restore(first.id)
+    assert read_tree(ws) == before  # nothing written, nothing deleted
