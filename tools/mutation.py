@@ -100,6 +100,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     # test_crash.py kill real holders, but wait out whole timeouts per mutant)
     "snapshotter/engine/gitstore/locking.py": ("tests/test_store_lock.py",),
     "snapshotter/engine/gitstore/store.py": (
+        "tests/test_store_refs.py",
         "tests/test_store_integrity.py",
         "tests/test_ref_reading.py",
         "tests/test_generations.py",
