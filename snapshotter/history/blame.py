@@ -21,7 +21,6 @@ from bisect import bisect_right
 
 from snapshotter.engine.compare.linediff import change_script, split_lines
 from snapshotter.engine.gitstore.objects import MODE_EXEC, MODE_FILE, MODE_TREE, STREAM_THRESHOLD, is_binary, parse_tree
-from snapshotter.engine.gitstore.store import DAMAGED_OBJECT
 from snapshotter.engine.session.checkout import normalize_selection
 from snapshotter.engine.session.engine import Engine
 from snapshotter.engine.worktree.fsops import Workspace
@@ -193,6 +192,8 @@ class _Trees:
     def _entries(self, tree: bytes) -> dict[bytes, tuple[int, bytes]]:
         known = self.parsed.get(tree)
         if known is None:
+            from snapshotter.engine.gitstore.store import DAMAGED_OBJECT  # here: main loads this module lazily
+
             try:
                 kind, content = self.store.read_raw(tree)
             except KeyError:
