@@ -452,3 +452,43 @@ def test_restoring_the_newest_snapshot_plans_from_its_safety_comparison(
     write(ws, {"a.txt": "again\n"})
     snap.restore(target.id, files=["a.txt"])  # a selective restore compares on its own
     assert compared.count("snapshotter.engine.session.restoring") == 2 and read_tree(ws) == expected
+
+
+@pytest.mark.parametrize("bad", [b"a.txt", "", "a\0b", "..", "../outside.txt", "sub/../../outside.txt", "."])
+def test_a_selection_outside_the_workspace_or_not_a_path_is_refused(ws: Path, bad: Any) -> None:
+    """``files=``: a typed one-line error for bytes, an empty or NUL-holding
+    name, the workspace itself, or anything that leads out of it."""
+    from snapshotter.engine.session.checkout import normalize_selection
+    from snapshotter.errors import InvalidInput
+
+    with pytest.raises(InvalidInput):
+        normalize_selection(str(ws), [bad])
+    assert normalize_selection(str(ws), ["sub/../a.txt", str(ws / "b" / "c.txt")]) == ["a.txt", "b/c.txt"]
+
+
+def test_a_snapshot_holding_an_unsupported_mode_is_refused_naming_it(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "a"})
+    snap = make()
+    writer = snap._engine_ok().store.writer
+    blob = writer.write(b"blob", b"odd\n")
+    odd = writer.write(b"tree", b"100600 odd.txt\0" + blob)  # a mode git never writes
+    forged = forge_snapshot(snap, [(b"sub", objects.MODE_TREE, odd)])
+    with pytest.raises(UnsafeTree, match="'sub/odd.txt' with unsupported mode 100600"):
+        snap.restore(forged)
+    assert read_tree(ws) == {"a.txt": ("file", b"a")}
+
+
+def test_a_conflict_after_other_writes_is_found_before_anything_is_written(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """Every path the restore would write is checked before the first is written:
+    ``a.txt`` (tracked, changed) and ``d/e/f.txt`` sort before the blocked ``x``."""
+    write(ws, {"a.txt": "v1", "x": "file", "d/e/f.txt": "deep"})
+    snap = make()
+    first = snap.snapshot()
+    write(ws, {"a.txt": "v2"})
+    (ws / "x").unlink()
+    (ws / "d/e/f.txt").unlink()
+    write(ws, {"x/.env": "secret"})
+    before = read_tree(ws)
+    with pytest.raises(RestoreConflict):
+        snap.restore(first.id)
+    assert read_tree(ws) == before  # nothing written, nothing deleted

@@ -202,10 +202,19 @@ class _Trees:
     def _entries(self, tree: bytes) -> dict[bytes, tuple[int, bytes]]:
         known = self.parsed.get(tree)
         if known is None:
+            from snapshotter.engine.gitstore.store import DAMAGED_OBJECT  # here: main loads this module lazily
+
             try:
                 kind, content = self.store.read_raw(tree)
             except KeyError:
                 raise StoreError(f"tree {tree.hex()} is missing from the store") from None
-            known = {name: (mode, sha) for name, mode, sha in parse_tree(content)} if kind == 2 else {}
+            except DAMAGED_OBJECT as exc:
+                raise StoreError(f"tree {tree.hex()} is damaged ({exc}); run verify()") from None
+            if kind != 2:
+                raise StoreError(f"object {tree.hex()} should be a tree; the store is damaged")
+            try:
+                known = {name: (mode, sha) for name, mode, sha in parse_tree(content)}
+            except ValueError:  # a tree forged straight into the store (non-negotiable 7: typed)
+                raise StoreError(f"tree {tree.hex()} is malformed; the store is damaged") from None
             self.parsed[tree] = known
         return known

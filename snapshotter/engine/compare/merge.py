@@ -166,12 +166,15 @@ def _refined(ours: list[bytes], theirs: list[bytes], o1: int, o2: int, t1: int, 
 
 
 def _joined(regions: list[Region], ours: list[bytes]) -> list[Region]:
-    """Conflicts close together (see ``_NEAR``) joined into one, with what lay between."""
+    """Conflicts close together (see ``_NEAR``) joined into one, with what lay
+    between. Only conflicts next to each other: git's merge lists the changes
+    of either side, and a change only one side made between two conflicts
+    keeps them apart (lines the sides share, or changed alike, do not)."""
     out: list[Region] = []
     for region in regions:
         if region[0] == _CONFLICT:
-            last = next((i for i in range(len(out) - 1, -1, -1) if out[i][0] == _CONFLICT), None)
-            if last is not None:
+            last = next((i for i in range(len(out) - 1, -1, -1) if out[i][0] != _SAME), None)
+            if last is not None and out[last][0] == _CONFLICT:
                 between = ours[out[last][2] : region[1]]
                 if len(between) <= _NEAR or not any(_has_alnum(line) for line in between):
                     _, o1, _, t1, _ = out[last]
