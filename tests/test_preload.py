@@ -10,6 +10,7 @@ word; otherwise which side checks which folder depends on their speeds.
 
 from __future__ import annotations
 
+import mmap
 import os
 import threading
 import time
@@ -293,7 +294,8 @@ def _verdicts_run_here(ws: Path, home: Path) -> dict[str, tuple[int, int, int, i
     keys = {preload._key(cache.folder(rel)): rel for rel in preload.walk_order(cache) if cache.folder(rel)}
     read, written = os.pipe()
     try:
-        preload._check_from_the_end(str(ws), cache, cache.racy_cutoff(), written)
+        reached = mmap.mmap(-1, preload._REACHED.size)  # zero: the walk has reached no folder yet
+        preload._check_from_the_end(str(ws), cache, cache.racy_cutoff(), written, reached)
         os.close(written)
         data = b""
         while chunk := os.read(read, 1 << 16):
