@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from snapshotter.attribution import POST_TURN, PRE_TURN, TOOL, TOOL_DONE, session_changes
-from snapshotter.history import SESSIONS, TURNS, UNDO, _info, _live
+from snapshotter.attribution import session_changes
+from snapshotter.gitstore.historyindex import key_of
+from snapshotter.history import SESSIONS, TURNS, UNDO
 from snapshotter.model import SnapshotInfo
 from snapshotter.session.engine import Engine
 
@@ -34,21 +35,42 @@ def before_dropping(engine: Engine, dropping: Sequence[SnapshotInfo]) -> None:
     can no longer be undone exactly: reverting the rest brought back an edit the
     session had undone since (the undo of it kept, the call itself gone). So the
     session's undo points before that change are taken off its stack: its undo
-    stops where its history is whole, and says so, instead of going elsewhere."""
+    stops where its history is whole, and says so, instead of going elsewhere.
+
+    Only the stretch from a session's oldest undo point to the first snapshot
+    after the newest one dropped is read (what is dropped lies there), and only
+    the undo points up to it: never the whole history."""
     going = {info.id for info in dropping}
-    for name in engine.store.sessions() if going else ():
+    if not going:
+        return
+    top = max(info.sequence for info in dropping)
+    after = next(engine.catalog.oldest_first(top), None)  # the stretch's end: a change ending later ends there
+    for name in engine.store.sessions():
         stack_name = f"{SESSIONS}{name}/{UNDO}"
-        stack = [_info(engine, sha) for sha in _live(engine, stack_name)]
-        if not stack:
+        points = _points_up_to(engine, stack_name, top)
+        if not points:
             continue
         cut = 0
-        for start, end in session_changes(engine, name, stack[0], None):
+        for start, end in session_changes(engine, name, points[0], after):
             lost = start.id in going or (end is not None and end.id in going)
             if lost and (end is None or start.tree_id != end.tree_id):
                 cut = max(cut, (end or start).sequence)
-        for point in stack:
+        for point in points:
             if point.sequence < cut:
                 engine.store.drop_from_stack(stack_name, bytes.fromhex(point.id))
+
+
+def _points_up_to(engine: Engine, stack_name: str, top: int) -> list[SnapshotInfo]:
+    """A stack's live entries from its bottom, up to the first one past ``top``."""
+    points: list[SnapshotInfo] = []
+    for _, sha in engine.store.iter_stack(stack_name, newest_first=False):
+        seq = engine.store.seq_of(sha)
+        if seq is None:
+            continue
+        points.append(engine.catalog.info(seq, sha))
+        if seq > top:
+            break
+    return points
 
 
 def kept_for_sessions(engine: Engine) -> set[str]:
@@ -62,30 +84,26 @@ def kept_for_sessions(engine: Engine) -> set[str]:
     read as "the whole stretch, less the other sessions' brackets", a person's
     edits and another session's open call included. Only for sessions that still
     keep history here (an undo or turns stack): one whose stacks retention has
-    emptied has nothing left to undo, and keeps nothing."""
-    live: set[str | None] = set(engine.store.sessions())
-    if any(engine.store.stack(name) for name in (UNDO, TURNS)):
+    emptied has nothing left to undo, and keeps nothing. From the history index:
+    no snapshot is read."""
+    live: set[str | None] = {name for name in engine.store.sessions() if _keeps_history(engine, f"{SESSIONS}{name}/")}
+    if _keeps_history(engine, ""):
         live.add(None)
     ids: set[str] = set()
-    closed: set[tuple[str | None, str]] = set()
-    bracketing: set[str | None] = set()
-    turn_seen: set[str | None] = set()
-    open_calls: dict[str | None, int] = {}
-    for info in engine.catalog.newest_first() if live else ():
-        label, who = info.label or "", info.session
-        if who not in live:
+    facts = engine.catalog.index.current().sessions
+    for who in live:
+        found = facts.get(key_of(who))
+        if found is None:
             continue
-        if label.startswith(TOOL_DONE):
-            closed.add((who, label[len(TOOL_DONE) :]))
-            if who is not None and who not in bracketing:
-                bracketing.add(who)
-                ids.add(info.id)
-        elif label.startswith(TOOL) and (who, label[len(TOOL) :]) not in closed:
-            open_calls[who] = open_calls.get(who, 0) + 1
-            if open_calls[who] <= OPEN_CALLS_KEPT:
-                ids.add(info.id)
-        elif label.startswith((PRE_TURN, POST_TURN)) and who not in turn_seen:
-            turn_seen.add(who)
-            if label.startswith(PRE_TURN):
-                ids.add(info.id)
+        opened = found.open_turn()
+        if opened is not None:
+            ids.add(opened[1])
+        newest_open = sorted(found.open_calls.values(), reverse=True)[:OPEN_CALLS_KEPT]
+        ids.update(sha for _, sha in newest_open)
+        if who is not None and found.closed_call is not None:
+            ids.add(found.closed_call[1])
     return ids
+
+
+def _keeps_history(engine: Engine, prefix: str) -> bool:
+    return any(engine.store.stack_top(prefix + name, 1) for name in (UNDO, TURNS))

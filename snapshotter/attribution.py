@@ -42,6 +42,7 @@ from collections.abc import Sequence
 
 from snapshotter.compare.treediff import ScannedTree, TreeSide
 from snapshotter.errors import SnapshotError
+from snapshotter.gitstore.historyindex import key_of
 from snapshotter.model import ConflictMode, Hunk, RevertResult, SnapshotInfo
 from snapshotter.session.checkout import normalize_selection, selection_filter
 from snapshotter.session.engine import Engine
@@ -78,12 +79,7 @@ def after_of(engine: Engine, before: SnapshotInfo) -> SnapshotInfo | None:
     module's docstring; None: the change runs to the workspace now."""
     label = before.label or ""
     pairs = {PRE_TURN: POST_TURN, TOOL: TOOL_DONE}
-    later = [
-        info
-        for info in engine.catalog.newest_first()
-        if info.sequence > before.sequence and same_session(info, before.session)
-    ]
-    later.reverse()  # oldest first
+    later = (info for info in engine.catalog.oldest_first(before.sequence) if same_session(info, before.session))
     for start, end in pairs.items():
         if label.startswith(start):
             wanted = end + label[len(start) :]
@@ -101,10 +97,8 @@ def tool_calls(
     every other session's, done there."""
     window = [
         info
-        for info in engine.catalog.newest_first()
-        if same_session(info, session) != others
-        and info.sequence > start.sequence
-        and (end is None or info.sequence <= end.sequence)
+        for info in engine.catalog.newest_first_down_to(start.sequence)
+        if same_session(info, session) != others and (end is None or info.sequence <= end.sequence)
     ]
     window.reverse()
     calls: list[Pair] = []
@@ -171,27 +165,20 @@ def session_changes(engine: Engine, session: str | None, start: SnapshotInfo, en
 def brackets_calls(engine: Engine, session: str | None) -> bool:
     """Whether ``session`` brackets its tool calls: it has closed one here (a
     ``tool-done:`` snapshot; a ``tool:`` snapshot alone may be a plain label)."""
-    return any(
-        same_session(info, session) and (info.label or "").startswith(TOOL_DONE)
-        for info in engine.catalog.newest_first()
-    )
+    facts = engine.catalog.index.current().sessions.get(key_of(session))
+    return facts is not None and facts.closed_calls > 0
 
 
 def _last_word(engine: Engine, session: str | None, start: SnapshotInfo) -> SnapshotInfo | None:
     """Where an unbracketed stretch of ``session`` from ``start`` ends: now (None)
     while its newest turn is open, else its newest snapshot."""
-    newest: SnapshotInfo | None = None
-    for info in engine.catalog.newest_first():
-        if not same_session(info, session):
-            continue
-        if newest is None and info.sequence >= start.sequence:
-            newest = info
-        label = info.label or ""
-        if label.startswith(PRE_TURN):
-            return None  # its turn is open: what happens now is the turn's
-        if label.startswith(POST_TURN):
-            break
-    return newest or start
+    facts = engine.catalog.index.current().sessions.get(key_of(session))
+    if facts is not None and facts.open_turn() is not None:
+        return None  # its turn is open: what happens now is the turn's
+    newest = facts.newest if facts is not None else None
+    if newest is None or newest[0] < start.sequence:
+        return start
+    return _snapshot(engine, newest[1]) or start
 
 
 def revert_changes(

@@ -18,7 +18,9 @@ blame`` marks a root or boundary commit.
 from __future__ import annotations
 
 from bisect import bisect_right
+from itertools import islice
 
+from snapshotter.attribution import CLOSING_LABELS, POST_TURN, PRE_TURN, TOOL, TOOL_DONE
 from snapshotter.compare.linediff import change_script, split_lines
 from snapshotter.errors import InvalidInput, PathNotFound, StoreError
 from snapshotter.gitstore.objects import MODE_EXEC, MODE_FILE, MODE_TREE, STREAM_THRESHOLD, is_binary, parse_tree
@@ -26,6 +28,7 @@ from snapshotter.model import BlameResult, BlameRun, LineOrigin, SnapshotInfo
 from snapshotter.owners import SESSION, Owners
 from snapshotter.session.checkout import normalize_selection
 from snapshotter.session.engine import Engine
+from snapshotter.session.reverting import SINCE
 from snapshotter.worktree.fsops import Workspace
 
 DEFAULT_LIMIT = 1000
@@ -50,10 +53,12 @@ def blame(engine: Engine, path: str, limit: int = DEFAULT_LIMIT, session: str | 
     (rel,) = normalize_selection(engine.workspace, [path])
     current = _current(engine, rel)
     lines = split_lines(current)
-    infos = list(engine.catalog.newest_first())
-    if session is not None and not any(info.session == session for info in infos):
+    walk = engine.catalog.newest_first()
+    infos = list(islice(walk, limit))
+    beyond = next(walk, None)
+    if session is not None and session not in engine.catalog.index.current().sessions:
         raise InvalidInput(f"no session named {session!r} has snapshots here ('snapshotter sessions' lists them)")
-    owners = Owners(infos)
+    owners = Owners(infos + _openers(engine, infos, beyond))
     trees = _Trees(engine)
     blamed: list[Blamed] = []
     pending: list[Run] = [(0, 0, len(lines))] if lines else []
@@ -70,7 +75,7 @@ def blame(engine: Engine, path: str, limit: int = DEFAULT_LIMIT, session: str | 
         if not pending or older is None:
             break
         newer_content, newer_info, newer_blob = older, info, blob
-    limited = bool(pending) and read < len(infos)
+    limited = bool(pending) and (read < len(infos) or beyond is not None)
     oldest = _boundary(newer_info) if newer_info else _NOT_SNAPSHOTTED  # as old as the oldest snapshot read
     blamed.extend((now, at, count, oldest) for now, at, count in pending)
     text = tuple(line.decode("utf-8", "replace").rstrip("\n") for line in lines)
@@ -81,6 +86,43 @@ def blame(engine: Engine, path: str, limit: int = DEFAULT_LIMIT, session: str | 
 
 
 _NOT_SNAPSHOTTED = LineOrigin(WORKSPACE)
+
+
+def _openers(engine: Engine, window: list[SnapshotInfo], older: SnapshotInfo | None) -> list[SnapshotInfo]:
+    """The snapshots older than ``window`` (the ones a blame reads, newest first)
+    that open brackets it holds the end of, or that are still open (a turn, a
+    call) across it: read back from the window's end until each is found, at
+    most as many again as the window holds, so that whose each step is can be
+    told (``owners``) without reading the whole history."""
+    if older is None or not window:
+        return []
+    wanted: set[tuple[str | None, str]] = set()
+    since: set[str] = set()
+    found: list[SnapshotInfo] = []
+    for info in reversed(window):  # oldest first: an opener inside the window ends the search for it
+        label = info.label or ""
+        for closing, opening in ((POST_TURN, PRE_TURN), (TOOL_DONE, TOOL)):
+            if label.startswith(closing):
+                wanted.add((info.session, opening + label[len(closing) :]))
+        if label.startswith((PRE_TURN, TOOL)):
+            wanted.discard((info.session, label))
+        if label in CLOSING_LABELS and info.metadata.get(SINCE):
+            since.add(info.metadata[SINCE])
+    since -= {info.id for info in window}
+    oldest = window[-1].sequence
+    for facts in engine.catalog.index.current().sessions.values():  # open across the whole window
+        opened = facts.open_turn()
+        for seq, sha in [*facts.open_calls.values(), *([opened] if opened is not None else [])]:
+            if seq < oldest:
+                since.add(sha)
+    for info in engine.catalog.newest_first(oldest):
+        if not (wanted or since) or len(found) >= len(window):
+            break
+        if (info.session, info.label or "") in wanted or info.id in since:
+            wanted.discard((info.session, info.label or ""))
+            since.discard(info.id)
+            found.append(info)
+    return found
 
 
 def _origin(newer: SnapshotInfo | None, older: SnapshotInfo, owners: Owners) -> LineOrigin:

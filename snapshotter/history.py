@@ -24,7 +24,7 @@ later edits, or with ``reset`` restores the state before it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from datetime import datetime, timezone
 
 from snapshotter.attribution import (
     POST_RESTORE,
@@ -40,6 +40,7 @@ from snapshotter.attribution import (
     session_changes,
 )
 from snapshotter.errors import BEGIN_TURN, InvalidInput, SnapshotError, SnapshotNotFound
+from snapshotter.gitstore.historyindex import SessionFacts
 from snapshotter.model import ConflictMode, Hunk, RestoreResult, RevertResult, SessionInfo, SnapshotInfo, UndoResult
 from snapshotter.session.engine import Engine
 from snapshotter.session.restoring import restore
@@ -97,8 +98,8 @@ def _abandon_redo(engine: Engine) -> None:
     entries = _live(engine, name)
     if not entries:
         return
-    held = {_info(engine, sha).tree_id for sha in _live(engine, stack_of(engine, UNDO))}
-    number = max((_abandoned_number(info) for info in engine.catalog.newest_first()), default=0)
+    held = {_info(engine, sha).tree_id for sha in _live(engine, stack_of(engine, UNDO), HELD_UNDO_POINTS)}
+    number = engine.catalog.index.current().abandoned
     for sha in entries:
         info = _info(engine, sha)
         kept = _redo_target(engine, info) if engine.session is not None else info
@@ -110,25 +111,29 @@ def _abandon_redo(engine: Engine) -> None:
     engine.store.clear(name)
 
 
-def _abandoned_number(info: SnapshotInfo) -> int:
-    return label_number(info.label, ABANDONED) or 0
+HELD_UNDO_POINTS = 100
+"""Undo points whose states a checkpoint looks at before keeping an abandoned redo state."""
 
 
-def _live(engine: Engine, name: str) -> list[bytes]:
-    """A stack's entries that are still snapshots one can restore; an entry whose
-    snapshot was dropped (by another process, or a store from before dropping
-    cleaned the stacks) or is damaged is removed, so what ``can_undo`` and
+def _live(engine: Engine, name: str, count: int | None = None) -> list[bytes]:
+    """A stack's newest ``count`` entries (None: all) that are still snapshots one
+    can restore, bottom first, read from the top; an entry whose snapshot was
+    dropped (by another process, or a store from before dropping cleaned the
+    stacks) or is damaged is removed on the way, so what ``can_undo`` and
     ``can_redo`` promise is what ``undo`` and ``redo`` do. Hold the store lock."""
-    stack = engine.store.stack(name)
-    sequence_of = {sha: seq for seq, sha in engine.store.snapshot_refs().items()}  # once, not per entry
-    live = []
-    for sha in stack:
-        seq = sequence_of.get(sha)
+    live: list[bytes] = []
+    dead: set[bytes] = set()
+    for _, sha in engine.store.iter_stack(name):
+        if count is not None and len(live) >= count:
+            break
+        seq = engine.store.seq_of(sha)
         if seq is not None and _readable(engine, sha, seq):
             live.append(sha)
         else:
-            engine.store.drop_from_stack(name, sha)
-    return live
+            dead.add(sha)
+    if dead:
+        engine.store.drop_from_stacks([name], dead)
+    return live[::-1]
 
 
 def _readable(engine: Engine, sha: bytes, seq: int | None = None) -> bool:
@@ -140,7 +145,7 @@ def _readable(engine: Engine, sha: bytes, seq: int | None = None) -> bool:
 
 
 def can_undo(engine: Engine) -> bool:
-    stack = _live(engine, stack_of(engine, UNDO))
+    stack = _live(engine, stack_of(engine, UNDO), 2)
     if len(stack) >= 2:
         return True
     if not stack:
@@ -151,11 +156,11 @@ def can_undo(engine: Engine) -> bool:
 
 
 def can_redo(engine: Engine) -> bool:
-    return bool(_live(engine, stack_of(engine, REDO)))
+    return bool(_live(engine, stack_of(engine, REDO), 1))
 
 
 def undo(engine: Engine) -> UndoResult:
-    stack = _live(engine, stack_of(engine, UNDO))
+    stack = _live(engine, stack_of(engine, UNDO), 2)
     if not stack:
         why = "no checkpoint has been taken" if engine.session is None else _NO_POINT_KEPT
         return UndoResult(False, "undo", f"nothing to undo: {why}")
@@ -177,7 +182,7 @@ def undo(engine: Engine) -> UndoResult:
 
 
 def redo(engine: Engine) -> UndoResult:
-    stack = _live(engine, stack_of(engine, REDO))
+    stack = _live(engine, stack_of(engine, REDO), 1)
     if not stack:
         return UndoResult(False, "redo", "nothing to redo")
     if engine.session is not None:
@@ -275,13 +280,13 @@ def _last_turn(engine: Engine) -> int:
     """The number of the session's newest turn (0: none). Read from its pre-turn's
     label, not counted: retention drops old turns from the stack, and a count
     would give a new turn a number already used, or its post-turn the wrong one."""
-    stack = _live(engine, stack_of(engine, TURNS))
+    stack = _live(engine, stack_of(engine, TURNS), 1)
     if not stack:
         return 0
     top = _info(engine, stack[-1])
     number = label_number(top.label, PRE_TURN)
     number = label_number(top.metadata.get("turn"), "") if number is None else number
-    return len(stack) if number is None else number
+    return _turns_kept(engine) if number is None else number
 
 
 def begin_turn(engine: Engine, message: str, metadata: dict[str, str]) -> SnapshotInfo:
@@ -312,20 +317,25 @@ def tool_done(engine: Engine, call_id: str, message: str, metadata: dict[str, st
     return engine.snapshot(message or f"after tool call {call_id}", f"{TOOL_DONE}{call_id}", metadata)
 
 
+def _turns_kept(engine: Engine) -> int:
+    return sum(1 for _ in engine.store.iter_stack(stack_of(engine, TURNS)))
+
+
 def turn_pair(engine: Engine, n: int) -> Pair:
     """The n-th last turn of the session: (its pre-turn snapshot, its post-turn
-    snapshot, or None while the turn is still open)."""
-    turns = engine.store.stack(stack_of(engine, TURNS))
+    snapshot, or None while the turn is still open). Reads the turns stack's
+    top n entries and the snapshots taken since that turn began."""
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise InvalidInput("revert_turn(n) takes n >= 1 (1 = the last turn)")
+    turns = engine.store.stack_top(stack_of(engine, TURNS), n)
     if n > len(turns):
         raise SnapshotNotFound(f"only {len(turns)} turns are recorded; cannot revert {n}")
-    pre = _info(engine, turns[-n])
+    pre = _info(engine, turns[0])
     wanted = POST_TURN + (pre.label or "")[len(PRE_TURN) :]
     post = [
         info
-        for info in engine.catalog.newest_first()
-        if info.label == wanted and info.session == pre.session and info.sequence > pre.sequence
+        for info in engine.catalog.newest_first_down_to(pre.sequence)
+        if info.label == wanted and info.session == pre.session
     ]
     return pre, (min(post, key=lambda info: info.sequence) if post else None)
 
@@ -356,11 +366,11 @@ def revert_turn(
 
 def turn_number(engine: Engine, pre: SnapshotInfo) -> int:
     """The n that ``revert_turn(n)`` takes for the turn ``pre`` (its pre-turn snapshot) began."""
-    turns = engine.store.stack(stack_of(engine, TURNS))
     sha = bytes.fromhex(pre.id)
-    if sha not in turns:
-        raise InvalidInput(f"snapshot {pre.id[:12]} does not begin a turn of this session")
-    return len(turns) - turns.index(sha)
+    for place, (_, found) in enumerate(engine.store.iter_stack(stack_of(engine, TURNS)), 1):
+        if found == sha:
+            return place
+    raise InvalidInput(f"snapshot {pre.id[:12]} does not begin a turn of this session")
 
 
 def turn_hunks(engine: Engine, n: int, split: bool = False) -> list[Hunk]:
@@ -371,37 +381,32 @@ def turn_hunks(engine: Engine, n: int, split: bool = False) -> list[Hunk]:
 
 def open_turn(engine: Engine) -> SnapshotInfo | None:
     """The pre-turn snapshot of the session's newest turn if it has not ended yet."""
-    if not _live(engine, stack_of(engine, TURNS)):
+    if not _live(engine, stack_of(engine, TURNS), 1):
         return None
     pre, post = turn_pair(engine, 1)
     return pre if post is None else None
 
 
 def sessions(engine: Engine) -> list[SessionInfo]:
-    """Every named session with snapshots here, the most recently active first."""
-    seen: dict[str, dict[str, Any]] = {}
-    for info in engine.catalog.newest_first():  # newest first: the first of a session is its latest word
-        if info.session is None:
-            continue
-        found = seen.setdefault(info.session, {"last": info.created_at, "turns": 0, "open": None, "meta": {}})
-        label = info.label or ""
-        if label.startswith((PRE_TURN, POST_TURN)) and found["open"] is None:
-            found["open"] = label.startswith(PRE_TURN)
-        found["turns"] += label.startswith(PRE_TURN)
-        for key in ("agent", "agent-session"):
-            if info.metadata.get(key):
-                found["meta"].setdefault(key, info.metadata[key])
+    """Every named session with snapshots here, the most recently active first
+    (from the history index: no snapshot is read)."""
+    facts = engine.catalog.index.current().sessions
+    named = sorted(((name, f) for name, f in facts.items() if name and f.count), key=lambda item: -_newest(item[1]))
     return [
         SessionInfo(
             name,
-            data["meta"].get("agent"),
-            data["meta"].get("agent-session"),
-            data["turns"],
-            bool(data["open"]),
-            data["last"],
+            found.agent,
+            found.agent_session,
+            found.turns,
+            found.open_turn() is not None,
+            datetime.fromtimestamp(found.newest_time, tz=timezone.utc),
         )
-        for name, data in seen.items()
+        for name, found in named
     ]
+
+
+def _newest(facts: SessionFacts) -> int:
+    return facts.newest[0] if facts.newest is not None else 0
 
 
 def all_stacks(engine: Engine) -> list[str]:
