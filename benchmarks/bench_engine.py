@@ -690,7 +690,7 @@ def environment(runs: int) -> dict[str, Any]:
             "git": git_version(),
             "snapshotter": getattr(snapshotter, "__version__", "?"),
             "dulwich": ".".join(str(p) for p in dulwich.__version__),
-            "compressor": snapshotter.gitstore.deflate.backend(),
+            "compressor": snapshotter.engine.gitstore.deflate.backend(),
         },
         "targets_at": TARGETS_AT,
         "targets": TARGETS,

@@ -91,6 +91,39 @@ locks below refuse waits past about 292 years, with an untyped error."""
 
 
 @dataclass(frozen=True)
+class WorkspaceSettings:
+    """What the workspace's own settings files (``[tool.snapshotter]`` in its
+    ``pyproject.toml``, its ``snapshotter.toml``) ask to leave out of
+    snapshots, kept apart from the caller's ``exclude=``, ``max_new_file_size``
+    and ``use_default_excludes``. The guarded agent can write those files, so
+    these are the workspace's own rules, as its ``.gitignore`` files are: they
+    leave paths out of snapshots, but never make a restore keep a path the
+    target holds (SECURITY.md). The front ends fill it in (``frontends.config``)."""
+
+    exclude: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """(the file, its patterns), each judged like a ``.gitignore`` at the root, below every other ignore file."""
+    max_new_file_size: int = 0
+    """A lower cap on new files than the caller's (0: none)."""
+    default_excludes: str = ""
+    """The file that turned the default excludes on where the caller turned them off ("": none)."""
+
+    def __post_init__(self) -> None:
+        exclude: Any = self.exclude
+        try:
+            shaped = tuple((str(origin), tuple(patterns)) for origin, patterns in exclude)
+        except (TypeError, ValueError):
+            raise InvalidInput("WorkspaceSettings.exclude takes (file, patterns) pairs") from None
+        if not all(isinstance(p, str) for _, patterns in shaped for p in patterns):
+            raise InvalidInput("WorkspaceSettings.exclude takes gitignore pattern strings")
+        cap: Any = self.max_new_file_size
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
+            raise InvalidInput("WorkspaceSettings.max_new_file_size must be a non-negative number of bytes")
+        if not isinstance(self.default_excludes, str):
+            raise InvalidInput("WorkspaceSettings.default_excludes names a file, or is empty")
+        object.__setattr__(self, "exclude", shaped)
+
+
+@dataclass(frozen=True)
 class Options:
     """Every knob of ``Snapshotter(...)`` but the workspace (see its docstring)."""
 
@@ -146,10 +179,20 @@ class Options:
     )
     """Both limit what a git server may send (``gitstore.wirebudget``): an endless
     or trickling answer ends, a zlib bomb is refused before it is inflated."""
+    workspace_settings: WorkspaceSettings = WorkspaceSettings()
+    """What the workspace's own settings files add (see :class:`WorkspaceSettings`)."""
 
     @property
     def new_file_cap(self) -> int:
-        """``max_new_file_size`` as the walk compares sizes with it: 0 is no cap, as for every other limit."""
+        """The cap the walk compares new files' sizes with: the caller's
+        ``max_new_file_size`` or the workspace's lower one; 0 is no cap, as for every other limit."""
+        caps = [cap for cap in (self.max_new_file_size, self.workspace_settings.max_new_file_size) if cap]
+        return min(caps, default=sys.maxsize)
+
+    @property
+    def caller_file_cap(self) -> int:
+        """The caller's own cap on new files (``sys.maxsize``: none): a restore
+        keeps a file over it rather than save it first."""
         return self.max_new_file_size or sys.maxsize
 
     def __post_init__(self) -> None:
@@ -165,6 +208,8 @@ class Options:
         patterns = tuple(exclude)
         if not all(isinstance(p, str) for p in patterns):
             raise InvalidInput("exclude= takes a sequence of gitignore pattern strings")
+        if not isinstance(self.workspace_settings, WorkspaceSettings):
+            raise InvalidInput("workspace_settings= takes a WorkspaceSettings(...)")
         if not isinstance(self.retention, Retention):
             raise InvalidInput("retention= takes a Retention(...) or None")
         timeout: Any = self.lock_timeout

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from snapshotter import Retention, Snapshotter
-from snapshotter.upkeep.consolidation import consolidate
+from snapshotter.engine.upkeep.consolidation import consolidate
 
 KEEP = 6
 """Retention's count limit in the worker: the parent checks it is honoured."""

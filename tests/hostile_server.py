@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from snapshotter.gitstore.objects import serialize_tree
-from snapshotter.gitstore.packs import entry_header
-from snapshotter.gitstore.trailers import build_commit
+from snapshotter.engine.gitstore.objects import serialize_tree
+from snapshotter.engine.gitstore.packs import entry_header
+from snapshotter.engine.gitstore.trailers import build_commit
 
 CAPS = b"side-band-64k ofs-delta agent=hostile/1"
 Chunks = Callable[[], Iterable[bytes]]

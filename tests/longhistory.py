@@ -24,9 +24,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from snapshotter import Retention, Snapshotter
-from snapshotter.gitstore import trailers
-from snapshotter.gitstore.objects import MODE_FILE, MODE_TREE, serialize_tree
-from snapshotter.gitstore.store import Store
+from snapshotter.engine.gitstore import trailers
+from snapshotter.engine.gitstore.objects import MODE_FILE, MODE_TREE, serialize_tree
+from snapshotter.engine.gitstore.store import Store
 
 CALLS_PER_TURN = 8
 SNAPSHOTS_PER_TURN = 2 + 2 * CALLS_PER_TURN

@@ -13,7 +13,7 @@ import pytest
 from conftest import git, git_env, needs_git, run_command, write
 
 from snapshotter import BlameResult, InvalidInput, PathNotFound, Snapshotter
-from snapshotter.compare import linediff
+from snapshotter.engine.compare import linediff
 
 WORDS = ["alpha", "beta", "", "}", "return x", "    pass", "def f():", "gamma"]
 

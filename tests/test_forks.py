@@ -19,7 +19,7 @@ import pytest
 from conftest import GIT, contents, forge_snapshot, needs_git, write
 
 from snapshotter import ConflictReason, InvalidInput, Retention, Snapshotter, UnsafeTree, WorkspaceError
-from snapshotter.gitstore.objects import MODE_FILE, MODE_TREE, serialize_tree
+from snapshotter.engine.gitstore.objects import MODE_FILE, MODE_TREE, serialize_tree
 
 LINES = [f"line {i}\n" for i in range(60)]
 
@@ -190,7 +190,7 @@ def test_where_files_cannot_be_linked_they_are_copied(
     gets copies, and is just as complete."""
     import errno
 
-    from snapshotter.gitstore import sharing
+    from snapshotter.engine.gitstore import sharing
 
     point = parent.snapshot()
 
@@ -251,8 +251,9 @@ def test_a_sessions_abandoned_redo_side_can_be_merged_back(ws: Path, make) -> No
 
 _DYING_FORK = """
 import os, signal, sys
-from snapshotter import Snapshotter, forks
-from snapshotter.worktree import fsops
+from snapshotter import Snapshotter
+from snapshotter.history import forks
+from snapshotter.engine.worktree import fsops
 
 ws, home, point, dest, where, after = sys.argv[1:7]
 owner, name = where.split(".")

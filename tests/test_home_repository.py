@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import COMMAND, write
 
-from snapshotter.gitstore.location import find_workspace
+from snapshotter.engine.gitstore.location import find_workspace
 
 
 @pytest.fixture

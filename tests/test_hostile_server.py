@@ -22,7 +22,7 @@ import pytest
 from conftest import contents, run_command, write
 
 from snapshotter import RemoteError, Snapshotter
-from snapshotter.gitstore.inflate import MAX_WHOLE
+from snapshotter.engine.gitstore.inflate import MAX_WHOLE
 
 NS = b"refs/snapshotter/n/snapshots/"
 SERVED = H.snapshot({b"a.txt": b"hello\n", b"b.txt": b"world\n"})
@@ -280,7 +280,7 @@ def test_a_thin_pack_whose_base_is_missing_is_refused(kind: str, snap: Snapshott
 def test_a_thin_pack_whose_base_this_store_holds_is_completed(snap: Snapshotter, tmp_path: Path) -> None:
     """A delta against an object this store has (as git sends for ``thin-pack``):
     the base is added to the new pack, which then reads on its own."""
-    from snapshotter.gitstore.packindex import read_through
+    from snapshotter.engine.gitstore.packindex import read_through
 
     with H.git_server(H.Script(offer(SERVED), answer(SERVED.entries()))) as url:
         snap.fetch(url, name="n")

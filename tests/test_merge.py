@@ -1,4 +1,4 @@
-"""Three-way text merges (compare/merge.py) against ``git merge-file``."""
+"""Three-way text merges (engine/compare/merge.py) against ``git merge-file``."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import git_merge_file, needs_git
 
-from snapshotter.compare.linediff import split_lines
-from snapshotter.compare.merge import GitLineMatcher, merge_text, mergeable
+from snapshotter.engine.compare.linediff import split_lines
+from snapshotter.engine.compare.merge import GitLineMatcher, merge_text, mergeable
 
 
 def _mutated(rng: random.Random, lines: list[bytes], pool: list[bytes]) -> list[bytes]:

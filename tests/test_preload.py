@@ -19,10 +19,11 @@ from pathlib import Path
 import pytest
 from conftest import alone_in_this_process, git_shadow_tree, needs_git, needs_second_core, no_child_left, write
 
-from snapshotter import Snapshotter, fsutil
+from snapshotter import Snapshotter
+from snapshotter.engine import fsutil
+from snapshotter.engine.worktree import classify as classify_module
+from snapshotter.engine.worktree import preload, secondcore, walker
 from snapshotter.errors import SnapshotError
-from snapshotter.worktree import classify as classify_module
-from snapshotter.worktree import preload, secondcore, walker
 
 pytestmark = needs_second_core
 

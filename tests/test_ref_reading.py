@@ -1,4 +1,4 @@
-"""Reading the store's numbered refs (``gitstore/refreading``): each loose ref file
+"""Reading the store's numbered refs (``engine/gitstore/refreading``): each loose ref file
 read once while it stays the same file, so a snapshot's cost does not grow
 with the history; and what is not a plain ref file is damaged, never followed."""
 
@@ -15,7 +15,7 @@ import pytest
 from dulwich.refs import Ref
 
 from snapshotter import Retention, Snapshotter
-from snapshotter.gitstore.refreading import LooseRefs
+from snapshotter.engine.gitstore.refreading import LooseRefs
 
 
 def _refs_folder(snap: Snapshotter) -> Path:
@@ -215,7 +215,7 @@ class _Reads:
     ``packed-refs``, snapshot commits parsed."""
 
     def __init__(self, store_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
-        from snapshotter.gitstore import trailers
+        from snapshotter.engine.gitstore import trailers
 
         self.ref_files = 0
         self.packed_bytes = 0

@@ -11,7 +11,7 @@ import pytest
 from conftest import GIT, run_command, write
 
 from snapshotter import InvalidInput, RemoteError, SnapshotError
-from snapshotter.gitstore.transport import open_remote
+from snapshotter.engine.gitstore.transport import open_remote
 
 
 @pytest.mark.parametrize(

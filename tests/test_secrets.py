@@ -16,10 +16,10 @@ from conftest import tree_modes, write
 from dulwich.repo import Repo
 
 from snapshotter import DEFAULT_EXCLUDES, PushRefused, Snapshotter
-from snapshotter.gitstore.objects import serialize_tree
-from snapshotter.gitstore.trailers import build_commit
-from snapshotter.worktree.defaults import SECRET_EXCLUDES
-from snapshotter.worktree.ignore import IgnoreSource
+from snapshotter.engine.gitstore.objects import serialize_tree
+from snapshotter.engine.gitstore.trailers import build_commit
+from snapshotter.engine.worktree.defaults import SECRET_EXCLUDES
+from snapshotter.engine.worktree.ignore import IgnoreSource
 
 SECRETS = {
     ".env": "ENV_ROOT_SECRET=1\n",

@@ -15,8 +15,8 @@ import pytest
 from conftest import write
 
 import snapshotter
-from snapshotter.frontends import cli
-from snapshotter.fsutil import FileTooLarge, NotARegularFile, read_side_file, read_side_text
+from snapshotter.engine.fsutil import FileTooLarge, NotARegularFile, read_side_file, read_side_text
+from snapshotter.frontends.cli import cli
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="named pipes and /dev/zero are POSIX")
 
@@ -94,7 +94,7 @@ DRIVER = r"""
 import os, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[1]), int(sys.argv[1])))
 from snapshotter import Snapshotter
-from snapshotter.frontends import cli
+from snapshotter.frontends.cli import cli
 workspace, target, kind, commands = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 with Snapshotter(workspace, home=os.environ["SNAPSHOTTER_HOME"]) as snap:
     snap.snapshot("first", label="first")
@@ -273,3 +273,20 @@ def test_a_huge_number_in_a_settings_file_never_breaks_a_command(tmp_path: Path,
     for command in (["snapshot", "-m", "one"], ["snapshot", "-m", "two"], ["prune"]):
         err = io.StringIO()
         assert cli.run(["-C", str(ws), *command], cli.Console(io.StringIO(), err, False, env)) == 0, err.getvalue()
+
+
+@posix_only
+def test_the_null_device_as_the_user_config_means_no_config(tmp_path):
+    """``SNAPSHOTTER_CONFIG=/dev/null`` says "no config file", as git takes
+    ``GIT_CONFIG_GLOBAL=/dev/null``; it is the user's own setting, so the null
+    device is no planted file (a planted one elsewhere is still refused)."""
+    from conftest import run_command
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    env = {"SNAPSHOTTER_HOME": str(tmp_path / "home"), "SNAPSHOTTER_CONFIG": os.devnull}
+    done = run_command("-C", str(ws), "snapshot", env=env)
+    assert done.returncode == 0, done.stderr
+    listed = run_command("-C", str(ws), "log", env=env)
+    assert listed.returncode == 0 and "1 file" in listed.stdout, listed.stdout + listed.stderr

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import write
 
-from snapshotter import fsutil
-from snapshotter.worktree import statcache
-from snapshotter.worktree.statcache import StatCache
+from snapshotter.engine import fsutil
+from snapshotter.engine.worktree import statcache
+from snapshotter.engine.worktree.statcache import StatCache
 
 
 def _files(n: int) -> dict[str, str]:

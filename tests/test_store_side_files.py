@@ -13,7 +13,7 @@ import pytest
 from conftest import run_command, write
 
 from snapshotter import Retention, Snapshotter
-from snapshotter.worktree import statcache
+from snapshotter.engine.worktree import statcache
 
 HUGE = "99999999999999999999999"
 
@@ -94,7 +94,7 @@ def test_a_huge_size_in_the_over_limit_note_is_ignored(ws: Path, make) -> None: 
 
 @pytest.mark.parametrize("state", [{"next": 1e308 * 10}, {"next": "x", "open": 5}, {"open": [[1, 2, 3]]}, [1]])
 def test_a_damaged_hook_pairs_file_is_counted_afresh(tmp_path: Path, state: object) -> None:
-    from snapshotter.frontends.hookpairs import Pairs
+    from snapshotter.frontends.hooks.hookpairs import Pairs
 
     pairs = Pairs(str(tmp_path), "session")
     Path(pairs.folder).mkdir(parents=True)

@@ -20,7 +20,8 @@ from conftest import contents, run_command
 from ui_helpers import CLAUDE, CODEX, SECRET, api, change, make_history, request, serving
 
 from snapshotter import Snapshotter
-from snapshotter.frontends import cli, ui_commands
+from snapshotter.frontends.cli import cli
+from snapshotter.frontends.page import ui_commands
 
 
 @pytest.fixture
@@ -127,7 +128,7 @@ def test_no_file_outside_the_workspace_and_no_secret_is_served(ws: Path, home: P
     outside = ws.parent / "outside.txt"
     outside.write_text("private outside the workspace\n")
     with serving(ws, home) as running:
-        paths = ["/../outside.txt", "/page/../ui_server.py", "/ui_server.py", "/snapshotter/frontends/cli.py"]
+        paths = ["/../outside.txt", "/page/../ui_server.py", "/ui_server.py", "/snapshotter/frontends/cli/cli.py"]
         paths += ["/%2e%2e/outside.txt", "/page.js/../../outside.txt", "//etc/passwd", "/api/../../outside.txt"]
         fetched = [request(running, "GET", path) for path in paths]
         blamed = [api(running, "blame", path=p) for p in ("../outside.txt", str(outside), ".env", "/etc/passwd")]

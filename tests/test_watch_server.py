@@ -26,8 +26,8 @@ import pytest
 from conftest import COMMAND, run_command, write
 
 from snapshotter import watch_available
-from snapshotter.frontends import relay, watchserver, wire
-from snapshotter.gitstore.location import store_path_for
+from snapshotter.engine.gitstore.location import store_path_for
+from snapshotter.frontends.watch import relay, watchserver, wire
 
 pytestmark = [
     pytest.mark.skipif(not watch_available(), reason="watch mode needs watchdog 7.1 (Python 3.11+)"),
@@ -370,8 +370,9 @@ def test_the_relay_path_does_not_load_the_engine(ws: Path, home: Path, watcher: 
     write(ws, {"a.txt": "a\n"})
     server = watcher(ws, home)
     probe = (
-        "import sys; from snapshotter.frontends import cli; code = cli.main(['status']); "
-        "heavy = [m for m in sys.modules if m.startswith(('snapshotter.api', 'snapshotter.session', 'dulwich'))]; "
+        "import sys; from snapshotter.frontends.cli import cli; code = cli.main(['status']); "
+        "heavy = [m for m in sys.modules if m.startswith(("
+        "'snapshotter.facade.api', 'snapshotter.engine.session', 'dulwich'))]; "
         "print(heavy, file=sys.stderr); sys.exit(code)"
     )
     done = subprocess.run(
@@ -389,7 +390,7 @@ def test_the_relay_path_does_not_load_the_engine(ws: Path, home: Path, watcher: 
 
 def test_every_public_name_loads_on_first_use() -> None:
     probe = (
-        "import sys, snapshotter; assert 'snapshotter.api' not in sys.modules; "
+        "import sys, snapshotter; assert 'snapshotter.facade.api' not in sys.modules; "
         "missing = [n for n in snapshotter.__all__ if getattr(snapshotter, n, None) is None]; "
         "assert missing == [], missing; from snapshotter import *; print(Snapshotter.__name__)"
     )
@@ -398,7 +399,7 @@ def test_every_public_name_loads_on_first_use() -> None:
 
 
 def test_the_cheap_config_path_is_configs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from snapshotter.frontends import config
+    from snapshotter.frontends.cli import config
 
     assert relay.user_config_path is config.user_config_path  # one function, in a module that loads no settings
     monkeypatch.delenv("SNAPSHOTTER_CONFIG", raising=False)

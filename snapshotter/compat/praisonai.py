@@ -21,9 +21,9 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from snapshotter.api import Snapshotter
+from snapshotter.engine.gitstore.location import canonical_workspace, store_path_for
 from snapshotter.errors import SnapshotError
-from snapshotter.gitstore.location import canonical_workspace, store_path_for
+from snapshotter.facade.api import Snapshotter
 from snapshotter.model import ChangeStatus
 from snapshotter.model import SnapshotInfo as _Info
 

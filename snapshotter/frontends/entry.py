@@ -19,11 +19,11 @@ if TYPE_CHECKING:
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     if words[:1] == ["hook"]:
-        from snapshotter.frontends import hookclient
+        from snapshotter.frontends.hooks import hookclient
 
         return hookclient.main(words[1:])
     try:
-        from snapshotter.frontends import cli
+        from snapshotter.frontends.cli import cli
 
         code = cli.main(words)  # says itself that Ctrl-C stopped a command it was running
     except KeyboardInterrupt:  # while importing, or outside the command's own handling

@@ -66,7 +66,11 @@ function el(tag, attrs = {}, ...children) {
 }
 
 const short = (id) => id.slice(0, 12);
-const firstLine = (text) => (text || "").split("\n")[0];
+const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+// A text from the folder's history as it is stored, never turned around: bidi controls shown, not obeyed.
+const readable = (text) =>
+  (text || "").replace(BIDI, (ch) => `<U+${ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}>`);
+const firstLine = (text) => readable((text || "").split("\n")[0]);
 const laneOf = (snap) => snap.session || PERSON;
 
 function when(iso) {
@@ -246,7 +250,7 @@ function card(snap, turn) {
     el(
       "div",
       { class: "message" },
-      snap.label ? el("span", { class: "label" }, snap.label) : null,
+      snap.label ? el("span", { class: "label" }, readable(snap.label)) : null,
       firstLine(snap.message) || (snap.label ? "" : "(no message)"),
     ),
   );
@@ -282,8 +286,8 @@ async function show(view) {
 
 async function snapshotView(snap) {
   const head = [
-    el("h2", {}, "snapshot ", el("code", {}, short(snap.id)), snap.label ? el("span", { class: "label" }, snap.label) : null),
-    el("p", { class: "message-full" }, snap.message || "(no message)"),
+    el("h2", {}, "snapshot ", el("code", {}, short(snap.id)), snap.label ? el("span", { class: "label" }, readable(snap.label)) : null),
+    el("p", { class: "message-full" }, readable(snap.message) || "(no message)"),
     el("p", { class: "meta" }, `${laneName(laneOf(snap))} · ${new Date(snap.created_at).toLocaleString()}`),
   ];
   const actions = el(
