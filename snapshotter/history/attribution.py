@@ -223,7 +223,7 @@ def openers(engine: Engine, window: Sequence[SnapshotInfo]) -> list[SnapshotInfo
         return []
     wanted: set[tuple[str | None, str]] = set()
     since: set[str] = set()
-    for info in reversed(window):  # oldest first: an opener inside the window ends the search for it
+    for info in window:  # newest first: a closer is met before its opener, which ends the search for it
         label = info.label or ""
         for closing_kind, opening in ((POST_TURN, PRE_TURN), (TOOL_DONE, TOOL)):
             if label.startswith(closing_kind):

@@ -134,9 +134,11 @@ class Store(StoredObjects):
         recorded = self.recorded_seq(sha)
         if recorded is None:
             return None
-        for seq in (recorded, self._renumbered().get(sha)):
-            if seq is not None and self.snapshot_id(seq) == sha:
-                return seq
+        if self.snapshot_id(recorded) == sha:
+            return recorded
+        seq = self._renumbered().get(sha)  # read only for a snapshot numbered otherwise here
+        if seq is not None and self.snapshot_id(seq) == sha:
+            return seq
         return next((seq for seq, found in self.iter_snapshot_ids() if found == sha), None)
 
     def recorded_seq(self, sha: bytes) -> int | None:
@@ -198,8 +200,9 @@ class Store(StoredObjects):
     def _note_number(self, seq: int, sha: bytes) -> None:
         """Add a snapshot numbered otherwise than its commit says to the
         ``renumbered`` list (see :meth:`seq_of`)."""
-        if self.recorded_seq(sha) == seq:
-            return
+        recorded = self.recorded_seq(sha)
+        if recorded is None or recorded == seq:
+            return  # None: not readable yet (a batch of objects not flushed) or not a snapshot commit
         try:
             fd, _ = open_side_file(os.path.join(self.meta_dir, RENUMBERED), follow=False, append=True)
         except OSError:
