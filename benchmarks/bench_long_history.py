@@ -51,6 +51,13 @@ SESSION = "claude-code-aa11"  # the first of the sessions longhistory.History ta
 COMMAND = [sys.executable, "-m", "snapshotter"]
 
 
+def _unlimited_config(scratch: Path) -> Path:
+    """A user config that keeps every snapshot, as the rows' ``Retention.unlimited()`` does."""
+    path = scratch / "config.toml"
+    path.write_text("max_snapshots = 0\nmax_age_days = 0\n")
+    return path
+
+
 class Rows:
     """The timed calls on one history."""
 
@@ -61,7 +68,7 @@ class Rows:
             os.environ,
             SNAPSHOTTER_HOME=str(history.home),
             SNAPSHOTTER_NO_WATCHER="1",
-            SNAPSHOTTER_CONFIG=str(scratch / "no-user-config.toml"),
+            SNAPSHOTTER_CONFIG=str(_unlimited_config(scratch)),
             SNAPSHOTTER_HOOKS_LOG=str(scratch / "hooks.log"),
         )
 
