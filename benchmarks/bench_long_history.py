@@ -23,6 +23,9 @@ opens one, but ``snapshot, open store``; retention off so the history stays):
 - ``hook call``: the real ``snapshotter hook claude-code PreToolUse`` command
   with ``SNAPSHOTTER_NO_WATCHER=1`` (a process start included).
 
+With ``--defaults``: what a store with the default settings keeps after a day
+(60 turns) and a week of that work (2,000 files), and its size (docs/store.md).
+
 A measurement, not a test: it takes minutes (an hour with 100,000); run it by hand.
 """
 
@@ -161,12 +164,41 @@ def measure(sizes: list[int], runs: int) -> dict[str, dict[int, float]]:
     return table
 
 
+def defaults() -> None:
+    """A day and a week of turns, then one snapshot with the default settings."""
+    for days in (1, 7):
+        scratch = Path(tempfile.mkdtemp(prefix="bench-history-"))
+        try:
+            history = longhistory.History(scratch / "ws", scratch / "home", folders=20, files=100, days=days - 1 / 24)
+            history.build(days * 60 * longhistory.SNAPSHOTS_PER_TURN)
+            with Snapshotter(history.ws, home=history.home) as snap:
+                with open(history.path(0, 0), "a") as handle:
+                    handle.write("the last edit\n")
+                snap.snapshot("the end")
+                kept = snap.list(limit=None)
+                size = snap.store_stats().bytes_on_disk
+                compacted = snap.gc().bytes_after
+            calls = sum(1 for info in kept if (info.label or "").startswith(("tool:", "tool-done:")))
+            made = days * 60 * 2 * longhistory.CALLS_PER_TURN
+            print(
+                f"{days} day(s): {len(kept):,} snapshots kept, {calls:,} of {made:,} tool-call snapshots, "
+                f"store {size / 2**20:.1f} MiB, {compacted / 2**20:.1f} MiB after gc()",
+                flush=True,
+            )
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10000])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--defaults", action="store_true", help="what the default retention keeps of a day and a week")
     args = parser.parse_args()
+    if args.defaults:
+        defaults()
+        return
     table = measure(sorted(args.sizes), args.runs)
     first = min(args.sizes)
     header = "| call | " + " | ".join(f"{size:,}" for size in sorted(args.sizes)) + " | worst ratio |"
