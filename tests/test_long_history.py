@@ -169,3 +169,27 @@ def test_the_default_retention_keeps_a_week_of_tool_calls(tmp_path: Path) -> Non
     calls = [info for info in kept if (info.label or "").startswith(("tool:", "tool-done:"))]
     assert len(calls) == 7 * 60 * 2 * longhistory.CALLS_PER_TURN
     assert size < Retention().max_store_bytes  # type: ignore[operator]
+
+
+def test_a_page_deep_in_a_long_history_costs_a_page(tmp_path: Path) -> None:
+    """``list(before=...)`` pages through the history: the pages, one after the
+    other, are the whole log, and the page near the oldest snapshot of 2,000
+    parses its 20 commits (and the one it starts below), not those above it."""
+    import longhistory
+
+    history = longhistory.History(tmp_path / "ws", tmp_path / "home", folders=4, files=10)
+    history.build(2000)
+    with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
+        everything = snap.list(limit=None)
+        paged = snap.list(limit=500)
+        while len(paged) < len(everything):
+            paged += snap.list(limit=500, before=paged[-1])
+        assert [info.id for info in paged] == [info.id for info in everything]
+        deep = everything[-30]
+    store_path = Snapshotter(history.ws, home=history.home).store_path
+    with pytest.MonkeyPatch.context() as patch:
+        reads = _Reads(store_path, patch)
+        with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
+            page = snap.list(limit=20, before=deep.id)
+        assert [info.id for info in page] == [info.id for info in everything[-29:-9]]
+        assert reads.commits <= 25, reads.total()
