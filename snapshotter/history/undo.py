@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timezone
 
-from snapshotter.engine.gitstore.historyindex import SessionFacts
+from snapshotter.engine.gitstore.historyindex import SessionFacts, key_of
 from snapshotter.engine.session.engine import Engine
 from snapshotter.engine.session.restoring import restore
 from snapshotter.engine.session.reverting import SINCE, Step, bring_in
@@ -283,6 +283,9 @@ def turn_pair(engine: Engine, n: int) -> Pair:
     if n > len(turns):
         raise SnapshotNotFound(f"only {len(turns)} turns are recorded; cannot revert {n}")
     pre = entry_info(engine, turns[0])
+    facts = engine.catalog.index.current().sessions.get(key_of(pre.session))
+    if facts is not None and facts.open_turn() == (pre.sequence, pre.id):
+        return pre, None  # the session's newest turn snapshot: nothing after it to look through
     wanted = POST_TURN + (pre.label or "")[len(PRE_TURN) :]
     post = [
         info
