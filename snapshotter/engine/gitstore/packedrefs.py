@@ -156,8 +156,12 @@ class View:
         return name, sha, end
 
     def lower_bound(self, name: bytes) -> int:
-        """The offset of the first record whose name is ``name`` or after it."""
+        """The offset of the first record whose name is ``name`` or after it.
+        Past the last record: the file's end, without a search (the end of the
+        snapshots' range usually is: ``refs/snapshots/`` sorts last here)."""
         low, high = self.start, self.size
+        if low < high and self._record(self._line_start(high - 1))[0] < name:
+            return high
         while low < high:
             start = self._line_start(low + (high - low) // 2)
             if start < low:
