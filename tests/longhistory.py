@@ -27,6 +27,7 @@ from snapshotter import Retention, Snapshotter
 from snapshotter.engine.gitstore import trailers
 from snapshotter.engine.gitstore.objects import MODE_FILE, MODE_TREE, serialize_tree
 from snapshotter.engine.gitstore.store import Store
+from snapshotter.engine.upkeep import consolidation
 
 CALLS_PER_TURN = 8
 SNAPSHOTS_PER_TURN = 2 + 2 * CALLS_PER_TURN
@@ -73,6 +74,7 @@ class History:
             pack = getattr(store, "pack_refs", None)
             if pack is not None:
                 pack()
+            consolidation.consolidate(store)  # the packs of each batch joined, as upkeep joins them
 
     def reset(self) -> None:
         shutil.rmtree(self.ws, ignore_errors=True)
