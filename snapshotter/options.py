@@ -41,6 +41,8 @@ def setting(default: Any, help: str, *, workspace: WorkspaceRule | None = None, 
 def check_path(name: str, value: object) -> None:
     if not isinstance(value, (str, os.PathLike)):
         raise InvalidInput(f"{name} must be a path (str or os.PathLike), not {type(value).__name__}")
+    if not os.fspath(value):  # not the current folder by accident: "." says that
+        raise InvalidInput(f"{name} is an empty path; name a folder (the current one is '.')")
 
 
 _SESSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")

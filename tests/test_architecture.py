@@ -21,6 +21,11 @@ ENGINE = {"session", "compare", "upkeep", "worktree", "gitstore"}
 ENGINE_LEAVES = {"fsutil", "collector"}  # in engine/, imported by every wing from gitstore up
 LEAVES = {"errors", "model", "options"}
 MAX_LINES = 450
+# Inside frontends/, top first: the process entries (entry.py, hookclient.py) start any front end; the
+# command line dispatches to the others; the page and the MCP server stand side by side; the watch
+# server records hook events; shared/ (settings, grammar, printing, exit codes, the watcher's wire) is
+# what they all use. A folder imports its own modules and the folders below it.
+FRONT_END_LAYERS = [{"entry"}, {"cli"}, {"page", "mcp"}, {"watch"}, {"hooks"}, {"shared"}]
 
 
 def module_name(path: Path) -> str:
@@ -99,6 +104,34 @@ def wrong_arrows(edges: dict[str, set[str]]) -> list[str]:
     return wrong
 
 
+def front_end_of(module: str) -> str | None:
+    """The folder of ``frontends/`` that ``module`` sits in ("entry" for the modules directly in it)."""
+    parts = module.split(".")
+    if parts[:2] != ["snapshotter", "frontends"] or "_pyinstaller" in parts:
+        return None
+    return parts[2] if len(parts) > 3 else "entry"
+
+
+def layer_of(folder: str) -> int:
+    return next(n for n, layer in enumerate(FRONT_END_LAYERS) if folder in layer)
+
+
+def wrong_front_end_arrows(edges: dict[str, set[str]]) -> list[str]:
+    """Every import between the front ends' folders that does not point down ``FRONT_END_LAYERS``."""
+    wrong = []
+    for module, targets in sorted(edges.items()):
+        mine = front_end_of(module)
+        if mine is None:
+            continue
+        for target in sorted(targets):
+            theirs = front_end_of(target)
+            if theirs is None or theirs == mine:
+                continue
+            if layer_of(theirs) <= layer_of(mine):
+                wrong.append(f"{module} -> {target} (frontends/{mine} may not import frontends/{theirs})")
+    return wrong
+
+
 def cycles_in(edges: dict[str, set[str]]) -> list[list[str]]:
     """Every cycle a depth-first walk of ``edges`` meets (lazy imports are edges too)."""
     cycles: list[list[str]] = []
@@ -126,6 +159,27 @@ def test_every_module_belongs_to_a_wing() -> None:
 
 def test_imports_point_down() -> None:
     assert wrong_arrows(graph()) == []
+
+
+def test_front_end_folders_import_down() -> None:
+    assert [
+        f for f in (front_end_of(m) for m in modules()) if f is not None and not any(f in x for x in FRONT_END_LAYERS)
+    ] == []
+    assert wrong_front_end_arrows(graph()) == []
+
+
+def test_the_front_end_check_fails_on_an_arrow_up_or_sideways() -> None:
+    edges = graph()
+    planted = {
+        "snapshotter.frontends.shared.rendering": "snapshotter.frontends.cli.cli",  # shared pieces know no front end
+        "snapshotter.frontends.hooks.hookevents": "snapshotter.frontends.watch.watchserver",  # up
+        "snapshotter.frontends.page.ui_server": "snapshotter.frontends.mcp.mcp_server",  # sideways
+        "snapshotter.frontends.watch.relay": "snapshotter.frontends.cli.cli",  # up to the dispatcher
+    }
+    for module, target in planted.items():
+        assert module in edges and target in edges, (module, target)
+        wrong = wrong_front_end_arrows({**edges, module: edges[module] | {target}})
+        assert [w for w in wrong if w.startswith(f"{module} -> {target} ")] != [], (module, target)
 
 
 def test_no_import_cycles() -> None:
@@ -180,7 +234,7 @@ def test_the_checker_fails_on_an_arrow_up_or_sideways_or_a_cycle() -> None:
         "snapshotter.history.undo": "snapshotter.remote.remotes",  # sideways between side wings
         "snapshotter.remote.remotes": "snapshotter.facade.calls",  # up to the facade
         "snapshotter.engine.upkeep.retention": "snapshotter.engine.worktree.walker",  # upkeep sees only gitstore
-        "snapshotter.facade.api": "snapshotter.frontends.cli.rendering",  # up to the front ends
+        "snapshotter.facade.api": "snapshotter.frontends.shared.rendering",  # up to the front ends
         "snapshotter.engine.fsutil": "snapshotter.engine.gitstore.store",  # a leaf importing a wing
         "snapshotter.errors": "snapshotter",  # the package root is for users
     }

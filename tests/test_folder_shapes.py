@@ -21,7 +21,7 @@ from snapshotter import SnapshotInfo, Snapshotter
 from snapshotter.engine import fsutil
 from snapshotter.engine.worktree import statcache
 from snapshotter.engine.worktree.statcache import StatCache
-from snapshotter.frontends.cli import config
+from snapshotter.frontends.shared import config
 
 
 def _files(snap: Snapshotter, info: SnapshotInfo) -> list[str]:

@@ -361,3 +361,33 @@ def test_a_fork_killed_as_its_store_is_made_leaves_a_folder_the_same_fork_takes_
     assert contents(ws) == state
     with parent.fork(point.id, dest):
         assert contents(dest) == state
+
+
+def _store_files(store: Path) -> dict[str, bytes]:
+    """Every ref, packed-refs and object file of a store, byte for byte."""
+    held = {}
+    for path in sorted(store.rglob("*")):
+        rel = path.relative_to(store).as_posix()
+        if path.is_file() and (rel.startswith(("refs/", "objects/")) or rel in ("packed-refs", "HEAD")):
+            held[rel] = path.read_bytes()
+    return held
+
+
+def test_a_dry_run_merge_writes_nothing_in_either_store(ws: Path, tmp_path: Path, parent: Snapshotter) -> None:
+    point = parent.snapshot()
+    dest = tmp_path / "fork"
+    with parent.fork(point.id, dest) as forked:
+        write(dest, {"app.py": edited(0, 5, "fork")})
+        forked.snapshot("fork's work")
+        fork_store = Path(forked.store_path)
+    write(dest, {"app.py": edited(0, 6, "fork"), "late.py": "not snapshotted in the fork\n"})
+    write(ws, {"app.py": edited(40, 45, "parent")})
+    fork_before, ours_before = _store_files(fork_store), _store_files(Path(parent.store_path))
+    planned = parent.merge(dest, dry_run=True)
+    assert planned.dry_run and planned.merged == ("app.py",) and planned.reverted == ("late.py",)
+    assert _store_files(fork_store) == fork_before  # no `merged` snapshot, no object in the fork
+    assert _store_files(Path(parent.store_path)) == ours_before  # nor linked into this store
+    assert not (ws / "late.py").exists()
+    done = parent.merge(dest)  # the real merge then does what the dry run said
+    assert done.merged == planned.merged and done.reverted == planned.reverted
+    assert (ws / "late.py").read_text() == "not snapshotted in the fork\n"

@@ -542,7 +542,7 @@ def test_patch_names_are_quoted_as_git_quotes_them(ws: Path, tmp_path: Path, mak
 )
 def test_the_stat_summary_reads_as_gits(edits: dict[str, str], ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
     """`1 file changed`, singular and plural as git counts them, a side with nothing left out."""
-    from snapshotter.frontends.cli.rendering import stat_lines
+    from snapshotter.frontends.shared.rendering import stat_lines
 
     write(ws, {"a.txt": "a\n", "b.txt": "b\n"})
     snap = make(ws)

@@ -204,7 +204,7 @@ def test_processes_opening_a_half_store_at_once_share_one_new_store_and_lose_no_
 def test_a_hook_call_that_answered_leaves_no_alarm_to_kill_its_exit(monkeypatch: pytest.MonkeyPatch) -> None:
     """The budget's alarm is disarmed once the call answered: firing while the
     interpreter exits (its handlers reset), it killed an answered call (exit -14)."""
-    from snapshotter.frontends.hooks import hookclient
+    from snapshotter.frontends import hookclient
 
     event = io.TextIOWrapper(io.BytesIO(b'{"hook_event_name": "Notification", "session_id": "s"}'))
     monkeypatch.setattr(sys, "stdin", event)

@@ -22,7 +22,7 @@ from conftest import COMMAND, run_command, write
 from snapshotter import watch_available
 from snapshotter.engine.gitstore.location import store_path_for
 from snapshotter.frontends.hooks import hooklog, watchstart
-from snapshotter.frontends.watch import wire
+from snapshotter.frontends.shared import wire
 
 pytestmark = [
     pytest.mark.skipif(not watch_available(), reason="a hook starts a watcher only with watchdog installed"),
@@ -105,7 +105,7 @@ def long_home(short_tmp: Path, size: int = 150) -> Path:
 
 
 TRACED_HOOK = (
-    "import json, sys; from snapshotter.frontends.hooks import hookclient; code = hookclient.main(sys.argv[2:]); "
+    "import json, sys; from snapshotter.frontends import hookclient; code = hookclient.main(sys.argv[2:]); "
     "heavy = [m for m in sys.modules if m.startswith(("
     "'snapshotter.facade.api', 'snapshotter.engine.session', 'dulwich'))]; "
     "open(sys.argv[1], 'w').write(json.dumps(heavy)); sys.exit(code)"

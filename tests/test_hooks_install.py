@@ -12,9 +12,9 @@ import pytest
 from conftest import COMMAND, run_command, write
 
 from snapshotter import InvalidInput
-from snapshotter.frontends.cli.arguments import AGENT_NAMES
 from snapshotter.frontends.hooks import hookinstall
 from snapshotter.frontends.hooks.agents import AGENTS
+from snapshotter.frontends.shared.arguments import AGENT_NAMES
 
 USERS_OWN = {
     "claude-code": {
@@ -355,7 +355,7 @@ def test_hooks_status_reads_no_side_file_that_could_hang_it(what: str, ws: Path,
     """The hooks log and the watcher's key are side files too."""
     from snapshotter.engine.gitstore.location import store_path_for
     from snapshotter.frontends.hooks import hooklog
-    from snapshotter.frontends.watch import wire
+    from snapshotter.frontends.shared import wire
 
     home = tmp_path / "home"
     store = store_path_for(os.path.realpath(ws), str(home))

@@ -22,7 +22,7 @@ from conftest import alone_in_this_process, git_shadow_tree, needs_git, needs_se
 from snapshotter import Snapshotter
 from snapshotter.engine import fsutil
 from snapshotter.engine.worktree import classify as classify_module
-from snapshotter.engine.worktree import preload, secondcore, walker
+from snapshotter.engine.worktree import preload, readdir, secondcore, walker
 from snapshotter.errors import SnapshotError
 
 pytestmark = needs_second_core
@@ -143,18 +143,31 @@ def test_not_while_another_thread_runs(ws: Path, home: Path) -> None:
 
 @pytest.fixture
 def failing_walk(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], None]]:
-    """The walk fails in its tenth folder, the copy still running."""
+    """The walk fails in its tenth folder with files, the copy still running
+    (whether the walk checks that folder itself or takes the copy's word)."""
     calls = [0]
-    real = classify_module.classify
+    real_classify = classify_module.classify
+    real_take = readdir.take_vouched
 
-    def classify(*args: object) -> None:
+    def count() -> None:
         calls[0] += 1
         if calls[0] == 10:
             raise SnapshotError("the walk failed")
-        real(*args)  # type: ignore[arg-type]
+
+    def classify(*args: object) -> None:
+        count()
+        real_classify(*args)  # type: ignore[arg-type]
+
+    def take_vouched(*args: object) -> int:
+        count()
+        taken = real_take(*args)  # type: ignore[arg-type]
+        if taken < 0:
+            calls[0] -= 1  # the walk checks it itself: classify counts it
+        return taken
 
     def arm() -> None:
         monkeypatch.setattr(walker, "classify", classify)
+        monkeypatch.setattr(walker, "take_vouched", take_vouched)
 
     yield arm
 

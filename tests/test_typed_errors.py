@@ -19,6 +19,7 @@ from snapshotter.engine.worktree import hostfs
     [
         {"workspace": None},
         {"home": 5},
+        {"home": ""},
         {"exclude": None},
         {"lock_timeout": float("nan")},
         {"lock_timeout": -1},

@@ -379,7 +379,7 @@ def test_a_folder_in_the_way_holding_a_repository_is_refused_and_its_git_untouch
 def test_what_the_workspace_files_add_is_kept_apart_from_the_callers(ws: Path, tmp_path: Path) -> None:
     """The front ends hand the caller's settings and the workspace files' apart:
     only the caller's rules are policy (see test_a_rule_the_agent_writes...)."""
-    from snapshotter.frontends.cli import config
+    from snapshotter.frontends.shared import config
     from snapshotter.options import Options
 
     write(ws, {"pyproject.toml": '[tool.snapshotter]\nexclude = ["src/", "*.tmp"]\nmax_new_file_size = 100\n'})

@@ -27,7 +27,8 @@ from conftest import COMMAND, run_command, write
 
 from snapshotter import watch_available
 from snapshotter.engine.gitstore.location import store_path_for
-from snapshotter.frontends.watch import relay, watchserver, wire
+from snapshotter.frontends.shared import wire
+from snapshotter.frontends.watch import relay, watchserver
 
 pytestmark = [
     pytest.mark.skipif(not watch_available(), reason="watch mode needs watchdog 7.1 (Python 3.11+)"),
@@ -399,7 +400,7 @@ def test_every_public_name_loads_on_first_use() -> None:
 
 
 def test_the_cheap_config_path_is_configs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from snapshotter.frontends.cli import config
+    from snapshotter.frontends.shared import config
 
     assert relay.user_config_path is config.user_config_path  # one function, in a module that loads no settings
     monkeypatch.delenv("SNAPSHOTTER_CONFIG", raising=False)

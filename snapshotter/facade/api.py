@@ -13,35 +13,33 @@ from typing import Any
 
 from snapshotter.engine.gitstore import trailers
 from snapshotter.engine.gitstore.location import canonical_workspace
-from snapshotter.engine.gitstore.transport import Credentials
-from snapshotter.engine.session import reading, restoring
-from snapshotter.engine.session.engine import Engine, open_engine
-from snapshotter.engine.upkeep import integrity
+from snapshotter.engine.session.engine import Engine
+from snapshotter.engine.session.opening import open_engine
 from snapshotter.errors import FIRST_SNAPSHOT, SnapshotError, SnapshotNotFound, StoreError
-from snapshotter.facade import inputs, maintenance
+from snapshotter.facade import inputs
 from snapshotter.facade.background import Background, SnapshotHandle, finished
 from snapshotter.facade.calls import public
 from snapshotter.facade.guard import Guard
+from snapshotter.facade.lifecycle import Lifecycle
 from snapshotter.facade.replicas import Replicas
 from snapshotter.facade.workflows import Workflows
-from snapshotter.history import undo as history
 from snapshotter.model import (
     FileChange,
     FileDiff,
-    GcResult,
-    PruneResult,
     RestoreResult,
     ScanStats,
     SnapshotInfo,
-    StoreStats,
-    VerifyResult,
 )
 from snapshotter.options import DEFAULTS, OnError, Options, Retention, WorkspaceSettings, check_path, check_session
+
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:  # an annotation only: a call that reaches no remote loads no transport (dulwich's client)
+    from snapshotter.engine.gitstore.transport import Credentials
 
 log = logging.getLogger("snapshotter")
 
 
-class Snapshotter(Workflows, Replicas):
+class Snapshotter(Workflows, Replicas, Lifecycle):
     """Snapshots of one workspace folder, kept in a bare git store outside it.
 
     Safe to share between threads; processes (and other instances) opening the
@@ -311,6 +309,8 @@ class Snapshotter(Workflows, Replicas):
     def status(self, files: Sequence[str | os.PathLike[str]] | None = None) -> builtins.list[FileChange]:
         """What differs between the base (see ``base()``) and the workspace now,
         or only ``files`` (paths or folders) in it."""
+        from snapshotter.engine.session import reading
+
         return reading.status(self._engine_ok(), inputs.paths(files))
 
     @public()
@@ -323,6 +323,8 @@ class Snapshotter(Workflows, Replicas):
     ) -> builtins.list[FileDiff]:
         """Per-file differences from one snapshot (default: the base) to another,
         or to the workspace now; only ``files`` (paths or folders) if given."""
+        from snapshotter.engine.session import reading
+
         engine = self._engine_ok()
         old = engine.catalog.get(from_ref) if from_ref is not None else engine.catalog.base()
         if old is None:
@@ -357,6 +359,9 @@ class Snapshotter(Workflows, Replicas):
         by name is refused (``RestoreConflict``) unless ``overwrite_untracked``,
         which first saves the ignored and too-large ones in the safety snapshot.
         """
+        from snapshotter.engine.session import restoring
+        from snapshotter.history import undo as history
+
         engine = self._engine_ok()
         result = restoring.restore(
             engine,
@@ -369,17 +374,6 @@ class Snapshotter(Workflows, Replicas):
         return result
 
     # -- lifecycle: retention, pins, compaction ---------------------------------------------
-
-    @public(mutates=True, maintain=False)
-    def prune(self, dry_run: bool = False) -> PruneResult:
-        """Drop the snapshots the retention policy says must go (oldest first) and
-        compact; with ``dry_run``, only say which (count and age limits)."""
-        return maintenance.prune(self._engine_ok(), self._options.retention, dry_run)
-
-    @public(mutates=True, maintain=False)
-    def gc(self) -> GcResult:
-        """Pack what is still referenced, delete the rest and crash leftovers."""
-        return maintenance.gc(self._engine_ok())
 
     @public(mutates=True, maintain=False)
     def pin(self, ref: str | SnapshotInfo) -> SnapshotInfo:
@@ -395,16 +389,6 @@ class Snapshotter(Workflows, Replicas):
         info = catalog.get(ref)
         self._engine_ok().store.set_pin(bytes.fromhex(info.id), False)
         return catalog.counted(info)
-
-    @public()
-    def verify(self, full: bool = False) -> VerifyResult:
-        """Check that every snapshot can be read back (``full``: re-hash every object)."""
-        return integrity.verify(self._engine_ok().store, full)
-
-    @public()
-    def store_stats(self) -> StoreStats:
-        """Snapshot count, pins, loose objects, packs, bytes on disk, oldest/newest, last gc."""
-        return maintenance.stats(self._engine_ok())
 
     @public(mutates=True, maintain=False)
     def cleanup(self) -> None:

@@ -16,7 +16,6 @@ from contextlib import nullcontext
 from typing import Any, Protocol, TypeVar, cast
 
 from snapshotter.engine.session.engine import Engine
-from snapshotter.facade import maintenance
 from snapshotter.facade.background import Background
 from snapshotter.options import Options
 
@@ -56,6 +55,8 @@ def public(failure: object = None, mutates: bool = False, maintain: bool = True)
                     with engine.errors(), engine.lock if mutates else nullcontext():
                         result = method(self, *args, **kwargs)
                         if mutates and maintain and self._engine is not None:
+                            from snapshotter.facade import maintenance  # a reading call loads no upkeep
+
                             maintenance.maintain(self._engine, self._options.retention)
                     if mutates and self._engine is not None:
                         self._after_change()  # a background push, with auto_push: never in the call's way

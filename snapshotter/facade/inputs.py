@@ -15,10 +15,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from snapshotter.engine.gitstore import trailers
-from snapshotter.engine.session.checkout import normalize_selection
 from snapshotter.engine.session.engine import Engine
 from snapshotter.errors import InvalidInput
-from snapshotter.history.owners import WRITES
 from snapshotter.options import check_session
 
 log = logging.getLogger("snapshotter")
@@ -76,6 +74,9 @@ def call_id(value: str) -> str:
 def written(engine: Engine, writes: Paths | None) -> dict[str, str]:
     """A ``writes=`` argument (the files a tool call says it writes) as the
     ``tool:`` snapshot's metadata: workspace paths, as a JSON list (``owners``)."""
+    from snapshotter.engine.session.checkout import normalize_selection
+    from snapshotter.history.owners import WRITES
+
     if writes is None:
         return {}
     if len(paths(writes) or ()) > MAX_WRITES:

@@ -22,9 +22,7 @@ from snapshotter.engine.worktree.statcache import write_atomically
 from snapshotter.errors import SnapshotError
 from snapshotter.history.anchors import before_dropping, kept_for_sessions
 from snapshotter.history.stacks import REDO, SESSIONS, UNDO, all_stacks
-from snapshotter.history.undo import REDO_TO
 from snapshotter.model import GcResult, PruneResult, SnapshotInfo, StoreStats
-from snapshotter.remote.remotes import recently_fetched
 
 log = logging.getLogger("snapshotter")
 AUTO_GC_LOOSE = 2000
@@ -64,11 +62,15 @@ def protected_ids(engine: Engine, retention: Retention) -> set[str]:
         ids.update(sha.hex() for sha in store.stack_top(session + UNDO, retention.max_undo or None))
     ids.update(kept_for_sessions(engine))
     if retention.max_age:
+        from snapshotter.remote.remotes import recently_fetched  # here: a store without remotes loads none
+
         ids.update(recently_fetched(store, retention.max_age.total_seconds()))
     return ids
 
 
 def _redo_target(engine: Engine, sha: bytes) -> str | None:
+    from snapshotter.history.undo import REDO_TO
+
     try:
         return engine.catalog.get(sha.hex()).metadata.get(REDO_TO)
     except SnapshotError:

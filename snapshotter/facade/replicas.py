@@ -17,16 +17,17 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from snapshotter.engine.gitstore.store import Store
-from snapshotter.engine.gitstore.transport import Credentials
-from snapshotter.engine.gitstore.wirebudget import Budget
 from snapshotter.engine.session.engine import Engine
-from snapshotter.engine.worktree.ignore import leaving_out
-from snapshotter.errors import InvalidInput, WorkspaceError
+from snapshotter.errors import NO_REMOTE, InvalidInput, WorkspaceError
 from snapshotter.facade.calls import public
 from snapshotter.model import FetchResult, PushResult, RemoteWorkspace
 from snapshotter.options import Options
-from snapshotter.remote import remotes
-from snapshotter.remote.replicator import Replicator
+
+if TYPE_CHECKING:  # loaded where a remote call runs: a local call loads no remote side
+    from snapshotter.engine.gitstore.transport import Credentials
+    from snapshotter.engine.gitstore.wirebudget import Budget
+    from snapshotter.remote import remotes
+    from snapshotter.remote.replicator import Replicator
 
 log = logging.getLogger("snapshotter")
 
@@ -52,26 +53,36 @@ class Replicas:
 
     def _where(self, remote: str | None, name: str | None) -> tuple[str, str]:
         """The location and namespace a call means: its own, else the options'."""
+        from snapshotter.remote import remotes
+
         engine = self._engine_ok()
         location = remote if remote is not None else self._options.remote
         if location is None:
-            raise InvalidInput("no remote: pass one, or set remote= (SNAPSHOTTER_REMOTE, --remote)")
+            raise InvalidInput("no remote", NO_REMOTE)
         chosen = name if name is not None else self._options.remote_name or remotes.default_name(engine.workspace)
         return location, chosen
 
     def _creds(self, given: Credentials | None) -> Credentials | None:
         """The call's credentials, each missing part from the Snapshotter's own."""
-        if given is not None and not isinstance(given, Credentials):
+        if given is None:
+            return self._credentials
+        from snapshotter.engine.gitstore.transport import Credentials  # here: a Snapshotter without any loads none
+
+        if not isinstance(given, Credentials):
             raise InvalidInput(f"credentials must be a snapshotter.Credentials, not {type(given).__name__}")
-        if self._credentials is None or given is None:
-            return given or self._credentials
+        if self._credentials is None:
+            return given
         return given.over(self._credentials)
 
     def _budget(self) -> Budget:
         """What one fetch may take from a server (``max_fetch_bytes``, ``fetch_timeout``)."""
+        from snapshotter.engine.gitstore.wirebudget import Budget
+
         return Budget(self._options.max_fetch_bytes, self._options.fetch_timeout)
 
     def _target(self, remote: str | None, name: str | None, credentials: Credentials | None) -> remotes.Target:
+        from snapshotter.remote import remotes
+
         made = remotes.target(*self._where(remote, name), self._creds(credentials), self._budget())
         remotes.check_outside(made, self._engine_ok().workspace)
         return made
@@ -100,12 +111,17 @@ class Replicas:
         excludes keep out of snapshots now (one recorded before they did),
         refuses the push (``PushRefused``); with ``skip_refused=True`` such
         snapshots stay here and the others go (``PushResult.skipped``)."""
+        from snapshotter.remote import remotes
+
         engine = self._engine_ok()
         to = self._target(remote, name, credentials)
         checks = self._push_checks(bool(skip_refused))
         return remotes.push(engine.store, to, checks, bool(prune), engine.phase("sending"))
 
     def _push_checks(self, skip_refused: bool) -> remotes.PushChecks:
+        from snapshotter.engine.worktree.ignore import leaving_out
+        from snapshotter.remote import remotes
+
         options = self._options
         return remotes.PushChecks(leaving_out(options), options.max_push_file_size, skip_refused)
 
@@ -122,6 +138,9 @@ class Replicas:
     ) -> Replicator:
         """The background pusher to this target: each target its own, so a call
         never goes where an earlier one went instead of where it says."""
+        from snapshotter.remote import remotes
+        from snapshotter.remote.replicator import Replicator
+
         location, chosen = self._where(remote, name)
         creds = self._creds(credentials)
         key = (location, chosen, creds)
@@ -135,6 +154,8 @@ class Replicas:
             return replicators[key]
 
     def _pusher(self, to: remotes.Target) -> Callable[[], PushResult]:
+        from snapshotter.remote import remotes
+
         engine = self._engine_ok()
         path, workspace, checks = engine.store_path, engine.workspace, self._push_checks(False)
 
@@ -173,6 +194,8 @@ class Replicas:
         the same snapshots (same ids, labels and sessions), numbered after the
         ones here, to restore, diff, revert or merge like any. ``name`` defaults
         as for :meth:`push`; :meth:`remote_workspaces` lists the names there."""
+        from snapshotter.remote import remotes
+
         source = self._target(remote, name, credentials)
         made = remotes.fetch(self._engine_ok(), source)
         return FetchResult(source.remote.shown, source.name, tuple(made))
@@ -180,6 +203,8 @@ class Replicas:
     @staticmethod
     def remote_workspaces(remote: str, *, credentials: Credentials | None = None) -> list[RemoteWorkspace]:
         """The workspaces a remote holds snapshots of (namespace names, counts)."""
+        from snapshotter.remote import remotes
+
         return remotes.workspaces(remote, credentials)
 
     @classmethod

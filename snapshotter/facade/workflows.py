@@ -16,14 +16,10 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from snapshotter.engine.gitstore.location import canonical_workspace, store_exists, store_path_for
 from snapshotter.engine.session.engine import Engine
-from snapshotter.engine.session.reverting import check_conflict_mode
-from snapshotter.errors import InvalidInput
+from snapshotter.errors import InvalidInput, Remedy
 from snapshotter.facade import inputs
 from snapshotter.facade.calls import public
-from snapshotter.history import attribution
 from snapshotter.history import blame as blaming
-from snapshotter.history import forks as forking
-from snapshotter.history import undo as history
 from snapshotter.model import (
     BlameResult,
     ConflictMode,
@@ -58,6 +54,8 @@ class Workflows:
     ) -> SnapshotInfo:
         """Snapshot the workspace as an undo point. What could have been redone is
         kept as ``abandoned:<n>`` snapshots (listed, restorable until retention drops them)."""
+        from snapshotter.history import undo as history
+
         engine = self._engine_ok()
         checked = inputs.snapshot_text(message, label, metadata)
         with inputs.moving_label(engine, label):
@@ -66,10 +64,14 @@ class Workflows:
     @public(failure=False, mutates=True, maintain=False)
     def can_undo(self) -> bool:
         """True if ``undo()`` would change the workspace's checkpoint position."""
+        from snapshotter.history import undo as history
+
         return history.can_undo(self._engine_ok())
 
     @public(failure=False, mutates=True, maintain=False)
     def can_redo(self) -> bool:
+        from snapshotter.history import undo as history
+
         return history.can_redo(self._engine_ok())
 
     @public(mutates=True)
@@ -78,22 +80,30 @@ class Workflows:
         redo). In a named session, revert only that session's changes since
         its last checkpoint, keeping everyone else's (falsy, with the
         conflicts in ``revert``, if they clash and nothing was written)."""
+        from snapshotter.history import undo as history
+
         return history.undo(self._engine_ok())
 
     @public(mutates=True)
     def redo(self) -> UndoResult:
         """Return to the state the last undo replaced (in a named session: bring
         back exactly the changes it reverted)."""
+        from snapshotter.history import undo as history
+
         return history.redo(self._engine_ok())
 
     @public(mutates=True)
     def begin_turn(self, message: str = "", *, metadata: Mapping[str, str] | None = None) -> SnapshotInfo:
         """Checkpoint labelled ``pre-turn:<n>`` for the session's next turn number n."""
+        from snapshotter.history import undo as history
+
         return history.begin_turn(self._engine_ok(), *inputs.snapshot_text(message, None, metadata)[::2])
 
     @public(mutates=True)
     def end_turn(self, message: str = "", *, metadata: Mapping[str, str] | None = None) -> SnapshotInfo:
         """Snapshot labelled ``post-turn:<n>`` for the turn begun last."""
+        from snapshotter.history import undo as history
+
         return history.end_turn(self._engine_ok(), *inputs.snapshot_text(message, None, metadata)[::2])
 
     @public(mutates=True)
@@ -111,6 +121,8 @@ class Workflows:
         ``writes``: the files the call says it writes (a file tool's file; ``[]``
         for a tool that only reads), which tells its changes from those of
         another session's call running at the same moment."""
+        from snapshotter.history import undo as history
+
         engine = self._engine_ok()
         text = inputs.snapshot_text(message, None, metadata)
         named = inputs.written(engine, writes)
@@ -120,6 +132,8 @@ class Workflows:
     def tool_done(self, call_id: str, message: str = "", *, metadata: Mapping[str, str] | None = None) -> SnapshotInfo:
         """Snapshot labelled ``tool-done:<call_id>``, after the tool call that
         :meth:`tool_snapshot` began (in watch mode, milliseconds)."""
+        from snapshotter.history import undo as history
+
         text = inputs.snapshot_text(message, None, metadata)
         return history.tool_done(self._engine_ok(), inputs.call_id(call_id), text[0], text[2])
 
@@ -127,6 +141,8 @@ class Workflows:
     def open_turn(self) -> SnapshotInfo | None:
         """This session's turn still open: its ``pre-turn:<n>`` snapshot, or None
         when its newest turn has ended (or it began none)."""
+        from snapshotter.history import undo as history
+
         return history.open_turn(self._engine_ok())
 
     @public()
@@ -134,6 +150,8 @@ class Workflows:
         """The named sessions keeping history in this folder's store, the most
         recently active first: each with its agent (if its hooks made it), its
         turns and whether one is open."""
+        from snapshotter.history import undo as history
+
         found = history.sessions(self._engine_ok())
         return sorted(found, key=lambda info: info.last_activity, reverse=True)
 
@@ -163,6 +181,9 @@ class Workflows:
         conflict markers into the text files that clashed. A ``pre-revert``
         safety snapshot comes first, so a revert can itself be undone.
         """
+        from snapshotter.engine.session.reverting import check_conflict_mode
+        from snapshotter.history import attribution
+
         engine = self._engine_ok()
         mode = check_conflict_mode(conflicts)
         first, last = self._change(before, after)
@@ -191,14 +212,31 @@ class Workflows:
         with the id ``revert(before, after, hunks=[id])`` takes back alone. With
         ``split``, a hunk of several changes is listed as its parts (one change
         each, as ``git add -p`` splits), whose ids a revert takes too."""
+        from snapshotter.history import attribution
+
         first, last = self._change(before, after)
         return attribution.changed_hunks(self._engine_ok(), [(first, last)], inputs.paths(files), bool(split))
 
     @public()
-    def turn_hunks(self, n: int = 1, *, split: bool = False) -> list[Hunk]:
+    def turn_hunks(self, n: int | str | SnapshotInfo = 1, *, split: bool = False) -> list[Hunk]:
         """The hunks of the n-th last turn's own changes (its tool calls, oldest
-        first): the ids ``revert_turn(n, hunks=[...])`` takes back alone."""
-        return history.turn_hunks(self._engine_ok(), n, bool(split))
+        first): the ids ``revert_turn(n, hunks=[...])`` takes back alone. ``n``
+        may name the turn's pre-turn snapshot instead (a turn of any session)."""
+        from snapshotter.history import undo as history
+
+        return history.turn_hunks(self._engine_ok(), self._turn(n), bool(split))
+
+    def _turn(self, n: int | str | SnapshotInfo) -> int | SnapshotInfo:
+        """A turn's number as given, or the pre-turn snapshot a ref names: in a
+        named session, one of its own turns (naming another's is a mistake); in
+        the person's (no session), any session's."""
+        if isinstance(n, int):
+            return n
+        engine = self._engine_ok()
+        pre = engine.catalog.get(n)
+        if engine.session is not None and pre.session != engine.session:
+            raise InvalidInput(f"snapshot {pre.id[:12]} does not begin a turn of session {engine.session}")
+        return pre
 
     @public()
     def blame(
@@ -210,11 +248,14 @@ class Workflows:
         snapshotted yet), followed back through at most ``limit`` snapshots as
         ``git blame`` follows commits (see :class:`~snapshotter.LineOrigin`).
         With ``session``, only the lines that session's changes made."""
+
         return blaming.blame(self._engine_ok(), os.fspath(path), limit, session)
 
     def _change(
         self, before: str | SnapshotInfo, after: str | SnapshotInfo | None
     ) -> tuple[SnapshotInfo, SnapshotInfo | None]:
+        from snapshotter.history import attribution
+
         engine = self._engine_ok()
         first = engine.catalog.get(before)
         return first, engine.catalog.get(after) if after is not None else attribution.after_of(engine, first)
@@ -222,7 +263,7 @@ class Workflows:
     @overload
     def revert_turn(
         self,
-        n: int = 1,
+        n: int | str | SnapshotInfo = 1,
         *,
         reset: Literal[False] = False,
         conflicts: ConflictMode = ...,
@@ -232,7 +273,7 @@ class Workflows:
     @overload
     def revert_turn(
         self,
-        n: int = 1,
+        n: int | str | SnapshotInfo = 1,
         *,
         reset: Literal[True],
         conflicts: ConflictMode = ...,
@@ -242,7 +283,7 @@ class Workflows:
     @overload
     def revert_turn(
         self,
-        n: int = 1,
+        n: int | str | SnapshotInfo = 1,
         *,
         reset: bool,
         conflicts: ConflictMode = ...,
@@ -253,7 +294,7 @@ class Workflows:
     @public(mutates=True)
     def revert_turn(
         self,
-        n: int = 1,
+        n: int | str | SnapshotInfo = 1,
         *,
         reset: bool = False,
         conflicts: ConflictMode = "abort",
@@ -267,17 +308,29 @@ class Workflows:
         :meth:`turn_hunks`), only those hunks of them. With ``reset=True`` the
         workspace is restored to the state before the turn instead (later edits
         replaced, kept in the safety snapshot), and a ``RestoreResult`` comes back.
-        ``dry_run``: what would be written, writing nothing."""
+        ``dry_run``: what would be written, writing nothing.
+
+        ``n`` may name the turn's pre-turn snapshot instead (an id, a label or a
+        ``SnapshotInfo``), a turn of any session: the turn is that session's,
+        and what the revert writes (its safety snapshot, its closing one) is
+        this Snapshotter's session's, so a person reverting an agent's turn
+        finds it in the person's history and undoes it with the person's undo."""
+        from snapshotter.engine.session.reverting import check_conflict_mode
+        from snapshotter.history import undo as history
+
         chosen = inputs.hunk_ids(hunks)
         if reset and chosen is not None:
             raise InvalidInput("revert_turn takes hunks= or reset=True, not both: a reset restores the whole turn")
         engine = self._engine_ok()
-        return history.revert_turn(engine, n, bool(reset), check_conflict_mode(conflicts), chosen, bool(dry_run))
+        turn = self._turn(n)
+        return history.revert_turn(engine, turn, bool(reset), check_conflict_mode(conflicts), chosen, bool(dry_run))
 
     @public()
     def turn_number(self, ref: str | SnapshotInfo) -> int:
         """The ``n`` that :meth:`revert_turn` and :meth:`turn_hunks` take for the
         turn whose ``pre-turn`` snapshot is ``ref`` (a turn of this session)."""
+        from snapshotter.history import undo as history
+
         engine = self._engine_ok()
         return history.turn_number(engine, engine.catalog.get(ref))
 
@@ -290,6 +343,8 @@ class Workflows:
         by hard links: made without copying history, and complete whatever this
         store later prunes, collects or cleans up. Returns a Snapshotter on the
         fork (same settings); :meth:`merge` brings its changes back."""
+        from snapshotter.history import forks as forking
+
         engine = self._engine_ok()
         target = engine.catalog.get(ref)
         path = forking.check_destination(engine, dest, self._options.home, target.id)
@@ -311,6 +366,9 @@ class Workflows:
         :meth:`revert`; a ``pre-merge`` safety snapshot comes first.
 
         A string names a folder if one is there, else a ref."""
+        from snapshotter.engine.session.reverting import check_conflict_mode
+        from snapshotter.history import forks as forking
+
         engine = self._engine_ok()
         mode = check_conflict_mode(conflicts)
         start = engine.catalog.get(base) if base is not None else None
@@ -319,12 +377,17 @@ class Workflows:
             if not store_exists(store_path_for(folder, self._options.home)):
                 raise InvalidInput(f"{folder} has no snapshots in this home: merge needs a fork (see fork())")
             with self._same_settings(folder) as fork:
-                return forking.merge_fork(engine, fork, start, bool(dry_run), mode)
+                return forking.merge_fork(engine, fork, start, bool(dry_run), mode, fork._engine_ok())
         if start is None:
-            raise InvalidInput("merge(ref) needs base=: the snapshot its changes are counted from")
+            raise InvalidInput(
+                f"{source!r} is no folder, so it names a snapshot: its changes need the snapshot they are counted from",
+                Remedy("pass base=", "pass --base REF, or name a fork's folder"),
+            )
         return forking.merge_change(engine, start, engine.catalog.get(source), bool(dry_run), mode)
 
     @public()
     def forks(self) -> list[ForkInfo]:
         """The forks made from this workspace (``fork()``), oldest first."""
+        from snapshotter.history import forks as forking
+
         return forking.forks_of(self._engine_ok())

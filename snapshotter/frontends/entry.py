@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     if words[:1] == ["hook"]:
-        from snapshotter.frontends.hooks import hookclient
+        from snapshotter.frontends import hookclient
 
         return hookclient.main(words[1:])
     try:

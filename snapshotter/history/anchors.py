@@ -17,7 +17,6 @@ from collections.abc import Sequence
 
 from snapshotter.engine.gitstore.historyindex import key_of
 from snapshotter.engine.session.engine import Engine
-from snapshotter.history.attribution import session_changes
 from snapshotter.history.stacks import SESSIONS, TURNS, UNDO, entry_info, live_entries
 from snapshotter.model import SnapshotInfo
 
@@ -37,7 +36,11 @@ def before_dropping(engine: Engine, dropping: Sequence[SnapshotInfo]) -> None:
     session's undo points before that change are taken off its stack: its undo
     stops where its history is whole, and says so, instead of going elsewhere."""
     going = {info.id for info in dropping}
-    for name in engine.store.sessions() if going else ():
+    if not going:
+        return  # nothing dropped: the attribution (and the comparisons under it) need not load
+    from snapshotter.history.attribution import session_changes
+
+    for name in engine.store.sessions():
         stack_name = f"{SESSIONS}{name}/{UNDO}"
         stack = [entry_info(engine, sha) for sha in live_entries(engine, stack_name)]
         if not stack:

@@ -55,7 +55,6 @@ from snapshotter.engine.session.engine import Engine
 from snapshotter.engine.session.hunks import Within, hunk_steps, listed
 from snapshotter.engine.session.reverting import SINCE, Step, bring_in
 from snapshotter.engine.worktree.pathnames import names_checker
-from snapshotter.engine.worktree.walker import Scan
 from snapshotter.errors import SnapshotError
 from snapshotter.history.owners import (
     CLOSING_LABELS,
@@ -72,6 +71,10 @@ from snapshotter.history.owners import (
     named_paths,
 )
 from snapshotter.model import ConflictMode, Hunk, RevertResult, SnapshotInfo
+
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:  # annotations only: reading the store (``log``, ``show``) does not load the walker
+    from snapshotter.engine.worktree.walker import Scan
 
 Pair = tuple[SnapshotInfo, SnapshotInfo | None]
 """A change: (before, after); after None: the workspace now."""

@@ -20,15 +20,14 @@ from __future__ import annotations
 from bisect import bisect_right
 from itertools import islice
 
-from snapshotter.engine.compare.linediff import change_script, split_lines
 from snapshotter.engine.gitstore.objects import MODE_EXEC, MODE_FILE, MODE_TREE, STREAM_THRESHOLD, is_binary, parse_tree
-from snapshotter.engine.session.checkout import normalize_selection
 from snapshotter.engine.session.engine import Engine
-from snapshotter.engine.worktree.fsops import Workspace
 from snapshotter.errors import InvalidInput, PathNotFound, StoreError
-from snapshotter.history.attribution import openers
-from snapshotter.history.owners import SESSION, Owners
 from snapshotter.model import BlameResult, BlameRun, LineOrigin, SnapshotInfo
+
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:  # the rest loads where a blame runs: the facade imports this module for DEFAULT_LIMIT
+    from snapshotter.history.owners import Owners
 
 DEFAULT_LIMIT = 1000
 """Snapshots a blame reads at most, by default."""
@@ -45,6 +44,11 @@ Blamed = tuple[int, int, int, LineOrigin]
 def blame(engine: Engine, path: str, limit: int = DEFAULT_LIMIT, session: str | None = None) -> BlameResult:
     """Each line of ``path`` as the workspace holds it now, with its origin
     (``session``: only the lines that session's changes made)."""
+    from snapshotter.engine.compare.linediff import split_lines
+    from snapshotter.engine.session.checkout import normalize_selection
+    from snapshotter.history.attribution import openers
+    from snapshotter.history.owners import SESSION, Owners
+
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
         raise InvalidInput("blame's limit takes a whole number of snapshots, at least 1")
     if session is not None and not isinstance(session, str):
@@ -93,6 +97,8 @@ _NOT_SNAPSHOTTED = LineOrigin(WORKSPACE)
 def _origin(newer: SnapshotInfo | None, older: SnapshotInfo, owners: Owners) -> LineOrigin:
     """The origin of the lines the step ``older`` -> ``newer`` made (``newer``
     None: the workspace now, not snapshotted yet)."""
+    from snapshotter.history.owners import SESSION
+
     if newer is None:
         return _NOT_SNAPSHOTTED
     owner = owners.of(older, newer)
@@ -110,6 +116,8 @@ def _pass_back(
 ) -> list[Run]:
     """Blame on ``origin`` (a change's number) the pending lines the change ``older`` -> ``newer``
     made; return the others, placed in ``older``."""
+    from snapshotter.engine.compare.linediff import change_script
+
     if older is None:
         blamed.extend((now, at, count, origin) for now, at, count in pending)
         return []
@@ -156,6 +164,8 @@ def _runs(blamed: list[Blamed]) -> tuple[BlameRun, ...]:
 
 def _current(engine: Engine, rel: str) -> bytes:
     """The file at ``rel`` as the workspace holds it now (a tracked text file)."""
+    from snapshotter.engine.worktree.fsops import Workspace
+
     entry = engine.scan(write=False).entry(rel)
     if entry is None:
         raise PathNotFound(f"{rel} is not a file the workspace tracks now (missing, ignored or a folder)")

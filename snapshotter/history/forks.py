@@ -35,12 +35,15 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from snapshotter.engine.compare.treediff import ScannedTree, changes
 from snapshotter.engine.fsutil import read_side_file
 from snapshotter.engine.gitstore.location import store_path_for
+from snapshotter.engine.gitstore.objects import MODE_LINK, STREAM_THRESHOLD, object_id
 from snapshotter.engine.gitstore.sharing import share_objects
 from snapshotter.engine.gitstore.store import Store
 from snapshotter.engine.session.engine import Engine
 from snapshotter.engine.session.reverting import Step, bring_in
+from snapshotter.engine.worktree.fsops import Workspace
 from snapshotter.engine.worktree.pathnames import git_spelling, names_checker
 from snapshotter.errors import InvalidInput, SnapshotError, StoreError, WorkspaceError
 from snapshotter.history.attribution import closing
@@ -188,10 +191,17 @@ def forks_of(engine: Engine) -> list[ForkInfo]:
 
 
 def merge_fork(
-    engine: Engine, fork: Any, base: SnapshotInfo | None, dry_run: bool, conflicts: ConflictMode
+    engine: Engine,
+    fork: Any,
+    base: SnapshotInfo | None,
+    dry_run: bool,
+    conflicts: ConflictMode,
+    fork_engine: Engine | None = None,
 ) -> RevertResult:
-    """Bring the changes of the open Snapshotter ``fork`` since its fork point
-    (or ``base``) into this workspace."""
+    """Bring the changes of the open Snapshotter ``fork`` (its engine:
+    ``fork_engine``) since its fork point (or ``base``) into this workspace. A
+    dry run writes nothing anywhere: the fork's folder is read as it is now,
+    not snapshotted, and no object is linked into this store."""
     record = fork_record(fork.store_path)
     if record is not None and not record.complete:
         raise WorkspaceError(
@@ -202,6 +212,9 @@ def merge_fork(
     point = record.fork_point if record is not None else None
     if point is None and base is None:
         raise InvalidInput(f"{fork.workspace} is not a fork of a workspace; pass base= to merge its changes since it")
+    if dry_run and fork_engine is not None:
+        start = base if base is not None else _info_in(engine, point or "", fork.workspace)
+        return _plan_fork_merge(engine, fork_engine, start, conflicts)
     now = fork.snapshot(f"merged into {engine.workspace}", label="merged")
     share_objects(fork.store_path, engine.store_path)
     start = base if base is not None else _info_in(engine, point or "", fork.workspace)
@@ -229,6 +242,36 @@ def merge_change(
         labels=("workspace", label),
         closing_label=closing(engine, "post-merge"),
     )
+
+
+def _plan_fork_merge(engine: Engine, fork: Engine, base: SnapshotInfo, conflicts: ConflictMode) -> RevertResult:
+    """A dry run's merge of the fork's folder as it is now: both folders scanned
+    without storing anything. The fork's content of a path changed on both sides
+    (the only content a merge reads from its far end) is read from its folder,
+    checked against the id its scan gave."""
+    check = names_checker(engine.host)
+    start = engine.stored(base, check_names=check)
+    theirs = ScannedTree(fork.scan(write=False))
+    current = engine.scan(write=False)
+    ours = {change.path for change in changes(start, ScannedTree(current))}
+    folder = Workspace(fork.workspace, fork.host)
+    blobs: dict[bytes, bytes] = {}
+    try:
+        for change in changes(start, theirs):
+            if change.new is None or change.path not in ours:
+                continue
+            mode, sha = change.new
+            found = folder.read(change.path, mode == MODE_LINK, STREAM_THRESHOLD)
+            if found is not None and object_id(b"blob", found) != sha:
+                raise StoreError(f"{change.path} changed in {fork.workspace} while it was being read; retry")
+            if found is not None:
+                blobs[sha] = found
+    except OSError as error:
+        raise StoreError(f"{fork.workspace}: {error.strerror or error}; retry") from None
+    finally:
+        folder.close()
+    step = Step(start, theirs, blobs)
+    return bring_in(engine, [step], dry_run=True, conflicts=conflicts, labels=("workspace", "fork"), current=current)
 
 
 def _info_in(engine: Engine, commit_id: str, where: str) -> SnapshotInfo:

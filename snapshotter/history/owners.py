@@ -45,7 +45,6 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from snapshotter.engine.session.reverting import SINCE
 from snapshotter.model import SnapshotInfo
 
 PERSON, SESSION, UNKNOWN = "person", "session", "unknown"
@@ -105,6 +104,8 @@ class Owners:
     snapshot, any order), asked step by step (see the module's docstring)."""
 
     def __init__(self, infos: Sequence[SnapshotInfo]) -> None:
+        from snapshotter.engine.session.reverting import SINCE
+
         ordered = sorted(infos, key=lambda info: info.sequence)
         by_id = {info.id: info for info in ordered}
         self.turns: list[Span] = []

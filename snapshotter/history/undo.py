@@ -31,7 +31,15 @@ from snapshotter.engine.session.engine import Engine
 from snapshotter.engine.session.restoring import restore
 from snapshotter.engine.session.reverting import SINCE, Step, bring_in
 from snapshotter.engine.worktree.pathnames import names_checker
-from snapshotter.errors import BEGIN_TURN, InvalidInput, SnapshotError, SnapshotNotFound, StoreError
+from snapshotter.errors import (
+    BEGIN_TURN,
+    TURN_NUMBER,
+    InvalidInput,
+    Remedy,
+    SnapshotError,
+    SnapshotNotFound,
+    StoreError,
+)
 from snapshotter.history.attribution import Pair, Piece, changed_hunks, closing, revert_changes, session_changes
 from snapshotter.history.owners import ABANDONED, POST_RESTORE, POST_TURN, PRE_TURN, TOOL, TOOL_DONE, label_number
 from snapshotter.history.stacks import REDO, TURNS, UNDO, entry_info, live_entries, readable, stack_of
@@ -179,7 +187,7 @@ def _session_undo(engine: Engine, stack: list[bytes]) -> UndoResult:
     meta[SINCE] = result.safety_snapshot_id  # closes the undo's change, as a tool call's end does
     after = engine.snapshot("after undo", "post-undo", meta, moves_base=False)
     engine.store.push(stack_of(engine, REDO), bytes.fromhex(after.id))
-    message = f"reverted {len(result.reverted) + len(result.merged)} paths of session {engine.session}"
+    message = f"reverted {_paths(len(result.reverted) + len(result.merged))} of session {engine.session}"
     return UndoResult(True, "undo", message, after.id, result.safety_snapshot_id, revert=result)
 
 
@@ -215,7 +223,7 @@ def _session_redo(engine: Engine, stack: list[bytes]) -> UndoResult:
     popped = after.metadata.get(POPPED, "")
     if popped and readable(engine, bytes.fromhex(popped)):
         engine.store.push(stack_of(engine, UNDO), bytes.fromhex(popped))
-    message = f"brought back {len(result.reverted) + len(result.merged)} paths of session {engine.session}"
+    message = f"brought back {_paths(len(result.reverted) + len(result.merged))} of session {engine.session}"
     return UndoResult(True, "redo", message, target.id, result.safety_snapshot_id, revert=result)
 
 
@@ -265,7 +273,14 @@ def tool_done(engine: Engine, call_id: str, message: str, metadata: dict[str, st
     """The snapshot that closes tool call ``call_id``'s bracket (its ``tool:`` snapshot opened it)."""
     opened = engine.catalog.labelled(f"{TOOL}{call_id}")
     if opened is None or opened.session != engine.session:
-        raise InvalidInput(f"no tool call {call_id!r} was begun in this session: call tool_snapshot first")
+        raise InvalidInput(
+            f"no tool call {call_id!r} was begun in this session",
+            Remedy(
+                "call tool_snapshot first",
+                f"run `snapshotter tool begin {call_id}` before the tool call",
+                "call tool_snapshot first",
+            ),
+        )
     return engine.snapshot(message or f"after tool call {call_id}", f"{TOOL_DONE}{call_id}", metadata)
 
 
@@ -278,11 +293,23 @@ def turn_pair(engine: Engine, n: int) -> Pair:
     snapshot, or None while the turn is still open). Reads the turns stack's
     top n entries and the snapshots taken since that turn began."""
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise InvalidInput("revert_turn(n) takes n >= 1 (1 = the last turn)")
+        raise InvalidInput(f"turns are counted back from 1 (the last turn), not {n!r}", TURN_NUMBER)
     turns = engine.store.stack_top(stack_of(engine, TURNS), n)
     if n > len(turns):
-        raise SnapshotNotFound(f"only {len(turns)} turns are recorded; cannot revert {n}")
-    pre = entry_info(engine, turns[0])
+        recorded = f"{len(turns)} turn is" if len(turns) == 1 else f"{len(turns)} turns are"
+        raise SnapshotNotFound(f"only {recorded} recorded; cannot revert {n}")
+    return _closed_by(engine, entry_info(engine, turns[0]))
+
+
+def turn_begun_at(engine: Engine, pre: SnapshotInfo) -> Pair:
+    """The turn ``pre`` (a pre-turn snapshot, of any session) began: (pre, its
+    post-turn snapshot, or None while the turn is still open)."""
+    if not (pre.label or "").startswith(PRE_TURN):
+        raise InvalidInput(f"snapshot {pre.id[:12]} does not begin a turn (its label is not pre-turn:N)")
+    return _closed_by(engine, pre)
+
+
+def _closed_by(engine: Engine, pre: SnapshotInfo) -> Pair:
     facts = engine.catalog.index.current().sessions.get(key_of(pre.session))
     if facts is not None and facts.open_turn() == (pre.sequence, pre.id):
         return pre, None  # the session's newest turn snapshot: nothing after it to look through
@@ -297,7 +324,7 @@ def turn_pair(engine: Engine, n: int) -> Pair:
 
 def revert_turn(
     engine: Engine,
-    n: int,
+    n: int | SnapshotInfo,
     reset: bool,
     conflicts: ConflictMode,
     hunks: Sequence[str] | None = None,
@@ -305,15 +332,17 @@ def revert_turn(
 ) -> RestoreResult | RevertResult:
     """Revert the n-th last turn's own changes (with ``hunks``, only those of
     them), keeping every later edit; with ``reset``, restore the state before
-    it instead (later edits replaced). ``dry_run``: say what would be written."""
-    pre, post = turn_pair(engine, n)
+    it instead (later edits replaced). ``dry_run``: say what would be written.
+    ``n`` may be the turn's pre-turn snapshot instead, of any session: the turn
+    is that session's, what is written is this engine's session's."""
+    pre, post = turn_pair(engine, n) if isinstance(n, int) else turn_begun_at(engine, n)
     if reset:
         result = restore(engine, pre, safety_label="pre-revert", dry_run=dry_run)
         if not dry_run:
             restored(engine, result)
         return result
     turn = (pre.label or "")[len(PRE_TURN) :]
-    pairs = session_changes(engine, engine.session, pre, post)
+    pairs = session_changes(engine, pre.session, pre, post)
     return revert_changes(
         engine, pairs, conflicts=conflicts, message=f"before reverting turn {turn}", hunks=hunks, dry_run=dry_run
     )
@@ -328,10 +357,11 @@ def turn_number(engine: Engine, pre: SnapshotInfo) -> int:
     raise InvalidInput(f"snapshot {pre.id[:12]} does not begin a turn of this session")
 
 
-def turn_hunks(engine: Engine, n: int, split: bool = False) -> list[Hunk]:
-    """The hunks of the n-th last turn's own changes: what ``revert_turn(n, hunks=...)`` takes."""
-    pre, post = turn_pair(engine, n)
-    return changed_hunks(engine, session_changes(engine, engine.session, pre, post), None, split)
+def turn_hunks(engine: Engine, n: int | SnapshotInfo, split: bool = False) -> list[Hunk]:
+    """The hunks of the n-th last turn's own changes (or of the turn a pre-turn
+    snapshot began): what ``revert_turn(n, hunks=...)`` takes."""
+    pre, post = turn_pair(engine, n) if isinstance(n, int) else turn_begun_at(engine, n)
+    return changed_hunks(engine, session_changes(engine, pre.session, pre, post), None, split)
 
 
 def open_turn(engine: Engine) -> SnapshotInfo | None:
@@ -362,3 +392,7 @@ def sessions(engine: Engine) -> list[SessionInfo]:
 
 def _newest(facts: SessionFacts) -> int:
     return facts.newest[0] if facts.newest is not None else 0
+
+
+def _paths(count: int) -> str:
+    return f"{count} path" if count == 1 else f"{count} paths"

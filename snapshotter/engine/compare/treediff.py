@@ -18,9 +18,12 @@ from snapshotter.engine.gitstore.store import DAMAGED_OBJECT, Store
 from snapshotter.engine.worktree.hostfs import recorded_mode
 from snapshotter.engine.worktree.listing import join_path
 from snapshotter.engine.worktree.pathnames import NameCheck
-from snapshotter.engine.worktree.walker import Scan
 from snapshotter.engine.worktree.walkstate import DirNode, git_mode_of
 from snapshotter.errors import VERIFY, StoreError, UnsafeTree
+
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:  # an annotation only: reading stored trees (``log``, ``show``) does not load the walker
+    from snapshotter.engine.worktree.walker import Scan
 
 MAX_TREE_DEPTH = 2048
 """Deeper than any path the operating systems we run on can hold (PATH_MAX is 4,096 bytes)."""

@@ -33,6 +33,8 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from dulwich.client import GitClient, LocalGitClient, SSHGitClient, TCPGitClient, Urllib3HttpGitClient
 from dulwich.errors import GitProtocolError
 
+from snapshotter.engine.gitstore.redact import host_and_port as _host_and_port
+from snapshotter.engine.gitstore.redact import shown
 from snapshotter.engine.gitstore.sshvendor import ParamikoVendor
 from snapshotter.engine.gitstore.wirebudget import Budget, Meter
 from snapshotter.errors import InvalidInput
@@ -114,27 +116,10 @@ class Remote:
             pool.clear()
 
 
-def shown(location: str) -> str:
-    """``location`` without the whole ``user:password@`` of a URL: the user part
-    alone may be a token (GitHub takes ``https://<token>@github.com/...``)."""
-    try:
-        parts = urlsplit(location)
-    except ValueError:  # not a URL python reads (``http://[::1/x``): the user part goes all the same
-        return re.sub(r"(\w+://)[^/@\s]*@", r"\1", location)
-    if parts.scheme and parts.netloc and "@" in parts.netloc:
-        return urlunsplit(parts._replace(netloc=_host_and_port(parts.netloc)))
-    return location
-
-
 def shown_scp(location: str) -> str:
     """An scp-like location without its user part, as ``shown`` leaves URLs."""
     found = _SCP_LIKE.fullmatch(location)
     return location if found is None or found["user"] is None else location[len(found["user"]) + 1 :]
-
-
-def _host_and_port(netloc: str) -> str:
-    """``netloc`` as written, without its user part: an IPv6 host keeps its brackets."""
-    return netloc.rpartition("@")[2]
 
 
 def open_remote(

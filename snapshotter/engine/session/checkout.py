@@ -22,9 +22,12 @@ from snapshotter.engine.worktree.fsops import Workspace
 from snapshotter.engine.worktree.gitrepo import MODE_GITLINK
 from snapshotter.engine.worktree.hostfs import HostFS, recorded_mode
 from snapshotter.engine.worktree.statcache import Record, StatCache
-from snapshotter.engine.worktree.walker import Scan
 from snapshotter.errors import InvalidInput, RestoreConflict, UnsafeTree
 from snapshotter.model import SkippedPath, SkipReason
+
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:  # annotations only: reading the store (``log``, ``show``) does not load the walker
+    from snapshotter.engine.worktree.walker import Scan
 
 MAX_LINK_TARGET = 1 << 16
 """Longer symlink targets are refused (Linux allows 4,095 bytes, Windows 32,767 characters)."""

@@ -1,10 +1,9 @@
 """One opened workspace and its store: scan, record, and the stat cache between.
 
-The engine holds no policy: no error mode, no undo stacks. The public
-:class:`~snapshotter.Snapshotter` adds those, and swaps engines when it is
-re-rooted. What reads through an engine (``reading``) and what restores
-through one (``restoring``) sit above it; how a scan is counted and committed
-(``recording``) and what the user's git indexes track (``indexes``) below.
+The engine holds no policy: no error mode, no undo stacks. The public :class:`~snapshotter.Snapshotter` adds those,
+and swaps engines when it is re-rooted. What reads through an engine (``reading``) and what restores through one
+(``restoring``) sit above it; how a scan is counted and committed (``recording``) and what the user's git indexes
+track (``indexes``) below; ``opening`` opens one. What only a scan or a comparison needs loads where it runs.
 """
 
 from __future__ import annotations
@@ -15,53 +14,34 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
 
-from snapshotter.engine.compare.treediff import MAX_ENTRIES_READ, Comparison, RecordedModes, ScannedTree, StoredTree
 from snapshotter.engine.gitstore.catalog import Catalog
 from snapshotter.engine.gitstore.inflate import ObjectTooLarge
-from snapshotter.engine.gitstore.location import store_exists, store_path_for
 from snapshotter.engine.gitstore.locking import StoreLock
 from snapshotter.engine.gitstore.objects import EMPTY_TREE, STREAM_THRESHOLD
 from snapshotter.engine.gitstore.store import Store
-from snapshotter.engine.session import hidden
 from snapshotter.engine.session.failures import STORE_FAILURES, translated
 from snapshotter.engine.session.indexes import UserIndexes
-from snapshotter.engine.session.recording import Recorded, commit, commit_copy, numstat, stored_lines
 from snapshotter.engine.worktree import hostfs, statcache
-from snapshotter.engine.worktree.attributes import DiffAttributes
-from snapshotter.engine.worktree.gitrepo import TrackedPaths, find_repository, tracked_paths
-from snapshotter.engine.worktree.ignore import option_rules
-from snapshotter.engine.worktree.limits import WorkspaceLimits, check_root
+from snapshotter.engine.worktree.gitrepo import TrackedPaths, find_repository
+from snapshotter.engine.worktree.limits import WorkspaceLimits
 from snapshotter.engine.worktree.pathnames import NameCheck
-from snapshotter.engine.worktree.sizecheck import measure
 from snapshotter.engine.worktree.trust import Prelisting
-from snapshotter.engine.worktree.walker import Incremental, Scan, scan
-from snapshotter.engine.worktree.watch import ChangeJournal
 from snapshotter.errors import StoreError
 from snapshotter.model import ScanStats, SnapshotInfo
 from snapshotter.options import Options
+
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:  # loaded where used: opening a store to read its history walks nothing, compares nothing
+    from snapshotter.engine.compare.treediff import Comparison, ScannedTree, StoredTree
+    from snapshotter.engine.session.recording import Recorded
+    from snapshotter.engine.worktree.walker import Scan
+    from snapshotter.engine.worktree.watch import ChangeJournal
 
 PAUSE_WATCH_AT = 1000
 """A restore changing this many files or more pauses watch mode while it writes."""
 
 WATCH_AGAIN_AFTER = 60.0
 """Seconds a watcher that stopped by itself (a watch lost, its thread dead) stays off before a scan watches afresh."""
-
-
-def open_engine(workspace: str, options: Options) -> Engine:
-    """The engine of the canonical ``workspace``'s store, made if new. A new store
-    is made only after the workspace passed the size caps: the check lists every
-    folder, and the first scan takes over what it found."""
-    check_root(workspace, options.allow_unsafe_root)
-    path = store_path_for(workspace, options.home)
-    listings: statcache.Listings = {}
-    prelisting = None
-    if not store_exists(path):  # a new store: refuse a huge folder before creating anything
-        prelisting = Prelisting(time.time_ns())
-        repository = find_repository(workspace)
-        rules = option_rules(workspace, options, repository)
-        rules = rules.with_tracked(tracked_paths(repository) if repository is not None else None)
-        measure(workspace, rules, WorkspaceLimits.of(options), listings, prelisting, options.new_file_cap)
-    return Engine(workspace, Store.open_or_create(path, workspace), options, listings, prelisting)
 
 
 class Engine:
@@ -75,6 +55,7 @@ class Engine:
         listings: statcache.Listings | None = None,
         prelisting: Prelisting | None = None,
     ) -> None:
+
         self.workspace = workspace
         self.store = store
         self.options = options
@@ -112,6 +93,8 @@ class Engine:
             self._watch_afresh()
 
     def _watch_afresh(self) -> None:
+        from snapshotter.engine.worktree.watch import ChangeJournal
+
         journal, self._last = ChangeJournal(self.workspace), None  # no scan before it is a base for its changes
         self.journal, self._watch_stopped_at = (journal if journal.start() else None), None
 
@@ -143,6 +126,10 @@ class Engine:
     def scan(self, *, write: bool, forced: Sequence[str] = ()) -> Scan:
         """Walk the workspace; with ``write`` its new objects are stored. ``forced``
         paths are tracked whatever the ignore rules and size cap say."""
+        from snapshotter.engine.compare.treediff import RecordedModes
+        from snapshotter.engine.worktree.ignore import option_rules
+        from snapshotter.engine.worktree.walker import Incremental, scan
+
         cache = self._current_cache()
         options = self.options
         ignores = option_rules(self.workspace, options, self.repository)
@@ -240,6 +227,9 @@ class Engine:
         """Commit a written scan as a snapshot: object, ref, then stat cache (only in memory without ``save_cache``).
         ``compared``: a restore's comparison of its target with ``current`` (the counts, if that is the newest). Without
         ``count_lines`` only files are counted now, lines when asked. A path a workspace rule now hides is named."""
+        from snapshotter.engine.session import hidden
+        from snapshotter.engine.session.recording import Recorded, commit, numstat
+
         tree_id = current.tree_id
         if current.root.tree_id is None:
             self.store.writer.write(b"tree", b"")
@@ -291,6 +281,8 @@ class Engine:
         only when asked for (see ``record``). It never moves the base: only a
         whole restore that succeeds does, so a failed restore leaves ``@``
         (and what ``status`` shows) as it was."""
+        from snapshotter.engine.session.recording import Recorded
+
         for held in (self.catalog.base(), self.catalog.latest()):
             if held is not None and held.tree_id == current.tree_id.hex():
                 self._remember(current, save=save_cache)
@@ -308,12 +300,15 @@ class Engine:
 
     def relabelled(self, info: SnapshotInfo, message: str, label: str) -> SnapshotInfo:
         """A new snapshot of ``info``'s tree, under ``message`` and ``label`` (nothing is walked)."""
+        from snapshotter.engine.session.recording import commit_copy
+
         return commit_copy(self.store, self.catalog, info, message, label, self.clock(), self.session)
 
     def count_lines(self, tree: bytes, against: bytes) -> tuple[int, int]:
-        """The deferred line counts of a snapshot of ``tree`` taken when the newest
-        snapshot held ``against``; a damaged ``against`` counts from nothing, as
-        :meth:`record` does."""
+        """The deferred line counts of a snapshot of ``tree`` taken when the newest snapshot held ``against``;
+        a damaged ``against`` counts from nothing, as :meth:`record` does."""
+        from snapshotter.engine.session.recording import stored_lines
+
         marked = self.diff_attributes()
         try:
             return stored_lines(self.store, tree, against, self.read_for_stats, marked)
@@ -322,6 +317,8 @@ class Engine:
 
     def diff_attributes(self) -> Callable[[str], bool | None]:
         """What the workspace's ``.gitattributes`` say of diffing each path, read afresh."""
+        from snapshotter.engine.worktree.attributes import DiffAttributes
+
         return DiffAttributes(self.workspace, self.repository).binary
 
     def phase(self, phase: str) -> Callable[[int, int], None] | None:
@@ -393,14 +390,17 @@ class Engine:
     def stored(self, info: SnapshotInfo, check_names: NameCheck | None = None) -> StoredTree:
         """A snapshot's tree, allowed to yield a few times what the workspace caps let a
         workspace hold: a forged tree can double at every level."""
+        from snapshotter.engine.compare.treediff import MAX_ENTRIES_READ, StoredTree
+
         cap = self.limits.max_entries
         budget = 4 * cap if cap else MAX_ENTRIES_READ
         return StoredTree(self.store, bytes.fromhex(info.tree_id), check_names=check_names, budget=budget)
 
     def held(self, tree_id: bytes) -> ScannedTree | None:
-        """The tree ``tree_id`` as watch mode holds it in memory (the newest recorded
-        scan, whose objects are in the store), or None: compared through it, a diff
-        or status reads no stored tree. Equal tree ids are equal trees."""
+        """The tree ``tree_id`` as watch mode holds it in memory (the newest recorded scan, whose objects are in
+        the store), or None: compared through it, a diff or status reads no stored tree. Equal ids, equal trees."""
+        from snapshotter.engine.compare.treediff import ScannedTree
+
         last = self._last
         return ScannedTree(last) if last is not None and last.tree_id == tree_id else None
 

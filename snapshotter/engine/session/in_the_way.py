@@ -31,8 +31,11 @@ from snapshotter.engine.worktree.fsops import Workspace
 from snapshotter.engine.worktree.gitrepo import MODE_GITLINK
 from snapshotter.engine.worktree.ignore import IgnoreStack
 from snapshotter.engine.worktree.listing import GIT_DIR_NAMES
-from snapshotter.engine.worktree.walker import Scan
 from snapshotter.model import SkippedPath, SkipReason
+
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:  # annotations only: reading the store (``log``, ``show``) does not load the walker
+    from snapshotter.engine.worktree.walker import Scan
 
 SAVEABLE = frozenset([SkipReason.IGNORED, SkipReason.TOO_LARGE])
 """Untracked paths whose content a safety snapshot can hold; unreadable and

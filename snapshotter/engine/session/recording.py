@@ -24,9 +24,12 @@ from snapshotter.engine.gitstore import trailers
 from snapshotter.engine.gitstore.catalog import Catalog
 from snapshotter.engine.gitstore.objects import EMPTY_TREE
 from snapshotter.engine.gitstore.store import Store
-from snapshotter.engine.worktree.walker import Scan
 from snapshotter.engine.worktree.walkstate import git_mode_of
 from snapshotter.model import SnapshotInfo
+
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:  # annotations only: reading the store (``log``, ``show``) does not load the walker
+    from snapshotter.engine.worktree.walker import Scan
 
 Numstat = tuple[int, int, int]
 """(files changed, lines added, lines deleted)."""

@@ -44,9 +44,12 @@ from snapshotter.engine.worktree.fsops import Workspace
 from snapshotter.engine.worktree.ignore import policy_stack
 from snapshotter.engine.worktree.pathnames import names_checker
 from snapshotter.engine.worktree.statcache import StatCache
-from snapshotter.engine.worktree.walker import Scan
 from snapshotter.errors import OVERWRITE_UNTRACKED, PathNotFound, RestoreConflict, StoreError
 from snapshotter.model import RestoreResult, SkippedPath, SnapshotInfo
+
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:  # annotations only: reading the store (``log``, ``show``) does not load the walker
+    from snapshotter.engine.worktree.walker import Scan
 
 PRE_RESTORE_LABEL = "pre-restore"
 _COMPARED_AT_MOST = 64 << 20

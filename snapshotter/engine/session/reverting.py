@@ -43,9 +43,12 @@ from snapshotter.engine.session.checkout import Plan, normalize_selection, selec
 from snapshotter.engine.session.engine import Engine
 from snapshotter.engine.session.restoring import apply_or_put_back
 from snapshotter.engine.worktree.fsops import Workspace
-from snapshotter.engine.worktree.walker import Scan
 from snapshotter.errors import InvalidInput, StoreError
 from snapshotter.model import Conflict, ConflictMode, ConflictReason, RevertResult, SkippedPath, SkipReason
+
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:  # annotations only: reading the store (``log``, ``show``) does not load the walker
+    from snapshotter.engine.worktree.walker import Scan
 
 CONFLICT_MODES: tuple[str, ...] = ("abort", "markers", "ours")
 SINCE = "since"

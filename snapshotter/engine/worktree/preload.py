@@ -7,7 +7,13 @@ checks the cache's trusted folders from the far end of the walk's order,
 while the walk works from the near end, and sends back which folders matched
 whole. The walk takes a folder's verdict if it has arrived when it gets there
 and checks the folder itself otherwise, so the two meet in the middle and the
-result is the same as checking alone; the copy is stopped when the walk ends.
+result is the same as checking alone. The walk tells the copy how far it got
+(a counter in memory both share), so the copy stops where the walk has been
+instead of checking folders again; it is stopped when the walk ends anyway.
+
+A folder the copy vouched for is taken without being opened again
+(``readdir.take_vouched``): the copy saw its own stat equal its shape before
+checking its files, which is what the walk would check, a moment earlier.
 
 The copy checks exactly what the walk would: the same records, with the
 same loops, racy rule and cutoff (``racy``), files ``lstat``ed relative to the
@@ -31,6 +37,7 @@ It runs where ``secondcore`` may make a copy, for a cache of at least
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 import time
@@ -55,8 +62,10 @@ _VERDICT = struct.Struct("<QQqqqQ")
 """The folder's table (see ``_key``); total bytes, or -1: check it yourself;
 the folder's own stat (mtime_ns, ctime_ns, inode) the verdict holds for."""
 _DECODED = 2**64 - 1  # no place in loaded bytes: a decoded table
-_FLUSH_FILES = 2_000  # the copy sends its verdicts after about this many files
+_FLUSH_FILES = 500  # the copy sends its verdicts after about this many files
 _MISMATCH = -1
+_REACHED = struct.Struct("<q")
+"""How many folders of its order the walk has reached, in the memory both share."""
 
 
 def walk_order(cache: StatCache) -> list[str]:
@@ -76,12 +85,24 @@ def walk_order(cache: StatCache) -> list[str]:
     return order
 
 
+class Seen:
+    """A folder's own stat as the copy saw it before checking its files."""
+
+    __slots__ = ("st_ctime_ns", "st_ino", "st_mtime_ns")
+
+    def __init__(self, mtime_ns: int, ctime_ns: int, inode: int) -> None:
+        self.st_mtime_ns = mtime_ns
+        self.st_ctime_ns = ctime_ns
+        self.st_ino = inode
+
+
 class Preload:
     """The forked copy checking folders from the far end of the walk's order,
     and the verdicts it has sent so far."""
 
-    def __init__(self, copy: secondcore.Copy) -> None:
+    def __init__(self, copy: secondcore.Copy, reached: mmap.mmap) -> None:
         self._copy = copy
+        self._reached = reached
         self._verdicts: dict[tuple[int, int], tuple[int, int, int, int]] = {}
 
     @classmethod
@@ -90,8 +111,14 @@ class Preload:
         where it would not pay or may not be made."""
         if not secondcore.available() or cache.size_hint() < MIN_FILES:
             return None
-        copy = secondcore.start(lambda out: _check_from_the_end(workspace, cache, cutoff, out), blocking=WAIT_FOR_COPY)
-        return cls(copy) if copy is not None else None
+        reached = mmap.mmap(-1, _REACHED.size)  # anonymous and shared: the copy sees the walk's writes
+        copy = secondcore.start(
+            lambda out: _check_from_the_end(workspace, cache, cutoff, out, reached), blocking=WAIT_FOR_COPY
+        )
+        if copy is None:
+            reached.close()
+            return None
+        return cls(copy, reached)
 
     def total(self, table: Folder) -> int | None:
         """The total size of the files of ``table`` (a trusted or relisted
@@ -100,12 +127,24 @@ class Preload:
         verdict = self._verdict(table)
         return verdict[0] if verdict is not None else None
 
+    def vouched(self, table: Folder) -> tuple[int, Seen] | None:
+        """For a folder the copy found every file of ``table`` in as recorded:
+        their total size, and the folder's own stat the copy saw first (for a
+        folder with a shape, equal to it); else None."""
+        verdict = self._verdict(table)
+        return (verdict[0], Seen(*verdict[1:])) if verdict is not None else None
+
     def relisted(self, table: Folder, own: os.stat_result) -> bool:
         """Whether the copy listed the folder of ``table`` (one without a shape)
         under the stat ``own`` and found exactly the table's names, every file
         as recorded."""
         verdict = self._verdict(table)
         return verdict is not None and same_stat(own, *verdict[1:])
+
+    def reached(self, folders: int) -> None:
+        """The walk has reached this many folders of its order (and checks the
+        last itself): the copy need not check any of them."""
+        _REACHED.pack_into(self._reached, 0, folders)
 
     def _verdict(self, table: Folder) -> tuple[int, int, int, int] | None:
         key = _key(table)
@@ -119,17 +158,23 @@ class Preload:
     def stop(self) -> None:
         """End the copy, wherever it is, and reap it."""
         self._copy.stop()
+        self._reached.close()
 
 
-def _check_from_the_end(workspace: str, cache: StatCache, cutoff: int, out: int) -> None:
-    """The copy's loop: each folder the walk may trust, last visited first."""
+def _check_from_the_end(workspace: str, cache: StatCache, cutoff: int, out: int, reached: mmap.mmap) -> None:
+    """The copy's loop: each folder the walk may trust, last visited first,
+    until it comes to those the walk has reached."""
     order = walk_order(cache)
     root = workspace.rstrip(os.sep) or os.sep
     shapes = cache.shapes
     lstat = os.stat
+    walk_reached = _REACHED.unpack_from
     sent: list[bytes] = []
     files = 0
-    for rel in reversed(order):
+    for index in range(len(order) - 1, -1, -1):
+        if index < walk_reached(reached)[0]:
+            break
+        rel = order[index]
         shape = shapes.get(rel)
         if shape is not None and shape[1] >= cutoff:  # racy (``racy.fresh``, inlined): the walk lists it again,
             continue  # no verdict is asked for

@@ -70,6 +70,41 @@ def read_folder(
     return _list(walk, node, path, base, rules, fd, own, table)
 
 
+def take_vouched(
+    walk: Walk, node: DirNode, base: str, rules: IgnoreStack, table: Folder, may_reuse: bool, stack: list[Queued]
+) -> int:
+    """Folder ``node`` (path ``base``), if the preload's copy vouched for it and
+    the walk trusts it as it would with the folder open: its stat is the one
+    the copy saw, and every file matched its record there. Its subfolders are
+    queued and its records are ``table``, as ``read_folder`` and ``classify``
+    would leave them, with no descriptor opened. Returns the entries it holds,
+    or -1: visit it as usual (its verdict has not come, or says no)."""
+    preload = walk.preload
+    found = preload.vouched(table) if preload is not None else None
+    if found is None:
+        return -1
+    total, seen = found
+    vouched = walk.trust.unchanged(seen, node.rel, rules, base, table)
+    if vouched is None:
+        return -1
+    shape, inner, known = vouched
+    dirs = list(shape[5])
+    walk.listings[node.rel] = known
+    walk.listing_hits[0] += 1
+    walk.shape_hits += 1
+    walk.dirs_preloaded += 1
+    node.shape = shape
+    node.listed = len(table)
+    node.records = table
+    walk.files_seen += len(table)
+    walk.bytes_seen += total
+    walk.shared_tables += 1
+    if dirs:
+        rescued = {name for name in dirs if name in known[1]} if known[1] else set()
+        descend(walk, node, base, inner, dirs, rescued, may_reuse, stack)
+    return len(dirs) + len(table)
+
+
 def _relisted(
     walk: Walk, node: DirNode, base: str, rules: IgnoreStack, own: os.stat_result, table: Folder
 ) -> Contents | None:

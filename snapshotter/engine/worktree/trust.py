@@ -57,7 +57,19 @@ from snapshotter.engine.worktree.packedfolder import names_of
 from snapshotter.engine.worktree.statcache import Folder, Shape, StatCache
 
 
-def same_stat(own: os.stat_result, mtime_ns: int, ctime_ns: int, inode: int) -> bool:
+class FolderStat(Protocol):
+    """What the rule reads of a folder's own stat: an ``os.stat_result``, or the
+    stat the preload's copy saw (``preload.Seen``)."""
+
+    @property
+    def st_mtime_ns(self) -> int: ...
+    @property
+    def st_ctime_ns(self) -> int: ...
+    @property
+    def st_ino(self) -> int: ...
+
+
+def same_stat(own: FolderStat, mtime_ns: int, ctime_ns: int, inode: int) -> bool:
     """Whether a folder's stat still shows the (mtime, ctime, inode) seen before."""
     return own.st_ctime_ns == ctime_ns and own.st_mtime_ns == mtime_ns and own.st_ino == inode
 
@@ -139,7 +151,7 @@ class FolderTrust:
         self.prelisting = prelisting
 
     def unchanged(
-        self, own: os.stat_result, rel: str, rules: IgnoreStack, base: str, table: Folder
+        self, own: FolderStat, rel: str, rules: IgnoreStack, base: str, table: Folder
     ) -> tuple[Shape, IgnoreStack, tuple[bytes, frozenset[str]]] | None:
         """Folder ``rel``'s shape, the rules inside it and its ignore verdicts, if
         it still holds the entries its shape recorded; else None: list it.

@@ -33,7 +33,14 @@ from snapshotter.engine.worktree.ignore import IgnoreStack
 from snapshotter.engine.worktree.limits import WorkspaceLimits
 from snapshotter.engine.worktree.listing import open_folder
 from snapshotter.engine.worktree.preload import Preload
-from snapshotter.engine.worktree.readdir import Queued, descend, forget_gone_subdirs, read_folder, skips_below
+from snapshotter.engine.worktree.readdir import (
+    Queued,
+    descend,
+    forget_gone_subdirs,
+    read_folder,
+    skips_below,
+    take_vouched,
+)
 from snapshotter.engine.worktree.statcache import Folder, Listings, Record, Shape, StatCache
 from snapshotter.engine.worktree.trust import FolderTrust, Prelisting, lasting_shapes
 from snapshotter.engine.worktree.unchecked import add_unchecked
@@ -250,13 +257,27 @@ def _visit_all(walk: Walk, stack: list[Queued]) -> None:
     folder_of = walk.cache.folder
     previous_nodes = walk.previous_nodes
     limits = walk.limits
-    visited = walk.order.append
+    order = walk.order
+    visited = order.append
     root = walk.root
+    preload = walk.preload
     entries_seen = 0
     while stack:
         node, path, rules, may_reuse = stack.pop()
         visited(node)
         before = previous_nodes.get(node.rel)
+        base = path if path.endswith(os.sep) else path + os.sep
+        table = folder_of(node.rel)
+        if preload is not None and table:
+            taken = take_vouched(walk, node, base, rules, table, may_reuse, stack)
+            if taken >= 0:  # the copy's word, on the stat it saw: nothing to open
+                entries_seen += taken
+                if limits is not None:
+                    limits.check(walk.workspace, entries_seen, walk.bytes_seen)
+                if before is not None:
+                    forget_gone_subdirs(before, node, walk.nodes, walk.listings, walk.forgotten)
+                continue
+            preload.reached(len(order))  # the walk checks this folder itself: the copy can stop short of it
         try:
             fd = open_folder(path, node is root)
         except OSError as exc:
@@ -265,8 +286,6 @@ def _visit_all(walk: Walk, stack: list[Queued]) -> None:
             _unreadable(walk, node, before)
             continue
         try:
-            base = path if path.endswith(os.sep) else path + os.sep
-            table = folder_of(node.rel)
             contents = read_folder(walk, node, path, base, rules, fd, table)
             if contents is None:
                 _unreadable(walk, node, before)

@@ -1,2 +1,2 @@
-"""The command line: its grammar, a module per family of commands, what is printed, exit codes, settings.
-The other front ends reuse its commands and printing; it must not know how a snapshot is taken (public API only)."""
+"""The command line: a module per family of commands, and the dispatch that hands ``ui``, ``mcp``, ``watch`` and
+``hooks`` to their folders. Its grammar, printing and settings are in shared/; it must not know the engine."""

@@ -9,10 +9,9 @@ import os
 from collections.abc import Callable, Mapping
 
 from snapshotter.errors import InvalidInput
-from snapshotter.frontends.cli import rendering
 from snapshotter.frontends.hooks import hookcommand, hookinstall, hooklog, watchstart
 from snapshotter.frontends.hooks.agents import AGENTS
-from snapshotter.frontends.watch import wire
+from snapshotter.frontends.shared import rendering, wire
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -69,7 +68,7 @@ def status(workspace: str, environ: Mapping[str, str], say: Printer) -> tuple[An
     """Which agents have our hooks here and for the user, whether their command
     runs, whether a watcher serves the folder, and the last failure logged."""
     from snapshotter.engine.gitstore.location import store_path_for
-    from snapshotter.frontends.cli.userfiles import snapshot_home
+    from snapshotter.frontends.shared.userfiles import snapshot_home
 
     store = store_path_for(workspace, snapshot_home(environ))
     found: list[dict[str, Any]] = []
@@ -167,10 +166,14 @@ def sessions(snap: Snapshotter, say: Printer) -> tuple[Any, Any]:
     """``sessions``: ``{"sessions": [{name, agent, agent_session_id, turns, open_turn, last_activity}]}``."""
     found = snap.sessions()
     rows = [
-        f"{s.name:<52} {s.agent or '-':<12} {rendering.plural(s.turns, 'turn'):>9}"
+        f"{s.name:<52} {s.agent or '(none)':<12} {rendering.plural(s.turns, 'turn'):>9}"
         f"{'  (open)' if s.open_turn else '        '}  {s.last_activity.strftime('%Y-%m-%d %H:%M:%S')}"
         for s in found
-    ] or ["no named sessions here yet"]
+    ]
+    if rows:  # a header names the columns; an agent of (none): a session named by hand, no agent's hooks
+        rows.insert(0, f"{'SESSION':<52} {'AGENT':<12} {'TURNS':>9}{'':8}  LAST ACTIVE")
+    else:
+        rows = ["no named sessions here yet"]
     return rendering.sessions_json(found), lambda: _lines(say, rows)
 
 

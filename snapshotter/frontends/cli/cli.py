@@ -19,9 +19,9 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
-from snapshotter.engine.gitstore.location import store_exists, store_path_for
-from snapshotter.frontends.cli import arguments
-from snapshotter.frontends.cli.failures import (
+from snapshotter.engine.gitstore.location import store_exists
+from snapshotter.frontends.shared import arguments
+from snapshotter.frontends.shared.failures import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
     EXIT_LOCKED,
@@ -50,7 +50,8 @@ if TYPE_CHECKING:  # loaded by ``_load`` when a command runs in this process; a 
         UnsafeTree,
     )
     from snapshotter.facade.api import Snapshotter
-    from snapshotter.frontends.cli import config, remote_commands, rendering, words, workflow_commands
+    from snapshotter.frontends.cli import remote_commands, words, workflow_commands
+    from snapshotter.frontends.shared import config, rendering
 
 
 class Console:
@@ -137,6 +138,9 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
         serve(os.path.abspath(args.workspace), arguments.flags(args))
         return None, lambda: None
     workspace, settings = _settings(args)
+    from snapshotter.frontends.cli import folders
+
+    _console.err.write(folders.note(args, workspace))
     if name == "watch":
         from snapshotter.frontends.watch import watchserver
 
@@ -145,7 +149,7 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
             raise CommandFailed("WatcherRunning", refused)
         return None, lambda: None
     if name == "config":
-        from snapshotter.engine.gitstore.transport import shown
+        from snapshotter.engine.gitstore.redact import shown
 
         shown_value = {
             k: shown(v) if k == "remote" and isinstance(v, str) else v for k, (v, _) in settings.values.items()
@@ -166,11 +170,11 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
         with _open(args, workspace, settings) as snap:
             ui_server.serve(snap, args.port, _console.out, run, Console)
         return None, lambda: None
-    store = store_path_for(workspace, settings.value("home"))
-    if name == "where":
-        found = {"workspace": workspace, "store": store, "exists": store_exists(store)}
-        return found, lambda: _print(store if found["exists"] else f"{store} (not created yet)")
-    new_store = name == "snapshot" and not store_exists(store)
+    store = folders.store_or_none(name, workspace, settings.value("home"))
+    if name == "where" and store is not None:
+        found, line = folders.where(args, workspace, store)
+        return found, lambda: _print(line())
+    new_store = name == "snapshot" and store is not None and not store_exists(store)
     snap = _open(args, workspace, settings)
     try:
         result, show = _dispatch(name, snap, args)
@@ -179,14 +183,12 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
             snap.progress.finish()
         if snap is not _console.shared:
             snap.close()
-    if new_store and not args.json:
+    if new_store and store is not None and not args.json:
+        hint = folders.first_snapshot_hint(workspace, store, folders.elsewhere(args, workspace) is not None)
 
         def show_with_hint() -> None:
             show()
-            _console.err.write(
-                f"snapshotter: the first snapshot of this folder; its store is {store}\n"
-                "  next: edit files, then `snapshotter status`, `snapshotter diff`, `snapshotter restore @ --dry-run`\n"
-            )
+            _console.err.write(hint)
 
         return result, show_with_hint
     return result, show
@@ -222,25 +224,28 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
 
         return line_commands.dispatch(name, snap, args, os.path.abspath(args.workspace), _print)
     if name == "diff":
+        from snapshotter.frontends.cli import listings
+
         start = os.path.abspath(args.workspace)
         refs, named = words.refs_and_paths(snap, args.words, start)
         from_ref, to_ref = (*refs, None, None)[:2]
         diffs = snap.diff(from_ref, to_ref, files=words.paths(start, named + args.paths) or None)
-        return [f.diff_json(d, with_patch=True) for d in diffs], lambda: _print_diff(diffs, args)
+        return [f.diff_json(d, with_patch=True) for d in diffs], lambda: listings.diff(
+            diffs, args, _console.out, _console.err, _console.environ
+        )
     if name == "status":
         start = os.path.abspath(args.workspace)
         words.refs_and_paths(snap, args.paths[: len(args.paths) - len(args.dashed)], start, at_most=0)
         changes = snap.status(words.paths(start, args.paths) or None)
-        rows = [f"{f.STATUS_LETTER[c.status.value]} {c.path}" for c in changes]
-        return [f.change_json(c) for c in changes], _printer(rows)
+        from snapshotter.frontends.cli import listings
+
+        return [f.change_json(c) for c in changes], lambda: listings.status(_console.out, changes, args.nul)
     if name == "restore":
         if not args.paths and not args.dry_run:
             plan = snap.restore(args.ref, dry_run=True, overwrite_untracked=args.overwrite_untracked)
-            _confirm(
-                f"restore {plan.target_id[:12]}: write {plan.written}, delete {plan.deleted} files?",
-                f"a full restore would write {plan.written} and delete {plan.deleted} files",
-                args,
-            )
+            from snapshotter.frontends.cli.folders import restore_question
+
+            _confirm(*restore_question(args, snap.workspace, plan.written, plan.deleted, plan.target_id), args)
         files = words.paths(os.path.abspath(args.workspace), args.paths) or None
         result = snap.restore(args.ref, files, dry_run=args.dry_run, overwrite_untracked=args.overwrite_untracked)
         return f.restore_json(result), lambda: _print_restore(result)
@@ -294,28 +299,6 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
     raise AssertionError(f"unknown command {name}")  # argparse refuses it first
 
 
-def _print_diff(diffs: Sequence[Any], args: argparse.Namespace) -> None:
-    if args.numstat:
-        for item in diffs:
-            counts = (
-                "-\t-" if item.binary or item.status.value == "unreadable" else f"{item.additions}\t{item.deletions}"
-            )
-            _print(f"{counts}\t{item.path}")
-    elif args.name_status:
-        for item in diffs:
-            _print(f"{rendering.STATUS_LETTER[item.status.value]}\t{item.path}")
-    elif args.stat:
-        for line in rendering.stat_lines(list(diffs)):
-            _print(line)
-    else:
-        patch = "".join(item.patch for item in diffs)
-        color = rendering.wants_color(_console.out, _console.environ)
-        _console.out.write(rendering.colored_patch(patch) if color else patch)
-        for item in diffs:
-            if item.status.value == "unreadable":
-                _console.err.write(f"unreadable (kept as last recorded): {item.path}\n")
-
-
 def _print_restore(result: Any) -> None:
     for line in rendering.restore_lines(result):
         _print(line)
@@ -347,9 +330,9 @@ def _warnings_shown() -> Iterator[rendering.CaughtWarnings]:
 
 
 def _usage_error(argv: Sequence[str], error: arguments.UsageError) -> int:
-    """What argparse would print (usage, then the error) and exit 2 with; with
-    ``--json`` among the words, also the error as a document on stdout."""
-    _console.err.write(error.usage + f"{error}\n")
+    """The error and where to read more, and exit 2; with ``--json`` among the
+    words, also the error as a document on stdout."""
+    _console.err.write(f"{error}\n{error.usage}\n")
     given = list(argv[: list(argv).index("--")] if "--" in argv else argv)
     if "--json" in given:
         names = arguments.command_names()
@@ -385,7 +368,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(argv: Sequence[str], console: Console) -> int:
     """Run one command line, printing to ``console``; returns its exit code."""
     global _console
-    _load()
     saved, _console = _console, console
     try:
         return _main(argv)
@@ -410,14 +392,17 @@ def _load() -> None:
         StoreLocked,
         UnsafeTree,
     )
-    from snapshotter.frontends.cli import config, remote_commands, rendering, words, workflow_commands
+    from snapshotter.frontends.cli import remote_commands, words, workflow_commands
+    from snapshotter.frontends.shared import config, rendering
 
 
 def _main(argv: Sequence[str]) -> int:
     try:
         args = arguments.parse(argv)
     except arguments.UsageError as error:
+        _load()
         return _usage_error(argv, error)
+    _load()  # after the parse: ``--version`` and ``--help`` need none of it
     name = args.command
     with _warnings_shown() as warned:
         try:

@@ -13,8 +13,9 @@ import argparse
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-from snapshotter.frontends.cli import rendering, words
-from snapshotter.frontends.cli.failures import EXIT_USAGE, CommandFailed
+from snapshotter.frontends.cli import words
+from snapshotter.frontends.shared import rendering
+from snapshotter.frontends.shared.failures import EXIT_USAGE, CommandFailed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def dispatch(name: str, snap: Snapshotter, args: argparse.Namespace, start: str,
     if name == "blame":
         path = words.paths(start, [args.path])[0]
         found = snap.blame(path, limit=args.limit or 1 << 62, session=args.session)
-        return blame_json(found), lambda: _lines(say, blame_lines(found))
+        return rendering.blame_json(found), lambda: _lines(say, blame_lines(found))
     refs, named = words.refs_and_paths(snap, args.words, start)
     start_ref, end_ref = (*refs, None, None)[:2]
     files = words.paths(start, named + args.paths) or None
@@ -135,19 +136,6 @@ def hunk_lines(listed: Sequence[Hunk]) -> list[str]:
         out.append(f"hunk {hunk.id}")
         out.extend(hunk.patch.rstrip("\n").split("\n"))
     return out
-
-
-def blame_json(found: BlameResult) -> dict[str, Any]:
-    """``{path, lines, runs: [{start, count, source_start, origin}], depth, limit, limited, session}``."""
-    return {
-        "path": found.path,
-        "lines": list(found.lines),
-        "session": found.session,
-        "runs": [rendering.plain_json(run) for run in found.runs],
-        "depth": found.depth,
-        "limit": found.limit,
-        "limited": found.limited,
-    }
 
 
 def blame_lines(found: BlameResult) -> list[str]:

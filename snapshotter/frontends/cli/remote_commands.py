@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Mapping
 
-from snapshotter.frontends.cli import config, rendering
+from snapshotter.frontends.shared import config, rendering
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,16 +26,10 @@ NAMES = frozenset({"push", "fetch", "remote"})
 Printer = Callable[[str], None]
 
 
-def credentials(environ: Mapping[str, str]) -> Any:
-    """The user config file's credentials, for the library (which also reads the
-    environment and the URL itself, and prefers them in that order after these)."""
-    return config.credentials_of(config.remote_credentials(environ))
-
-
 def dispatch(
     name: str, snap: Snapshotter, args: argparse.Namespace, say: Printer, environ: Mapping[str, str]
 ) -> tuple[Any, Callable[[], None]]:
-    creds = credentials(environ)
+    creds = config.credentials(environ)
     if name == "push":
         pushed = snap.push(
             args.remote, name=args.name, prune=args.prune, credentials=creds, skip_refused=args.skip_refused
@@ -76,7 +70,8 @@ def clone(
     from snapshotter.facade.api import Snapshotter
 
     options = {key: value for key, value in options.items() if key != "credentials"}  # passed on its own
-    made = Snapshotter.clone(args.remote, args.name, args.ref, args.dest, credentials=credentials(environ), **options)
+    creds = config.credentials(environ)
+    made = Snapshotter.clone(args.remote, args.name, args.ref, args.dest, credentials=creds, **options)
     try:
         newest = made.base() or made.list(limit=1)[0]
         body = {"path": made.workspace, "store": made.store_path, "snapshot": rendering.snapshot_json(newest)}

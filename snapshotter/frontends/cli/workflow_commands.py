@@ -15,16 +15,17 @@ import os
 from collections.abc import Callable
 
 from snapshotter.errors import SnapshotNotFound
-from snapshotter.frontends.cli import line_commands, rendering, words
-from snapshotter.frontends.cli.failures import EXIT_ERROR, EXIT_REFUSED, CommandFailed
+from snapshotter.frontends.cli import line_commands, words
 from snapshotter.frontends.cli.line_commands import Ask
+from snapshotter.frontends.shared import rendering
+from snapshotter.frontends.shared.failures import EXIT_ERROR, EXIT_REFUSED, CommandFailed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
     from snapshotter.facade.api import Snapshotter
-    from snapshotter.model import RevertResult
+    from snapshotter.model import RevertResult, UndoResult
 
 NAMES = frozenset({"checkpoint", "undo", "redo", "turn", "tool", "revert", "fork", "merge", "forks"})
 Printer = Callable[[str], None]
@@ -46,7 +47,7 @@ def dispatch(
             code = EXIT_REFUSED if refused else 1
             said = outcome.message if refused else outcome.message + elsewhere(snap, agent_flag=False)
             raise CommandFailed("Conflict" if refused else "NothingToDo", said, f.undo_json(outcome), code)
-        return f.undo_json(outcome), lambda: say(outcome.message)
+        return f.undo_json(outcome), lambda: _lines(say, _undo_lines(outcome, snap.session))
     if name == "turn":
         if args.agent is not None:
             from snapshotter.frontends.cli.agent_commands import newest_session_of
@@ -89,9 +90,10 @@ def dispatch(
 
 
 def _turn(snap: Snapshotter, args: argparse.Namespace, say: Printer, ask: Ask | None) -> tuple[Any, Callable[[], None]]:
-    """``turn begin|end|revert|hunks`` in ``snap``'s session."""
+    """``turn begin|end|revert|hunks`` in ``snap``'s session; a turn named by its
+    pre-turn snapshot may be another session's (what a revert writes is ``snap``'s)."""
     f = rendering
-    n = args.n if isinstance(args.n, int) else snap.turn_number(args.n)
+    n = args.n
     if args.action == "hunks":
         listed = snap.turn_hunks(n)
         return [f.plain_json(h) for h in listed], lambda: _lines(say, line_commands.hunk_lines(listed))
@@ -107,6 +109,22 @@ def _turn(snap: Snapshotter, args: argparse.Namespace, say: Printer, ask: Ask | 
         return _reverted(snap.revert_turn(n, conflicts=args.conflicts, hunks=chosen, dry_run=args.dry_run), say)
     info = snap.begin_turn() if args.action == "begin" else snap.end_turn()
     return f.snapshot_json(info), lambda: say(f.snapshot_line(info))
+
+
+def _undo_lines(outcome: UndoResult, session: str | None) -> list[str]:
+    """An undo or redo as a restore or revert prints it (a path a line, the
+    totals), its own message, then the command that goes back: what it
+    overwrote and deleted is one ``redo`` (or ``undo``) away."""
+    if outcome.restore is not None:
+        listed = rendering.restore_lines(outcome.restore)
+    elif outcome.revert is not None:
+        listed = rendering.revert_lines(outcome.revert)
+    else:
+        listed = []
+    listed = [line for line in listed if not line.startswith("undo with: ")]  # the way back is said below
+    back = "redo" if outcome.action == "undo" else "undo"
+    flag = f"--session {session} " if session is not None else ""
+    return [*listed, outcome.message, f"{back} with: snapshotter {flag}{back}"]
 
 
 def elsewhere(snap: Snapshotter, agent_flag: bool) -> str:

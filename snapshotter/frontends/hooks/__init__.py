@@ -1,2 +1,2 @@
-"""The agent hooks: each agent CLI's conventions, installing their settings, ``snapshotter hook``, its events -> turns.
-A hook call loads as little as it can and fails open; it must not know how a snapshot is recorded (public API only)."""
+"""The agent hooks: each agent CLI's conventions, installing their settings, a hook event -> turns and tool calls.
+The call itself starts in ../hookclient.py, which loads as little as it can and fails open; no engine insides here."""

@@ -19,7 +19,7 @@ from snapshotter import __version__
 from snapshotter.engine.worktree.watch import watch_available
 from snapshotter.errors import InvalidInput, SnapshotError
 from snapshotter.facade.api import Snapshotter
-from snapshotter.frontends.cli import config, remote_commands, rendering
+from snapshotter.frontends.shared import config, rendering
 from snapshotter.model import RevertResult, UndoResult
 
 _Tool = TypeVar("_Tool", bound=Callable[..., Any])
@@ -277,9 +277,8 @@ def build_server(workspace: str, flags: Mapping[str, Any]) -> Any:
     ) -> dict[str, Any]:
         """Who last changed each line of a file: runs of lines, each with the snapshot, session, agent, turn
         and tool call whose change made them (or person, unknown, workspace: not snapshotted yet)."""
-        from snapshotter.frontends.cli.line_commands import blame_json
 
-        return blame_json(snap.blame(path, session=session))
+        return rendering.blame_json(snap.blame(path, session=session))
 
     @tool()
     def push(
@@ -290,7 +289,7 @@ def build_server(workspace: str, flags: Mapping[str, Any]) -> Any:
         refs/snapshotter/NAME/; no other remote is taken from the client."""
         if remote is not None and remote != snap.remote:
             raise SnapshotError("push goes to the remote the server was started with; another one is refused")
-        return rendering.plain_json(snap.push(name=name, credentials=remote_commands.credentials(os.environ)))
+        return rendering.plain_json(snap.push(name=name, credentials=config.credentials(os.environ)))
 
     return server
 

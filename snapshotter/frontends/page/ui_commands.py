@@ -132,12 +132,15 @@ READS: dict[str, Words] = {
 CHANGES: dict[str, Words] = {
     "restore": _restore,
     "revert": lambda b: ["revert", ref(b, "before"), ref(b, "after"), *_hunks(b), *_dry(b)],
-    "revert-turn": lambda b: ["turn", "revert", ref(b, "pre"), *_session(b), *_hunks(b), *_dry(b)],
+    "revert-turn": lambda b: ["turn", "revert", ref(b, "pre"), *_hunks(b), *_dry(b)],
     "pin": lambda b: ["pin", ref(b, "ref")],
     "unpin": lambda b: ["unpin", ref(b, "ref")],
 }
 """POST /api/NAME: changes; each is a dry run unless the body says ``"dry_run": false``
-(``pin`` and ``unpin`` write nothing in the workspace)."""
+(``pin`` and ``unpin`` write nothing in the workspace). A change made on the page
+is the person's: it runs in no session (a ``session`` field is checked, not used),
+so what it writes is filed in the person's lane and the person's ``undo`` takes it
+back; a turn to revert is named by its pre-turn snapshot, whose session it is."""
 
 
 CommandLine = Callable[[Sequence[str], Any], int]
@@ -161,7 +164,8 @@ class Runner:
     def run(self, table: Mapping[str, Words], name: str, fields: Mapping[str, Any]) -> Answer:
         """Run ``name`` of ``table`` with the request's ``fields``; ``KeyError`` if there is none."""
         argv = table[name](fields)
-        return self.command(argv, session_field(fields))
+        session = session_field(fields)
+        return self.command(argv, None if table is CHANGES else session)
 
     def command(self, argv: Sequence[str], session: str | None = None) -> Answer:
         out, err = io.StringIO(), io.StringIO()

@@ -37,8 +37,8 @@ from importlib import resources
 from typing import Any, TextIO
 from urllib.parse import parse_qsl, urlsplit
 
-from snapshotter.frontends.cli.failures import CommandFailed
 from snapshotter.frontends.page.ui_commands import CHANGES, READS, BadRequest, CommandLine, ConsoleMaker, Runner
+from snapshotter.frontends.shared.failures import CommandFailed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -29,16 +29,15 @@ from collections.abc import Sequence
 
 from snapshotter import __version__
 from snapshotter.engine.gitstore.location import canonical_workspace, find_workspace, store_path_for
-from snapshotter.frontends.cli import arguments
-from snapshotter.frontends.cli.userfiles import user_config_path
-from snapshotter.frontends.watch import wire
-from snapshotter.frontends.watch.wire import address_of, read_key, relevant_env
+from snapshotter.frontends.shared import arguments, wire
+from snapshotter.frontends.shared.userfiles import user_config_path
+from snapshotter.frontends.shared.wire import address_of, read_key, relevant_env
 
 TYPE_CHECKING = False  # not ``typing``'s: this module's imports are the price of every handed-over command
 if TYPE_CHECKING:
     from typing import Any
 
-    from snapshotter.frontends.cli import config
+    from snapshotter.frontends.shared import config
 
 DISABLE_ENV = "SNAPSHOTTER_NO_WATCHER"
 """Set (to anything but empty or 0) to run every command in its own process."""
@@ -62,7 +61,7 @@ def _home(args: Any, workspace: str) -> str | None:
         return os.environ["SNAPSHOTTER_HOME"]
     if not os.path.exists(user_config_path()):
         return None
-    from snapshotter.frontends.cli import config
+    from snapshotter.frontends.shared import config
 
     home: str | None = config.resolve(workspace, arguments.flags(args)).value("home")
     return home
@@ -166,7 +165,7 @@ def _lost(args: Any, exc: BaseException) -> int:
     )
     sys.stderr.write(f"snapshotter: {message}\n")
     if args.json:
-        from snapshotter.frontends.cli import rendering
+        from snapshotter.frontends.shared import rendering
 
         error = {"type": "WatcherLost", "message": message, "exit_code": 1}
         document = {"schema": rendering.SCHEMA, "command": args.command, "error": error}

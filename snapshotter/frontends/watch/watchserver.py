@@ -41,8 +41,8 @@ from typing import Any
 from snapshotter import __version__
 from snapshotter.engine.gitstore.location import store_path_for
 from snapshotter.engine.gitstore.transport import without_secrets
-from snapshotter.frontends.cli import arguments, config
-from snapshotter.frontends.watch import relay, wire
+from snapshotter.frontends.shared import arguments, config, wire
+from snapshotter.frontends.watch import relay
 
 log = logging.getLogger("snapshotter")
 HOOK_IDLE = 1800.0

@@ -20,22 +20,23 @@ from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from datetime import datetime
 from enum import Enum
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from snapshotter.history.owners import POST_TURN, PRE_TURN
-from snapshotter.model import (
-    FileChange,
-    FileDiff,
-    GcResult,
-    PruneResult,
-    RestoreResult,
-    RevertResult,
-    SessionInfo,
-    SnapshotInfo,
-    StoreStats,
-    UndoResult,
-    VerifyResult,
-)
+if TYPE_CHECKING:  # the result types name annotations only: `snapshotter --version` does not load the model
+    from snapshotter.model import (
+        BlameResult,
+        FileChange,
+        FileDiff,
+        GcResult,
+        PruneResult,
+        RestoreResult,
+        RevertResult,
+        SessionInfo,
+        SnapshotInfo,
+        StoreStats,
+        UndoResult,
+        VerifyResult,
+    )
 
 SCHEMA = 1
 STATUS_LETTER = {"added": "A", "modified": "M", "deleted": "D", "type_changed": "T", "unreadable": "X"}
@@ -106,6 +107,31 @@ def change_json(change: FileChange) -> dict[str, Any]:
     }
 
 
+_ESCAPES = {7: "a", 8: "b", 9: "t", 10: "n", 11: "v", 12: "f", 13: "r", 34: '"', 92: "\\"}
+
+
+def quoted(path: str) -> str:
+    """``path`` as git prints it with ``core.quotePath`` (its default): as it is
+    if every byte is printable ASCII other than ``"`` and ``\\``, else in double
+    quotes with C escapes (``\\n``, ``\\t``, ``\\"``...) and octal for the other
+    control bytes and every byte of 0x80 and above (a name that is not UTF-8
+    comes as its own bytes, held in surrogates). A line then holds exactly one
+    path, whatever the name, so a script reading lines gets it right."""
+    raw = os.fsencode(path)
+    if all(0x20 <= byte < 0x7F and byte not in (34, 92) for byte in raw):
+        return path
+    out = ['"']
+    for byte in raw:
+        if byte in _ESCAPES:
+            out.append("\\" + _ESCAPES[byte])
+        elif byte < 0x20 or byte >= 0x7F:
+            out.append(f"\\{byte:03o}")
+        else:
+            out.append(chr(byte))
+    out.append('"')
+    return "".join(out)
+
+
 def restore_json(result: RestoreResult) -> dict[str, Any]:
     return plain_json(result)
 
@@ -113,10 +139,11 @@ def restore_json(result: RestoreResult) -> dict[str, Any]:
 def restore_lines(result: RestoreResult) -> list[str]:
     """A restore, a path a line (``write``, ``delete``, ``keep``, ``skip``), then
     the totals and how to undo it."""
-    lines = [f"write  {path}" for path in result.written_paths]
-    lines += [f"delete {path}" for path in result.deleted_paths]
-    lines += [f"keep   {kept.path} ({kept.reason.value}: not tracked now, left as it is)" for kept in result.kept]
-    lines += [f"skip   {s.path} ({s.detail or s.reason.value}: not written here)" for s in result.skipped]
+    q = quoted
+    lines = [f"write  {q(path)}" for path in result.written_paths]
+    lines += [f"delete {q(path)}" for path in result.deleted_paths]
+    lines += [f"keep   {q(kept.path)} ({kept.reason.value}: not tracked now, left as it is)" for kept in result.kept]
+    lines += [f"skip   {q(s.path)} ({s.detail or s.reason.value}: not written here)" for s in result.skipped]
     done = ("would write", "would delete") if result.dry_run else ("wrote", "deleted")
     lines.append(f"{done[0]} {result.written}, {done[1]} {result.deleted}, unchanged {result.unchanged}")
     if result.safety_snapshot_id and not result.dry_run and (result.written or result.deleted):
@@ -144,20 +171,21 @@ def revert_lines(result: RevertResult, taken: str = "revert") -> list[str]:
     """A revert or merge, a path a line (``taken``: a path given the other
     side's version whole, ``merge``, ``conflict``, ``skip``), then the totals
     and how to undo it."""
-    lines = [f"{taken:<8} {path}" for path in result.reverted]
-    lines += [f"merge    {path}" for path in result.merged]
+    q = quoted
+    lines = [f"{taken:<8} {q(path)}" for path in result.reverted]
+    lines += [f"merge    {q(path)}" for path in result.merged]
     for conflict in result.conflicts:
         marked = ", conflict markers written" if conflict.path in result.marked else ""
-        lines.append(f"conflict {conflict.path} ({conflict.reason.value}: {conflict.detail}{marked})")
+        lines.append(f"conflict {q(conflict.path)} ({conflict.reason.value}: {conflict.detail}{marked})")
     for skipped in result.skipped:
-        lines.append(f"skip     {skipped.path} ({skipped.detail or skipped.reason.value}: not written here)")
+        lines.append(f"skip     {q(skipped.path)} ({skipped.detail or skipped.reason.value}: not written here)")
     for path in result.unattributed:
         why = "changed while another session's tool call ran too: whose change it was cannot be told"
-        lines.append(f"keep     {path} ({why})")
+        lines.append(f"keep     {q(path)} ({why})")
     verb = "would change" if result.dry_run or not result.applied else "changed"
     lines.append(
-        f"{verb} {len(result.reverted) + len(result.merged)} paths ({len(result.merged)} merged), "
-        f"{len(result.unchanged)} already so, {len(result.conflicts)} conflicts"
+        f"{verb} {plural(len(result.reverted) + len(result.merged), 'path')} ({len(result.merged)} merged), "
+        f"{len(result.unchanged)} already so, {plural(len(result.conflicts), 'conflict')}"
     )
     if result.safety_snapshot_id:
         lines.append(f"undo with: snapshotter restore {result.safety_snapshot_id[:12]}")
@@ -220,6 +248,8 @@ def session_log_lines(infos: list[SnapshotInfo], shown: int, base_id: str | None
     """``log --session``: the session's snapshots (``infos``, newest first, all of
     them, so each is placed in its turn) under a heading per turn naming its
     prompt line; only the newest ``shown`` snapshots (0: all) are listed."""
+    from snapshotter.history.owners import POST_TURN, PRE_TURN  # here: the owners load the engine
+
     groups: list[tuple[str, list[SnapshotInfo]]] = []
     inside = False
     for info in reversed(infos):
@@ -293,12 +323,13 @@ def colored_patch(patch: str) -> str:
 
 
 def stat_lines(diffs: list[FileDiff]) -> list[str]:
-    width = max((len(d.path) for d in diffs), default=0)
+    names = [quoted(d.path) for d in diffs]
+    width = max((len(name) for name in names), default=0)
     lines = []
-    for item in diffs:
+    for item, name in zip(diffs, names):
         counts = "Bin" if item.binary else f"{item.additions + item.deletions:>5} {'+' * min(item.additions, 30)}"
         counts += "" if item.binary else "-" * min(item.deletions, 30)
-        lines.append(f" {item.path:<{width}} | {counts}")
+        lines.append(f" {name:<{width}} | {counts}")
     lines.append(stat_summary(len(diffs), sum(d.additions for d in diffs), sum(d.deletions for d in diffs)))
     return lines
 
@@ -376,3 +407,16 @@ class CaughtWarnings(logging.Handler):
         self.messages.append(text)
         if self.echo:
             (self.stream or sys.stderr).write(f"snapshotter: warning: {text}\n")
+
+
+def blame_json(found: BlameResult) -> dict[str, Any]:
+    """``{path, lines, runs: [{start, count, source_start, origin}], depth, limit, limited, session}``."""
+    return {
+        "path": found.path,
+        "lines": list(found.lines),
+        "session": found.session,
+        "runs": [plain_json(run) for run in found.runs],
+        "depth": found.depth,
+        "limit": found.limit,
+        "limited": found.limited,
+    }

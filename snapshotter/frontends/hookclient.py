@@ -32,10 +32,10 @@ import time
 
 from snapshotter import __version__
 from snapshotter.engine.gitstore.location import canonical_workspace, find_workspace, store_path_for
-from snapshotter.frontends.cli.userfiles import snapshot_home
 from snapshotter.frontends.hooks import hooklog
 from snapshotter.frontends.hooks.agents import AGENTS, SESSION_END, caller, event_name
-from snapshotter.frontends.watch import wire
+from snapshotter.frontends.shared import wire
+from snapshotter.frontends.shared.userfiles import snapshot_home
 
 TYPE_CHECKING = False  # not ``typing``'s: every hook call pays for this module's imports
 if TYPE_CHECKING:
@@ -183,8 +183,8 @@ def _to_watcher(store: str, agent: str, name: str, payload: dict[str, Any], proj
 def _directly(workspace: str, agent: Agent, name: str, payload: dict[str, Any], project: dict[str, str]) -> None:
     """Record the event in this process, as the watcher would."""
     from snapshotter.facade.api import Snapshotter
-    from snapshotter.frontends.cli import config
     from snapshotter.frontends.hooks import hookevents
+    from snapshotter.frontends.shared import config
 
     event = hookevents.parse(agent, name, payload, project)
     if event is None:
@@ -259,7 +259,8 @@ def _serve_detached(workspace: str, store: str) -> None:
         listening.append(True)
 
     try:
-        from snapshotter.frontends.cli import cli, config
+        from snapshotter.frontends.cli import cli
+        from snapshotter.frontends.shared import config
         from snapshotter.frontends.watch import watchserver
 
         settings = config.resolve(workspace, {})

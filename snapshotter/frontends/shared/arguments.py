@@ -10,6 +10,7 @@ command it stands for, so the commands never see an alias.
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Sequence
 
 from snapshotter import __version__
@@ -116,7 +117,11 @@ def _hunk_options(made: argparse.ArgumentParser) -> None:
     )
 
 
-def _parser() -> argparse.ArgumentParser:
+@functools.lru_cache(maxsize=2)  # the relay parses a command line, then the direct run parses it again
+def _parser(words: frozenset[str] | None = None) -> argparse.ArgumentParser:
+    """The grammar; with ``words`` (a command line's), only the commands named
+    among them get their options: the command argparse picks is one of its
+    words, and each command's options cost a new process about 1 ms."""
     parser = _Parser(
         prog="snapshotter",
         description="Snapshots of a folder in a hidden git store: take, list, diff, restore, undo.",
@@ -130,7 +135,8 @@ def _parser() -> argparse.ArgumentParser:
     def command(name: str, help_text: str) -> argparse.ArgumentParser:
         aliases = [alias for alias, target in ALIASES.items() if target == name]
         made = sub.add_parser(name, aliases=aliases, help=help_text, description=help_text)
-        _global_options(made, on_subcommand=True)
+        if words is None or not words.isdisjoint((name, *aliases)):
+            _global_options(made, on_subcommand=True)
         return made
 
     snap = command("snapshot", "record the folder now")
@@ -154,9 +160,13 @@ def _parser() -> argparse.ArgumentParser:
     shape.add_argument("--name-status", action="store_true", help="status letter and path per file")
     shape.add_argument("--numstat", action="store_true", help="added and deleted lines per file")
     shape.add_argument("--hunks", action="store_true", help="each hunk with its id (for revert --hunk)")
+    diff.add_argument(
+        "-z", dest="nul", action="store_true", help="with --numstat or --name-status: raw paths, NUL-ended"
+    )
 
     status = command("status", "what changed since the base (@); PATHs to limit it")
     status.add_argument("paths", nargs="*", help="only these paths or folders")
+    status.add_argument("-z", dest="nul", action="store_true", help="raw paths, each line ended by NUL (not quoted)")
 
     restore = command("restore", "bring back a snapshot (all of it, or PATHs)")
     restore.add_argument("ref", help="a REF")
@@ -261,7 +271,8 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--full", action="store_true", help="re-hash every object too")
     cleanup = command("cleanup", "delete this folder's store and all its snapshots")
     cleanup.add_argument("-y", "--yes", action="store_true", help="do not ask (required where nobody can be asked)")
-    command("where", "the store this folder's snapshots live in (creates nothing)")
+    where = command("where", "the store this folder's snapshots live in (creates nothing)")
+    where.add_argument("--folder", action="store_true", help="the folder snapshotted instead (maybe above this one)")
     command("config", "effective settings and where each came from")
     command("mcp", "serve this folder's snapshots to an MCP client over stdio")
     command("watch", "keep this folder watched and serve its commands to later `snapshotter` calls (docs/watch.md)")
@@ -276,7 +287,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 class UsageError(Exception):
-    """A command line that does not parse: the usage to show, and what is wrong."""
+    """A command line that does not parse: what is wrong, and where to read more
+    (``usage``: one line naming the command's ``--help``)."""
 
     def __init__(self, usage: str, message: str) -> None:
         super().__init__(message)
@@ -285,10 +297,32 @@ class UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     """argparse's parser, raising :class:`UsageError` instead of printing and exiting,
-    so a ``--json`` caller gets its usage error as a document too."""
+    so a ``--json`` caller gets its usage error as a document too. The error
+    comes first and alone, with a pointer to ``--help`` (not argparse's usage:
+    lines of global options before the one that matters), and a mistyped choice
+    gets the nearest ones (``did you mean 'status'?``), as git suggests."""
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(self.format_usage(), f"{self.prog}: error: {message}")
+        raise UsageError(f"see `{self.prog} --help`", f"{self.prog}: error: {message}")
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        choices = action.choices
+        if choices is not None and value not in choices:
+            import difflib  # only for a mistyped word
+
+            names = [str(choice) for choice in choices]
+            close = difflib.get_close_matches(str(value), names, n=3)
+            hint = f"did you mean {' or '.join(map(repr, close))}?" if close else f"choose from {', '.join(names)}"
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r}; {hint}")
+        super()._check_value(action, value)
+
+
+def _command_parser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found: argparse.ArgumentParser = action.choices[name]
+            return found
+    return parser
 
 
 def command_names() -> frozenset[str]:
@@ -302,12 +336,14 @@ def command_names() -> frozenset[str]:
 def parse(argv: Sequence[str]) -> argparse.Namespace:
     """Parse, taking the paths after a ``--`` apart (``diff @~2 -- src/``);
     ``UsageError`` if the words do not parse (``--help`` and ``--version`` exit)."""
-    parser = _parser()
+    parser = _parser(frozenset(argv))
     head, paths = list(argv), []
     if "--" in head:
         at = head.index("--")
         head, paths = head[:at], head[at + 1 :]
-    args = parser.parse_args(head)
+    args, extra = parser.parse_known_args(head)
+    if extra:  # said by the command's own parser, so its error points to its own --help
+        _command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
     args.command = ALIASES.get(args.command, args.command)
     if paths:
         if args.command not in TAKES_PATHS:
@@ -316,6 +352,8 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     elif not hasattr(args, "paths"):
         args.paths = []
     args.dashed = paths  # the paths after --: they need not exist
+    if args.command == "diff" and args.nul and not (args.numstat or args.name_status):
+        _command_parser(parser, "diff").error("-z goes with --numstat or --name-status")
     return args
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from snapshotter.engine.fsutil import read_side_file
 from snapshotter.errors import InvalidInput
-from snapshotter.frontends.cli.userfiles import CONFIG_ENV, user_config_path
+from snapshotter.frontends.shared.userfiles import CONFIG_ENV, user_config_path
 from snapshotter.options import DEFAULTS, Options, Retention, WorkspaceSettings
 
 if sys.version_info >= (3, 11):
@@ -158,6 +158,10 @@ def _coerce(name: str, value: Any, source: str) -> Any:
         if kind is str:
             if not isinstance(value, str):
                 raise ValueError(value)
+            if name == "home" and not value:  # not the current folder by accident: "." says that
+                raise InvalidInput(
+                    f"setting home from {source} is an empty path; name a folder (the current one is '.')"
+                )
             return value
         if isinstance(value, bool):
             raise ValueError(value)
@@ -329,6 +333,12 @@ def snapshotter_options(settings: Resolved) -> dict[str, Any]:
     if settings.credentials:  # for the pushes a command starts in the background (auto_push)
         options["credentials"] = credentials_of(settings.credentials)
     return options
+
+
+def credentials(environ: Mapping[str, str]) -> Any:
+    """The user config file's credentials, for the library (which also reads the
+    environment and the URL itself, and prefers them in that order after these)."""
+    return credentials_of(remote_credentials(environ))
 
 
 def credentials_of(table: Mapping[str, str]) -> Any:
