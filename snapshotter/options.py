@@ -62,7 +62,10 @@ def check_session(name: object) -> str:
 class Retention:
     """How many, how old and how big. ``None`` or 0 disables a limit."""
 
-    max_snapshots: int | None = setting(50, "retention: keep at most this many (0: no limit)", workspace="keep-more")
+    max_snapshots: int | None = setting(0, "retention: keep at most this many (0: no limit)", workspace="keep-more")
+    """No count limit by default: an agent's hooks take two snapshots a tool call,
+    thousands a day, and a week of them is kept (see docs/store.md, "What a default
+    store keeps"); the age and the size limits bound the store."""
     max_age: timedelta | None = setting(
         timedelta(days=7), "retention: drop snapshots older than this (0: no limit)", workspace="keep-more"
     )

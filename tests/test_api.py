@@ -123,8 +123,14 @@ def test_ambiguous_prefix_is_an_invalid_ref(ws: Path, make, monkeypatch: pytest.
     info = snap.snapshot()
     ninth = "1" if info.id[8] == "0" else "0"  # differs from the real id's 9th digit, so 9 digits decide
     twin = bytes.fromhex(info.id[:8] + ninth + "0" * 31)  # shares exactly 8 hex digits with the real one
-    real = list(snap._engine_ok().store.iter_snapshot_ids())
-    monkeypatch.setattr(snap._engine_ok().store, "iter_snapshot_ids", lambda: iter([(2, twin), *real]))
+    store = snap._engine_ok().store  # a second snapshot whose id shares the prefix, as the object store would list it
+    real_ids, real_seq = store.ids_starting_with, store.seq_of
+    monkeypatch.setattr(
+        store,
+        "ids_starting_with",
+        lambda prefix: real_ids(prefix) | ({twin} if twin.hex().startswith(prefix) else set()),
+    )
+    monkeypatch.setattr(store, "seq_of", lambda sha: 2 if sha == twin else real_seq(sha))
     with pytest.raises(InvalidRef, match="ambiguous"):
         snap.get(info.id[:8])
     assert snap.get(info.id[:9]).id == info.id

@@ -92,6 +92,8 @@ def _check(ws: Path, home: Path, journal: Path, rng: random.Random, restored: se
         assert verified.ok, verified.problems
         if GIT is not None:
             git("--git-dir", snap.store_path, "fsck", "--strict", "--no-dangling", "--no-progress")
+            logged = set(git("--git-dir", snap.store_path, "log", "--all", "--format=%H").split())
+            assert set(present) <= logged, "git log --all misses a snapshot: its ref is not one git reads"
 
         last = lines[-1] if lines else ""
         if last.startswith("restore-begin "):  # killed mid-restore

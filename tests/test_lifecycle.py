@@ -177,10 +177,16 @@ def test_gc_beside_a_snapshotting_process_loses_nothing(ws: Path, home: Path, ma
 
 
 def test_retention_runs_after_each_snapshot_by_default(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """The default policy has no count limit (a week of an agent's tool calls is
+    kept: ``test_long_history``); a count limit, once set, runs after each
+    snapshot, with no ``prune()`` called."""
     snap = make()
-    assert snap._options.retention == Retention()
+    assert snap._options.retention == Retention() and not Retention().max_snapshots
     _take(snap, ws, 55)
-    assert len(snap.list(limit=None)) == 50
+    assert len(snap.list(limit=None)) == 55
+    limited = make(retention=Retention(max_snapshots=50))
+    _take(limited, ws, 1)
+    assert len(limited.list(limit=None)) == 50
 
 
 def test_unsafe_roots_are_refused_unless_allowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

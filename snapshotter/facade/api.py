@@ -280,15 +280,15 @@ class Snapshotter(Workflows, Replicas, Lifecycle):
         label: str | None = None,
         metadata: Mapping[str, str] | None = None,
         session: str | None = None,
+        before: str | SnapshotInfo | None = None,
     ) -> builtins.list[SnapshotInfo]:
-        """Snapshots, newest first (``limit=None``: all), optionally only those
-        with ``label``, all the given ``metadata`` pairs, and taken in
-        ``session`` (``""``: the anonymous session; None: any)."""
+        """Snapshots, newest first (``limit=None``: all), optionally only those with
+        ``label``, all the given ``metadata`` pairs, taken in ``session`` (``""``: the
+        anonymous session; None: any), older than ``before`` (a page's cost, however deep)."""
         catalog = self._engine_ok().catalog
-        wanted = inputs.session_filter(session)
-        return catalog.counted_all(
-            catalog.select(inputs.limit(limit), label, trailers.validate_metadata(metadata), wanted)
-        )
+        meta, wanted = trailers.validate_metadata(metadata), inputs.session_filter(session)
+        below = catalog.get(before).sequence if before is not None else None
+        return catalog.counted_all(catalog.select(inputs.limit(limit), label, meta, wanted, below))
 
     @public()
     def get(self, ref: str | SnapshotInfo) -> SnapshotInfo:

@@ -8,6 +8,7 @@ consolidation runs instead (see ``consolidation``).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -16,7 +17,7 @@ from datetime import datetime, timezone
 from snapshotter.engine.fsutil import SMALL_FILE_CAP, read_side_file
 from snapshotter.engine.session.engine import Engine
 from snapshotter.engine.upkeep import compaction, consolidation
-from snapshotter.engine.upkeep.retention import Retention, by_count_and_age, droppable
+from snapshotter.engine.upkeep.retention import Retention, by_count_and_age, droppable, least_missed_first
 from snapshotter.engine.worktree.statcache import write_atomically
 from snapshotter.errors import SnapshotError
 from snapshotter.history.anchors import before_dropping, kept_for_sessions
@@ -26,6 +27,10 @@ from snapshotter.model import GcResult, PruneResult, SnapshotInfo, StoreStats
 log = logging.getLogger("snapshotter")
 AUTO_GC_LOOSE = 2000
 AUTO_GC_PACKS = 20
+PACK_REFS_AT = 256
+"""Loose snapshot refs at which upkeep packs the refs (see docs/store.md, "Long histories")."""
+AGE_PASS_EVERY = 3600.0
+"""Seconds between two passes of the age limit (each rewrites ``packed-refs``)."""
 _LAST_GC = "last-gc"
 _STUCK = "over-limit"
 """The store's size after the last compaction that could not bring it under its limit."""
@@ -54,8 +59,7 @@ def protected_ids(engine: Engine, retention: Retention) -> set[str]:
             target = _redo_target(engine, sha)  # a named session's redo entry names the state it brings back
             if target:
                 ids.add(target)
-        undo = store.stack(session + UNDO)
-        ids.update(sha.hex() for sha in (undo[-retention.max_undo :] if retention.max_undo else undo))
+        ids.update(sha.hex() for sha in store.stack_top(session + UNDO, retention.max_undo or None))
     ids.update(kept_for_sessions(engine))
     if retention.max_age:
         from snapshotter.remote.remotes import recently_fetched  # here: a store without remotes loads none
@@ -73,14 +77,21 @@ def _redo_target(engine: Engine, sha: bytes) -> str | None:
         return None
 
 
-def _drop(engine: Engine, info: SnapshotInfo) -> bytes:
-    """Remove a snapshot's ref and every stack entry naming it (a stack entry
-    would keep its objects alive, and undo would land on a dropped snapshot)."""
-    sha = bytes.fromhex(info.id)
-    engine.store.remove_snapshot_ref(info.sequence, sha)
-    for stack in all_stacks(engine):
-        engine.store.drop_from_stack(stack, sha)
-    return sha
+def _drop(engine: Engine, infos: list[SnapshotInfo], oldest: bool = False) -> list[bytes]:
+    """Remove snapshots' refs (``packed-refs`` rewritten once for all) and the
+    stack entries naming them (a stack entry would keep its objects alive, and
+    undo would land on a dropped snapshot). ``oldest``: they are the oldest
+    snapshots, so each stack is read from its bottom only as far as they go
+    (an entry pushed out of order and missed is removed when undo reaches it).
+    The history index records the drop before and after (see ``historyindex``)."""
+    if not infos:
+        return []
+    shas = {bytes.fromhex(info.id) for info in infos}
+    top = max(info.sequence for info in infos)
+    with engine.catalog.index.dropping(infos):
+        engine.store.remove_snapshot_refs({info.sequence: bytes.fromhex(info.id) for info in infos})
+        engine.store.drop_from_stacks(all_stacks(engine), shas, top if oldest else None)
+    return sorted(shas)
 
 
 def usage(engine: Engine) -> tuple[int, int, int]:
@@ -146,19 +157,20 @@ def prune(
     if dry_run:
         return PruneResult(tuple(drop), len(snapshots) - len(drop), True, before, before)
     before_dropping(engine, drop)
-    dead = (dropped_before or []) + [_drop(engine, info) for info in drop]
+    dead = (dropped_before or []) + _drop(engine, drop)
     after = gc(engine, dead).bytes_after if dead or _over_size(before, retention) else before
     dropped = list(drop)
     if retention.max_store_bytes and after > retention.max_store_bytes:
         remaining = [s for s in snapshots if s.id not in {d.id for d in drop}]
-        candidates = droppable(remaining, protected)
+        candidates = least_missed_first(remaining, droppable(remaining, protected))
         while after > retention.max_store_bytes and candidates:
             batch = candidates[: max(1, len(candidates) // 4)]
             candidates = candidates[len(batch) :]
             if report:
                 batch = engine.catalog.counted_all(batch)
+            batch = sorted(batch, key=lambda info: info.sequence)
             before_dropping(engine, batch)
-            dead = [_drop(engine, info) for info in batch]
+            dead = _drop(engine, batch)
             dropped.extend(batch)
             after = gc(engine, dead).bytes_after
     return PruneResult(tuple(dropped), len(snapshots) - len(dropped), False, before, after)
@@ -169,25 +181,63 @@ def _over_size(size: int, retention: Retention) -> bool:
 
 
 def maintain(engine: Engine, retention: Retention) -> None:
-    """The cheap pass after each change: count and age limits; then a full
-    compaction if the store is over its size, or a consolidation if loose
-    objects or packs piled up (dropped snapshots' objects wait for the next
-    full compaction)."""
-    snapshots = list(engine.catalog.newest_first())
-    drop = by_count_and_age(snapshots, protected_ids(engine, retention), retention, datetime.now(timezone.utc))
+    """The cheap pass after each change: the count and age limits when due (see
+    :func:`due`); then a full compaction if the store is over its size, or a
+    consolidation if loose objects or packs piled up (dropped snapshots' objects
+    wait for the next full compaction), and the refs packed once enough are loose."""
+    index = engine.catalog.index
+    drop, oldest = due(engine, retention)
     before_dropping(engine, drop)
-    dead = [_drop(engine, info) for info in drop]
+    dead = _drop(engine, drop, oldest)
     size, loose, packs = estimated_usage(engine)
     over = _over_size(size, retention)
     if over and (dead or not _stuck_at(engine, size)):
         done = prune(engine, retention, dropped_before=dead, report=False)
         _note_stuck(engine, retention, done.bytes_after)
-        return
-    if not over:
-        _note_stuck(engine, retention, size)  # fits again: a later overflow warns anew
-    if loose > AUTO_GC_LOOSE or packs > AUTO_GC_PACKS:
-        engine.usage_base = None
-        consolidation.consolidate(engine.store)  # about a second; a full gc takes 8 to 30 s at 100,000 files
+    else:
+        if not over:
+            _note_stuck(engine, retention, size)  # fits again: a later overflow warns anew
+        if loose > AUTO_GC_LOOSE or packs > AUTO_GC_PACKS:
+            engine.usage_base = None
+            consolidation.consolidate(engine.store)  # about a second; a full gc takes 8 to 30 s at 100,000 files
+    if engine.store.loose_snapshot_refs() >= PACK_REFS_AT:
+        with index.packing():
+            engine.store.pack_refs()
+    index.save()
+
+
+def due(engine: Engine, retention: Retention) -> tuple[list[SnapshotInfo], bool]:
+    """What the limits drop now, oldest first, and whether that is only the
+    oldest snapshots (the age limit). Bounded: the count comes from the history
+    index and the age from the oldest snapshot; the snapshots themselves are
+    read only when something is due. Over the count limit, the pass drops down
+    to 1/64 below it (one pass reads every snapshot it keeps). The age limit is
+    looked at once an hour (or each 1/24 of ``max_age``, if less): a snapshot
+    may outlive it by that much, and a pass costs what it drops."""
+    state = engine.catalog.index.current()
+    now = datetime.now(timezone.utc)
+    if retention.max_snapshots and state.count > retention.max_snapshots:
+        snapshots = list(engine.catalog.newest_first())
+        tightened = dataclasses.replace(
+            retention, max_snapshots=retention.max_snapshots - retention.max_snapshots // 64
+        )
+        return by_count_and_age(snapshots, protected_ids(engine, tightened), tightened, now), False
+    if not retention.max_age or retention.max_age >= now - now.replace(year=1, month=1, day=1):
+        return [], True
+    cutoff = now - retention.max_age
+    oldest = next(engine.catalog.oldest_first(), None)
+    every = min(AGE_PASS_EVERY, retention.max_age.total_seconds() / 24)
+    if oldest is None or oldest.created_at >= cutoff or time.time() - state.age_pass < every:
+        return [], True
+    state.age_pass = time.time()
+    expired: list[SnapshotInfo] = []
+    for info in engine.catalog.oldest_first():
+        if info.created_at >= cutoff:
+            break
+        expired.append(info)
+    newest = engine.catalog.latest()
+    protected = protected_ids(engine, retention) | ({newest.id} if newest is not None else set())
+    return by_count_and_age(expired[::-1], protected, retention, now), True
 
 
 def _stuck_at(engine: Engine, size: int) -> bool:
@@ -230,7 +280,10 @@ def _note_stuck(engine: Engine, retention: Retention, size: int) -> None:
 
 
 def stats(engine: Engine) -> StoreStats:
-    snapshots = list(engine.catalog.newest_first())
+    """The store's figures: the count from the history index, the oldest and
+    newest from the two ends of the refs (no other snapshot is read)."""
+    count = engine.catalog.index.current().count
+    oldest, newest = next(engine.catalog.oldest_first(), None), engine.catalog.latest()
     size, loose, packs = usage(engine)
     last_gc = None
     try:
@@ -238,12 +291,12 @@ def stats(engine: Engine) -> StoreStats:
     except ValueError:  # none yet, unreadable, or not a date
         pass
     return StoreStats(
-        snapshots=len(snapshots),
+        snapshots=count,
         pinned=len(engine.store.pinned()),
         loose_objects=loose,
         packs=packs,
         bytes_on_disk=size,
-        oldest=snapshots[-1].created_at if snapshots else None,
-        newest=snapshots[0].created_at if snapshots else None,
+        oldest=oldest.created_at if oldest is not None else None,
+        newest=newest.created_at if newest is not None else None,
         last_gc=last_gc,
     )

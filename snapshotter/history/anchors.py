@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from snapshotter.engine.gitstore.historyindex import key_of
 from snapshotter.engine.session.engine import Engine
-from snapshotter.history.owners import POST_TURN, PRE_TURN, TOOL, TOOL_DONE
 from snapshotter.history.stacks import SESSIONS, TURNS, UNDO, entry_info, live_entries
 from snapshotter.model import SnapshotInfo
 
@@ -69,28 +69,18 @@ def kept_for_sessions(engine: Engine) -> set[str]:
     keep history here (an undo or turns stack): one whose stacks retention has
     emptied has nothing left to undo, and keeps nothing."""
     live: set[str | None] = set(engine.store.sessions())
-    if any(engine.store.stack(name) for name in (UNDO, TURNS)):
+    if any(engine.store.stack_top(name, 1) for name in (UNDO, TURNS)):
         live.add(None)
     ids: set[str] = set()
-    closed: set[tuple[str | None, str]] = set()
-    bracketing: set[str | None] = set()
-    turn_seen: set[str | None] = set()
-    open_calls: dict[str | None, int] = {}
-    for info in engine.catalog.newest_first() if live else ():
-        label, who = info.label or "", info.session
-        if who not in live:
+    facts = engine.catalog.index.current().sessions  # no snapshot is read: the history index knows
+    for who in live:
+        found = facts.get(key_of(who))
+        if found is None:
             continue
-        if label.startswith(TOOL_DONE):
-            closed.add((who, label[len(TOOL_DONE) :]))
-            if who is not None and who not in bracketing:
-                bracketing.add(who)
-                ids.add(info.id)
-        elif label.startswith(TOOL) and (who, label[len(TOOL) :]) not in closed:
-            open_calls[who] = open_calls.get(who, 0) + 1
-            if open_calls[who] <= OPEN_CALLS_KEPT:
-                ids.add(info.id)
-        elif label.startswith((PRE_TURN, POST_TURN)) and who not in turn_seen:
-            turn_seen.add(who)
-            if label.startswith(PRE_TURN):
-                ids.add(info.id)
+        opened = found.open_turn()
+        if opened is not None:
+            ids.add(opened[1])
+        ids.update(sha for _, sha in sorted(found.open_calls.values(), reverse=True)[:OPEN_CALLS_KEPT])
+        if who is not None and found.closed_call is not None:
+            ids.add(found.closed_call[1])
     return ids

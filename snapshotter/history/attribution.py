@@ -49,12 +49,15 @@ from dataclasses import dataclass
 
 from snapshotter.engine.compare.overlay import Overlay
 from snapshotter.engine.compare.treediff import ScannedTree, TreeSide, changes, entry_at
+from snapshotter.engine.gitstore.historyindex import key_of
 from snapshotter.engine.session.checkout import normalize_selection, selection_filter
 from snapshotter.engine.session.engine import Engine
 from snapshotter.engine.session.hunks import Within, hunk_steps, listed
-from snapshotter.engine.session.reverting import Step, bring_in
+from snapshotter.engine.session.reverting import SINCE, Step, bring_in
 from snapshotter.engine.worktree.pathnames import names_checker
+from snapshotter.errors import SnapshotError
 from snapshotter.history.owners import (
+    CLOSING_LABELS,
     INTERNAL_LABELS,
     OPEN,
     POST_TURN,
@@ -110,9 +113,7 @@ def after_of(engine: Engine, before: SnapshotInfo) -> SnapshotInfo | None:
     label = before.label or ""
     pairs = {PRE_TURN: POST_TURN, TOOL: TOOL_DONE}
     later = [
-        info
-        for info in engine.catalog.newest_first()
-        if info.sequence > before.sequence and same_session(info, before.session)
+        info for info in engine.catalog.newest_first_down_to(before.sequence) if same_session(info, before.session)
     ]
     later.reverse()  # oldest first
     for start, end in pairs.items():
@@ -137,12 +138,12 @@ def session_changes(engine: Engine, session: str | None, start: SnapshotInfo, en
     """What ``session`` changed from ``start`` to ``end`` (None: now), oldest
     first: each step of the store's history there that holds a change of its
     (see the module's docstring), steps alike joined into one piece."""
-    infos = list(engine.catalog.newest_first())
-    infos.reverse()  # oldest first
+    later = list(engine.catalog.newest_first_down_to(start.sequence))  # the stretch, never the whole history
+    infos = [*openers(engine, [*later, start]), start, *reversed(later)]  # oldest first
     owners = Owners(infos)
-    bracketed = any(same_session(i, session) and (i.label or "").startswith(TOOL_DONE) for i in infos)
+    bracketed = brackets_calls(engine, session)
     if not bracketed and end is None:
-        end = _last_word(infos, session, start)
+        end = _last_word(engine, session, start)
     points: list[SnapshotInfo | None] = [
         info
         for info in infos
@@ -187,21 +188,74 @@ def _share(holding: Sequence[Span], session: str | None, bracketed: bool) -> Sha
     return Share(rest, named)
 
 
-def _last_word(infos: Sequence[SnapshotInfo], session: str | None, start: SnapshotInfo) -> SnapshotInfo | None:
+def _last_word(engine: Engine, session: str | None, start: SnapshotInfo) -> SnapshotInfo | None:
     """Where an unbracketed stretch of ``session`` from ``start`` ends: now (None)
-    while its newest turn is open, else its newest snapshot (``infos``: oldest first)."""
-    newest: SnapshotInfo | None = None
-    for info in reversed(infos):
-        if not same_session(info, session):
-            continue
-        if newest is None and info.sequence >= start.sequence:
-            newest = info
+    while its newest turn is open, else its newest snapshot (from the history index)."""
+    facts = engine.catalog.index.current().sessions.get(key_of(session))
+    if facts is not None and facts.open_turn() is not None:
+        return None  # its turn is open: what happens now is the turn's
+    newest = facts.newest if facts is not None else None
+    if newest is None or newest[0] < start.sequence:
+        return start
+    try:
+        return engine.catalog.info(newest[0], bytes.fromhex(newest[1]))
+    except SnapshotError:
+        return start
+
+
+def brackets_calls(engine: Engine, session: str | None) -> bool:
+    """Whether ``session`` brackets its tool calls: it has closed one here (a
+    ``tool-done:`` snapshot; a ``tool:`` snapshot alone may be a plain label)."""
+    facts = engine.catalog.index.current().sessions.get(key_of(session))
+    return facts is not None and facts.closed_calls > 0
+
+
+OPENERS_READ_BACK = 500
+"""Snapshots older than a stretch read back at least, to find the brackets open across its start."""
+
+
+def openers(engine: Engine, window: Sequence[SnapshotInfo]) -> list[SnapshotInfo]:
+    """The snapshots older than ``window`` (newest first: the stretch a call
+    reads) that open brackets it holds the end of, or that are still open (a
+    turn, a call) across it, oldest first: what ``Owners`` needs to tell whose
+    each step of the stretch is, without reading the whole history. Found by
+    id where a snapshot names its start (``since``), from the history index for
+    what is open, else read back from the stretch's start until each is found,
+    at most as many again as the stretch holds (``OPENERS_READ_BACK`` at least)."""
+    if not window:
+        return []
+    wanted: set[tuple[str | None, str]] = set()
+    since: set[str] = set()
+    for info in window:  # newest first: a closer is met before its opener, which ends the search for it
         label = info.label or ""
-        if label.startswith(PRE_TURN):
-            return None  # its turn is open: what happens now is the turn's
-        if label.startswith(POST_TURN):
+        for closing_kind, opening in ((POST_TURN, PRE_TURN), (TOOL_DONE, TOOL)):
+            if label.startswith(closing_kind):
+                wanted.add((info.session, opening + label[len(closing_kind) :]))
+        if label.startswith((PRE_TURN, TOOL)):
+            wanted.discard((info.session, label))
+        if label in CLOSING_LABELS and info.metadata.get(SINCE):
+            since.add(info.metadata[SINCE])
+    oldest = window[-1].sequence
+    for facts in engine.catalog.index.current().sessions.values():  # open across the whole window
+        opened = facts.open_turn()
+        since.update(sha for seq, sha in [*facts.open_calls.values(), *([opened] if opened else [])] if seq < oldest)
+    since -= {info.id for info in window}
+    found: dict[str, SnapshotInfo] = {}
+    for sha in since:
+        try:
+            info = engine.catalog.get(sha)
+        except SnapshotError:
+            continue
+        if info.sequence < oldest:
+            found[info.id] = info
+    budget = max(len(window), OPENERS_READ_BACK)
+    for read, info in enumerate(engine.catalog.newest_first(oldest)):
+        if not wanted or read >= budget:
             break
-    return newest or start
+        if (info.session, info.label or "") in wanted:
+            wanted.discard((info.session, info.label or ""))
+            found[info.id] = info
+    return sorted(found.values(), key=lambda info: info.sequence)
 
 
 def revert_changes(

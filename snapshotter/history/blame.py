@@ -18,6 +18,7 @@ blame`` marks a root or boundary commit.
 from __future__ import annotations
 
 from bisect import bisect_right
+from itertools import islice
 
 from snapshotter.engine.gitstore.objects import MODE_EXEC, MODE_FILE, MODE_TREE, STREAM_THRESHOLD, is_binary, parse_tree
 from snapshotter.engine.session.engine import Engine
@@ -45,6 +46,7 @@ def blame(engine: Engine, path: str, limit: int = DEFAULT_LIMIT, session: str | 
     (``session``: only the lines that session's changes made)."""
     from snapshotter.engine.compare.linediff import split_lines
     from snapshotter.engine.session.checkout import normalize_selection
+    from snapshotter.history.attribution import openers
     from snapshotter.history.owners import SESSION, Owners
 
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
@@ -54,29 +56,34 @@ def blame(engine: Engine, path: str, limit: int = DEFAULT_LIMIT, session: str | 
     (rel,) = normalize_selection(engine.workspace, [path])
     current = _current(engine, rel)
     lines = split_lines(current)
-    infos = list(engine.catalog.newest_first())
-    if session is not None and not any(info.session == session for info in infos):
+    if session is not None and (not session or session not in engine.catalog.index.current().sessions):
         raise InvalidInput(f"no session named {session!r} has snapshots here ('snapshotter sessions' lists them)")
-    owners = Owners(infos)
+    walk = engine.catalog.newest_first()  # lazily: only the snapshots read, never the whole history
     trees = _Trees(engine)
-    blamed: list[Blamed] = []
+    window: list[SnapshotInfo] = []
+    steps: list[tuple[SnapshotInfo | None, SnapshotInfo]] = []  # the changes lines are blamed on, by number
+    found: list[tuple[int, int, int, int]] = []
     pending: list[Run] = [(0, 0, len(lines))] if lines else []
     newer_content, newer_info, newer_blob = current, None, None
-    read = 0
-    for info in infos[:limit]:
-        read += 1
+    for info in islice(walk, limit):
+        window.append(info)
         blob = trees.blob_at(bytes.fromhex(info.tree_id), rel)
         if newer_info is not None and blob == newer_blob:
             newer_info = info  # the same version: its change is older still
             continue
         older = engine.catalog.read_blob(blob, STREAM_THRESHOLD) if blob is not None else None
-        pending = _pass_back(pending, newer_content, older, _origin(newer_info, info, owners), blamed)
+        steps.append((newer_info, info))
+        pending = _pass_back(pending, newer_content, older, len(steps) - 1, found)
         if not pending or older is None:
             break
         newer_content, newer_info, newer_blob = older, info, blob
-    limited = bool(pending) and read < len(infos)
+    limited = bool(pending) and next(walk, None) is not None
+    owners = Owners([*openers(engine, window), *window])  # whose each change is: told once the window is known
+    origins = [_origin(newer, older_info, owners) for newer, older_info in steps]
+    blamed: list[Blamed] = [(now, at, count, origins[k]) for now, at, count, k in found]
     oldest = _boundary(newer_info) if newer_info else _NOT_SNAPSHOTTED  # as old as the oldest snapshot read
     blamed.extend((now, at, count, oldest) for now, at, count in pending)
+    read = len(window)
     text = tuple(line.decode("utf-8", "replace").rstrip("\n") for line in lines)
     runs = _runs(blamed)
     if session is not None:
@@ -105,9 +112,9 @@ def _boundary(info: SnapshotInfo) -> LineOrigin:
 
 
 def _pass_back(
-    pending: list[Run], newer: bytes, older: bytes | None, origin: LineOrigin, blamed: list[Blamed]
+    pending: list[Run], newer: bytes, older: bytes | None, origin: int, blamed: list[tuple[int, int, int, int]]
 ) -> list[Run]:
-    """Blame on ``origin`` the pending lines the change ``older`` -> ``newer``
+    """Blame on ``origin`` (a change's number) the pending lines the change ``older`` -> ``newer``
     made; return the others, placed in ``older``."""
     from snapshotter.engine.compare.linediff import change_script
 

@@ -33,21 +33,26 @@ def entry_info(engine: Engine, sha: bytes) -> SnapshotInfo:
     return engine.catalog.get(sha.hex())
 
 
-def live_entries(engine: Engine, name: str) -> list[bytes]:
-    """A stack's entries that are still snapshots one can restore; an entry whose
-    snapshot was dropped (by another process, or a store from before dropping
-    cleaned the stacks) or is damaged is removed, so what ``can_undo`` and
-    ``can_redo`` promise is what ``undo`` and ``redo`` do. Hold the store lock."""
-    stack = engine.store.stack(name)
-    sequence_of = {sha: seq for seq, sha in engine.store.snapshot_refs().items()}  # once, not per entry
-    live = []
-    for sha in stack:
-        seq = sequence_of.get(sha)
+def live_entries(engine: Engine, name: str, count: int | None = None) -> list[bytes]:
+    """A stack's newest ``count`` entries (None: all) that are still snapshots one
+    can restore, bottom first, read from the top (so a call that needs the top
+    two reads two, however deep the stack); an entry whose snapshot was dropped
+    (by another process, or a store from before dropping cleaned the stacks) or
+    is damaged is removed on the way, so what ``can_undo`` and ``can_redo``
+    promise is what ``undo`` and ``redo`` do. Hold the store lock."""
+    live: list[bytes] = []
+    dead: set[bytes] = set()
+    for _, sha in engine.store.iter_stack(name):
+        if count is not None and len(live) >= count:
+            break
+        seq = engine.store.seq_of(sha)
         if seq is not None and readable(engine, sha, seq):
             live.append(sha)
         else:
-            engine.store.drop_from_stack(name, sha)
-    return live
+            dead.add(sha)
+    if dead:
+        engine.store.drop_from_stacks([name], dead)
+    return live[::-1]
 
 
 def readable(engine: Engine, sha: bytes, seq: int | None = None) -> bool:

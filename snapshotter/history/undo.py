@@ -24,8 +24,9 @@ later edits, or with ``reset`` restores the state before it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from datetime import datetime, timezone
 
+from snapshotter.engine.gitstore.historyindex import SessionFacts, key_of
 from snapshotter.engine.session.engine import Engine
 from snapshotter.engine.session.restoring import restore
 from snapshotter.engine.session.reverting import SINCE, Step, bring_in
@@ -82,8 +83,8 @@ def _abandon_redo(engine: Engine) -> None:
     entries = live_entries(engine, name)
     if not entries:
         return
-    held = {entry_info(engine, sha).tree_id for sha in live_entries(engine, stack_of(engine, UNDO))}
-    number = max((_abandoned_number(info) for info in engine.catalog.newest_first()), default=0)
+    held = {entry_info(engine, sha).tree_id for sha in live_entries(engine, stack_of(engine, UNDO), HELD_UNDO_POINTS)}
+    number = engine.catalog.index.current().abandoned
     for sha in entries:
         info = entry_info(engine, sha)
         kept = _redo_target(engine, info) if engine.session is not None else info
@@ -95,12 +96,12 @@ def _abandon_redo(engine: Engine) -> None:
     engine.store.clear(name)
 
 
-def _abandoned_number(info: SnapshotInfo) -> int:
-    return label_number(info.label, ABANDONED) or 0
+HELD_UNDO_POINTS = 100
+"""Undo points whose states a checkpoint looks at before keeping an abandoned redo state."""
 
 
 def can_undo(engine: Engine) -> bool:
-    stack = live_entries(engine, stack_of(engine, UNDO))
+    stack = live_entries(engine, stack_of(engine, UNDO), 2)
     if len(stack) >= 2:
         return True
     if not stack:
@@ -111,11 +112,11 @@ def can_undo(engine: Engine) -> bool:
 
 
 def can_redo(engine: Engine) -> bool:
-    return bool(live_entries(engine, stack_of(engine, REDO)))
+    return bool(live_entries(engine, stack_of(engine, REDO), 1))
 
 
 def undo(engine: Engine) -> UndoResult:
-    stack = live_entries(engine, stack_of(engine, UNDO))
+    stack = live_entries(engine, stack_of(engine, UNDO), 2)
     if not stack:
         why = "no checkpoint has been taken" if engine.session is None else _NO_POINT_KEPT
         return UndoResult(False, "undo", f"nothing to undo: {why}")
@@ -136,7 +137,7 @@ def undo(engine: Engine) -> UndoResult:
 
 
 def redo(engine: Engine) -> UndoResult:
-    stack = live_entries(engine, stack_of(engine, REDO))
+    stack = live_entries(engine, stack_of(engine, REDO), 1)
     if not stack:
         return UndoResult(False, "redo", "nothing to redo")
     if engine.session is not None:
@@ -239,13 +240,13 @@ def _last_turn(engine: Engine) -> int:
     """The number of the session's newest turn (0: none). Read from its pre-turn's
     label, not counted: retention drops old turns from the stack, and a count
     would give a new turn a number already used, or its post-turn the wrong one."""
-    stack = live_entries(engine, stack_of(engine, TURNS))
+    stack = live_entries(engine, stack_of(engine, TURNS), 1)
     if not stack:
         return 0
     top = entry_info(engine, stack[-1])
     number = label_number(top.label, PRE_TURN)
     number = label_number(top.metadata.get("turn"), "") if number is None else number
-    return len(stack) if number is None else number
+    return _turns_kept(engine) if number is None else number
 
 
 def begin_turn(engine: Engine, message: str, metadata: dict[str, str]) -> SnapshotInfo:
@@ -283,16 +284,21 @@ def tool_done(engine: Engine, call_id: str, message: str, metadata: dict[str, st
     return engine.snapshot(message or f"after tool call {call_id}", f"{TOOL_DONE}{call_id}", metadata)
 
 
+def _turns_kept(engine: Engine) -> int:
+    return sum(1 for _ in engine.store.iter_stack(stack_of(engine, TURNS)))
+
+
 def turn_pair(engine: Engine, n: int) -> Pair:
     """The n-th last turn of the session: (its pre-turn snapshot, its post-turn
-    snapshot, or None while the turn is still open)."""
-    turns = engine.store.stack(stack_of(engine, TURNS))
+    snapshot, or None while the turn is still open). Reads the turns stack's
+    top n entries and the snapshots taken since that turn began."""
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise InvalidInput(f"turns are counted back from 1 (the last turn), not {n!r}", TURN_NUMBER)
+    turns = engine.store.stack_top(stack_of(engine, TURNS), n)
     if n > len(turns):
         recorded = f"{len(turns)} turn is" if len(turns) == 1 else f"{len(turns)} turns are"
         raise SnapshotNotFound(f"only {recorded} recorded; cannot revert {n}")
-    return _closed_by(engine, entry_info(engine, turns[-n]))
+    return _closed_by(engine, entry_info(engine, turns[0]))
 
 
 def turn_begun_at(engine: Engine, pre: SnapshotInfo) -> Pair:
@@ -304,11 +310,14 @@ def turn_begun_at(engine: Engine, pre: SnapshotInfo) -> Pair:
 
 
 def _closed_by(engine: Engine, pre: SnapshotInfo) -> Pair:
+    facts = engine.catalog.index.current().sessions.get(key_of(pre.session))
+    if facts is not None and facts.open_turn() == (pre.sequence, pre.id):
+        return pre, None  # the session's newest turn snapshot: nothing after it to look through
     wanted = POST_TURN + (pre.label or "")[len(PRE_TURN) :]
     post = [
         info
-        for info in engine.catalog.newest_first()
-        if info.label == wanted and info.session == pre.session and info.sequence > pre.sequence
+        for info in engine.catalog.newest_first_down_to(pre.sequence)
+        if info.label == wanted and info.session == pre.session
     ]
     return pre, (min(post, key=lambda info: info.sequence) if post else None)
 
@@ -341,11 +350,11 @@ def revert_turn(
 
 def turn_number(engine: Engine, pre: SnapshotInfo) -> int:
     """The n that ``revert_turn(n)`` takes for the turn ``pre`` (its pre-turn snapshot) began."""
-    turns = engine.store.stack(stack_of(engine, TURNS))
     sha = bytes.fromhex(pre.id)
-    if sha not in turns:
-        raise InvalidInput(f"snapshot {pre.id[:12]} does not begin a turn of this session")
-    return len(turns) - turns.index(sha)
+    for place, (_, found) in enumerate(engine.store.iter_stack(stack_of(engine, TURNS)), 1):
+        if found == sha:
+            return place
+    raise InvalidInput(f"snapshot {pre.id[:12]} does not begin a turn of this session")
 
 
 def turn_hunks(engine: Engine, n: int | SnapshotInfo, split: bool = False) -> list[Hunk]:
@@ -357,37 +366,32 @@ def turn_hunks(engine: Engine, n: int | SnapshotInfo, split: bool = False) -> li
 
 def open_turn(engine: Engine) -> SnapshotInfo | None:
     """The pre-turn snapshot of the session's newest turn if it has not ended yet."""
-    if not live_entries(engine, stack_of(engine, TURNS)):
+    if not live_entries(engine, stack_of(engine, TURNS), 1):
         return None
     pre, post = turn_pair(engine, 1)
     return pre if post is None else None
 
 
 def sessions(engine: Engine) -> list[SessionInfo]:
-    """Every named session with snapshots here, the most recently active first."""
-    seen: dict[str, dict[str, Any]] = {}
-    for info in engine.catalog.newest_first():  # newest first: the first of a session is its latest word
-        if info.session is None:
-            continue
-        found = seen.setdefault(info.session, {"last": info.created_at, "turns": 0, "open": None, "meta": {}})
-        label = info.label or ""
-        if label.startswith((PRE_TURN, POST_TURN)) and found["open"] is None:
-            found["open"] = label.startswith(PRE_TURN)
-        found["turns"] += label.startswith(PRE_TURN)
-        for key in ("agent", "agent-session"):
-            if info.metadata.get(key):
-                found["meta"].setdefault(key, info.metadata[key])
+    """Every named session with snapshots here, the most recently active first
+    (from the history index: no snapshot is read)."""
+    facts = engine.catalog.index.current().sessions
+    named = sorted(((name, f) for name, f in facts.items() if name and f.count), key=lambda item: -_newest(item[1]))
     return [
         SessionInfo(
             name,
-            data["meta"].get("agent"),
-            data["meta"].get("agent-session"),
-            data["turns"],
-            bool(data["open"]),
-            data["last"],
+            found.agent,
+            found.agent_session,
+            found.turns,
+            found.open_turn() is not None,
+            datetime.fromtimestamp(found.newest_time, tz=timezone.utc),
         )
-        for name, data in seen.items()
+        for name, found in named
     ]
+
+
+def _newest(facts: SessionFacts) -> int:
+    return facts.newest[0] if facts.newest is not None else 0
 
 
 def _paths(count: int) -> str:

@@ -254,7 +254,7 @@ def fetch(engine: Engine, source: Target) -> list[SnapshotInfo]:
     made: list[SnapshotInfo] = []
     _note_arrivals(store, [sha for _, sha in arrived])  # before their refs: retention counts their age from now
     for _, sha in sorted(arrived):
-        seq = max(store.snapshot_refs(), default=0) + 1
+        seq = store.next_seq()
         while not store.add_snapshot_ref(seq, sha):
             seq += 1
         made.append(engine.catalog.info(seq, sha))

@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from snapshotter.engine.gitstore import trailers
+from snapshotter.engine.gitstore.historyindex import NOT_INDEXED, HistoryIndex, Mark, key_of
 from snapshotter.engine.gitstore.inflate import MAX_WHOLE
 from snapshotter.engine.gitstore.linecounts import LineCounts
 from snapshotter.engine.gitstore.objects import EMPTY_TREE, TYPE_NAMES
@@ -41,6 +42,10 @@ LineCounter = Callable[[bytes, bytes], tuple[int, int]]
 log = logging.getLogger("snapshotter")
 
 
+def _newest_mark(mark: Mark | None) -> int:
+    return mark[0] if mark is not None else 1 << 62  # one dropped: looked for again
+
+
 class Catalog:
     """The snapshots of one store; ``count`` counts deferred line counts."""
 
@@ -54,13 +59,35 @@ class Catalog:
         self._uncounted: dict[bytes, bytes] = {}
         """Snapshots read whose lines are not counted yet: the tree to count from."""
         self.line_counts = LineCounts(store.meta_dir)
+        self.index = HistoryIndex(store, self._readable)
+        """What the sessions' snapshots add up to (see ``historyindex``)."""
 
-    def newest_first(self) -> Iterator[SnapshotInfo]:
-        """Every readable snapshot, newest first; damaged ones are passed over."""
-        for seq, sha in self.store.iter_snapshot_ids():
+    def newest_first(self, below: int | None = None) -> Iterator[SnapshotInfo]:
+        """Every readable snapshot, newest first (only those numbered below
+        ``below``); damaged ones are passed over. Lazily: a caller that stops
+        early reads only the refs and commits it took."""
+        for seq, sha in self.store.iter_snapshot_ids(below):
             found = self._readable(seq, sha)
             if found is not None:
                 yield found
+
+    def oldest_first(self, above: int | None = None) -> Iterator[SnapshotInfo]:
+        """Every readable snapshot, oldest first (only those numbered above ``above``), lazily."""
+        for seq, sha in self.store.iter_oldest_first(above):
+            found = self._readable(seq, sha)
+            if found is not None:
+                yield found
+
+    def since(self, start: int) -> list[SnapshotInfo]:
+        """The readable snapshots numbered above ``start``, oldest first: reads only those."""
+        return list(self.newest_first_down_to(start))[::-1]
+
+    def newest_first_down_to(self, start: int) -> Iterator[SnapshotInfo]:
+        """The readable snapshots numbered above ``start``, newest first."""
+        for info in self.newest_first():
+            if info.sequence <= start:
+                return
+            yield info
 
     def _readable(self, seq: int, sha: bytes) -> SnapshotInfo | None:
         try:
@@ -81,7 +108,7 @@ class Catalog:
     def base(self) -> SnapshotInfo | None:
         """The snapshot the workspace was last made equal to (by a snapshot, a
         restore, undo or redo); the newest one if none is recorded or it is gone."""
-        found = self._base_position(list(self.store.iter_snapshot_ids()))
+        found = self._base_position()
         base = self._readable(*found) if found is not None else None
         return base if base is not None or found is None else self.latest()
 
@@ -89,11 +116,13 @@ class Catalog:
         base = self.base()
         return bytes.fromhex(base.tree_id) if base is not None else EMPTY_TREE
 
-    def _base_position(self, newest_first: list[tuple[int, bytes]]) -> tuple[int, bytes] | None:
-        if not newest_first:
-            return None
+    def _base_position(self) -> tuple[int, bytes] | None:
+        """(seq, id) of the base if it is a snapshot here, else of the newest; None: none."""
         sha = self.store.base()
-        return next((pair for pair in newest_first if pair[1] == sha), newest_first[0])
+        seq = self.store.seq_of(sha) if sha is not None else None
+        if sha is not None and seq is not None:
+            return seq, sha
+        return next(self.store.iter_snapshot_ids(), None)
 
     def select(
         self,
@@ -101,11 +130,13 @@ class Catalog:
         label: str | None = None,
         metadata: Mapping[str, str] | None = None,
         session: str | None = None,
+        below: int | None = None,
     ) -> list[SnapshotInfo]:
         """Newest first, keeping those with ``label``, every ``metadata`` pair, and
-        taken in ``session`` (None: any session; ``""``: the anonymous one)."""
+        taken in ``session`` (None: any session; ``""``: the anonymous one);
+        ``below``: only snapshots numbered below it (the next page of a log)."""
         out: list[SnapshotInfo] = []
-        for info in self.newest_first():
+        for info in self.newest_first(below):
             if limit is not None and len(out) >= limit:
                 break
             if label is not None and info.label != label:
@@ -176,7 +207,7 @@ class Catalog:
             self.counted(info)
         if orphans:
             self.line_counts.sync()  # on disk before the trees they come from may go
-        self.line_counts.keep_only(sha for _, sha in self.store.iter_snapshot_ids())
+        self.line_counts.keep_only(bytes.fromhex(info.id) for info in kept)
 
     def get(self, ref: Ref) -> SnapshotInfo:
         return self.info(*self.resolve(ref))
@@ -198,15 +229,19 @@ class Catalog:
         back = _BACK.fullmatch(text)
         if back is not None and self.labelled(text) is None:
             return self._older(text, self.resolve(back.group(1)), int(back.group(2) or 1))
-        by_id = {sha: seq for seq, sha in self.store.iter_snapshot_ids()}
         if _FULL_ID.fullmatch(text):
             sha = bytes.fromhex(text)
-            if sha in by_id:
-                return by_id[sha], sha
+            seq = self.store.seq_of(sha)
+            if seq is not None:
+                return seq, sha
             try:
                 type_num, _ = self.store.object_header(sha)  # never inflated whole: it may be a big blob
                 content = self.store.read_raw(sha)[1] if type_num == 1 else b""
             except MISSING_OR_DAMAGED + (StoreError,):
+                # a damaged commit does not say its number: a ref naming it is looked for (only then)
+                named = next((seq for seq, found in self.store.iter_snapshot_ids() if found == sha), None)
+                if named is not None:
+                    return named, sha
                 raise SnapshotNotFound(f"no snapshot {text}", LIST_SNAPSHOTS) from None
             if type_num == 1 and trailers.is_snapshot_commit(content):  # one of ours, whose ref is gone
                 raise SnapshotNotFound(
@@ -215,12 +250,11 @@ class Catalog:
             kind = TYPE_NAMES.get(type_num, b"object").decode()
             raise InvalidRef(f"{text} is a {kind}, not a snapshot; pass a snapshot id or label")
         if _ID_PREFIX.fullmatch(text):
-            prefix = text.lower()
-            hits = [sha for sha in by_id if sha.hex().startswith(prefix)]
+            hits = [(seq, sha) for sha in sorted(self.store.ids_starting_with(text)) if (seq := self.store.seq_of(sha))]
             if len(hits) > 1:
                 raise InvalidRef(f"id prefix {text} is ambiguous; give more digits")
             if hits:
-                return by_id[hits[0]], hits[0]
+                return hits[0]
             raise SnapshotNotFound(f"no snapshot id starts with {text}", LIST_SNAPSHOTS)
         found = self.labelled(text)
         if found is not None:
@@ -230,7 +264,24 @@ class Catalog:
     def labelled(self, label: str) -> SnapshotInfo | None:
         """The newest snapshot carrying ``label`` taken in this catalog's session,
         else the newest carrying it in any session; None if none does. Sessions
-        sharing a folder number their turns alike: ``pre-turn:3`` is one's own."""
+        sharing a folder number their turns alike: ``pre-turn:3`` is one's own.
+        A label other than a turn's, a call's or an abandoned redo's is found
+        through the history index; those are looked for from the newest."""
+        if not label.startswith(NOT_INDEXED):
+            held = self.index.current().labels.get(label)
+            if held is None:
+                return None  # no snapshot holds it
+            own = key_of(self.session)
+            mark = held[own] if own in held else max(held.values(), key=_newest_mark, default=None)
+            if mark is not None and (own in held or None not in held.values()):
+                seq, sha = mark
+                if self.store.snapshot_id(seq) == bytes.fromhex(sha):
+                    found = self._readable(seq, bytes.fromhex(sha))
+                    if found is not None:
+                        return found
+        return self._scan_for(label)
+
+    def _scan_for(self, label: str) -> SnapshotInfo | None:
         newest = None
         for info in self.newest_first():
             if info.label == label:
@@ -240,19 +291,22 @@ class Catalog:
         return newest
 
     def _relative(self, text: str, back: int) -> tuple[int, bytes]:
-        base = self._base_position(list(self.store.iter_snapshot_ids()))
+        base = self._base_position()
         if base is None:
             raise SnapshotNotFound(f"{text} names no snapshot: there are none yet")
         return self._older(text, base, back, "the base")
 
     def _older(self, text: str, start: tuple[int, bytes], back: int, named: str = "it") -> tuple[int, bytes]:
-        """The snapshot ``back`` places older than ``start`` (seq, id) in sequence order."""
-        newest_first = list(self.store.iter_snapshot_ids())
-        place = newest_first.index(start) + back
-        if place >= len(newest_first):
-            older = len(newest_first) - 1 - newest_first.index(start)
-            raise SnapshotNotFound(f"{text} goes back past the oldest snapshot ({older} older than {named})")
-        return newest_first[place]
+        """The snapshot ``back`` places older than ``start`` (seq, id) in sequence
+        order: reads the ``back`` refs below it, no more."""
+        if back == 0:
+            return start
+        older = 0
+        for pair in self.store.iter_snapshot_ids(start[0]):
+            older += 1
+            if older == back:
+                return pair
+        raise SnapshotNotFound(f"{text} goes back past the oldest snapshot ({older} older than {named})")
 
     def read_blob(self, sha: bytes, limit: int = MAX_WHOLE) -> bytes:
         """A blob's content; ``ObjectTooLarge`` if it is larger than ``limit``."""

@@ -191,6 +191,33 @@ class StoredObjects:
             return 0
         return found[1] if found is not None else None
 
+    def ids_starting_with(self, prefix: str) -> set[bytes]:
+        """Every object id (loose or packed) whose hex form starts with ``prefix``
+        (at least 2 hex digits): a search of each pack index, a listing of one
+        loose folder; never a walk of every object."""
+        prefix = prefix.lower()
+        found: set[bytes] = set()
+        folder = os.path.join(self.writer.objects_dir, prefix[:2])
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            names = []
+        rest = prefix[2:]
+        for name in names:
+            if len(name) == 38 and name.startswith(rest):
+                try:
+                    found.add(bytes.fromhex(prefix[:2] + name))
+                except ValueError:
+                    continue
+        for base in self.packs.bases():
+            try:
+                index = self.packs.index(base)
+            except OSError:
+                continue  # gone since the listing (a gc elsewhere): what it held is elsewhere now
+            if index is not None:
+                found.update(index.starting_with(prefix))
+        return found
+
     def has_object(self, sha: bytes) -> bool:
         return self.writer.exists(sha)
 

@@ -84,6 +84,28 @@ class PackIndex:
         """How many objects the pack holds."""
         return self._count
 
+    def starting_with(self, prefix: str) -> list[bytes]:
+        """The ids in the pack whose hex form starts with ``prefix`` (2 to 40 hex digits)."""
+        low_id = bytes.fromhex(prefix.ljust(40, "0"))
+        high_id = bytes.fromhex(prefix.ljust(40, "f"))
+        first = low_id[0]
+        start, end = self._fanout[first], self._fanout[first + 1]
+        data = self._data
+        found = []
+        while start < end:  # the first id at or after low_id in the byte's range
+            middle = (start + end) // 2
+            at = _NAMES + 20 * middle
+            if data[at : at + 20] < low_id:
+                start = middle + 1
+            else:
+                end = middle
+        for i in range(start, self._fanout[first + 1]):
+            sha = data[_NAMES + 20 * i : _NAMES + 20 * i + 20]
+            if sha > high_id:
+                break
+            found.append(sha)
+        return found
+
     @classmethod
     def read(cls, path: str) -> PackIndex:
         """The index at ``path``, read guarded (``fsutil.read_side_file``, up to :data:`INDEX_CAP`)."""

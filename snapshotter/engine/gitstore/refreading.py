@@ -81,7 +81,10 @@ class LooseRefs:
             elif entry.is_dir():
                 found.update(dict.fromkeys(_nested(entry.path, full)))
             else:
-                found[full] = _first_line(entry.path)
+                try:
+                    found[full] = _first_line(entry.path)
+                except FileNotFoundError:
+                    continue  # packed (or dropped) since the listing: the caller reads packed-refs after this
                 if _a_number(name):
                     seen[name] = (entry.inode(), found[full], full)
         same_inode.sort(key=lambda item: item[0], reverse=True)
@@ -89,7 +92,10 @@ class LooseRefs:
         for _, entry, (inode, value, full) in same_inode:
             stayed = stayed or _stayed(entry, listed_then)
             if not stayed:
-                value = _first_line(entry.path)
+                try:
+                    value = _first_line(entry.path)
+                except FileNotFoundError:
+                    continue
             seen[entry.name] = (inode, value, full)
             found[full] = value
         self._listed[base] = (now, seen)
@@ -165,9 +171,13 @@ def _nested(folder: str, prefix: bytes) -> list[bytes]:
 
 def _first_line(path: str) -> bytes | None:
     """A ref file's first line; None where it cannot be read (see ``storerepo``:
-    never through a symlink, never blocking on a named pipe, at most a few KiB)."""
+    never through a symlink, never blocking on a named pipe, at most a few KiB).
+    Raises ``FileNotFoundError`` for a file gone since it was listed: a ref
+    packed meanwhile is in ``packed-refs``, which is read after the listing."""
     try:
         head, _ = read_side_head(path, REF_FILE_CAP, follow=False)
+    except FileNotFoundError:
+        raise
     except OSError:
         return None
     return head.split(b"\n", 1)[0].rstrip(b"\r")

@@ -13,24 +13,22 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import time
 import weakref
 import zlib
 from collections.abc import Iterator
 
 from dulwich import errors as dulwich_errors
 from dulwich.errors import NotGitRepository
-from dulwich.file import FileLocked
-from dulwich.objects import Commit, ObjectID
+from dulwich.objects import Commit
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
-from snapshotter.engine.fsutil import SMALL_FILE_CAP, USE_CTIME, read_side_file, settled, sync_folder, unlink_quietly
+from snapshotter.engine.fsutil import SMALL_FILE_CAP, open_side_file, read_side_file, unlink_quietly
 from snapshotter.engine.gitstore import generations
 from snapshotter.engine.gitstore.location import store_exists
 from snapshotter.engine.gitstore.making import create
 from snapshotter.engine.gitstore.objectstore import StoredObjects
-from snapshotter.engine.gitstore.refreading import MAX_DIGITS, LooseRefs
+from snapshotter.engine.gitstore.refstore import WIDTH, RefStore, number_name
 from snapshotter.engine.gitstore.storerepo import open_store_repo
 from snapshotter.errors import StoreError
 
@@ -44,14 +42,21 @@ DAMAGED_OBJECT: tuple[type[Exception], ...] = (
 """What reading a damaged object raises (a missing one raises KeyError)."""
 MISSING_OR_DAMAGED: tuple[type[Exception], ...] = (KeyError, *DAMAGED_OBJECT)
 SNAPSHOT_REF_PREFIX = b"refs/snapshots/"
+SNAPSHOTS = b"refs/snapshots"
 _HEX40 = re.compile(rb"[0-9a-f]{40}")
-TEMP_NAME = re.compile(r"tmp_obj_|tmp_pack_|tmp_idx_|\.(statcache|generation|line-counts)-.*\.tmp$")
+_SEQ_LINE = re.compile(rb"^Snapshot-Seq: ([0-9]{1,10})$", re.MULTILINE)
+"""The number a snapshot's commit records (searched in its last paragraph: the trailers)."""
+RENUMBERED = "renumbered"
+"""``<commit id> <seq>`` lines: snapshots numbered here otherwise than their commits
+say (fetched from a remote, copied into a fork), so their number is found at once."""
+RENUMBERED_CAP = 16 << 20
+TEMP_NAME = re.compile(r"tmp_obj_|tmp_pack_|tmp_idx_|\.(statcache|generation|line-counts|history-index)-.*\.tmp$")
 """Temporary files writers make in the store (then rename into place)."""
 _STACK_PREFIX = b"refs/snapshotter/"
 STACK_NAMES = ("undo", "redo", "turns")
 """A session's stacks (the anonymous one's at the top, a named one's under ``sessions/<name>/``)."""
-_BASE_REF = Ref(b"refs/snapshotter/base")
-_SEQ_WIDTH = 10
+_BASE_REF = b"refs/snapshotter/base"
+_PINS = b"refs/snapshotter/pins"
 
 
 class Store(StoredObjects):
@@ -65,9 +70,7 @@ class Store(StoredObjects):
         # prints a traceback when it runs during shutdown (a Snapshotter never closed).
         self._finalizer = weakref.finalize(self, repo.close)
         self.meta_dir = os.path.join(path, "snapshotter")
-        self._refs_read: dict[bytes, tuple[tuple[int, ...], dict[int, bytes], list[str]]] = {}
-        """Ref folder -> (its stamp, the numbered refs and the other names read then)."""
-        self._loose_refs = LooseRefs(self.path)
+        self.refs = RefStore(path)
 
     @classmethod
     def open_or_create(cls, path: str, canonical: str) -> Store:
@@ -94,154 +97,209 @@ class Store(StoredObjects):
     def write_commit(self, commit: Commit) -> bytes:
         return self.writer.write(b"commit", commit.as_raw_string())
 
-    # -- refs --------------------------------------------------------------------
+    # -- snapshot refs (see ``refstore``: loose and packed, read from either end) --------
 
     def snapshot_refs(self) -> dict[int, bytes]:
-        """Sequence number -> raw commit id, for every snapshot ref."""
-        return self._numbered(SNAPSHOT_REF_PREFIX.rstrip(b"/"))[0]
+        """Sequence number -> raw commit id, for every snapshot ref. Reads them
+        all: for what walks every snapshot anyway (verify, gc, push)."""
+        return {seq: sha for seq, sha in self.refs.numbered(SNAPSHOTS) if sha is not None}
 
-    def _numbered(self, base: bytes) -> tuple[dict[int, bytes], list[str]]:
-        """The refs below ``base`` named by a number and holding a commit id,
-        and the names of the others (garbage, symbolic refs, foreign names).
+    def iter_snapshot_ids(self, below: int | None = None) -> Iterator[tuple[int, bytes]]:
+        """(seq, commit id) pairs, newest first (only those below ``below``),
+        read as they are taken: a caller that stops early reads only those."""
+        for seq, sha in self.refs.numbered(SNAPSHOTS, True, below):
+            if sha is not None:
+                yield seq, sha
 
-        Each ref's raw content is read, never resolved: a symbolic ref planted
-        in the store must not make one snapshot pose as another. What was read
-        is kept while the ref folder and ``packed-refs`` keep their stats (see
-        ``_refs_stamp``): one snapshot asks for its refs five times.
-        """
-        stamp, settled_then = self._refs_stamp(base)
-        known = self._refs_read.get(base)
-        if stamp is not None and known is not None and known[0] == stamp:
-            return dict(known[1]), list(known[2])
-        good, bad = self._read_numbered(base)
-        if stamp is not None and settled_then:
-            self._refs_read[base] = (stamp, dict(good), list(bad))
-        return good, bad
+    def iter_oldest_first(self, above: int | None = None) -> Iterator[tuple[int, bytes]]:
+        """(seq, commit id) pairs, oldest first (only those above ``above``)."""
+        for seq, sha in self.refs.numbered(SNAPSHOTS, False, above):
+            if sha is not None:
+                yield seq, sha
 
-    def _refs_stamp(self, base: bytes) -> tuple[tuple[int, ...] | None, bool]:
-        """The stats of ``base``'s folder and of ``packed-refs``, taken before
-        reading them, and whether both had settled (see ``fsutil.settled``):
-        any ref created, removed or rewritten (by rename) changes one of them.
-        No stamp where that cannot be told (no ctime on Windows, no folder yet)."""
-        if not USE_CTIME:
-            return None, False
-        now = time.time_ns()
+    def snapshot_id(self, seq: int) -> bytes | None:
+        """The commit id ``refs/snapshots/<seq>`` holds, or None."""
+        raw = (self.refs.get(number_name(SNAPSHOTS, seq)) or b"").strip()
+        return bytes.fromhex(raw.decode("ascii")) if _HEX40.fullmatch(raw) else None
+
+    def next_seq(self) -> int:
+        """One past the highest snapshot number taken (a damaged ref's too: never reused)."""
+        return self.refs.newest_number(SNAPSHOTS) + 1
+
+    def seq_of(self, sha: bytes) -> int | None:
+        """The sequence number of the snapshot whose commit is ``sha``, or None
+        (not a snapshot here, or dropped). One ref read: a snapshot's commit
+        records its number, and one numbered otherwise here (fetched, forked)
+        is in the ``renumbered`` list; else every ref is read."""
+        recorded = self.recorded_seq(sha)
+        if recorded is None:
+            return None
+        if self.snapshot_id(recorded) == sha:
+            return recorded
+        seq = self._renumbered().get(sha)  # read only for a snapshot numbered otherwise here
+        if seq is not None and self.snapshot_id(seq) == sha:
+            return seq
+        return next((seq for seq, found in self.iter_snapshot_ids() if found == sha), None)
+
+    def recorded_seq(self, sha: bytes) -> int | None:
+        """The number the snapshot commit ``sha`` records (None: no snapshot commit)."""
         try:
-            folder = os.stat(self._ref_path(base))
-        except OSError:
-            return None, False
-        try:
-            packed: os.stat_result | None = os.stat(os.path.join(self.path, "packed-refs"))
-        except FileNotFoundError:
-            packed = None
-        except OSError:
-            return None, False
-        stamp: tuple[int, ...] = (folder.st_mtime_ns, folder.st_ctime_ns, folder.st_ino)
-        if packed is None:
-            return stamp, settled(folder, now)
-        stamp += (packed.st_mtime_ns, packed.st_ctime_ns, packed.st_ino, packed.st_size)
-        return stamp, settled(folder, now) and settled(packed, now)
+            kind, _ = self.object_header(sha)  # never a big blob read whole for this
+            if kind != 1:
+                return None
+            _, content = self.read_raw(sha)
+        except MISSING_OR_DAMAGED + (StoreError,):
+            return None
+        found = _SEQ_LINE.search(content.rpartition(b"\n\n")[2])
+        return int(found.group(1)) if found is not None else None
 
-    def _read_numbered(self, base: bytes) -> tuple[dict[int, bytes], list[str]]:
-        good: dict[int, bytes] = {}
-        bad: list[str] = []
-        for name, raw in self._loose_refs.read(base, self.repo.refs.get_packed_refs).items():
-            key = name[len(base) + 1 :]
-            value = (raw or b"").strip()
-            if key.isdigit() and len(key) <= MAX_DIGITS and _HEX40.fullmatch(value):
-                good[int(key)] = bytes.fromhex(value.decode("ascii"))
-            else:
-                bad.append(name.decode("utf-8", "replace"))
-        return good, bad
+    def _renumbered(self) -> dict[bytes, int]:
+        try:
+            data = read_side_file(os.path.join(self.meta_dir, RENUMBERED), RENUMBERED_CAP, follow=False)
+        except OSError:
+            return {}
+        found = {}
+        for line in data.split(b"\n"):
+            sha, _, seq = line.partition(b" ")
+            if _HEX40.fullmatch(sha) and seq.isdigit() and len(seq) <= WIDTH:
+                found[bytes.fromhex(sha.decode("ascii"))] = int(seq)
+        return found
 
     def damaged_refs(self) -> list[str]:
         """Names of refs in snapshotter's namespaces that hold no usable commit id."""
-        bad = self._read_numbered(SNAPSHOT_REF_PREFIX.rstrip(b"/"))[1]  # never from memory: nested names too
+        bad = self._damaged_below(SNAPSHOTS)
         for stack in STACK_NAMES:
-            bad += self._read_numbered(_STACK_PREFIX + stack.encode())[1]
+            bad += self._damaged_below(_STACK_PREFIX + stack.encode())
             for session in self.sessions():
-                bad += self._read_numbered(_STACK_PREFIX + f"sessions/{session}/{stack}".encode())[1]
+                bad += self._damaged_below(_STACK_PREFIX + f"sessions/{session}/{stack}".encode())
         return sorted(bad)
+
+    def _damaged_below(self, base: bytes) -> list[str]:
+        prefix = base + b"/"
+        bad = []
+        for name, raw in self.refs.everything_below(base).items():
+            key = name[len(prefix) :]
+            good = len(key) == WIDTH and key.isdigit() and key.isascii() and _HEX40.fullmatch((raw or b"").strip())
+            if not good:
+                bad.append(name.decode("utf-8", "replace"))
+        return bad
 
     def sessions(self) -> list[str]:
         """The named sessions that keep stacks in this store (see ``history``)."""
-        names = self._loose_refs.holders(_STACK_PREFIX + b"sessions", self.repo.refs.get_packed_refs)
+        names = self.refs.folders(_STACK_PREFIX + b"sessions")
         return sorted(name.decode("utf-8", "replace") for name in names if name)
 
     def add_snapshot_ref(self, seq: int, sha: bytes) -> bool:
         """Create ``refs/snapshots/<seq>`` if no other writer took ``seq``."""
-        name = SNAPSHOT_REF_PREFIX + b"%0*d" % (_SEQ_WIDTH, seq)
         self.writer.make_durable()  # objects first: the ref must never name lost content
-        try:
-            added = bool(self.repo.refs.add_if_new(Ref(name), ObjectID(sha.hex().encode())))
-        except FileLocked:
-            return False  # another writer is creating this very ref right now
-        if added:  # dulwich synced the ref file; its name in the folder too, and the snapshot is complete
-            self._seal(name)
-            sync_folder(os.path.dirname(self._ref_path(name)))
+        added = self.refs.create(number_name(SNAPSHOTS, seq), sha)
+        if added:
+            self._note_number(seq, sha)
         return added
 
-    def _ref_path(self, name: bytes) -> str:
-        return os.path.join(self.path, *name.decode("ascii").split("/"))
-
-    def _seal(self, name: bytes) -> None:
-        """Make a ref dulwich just wrote (0644 less the umask) owner-only, with
-        the folders it may have created for it."""
-        if os.name != "posix":
-            return
-        path = self._ref_path(name)
+    def _note_number(self, seq: int, sha: bytes) -> None:
+        """Add a snapshot numbered otherwise than its commit says to the
+        ``renumbered`` list (see :meth:`seq_of`)."""
+        recorded = self.recorded_seq(sha)
+        if recorded is None or recorded == seq:
+            return  # None: not readable yet (a batch of objects not flushed) or not a snapshot commit
         try:
-            os.chmod(path, 0o600)
-            folder = os.path.dirname(path)
-            refs_root = os.path.join(self.path, "refs")
-            while len(folder) > len(refs_root):
-                os.chmod(folder, 0o700)
-                folder = os.path.dirname(folder)
+            fd, _ = open_side_file(os.path.join(self.meta_dir, RENUMBERED), follow=False, append=True)
         except OSError:
-            pass  # removed by another writer meanwhile: nothing to protect
+            return  # a hint only: without it the number is found by reading every ref
+        try:
+            os.write(fd, b"%s %d\n" % (sha.hex().encode("ascii"), seq))
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    def remove_snapshot_refs(self, dropped: dict[int, bytes]) -> set[int]:
+        """Delete the refs of ``dropped`` (seq -> the id each must still hold),
+        ``packed-refs`` rewritten once for all; returns the numbers deleted."""
+        names: dict[bytes, bytes | None] = {number_name(SNAPSHOTS, seq): sha for seq, sha in dropped.items()}
+        gone = self.refs.delete(names)
+        return {seq for seq in dropped if number_name(SNAPSHOTS, seq) in gone}
+
+    def remove_snapshot_ref(self, seq: int, sha: bytes) -> bool:
+        return bool(self.remove_snapshot_refs({seq: sha}))
+
+    def snapshot_fingerprint(self) -> tuple[tuple[int, str, str], list[int]]:
+        """What the snapshot refs are now, cheaply (see ``RefStore.fingerprint``)."""
+        return self.refs.fingerprint(SNAPSHOTS)
+
+    def loose_snapshot_refs(self) -> int:
+        return self.refs.loose_count(SNAPSHOTS)
+
+    def pack_refs(self) -> int:
+        """Fold the loose refs into ``packed-refs`` (hold the store lock), but the
+        base and each stack's newest entries; returns how many were packed."""
+        return self.refs.pack((SNAPSHOTS, _STACK_PREFIX.rstrip(b"/")), lambda name: name == _BASE_REF)
 
     # -- stacks: undo, redo and turns, as numbered refs so they outlive the process --
 
     def stack(self, name: str) -> list[bytes]:
-        """The commit ids on ``refs/snapshotter/<name>/``, bottom first."""
-        numbered = self._numbered(_STACK_PREFIX + name.encode())[0]
-        return [numbered[n] for n in sorted(numbered)]
+        """The commit ids on ``refs/snapshotter/<name>/``, bottom first (all of them)."""
+        return [sha for _, sha in self.refs.numbered(self._stack_base(name), False) if sha is not None]
 
-    def _stack_numbers(self, name: str) -> list[int]:
-        return sorted(self._numbered(_STACK_PREFIX + name.encode())[0])
+    def stack_top(self, name: str, count: int | None = None) -> list[bytes]:
+        """The newest ``count`` entries of a stack (None: all), bottom first; reads only those."""
+        found: list[bytes] = []
+        for _, sha in self.refs.numbered(self._stack_base(name)):
+            if count is not None and len(found) >= count:
+                break
+            if sha is not None:
+                found.append(sha)
+        return found[::-1]
+
+    def iter_stack(self, name: str, newest_first: bool = True) -> Iterator[tuple[int, bytes]]:
+        """(number, commit id) of a stack's entries, newest first (or oldest first), lazily."""
+        for number, sha in self.refs.numbered(self._stack_base(name), newest_first):
+            if sha is not None:
+                yield number, sha
+
+    @staticmethod
+    def _stack_base(name: str) -> bytes:
+        return _STACK_PREFIX + name.encode()
 
     def push(self, name: str, sha: bytes) -> int:
         """Put ``sha`` on top of the stack; returns its number. Hold the store lock."""
-        number = max(self._stack_numbers(name), default=0) + 1
-        ref = self._stack_ref(name, number)
-        self.repo.refs[ref] = ObjectID(sha.hex().encode())
-        self._seal(ref)
+        base = self._stack_base(name)
+        number = self.refs.newest_number(base) + 1
+        self.refs.put(number_name(base, number), sha)
         return number
 
     def pop(self, name: str) -> bytes | None:
         """Remove and return the top of the stack. Hold the store lock."""
-        numbers = self._stack_numbers(name)
-        if not numbers:
-            return None
-        ref = self._stack_ref(name, numbers[-1])
-        value = self.repo.refs[ref]
-        del self.repo.refs[ref]
-        return bytes.fromhex(value.decode("ascii"))
+        base = self._stack_base(name)
+        for number, sha in self.refs.numbered(base):
+            self.refs.delete({number_name(base, number): sha})
+            if sha is not None:
+                return sha
+        return None
 
     def clear(self, name: str) -> None:
-        for number in self._stack_numbers(name):
-            del self.repo.refs[self._stack_ref(name, number)]
-
-    @staticmethod
-    def _stack_ref(name: str, number: int) -> Ref:
-        return Ref(_STACK_PREFIX + name.encode() + b"/%0*d" % (_SEQ_WIDTH, number))
+        base = self._stack_base(name)
+        self.refs.delete(dict.fromkeys(number_name(base, number) for number, _ in self.refs.numbered(base)))
 
     def drop_from_stack(self, name: str, sha: bytes) -> None:
-        """Remove every entry of ``name`` that points at ``sha``."""
-        value = sha.hex().encode()
-        for key, current in self.repo.refs.as_dict(Ref(_STACK_PREFIX + name.encode())).items():
-            if current == value:
-                del self.repo.refs[Ref(_STACK_PREFIX + name.encode() + b"/" + key)]
+        """Remove every entry of ``name`` that points at ``sha`` (reads the whole stack)."""
+        self.drop_from_stacks([name], {sha})
+
+    def drop_from_stacks(self, names: list[str], shas: set[bytes], down_to: int | None = None) -> int:
+        """Remove the entries of the stacks ``names`` pointing at any of ``shas``,
+        in one rewrite of ``packed-refs``; with ``down_to``, a stack is read from
+        its bottom only up to its first entry that is no snapshot up to ``down_to``
+        (entries are pushed in the order snapshots are taken). Returns how many went."""
+        doomed: dict[bytes, bytes | None] = {}
+        for name in names:
+            base = self._stack_base(name)
+            for number, sha in self.refs.numbered(base, False):
+                if sha is not None and sha in shas:
+                    doomed[number_name(base, number)] = sha
+                elif down_to is not None and (sha is None or (self.seq_of(sha) or 0) > down_to):
+                    break
+        return len(self.refs.delete(doomed)) if doomed else 0
 
     # -- the generation: bumped before anything is deleted from the store ----------------
 
@@ -258,35 +316,26 @@ class Store(StoredObjects):
 
     def base(self) -> bytes | None:
         """The commit id ``refs/snapshotter/base`` holds (read raw, never resolved), or None."""
-        raw = self.repo.refs.read_loose_ref(_BASE_REF)
-        if raw is None:
-            raw = self.repo.refs.get_packed_refs().get(_BASE_REF)
-        value = (raw or b"").strip()
+        value = (self.refs.get(_BASE_REF) or b"").strip()
         return bytes.fromhex(value.decode("ascii")) if _HEX40.fullmatch(value) else None
 
     def set_base(self, sha: bytes) -> None:
         """Point the base at ``sha`` (a snapshot, a restore, undo or redo made the
         workspace equal to it). Hold the store lock."""
-        self.repo.refs[_BASE_REF] = ObjectID(sha.hex().encode())
-        self._seal(_BASE_REF)
+        self.refs.put(_BASE_REF, sha)
 
     # -- pins and removal --------------------------------------------------------------
 
     def pinned(self) -> set[bytes]:
-        refs = self.repo.refs.as_dict(Ref(_STACK_PREFIX + b"pins"))
-        return {bytes.fromhex(v.decode("ascii")) for v in refs.values()}
+        values = (raw.strip() for raw in self.refs.everything_below(_PINS).values() if raw)
+        return {bytes.fromhex(value.decode("ascii")) for value in values if _HEX40.fullmatch(value)}
 
     def set_pin(self, sha: bytes, pinned: bool) -> None:
-        ref = Ref(_STACK_PREFIX + b"pins/" + sha.hex().encode())
+        ref = _PINS + b"/" + sha.hex().encode()
         if pinned:
-            self.repo.refs[ref] = ObjectID(sha.hex().encode())
-            self._seal(ref)
-        elif ref in self.repo.refs:
-            del self.repo.refs[ref]
-
-    def remove_snapshot_ref(self, seq: int, sha: bytes) -> bool:
-        name = SNAPSHOT_REF_PREFIX + b"%0*d" % (_SEQ_WIDTH, seq)
-        return bool(self.repo.refs.remove_if_equals(Ref(name), ObjectID(sha.hex().encode())))
+            self.refs.put(ref, sha)
+        else:
+            self.refs.delete({ref: None})
 
     def ref_targets(self) -> set[bytes]:
         """Every commit any ref points at: the roots of what gc keeps."""
@@ -297,12 +346,6 @@ class Store(StoredObjects):
             except ValueError:
                 continue
         return out
-
-    def iter_snapshot_ids(self) -> Iterator[tuple[int, bytes]]:
-        """(seq, commit id) pairs, newest first."""
-        refs = self.snapshot_refs()
-        for seq in sorted(refs, reverse=True):
-            yield seq, refs[seq]
 
     def clear_stale_ref_locks(self) -> int:
         """Remove the ``*.lock`` files a killed writer left beside refs; call it

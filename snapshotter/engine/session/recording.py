@@ -139,7 +139,7 @@ def commit(
     number, whatever other writers took), and make it the base (unless not
     ``moves_base``: a snapshot the library takes for itself). With
     ``uncounted_against`` its lines are not counted yet (see ``trailers``)."""
-    seq = max(store.snapshot_refs(), default=0) + 1
+    seq = store.next_seq()
     while True:
         sha = store.write_commit(
             trailers.build_commit(
@@ -168,7 +168,7 @@ def commit_copy(
 ) -> SnapshotInfo:
     """A new snapshot of ``info``'s tree under another message and label (its
     counts and skipped paths as recorded), without walking anything."""
-    seq = max(store.snapshot_refs(), default=0) + 1
+    seq = store.next_seq()
     stats = (info.files_changed, info.additions, info.deletions)
     while True:
         sha = store.write_commit(
