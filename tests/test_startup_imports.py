@@ -124,6 +124,22 @@ def test_reading_the_history_loads_no_other_commands_no_transport_no_socket(
     assert "snapshotter.frontends.entry" in modules
 
 
+@pytest.mark.parametrize("words", [["log", "-n", "20"], ["show", "@"], ["sessions"]])
+def test_reading_the_history_loads_no_thread_pool_and_no_toml_parser_without_a_settings_file(
+    recorded: Path, home: Path, words: list[str]
+) -> None:
+    """No background call, no pool of threads; no settings file (the user's is
+    absent here, the workspace has none), no TOML parser."""
+    modules = loaded_all(recorded, home, *words)
+    assert [m for m in modules if m.startswith(("concurrent", "tomllib", "tomli"))] == []
+
+
+def test_a_settings_file_loads_the_toml_parser(recorded: Path, home: Path) -> None:
+    """The check above can fail: a workspace's settings file is parsed."""
+    (recorded / "snapshotter.toml").write_text("exclude = []\n")
+    assert "tomllib" in loaded_all(recorded, home, "log", "-n", "20")
+
+
 def test_listing_forks_loads_the_workflow_commands(recorded: Path, home: Path) -> None:
     """The check above can fail: ``forks`` loads its family's module."""
     assert "snapshotter.frontends.cli.workflow_commands" in loaded_all(recorded, home, "forks")
