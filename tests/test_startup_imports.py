@@ -152,3 +152,12 @@ def test_the_dispatch_names_each_family_as_its_module_does() -> None:
 
     assert cli.WORKFLOW_COMMANDS == workflow_commands.NAMES
     assert cli.REMOTE_COMMANDS == remote_commands.NAMES
+
+
+def test_listing_sessions_loads_no_undo_no_comparison_and_no_hook_installer(recorded: Path, home: Path) -> None:
+    """``sessions`` reads the catalog's labels: it loads neither what undoes and
+    reverts (restores, merges, comparisons) nor what installs agents' hooks."""
+    modules = loaded(recorded, home, "sessions")
+    heavy = ("snapshotter.history.undo", "snapshotter.engine.session.restoring", "snapshotter.engine.compare")
+    assert [m for m in modules if m.startswith(heavy)] == []
+    assert [m for m in modules if m.startswith("snapshotter.frontends.hooks.hookinstall")] == []

@@ -24,7 +24,6 @@ later edits, or with ``reset`` restores the state before it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from snapshotter.engine.session.engine import Engine
 from snapshotter.engine.session.restoring import restore
@@ -42,7 +41,7 @@ from snapshotter.errors import (
 from snapshotter.history.attribution import Pair, Piece, changed_hunks, closing, revert_changes, session_changes
 from snapshotter.history.owners import ABANDONED, POST_RESTORE, POST_TURN, PRE_TURN, TOOL, TOOL_DONE, label_number
 from snapshotter.history.stacks import REDO, TURNS, UNDO, entry_info, live_entries, readable, stack_of
-from snapshotter.model import ConflictMode, Hunk, RestoreResult, RevertResult, SessionInfo, SnapshotInfo, UndoResult
+from snapshotter.model import ConflictMode, Hunk, RestoreResult, RevertResult, SnapshotInfo, UndoResult
 
 CHECKPOINT_LABEL = "checkpoint"
 REDO_TO, POPPED = "redo-to", "undo-popped"
@@ -361,33 +360,6 @@ def open_turn(engine: Engine) -> SnapshotInfo | None:
         return None
     pre, post = turn_pair(engine, 1)
     return pre if post is None else None
-
-
-def sessions(engine: Engine) -> list[SessionInfo]:
-    """Every named session with snapshots here, the most recently active first."""
-    seen: dict[str, dict[str, Any]] = {}
-    for info in engine.catalog.newest_first():  # newest first: the first of a session is its latest word
-        if info.session is None:
-            continue
-        found = seen.setdefault(info.session, {"last": info.created_at, "turns": 0, "open": None, "meta": {}})
-        label = info.label or ""
-        if label.startswith((PRE_TURN, POST_TURN)) and found["open"] is None:
-            found["open"] = label.startswith(PRE_TURN)
-        found["turns"] += label.startswith(PRE_TURN)
-        for key in ("agent", "agent-session"):
-            if info.metadata.get(key):
-                found["meta"].setdefault(key, info.metadata[key])
-    return [
-        SessionInfo(
-            name,
-            data["meta"].get("agent"),
-            data["meta"].get("agent-session"),
-            data["turns"],
-            bool(data["open"]),
-            data["last"],
-        )
-        for name, data in seen.items()
-    ]
 
 
 def _paths(count: int) -> str:
