@@ -125,6 +125,18 @@ def test_reading_the_history_loads_no_other_commands_no_transport_no_socket(
 
 
 @pytest.mark.parametrize("words", [["log", "-n", "20"], ["show", "@"], ["sessions"]])
+def test_opening_an_existing_store_loads_no_ignore_rules_and_no_size_check(
+    recorded: Path, home: Path, words: list[str]
+) -> None:
+    """The ignore rules, the listings a folder's stat vouches for and the name
+    checks are a walk's and a restore's; a new store's size check uses them, an
+    existing store's opening does not."""
+    modules = loaded(recorded, home, *words)
+    walking = ("ignore", "trust", "listing", "pathnames", "sizecheck")
+    assert [m for m in modules if m in {f"snapshotter.engine.worktree.{name}" for name in walking}] == []
+
+
+@pytest.mark.parametrize("words", [["log", "-n", "20"], ["show", "@"], ["sessions"]])
 def test_reading_the_history_loads_no_thread_pool_and_no_toml_parser_without_a_settings_file(
     recorded: Path, home: Path, words: list[str]
 ) -> None:
