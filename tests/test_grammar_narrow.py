@@ -27,6 +27,12 @@ def choices(parser: argparse.ArgumentParser) -> set[str]:
 def test_a_command_line_naming_a_command_builds_only_its_parser() -> None:
     assert choices(arguments._parser(frozenset(["log", "-n", "20"]))) == {"log"}
     assert choices(arguments._parser(frozenset(["track", "-m", "x"]))) == {"snapshot", "track"}
+    assert choices(arguments._parser(frozenset(["--home", "/tmp/h", "log"]))) == {"log"}
+
+
+@pytest.mark.parametrize("word", ["-h", "--help", "--he", "-hC"])
+def test_what_may_ask_for_help_builds_every_command(word: str) -> None:
+    assert choices(arguments._parser(frozenset(["log", word]))) == choices(arguments._parser())
 
 
 def test_the_list_of_command_words_is_the_grammars() -> None:
@@ -64,6 +70,13 @@ def test_a_usage_error_is_the_whole_grammars(argv: list[str]) -> None:
     with pytest.raises(arguments.UsageError) as whole:
         arguments._parser().parse_known_args(argv)
     assert str(narrow.value) == str(whole.value)
+
+
+def test_an_unknown_option_is_named_by_the_commands_parser() -> None:
+    with pytest.raises(arguments.UsageError) as raised:
+        arguments.parse(["--home", "h", "log", "--bogus"])
+    assert str(raised.value) == "snapshotter log: error: unrecognized arguments: --bogus"
+    assert raised.value.usage == "see `snapshotter log --help`"
 
 
 def test_help_after_a_command_value_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:

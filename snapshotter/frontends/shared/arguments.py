@@ -143,7 +143,7 @@ def _parser(words: frozenset[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"snapshotter {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     narrow = words is not None and not words.isdisjoint(COMMAND_WORDS)
-    narrow = narrow and not any(word.startswith(("-h", "--h")) for word in words or ())
+    narrow = narrow and not any(_may_ask_help(word) for word in words or ())
 
     def command(name: str, help_text: str) -> Any:
         aliases = [alias for alias, target in ALIASES.items() if target == name]
@@ -299,6 +299,12 @@ def _parser(words: frozenset[str] | None = None) -> argparse.ArgumentParser:
         help="taken for scripts that pass it: the page is never opened for you (snapshotter runs no other program)",
     )
     return parser
+
+
+def _may_ask_help(word: str) -> bool:
+    """Whether argparse may read ``word`` as ``--help`` (``-h``, with short options
+    after it, or an abbreviation: ``--he``), which prints the whole grammar's page."""
+    return word.startswith("-h") or (word.startswith("--h") and "--help".startswith(word))
 
 
 class _Unnamed:
