@@ -446,3 +446,24 @@ def test_every_untracked_path_in_the_way_is_named_and_nothing_is_written(ws: Pat
     for blocker in ("top.secret", "m/o.secret", "g.secret/h", "x"):
         assert str(ws / blocker) in str(refused.value)
     assert read_tree(ws) == before
+
+
+def test_a_refusal_counts_the_blockers_it_does_not_name(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """Five are named, the rest counted; one alone is "it", several are "them"."""
+    names = [f"f{n}.secret" for n in range(7)]
+    write(ws, {f"{name}/x.txt": "x\n" for name in names})
+    everything = make()
+    first = everything.snapshot()
+    everything.close()
+    for name in names:
+        (ws / name / "x.txt").unlink()
+        (ws / name).rmdir()
+        (ws / name).write_text("mine\n")
+    snap = make(exclude=["*.secret"])
+    with pytest.raises(RestoreConflict, match=r"; and 2 more; move them and retry$"):
+        snap.restore(first.id)
+    for name in names[1:]:
+        (ws / name).unlink()
+    with pytest.raises(RestoreConflict, match=r"f0\.secret is an untracked file .*; move it and retry$"):
+        snap.restore(first.id)
+    assert (ws / "f0.secret").read_text() == "mine\n"
