@@ -467,3 +467,17 @@ def test_a_refusal_counts_the_blockers_it_does_not_name(ws: Path, make) -> None:
     with pytest.raises(RestoreConflict, match=r"f0\.secret is an untracked file .*; move it and retry$"):
         snap.restore(first.id)
     assert (ws / "f0.secret").read_text() == "mine\n"
+
+
+def test_a_file_only_a_nested_rule_added_after_the_target_hides_is_saved_then_restored(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """As with a root rule: the rule in ``sub/.gitignore`` hides the agent's
+    ``sub/x.log`` from the scan, yet the safety snapshot holds it and undo brings it back."""
+    write(ws, {"sub/x.log": "recorded\n", "sub/app.py": "v1\n"})
+    snap = make()
+    a = snap.snapshot()
+    write(ws, {"sub/x.log": "the agent's\n", "sub/.gitignore": "*.log\n", "sub/app.py": "v2\n"})
+    result = snap.restore(a.id)
+    assert (ws / "sub/x.log").read_text() == "recorded\n" and not (ws / "sub/.gitignore").exists()
+    assert kept(result) == {} and "sub/x.log" in result.written_paths
+    assert snap.undo().ok
+    assert (ws / "sub/x.log").read_text() == "the agent's\n" and (ws / "sub/.gitignore").read_text() == "*.log\n"
