@@ -147,6 +147,7 @@ def _parser(words: frozenset[str] | None = None) -> argparse.ArgumentParser:
     log = command("log", "list snapshots, newest first; @ marks the base (with --session: only that session's)")
     log.add_argument("-n", "--limit", type=_count, default=50, help="how many (default 50; 0 for all)")
     log.add_argument("--skip", type=_count, default=0, metavar="N", help="leave out the newest N first, as git log")
+    log.add_argument("--before", default=None, metavar="REF", help="only snapshots older than REF (the next page)")
     log.add_argument("--label", default=None, help="only snapshots with this label")
     log.add_argument("--meta", action="append", type=_meta, default=[], metavar="KEY=VALUE", help="only matching")
 
