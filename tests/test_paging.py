@@ -131,8 +131,12 @@ def mcp_server(history: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 def _call(server: Any, name: str, arguments: dict[str, Any]) -> tuple[bool, Any]:
     """(whether it failed, its JSON result or its error text)."""
     import anyio
+    from mcp.server.mcpserver.exceptions import ToolError
 
-    result = anyio.run(server.call_tool, name, arguments)
+    try:
+        result = anyio.run(server.call_tool, name, arguments)
+    except ToolError as refused:  # arguments the schema refuses (over stdio: an error result)
+        return True, str(refused)
     text = "".join(getattr(block, "text", "") for block in result.content)
     failed = bool(getattr(result, "is_error", None) or getattr(result, "isError", None))
     return failed, text if failed else json.loads(text)
