@@ -27,12 +27,17 @@ TOTAL = 2000
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """2,000 snapshots of three sessions taking turns (18 snapshots a turn)."""
+    """2,000 snapshots of three sessions taking turns (18 snapshots a turn), the
+    last one taken through the API as a real one is."""
     import longhistory
 
     root = tmp_path_factory.mktemp("paging")
     made = longhistory.History(root / "ws", root / "home", folders=4, files=10)
-    made.build(TOTAL)
+    made.build(TOTAL - 1)
+    with Snapshotter(made.ws, home=made.home, retention=Retention.unlimited()) as snap:
+        with open(made.path(3, 9), "a") as handle:
+            handle.write("an edit\n")
+        snap.snapshot("the last, taken as any is: the history index is saved with it")
     return made
 
 
@@ -213,3 +218,22 @@ def test_log_in_a_session_heads_a_turn_begun_beyond_the_look_back_as_such(
     code, printed, _ = _cli(history, *argv)
     assert printed.splitlines()[0] == rendering.BEGUN_EARLIER, printed
     assert printed.splitlines()[1].split()[0] == mine[pre - 5].id[:12]
+
+
+# -- blame -----------------------------------------------------------------------------------------
+
+
+def test_blame_reads_a_bounded_stretch_unless_all_is_asked_for(history: Any, everything: list[SnapshotInfo]) -> None:
+    """``blame`` reads at most 1,000 snapshots by default (a line older than that
+    is a boundary at the 1,000th) and parses about as many commits; ``--limit 0``
+    is the explicit way to follow lines back through the whole history, and its
+    document says so (``limit`` 0), not a number nobody asked for."""
+    code, printed, parsed = _cli(history, "blame", "d00/f000.txt", "--json")
+    assert code == 0, printed
+    found = json.loads(printed)["result"]
+    assert (found["depth"], found["limit"], found["limited"]) == (1000, 1000, True)
+    assert parsed <= 1100, parsed
+    code, printed, _ = _cli(history, "blame", "d00/f000.txt", "--limit", "0", "--json")
+    found = json.loads(printed)["result"]
+    assert (found["depth"], found["limit"], found["limited"]) == (TOTAL, 0, False)
+    assert found["runs"][0]["origin"]["snapshot_id"] == everything[-1].id

@@ -217,7 +217,12 @@ def _parser(words: frozenset[str] | None = None) -> argparse.ArgumentParser:
         "who last changed each line of PATH: its snapshot, session, turn and tool call (--session: only its lines)",
     )
     blame.add_argument("path", help="a file the folder tracks")
-    blame.add_argument("--limit", type=_count, default=1000, help="read at most this many snapshots (default 1000)")
+    blame.add_argument(
+        "--limit",
+        type=_count,
+        default=1000,
+        help="read at most this many snapshots (default 1000; 0: as far back as the lines go)",
+    )
     fork = command("fork", "make DIR (new or empty, outside this folder) hold snapshot REF, for a parallel agent")
     fork.add_argument("ref", help="a REF")
     fork.add_argument("dest", metavar="DIR", help="the new folder")
