@@ -213,15 +213,16 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
 
         return f.snapshot_json(info), show_snapshot
     if name == "log":
-        grouped = snap.session is not None and not args.label and not args.meta  # by turn: all, then the newest
-        wanted = args.skip + args.limit if args.limit and not grouped else None
-        infos = snap.list(limit=wanted, label=args.label, metadata=dict(args.meta) or None, session=snap.session)
-        infos = infos[args.skip :]
-        base = snap.base()
+        from snapshotter.frontends.cli import logpages
+
+        grouped = snap.session is not None and not args.label and not args.meta  # by turn
+        meta = dict(args.meta) or None
+        page = logpages.read(snap, args.limit, args.skip, args.before, args.label, meta, grouped)
+        infos, base = page.shown, snap.base()
         base_id = base.id if base is not None else None
         if grouped:
-            shown = infos[: args.limit] if args.limit else infos
-            return [f.snapshot_json(i) for i in shown], _printer(f.session_log_lines(infos, args.limit, base_id))
+            lines = f.session_log_lines(infos + page.context, len(infos), base_id, begun_earlier=page.cut)
+            return [f.snapshot_json(i) for i in infos], _printer(lines)
         return [f.snapshot_json(i) for i in infos], _printer([f.snapshot_line(i, i.id == base_id) for i in infos])
     if name == "show":
         info = snap.get(args.ref)

@@ -162,6 +162,7 @@ def _parser(words: frozenset[str] | None = None) -> argparse.ArgumentParser:
     log = command("log", "list snapshots, newest first; @ marks the base (with --session: only that session's)")
     log.add_argument("-n", "--limit", type=_count, default=50, help="how many (default 50; 0 for all)")
     log.add_argument("--skip", type=_count, default=0, metavar="N", help="leave out the newest N first, as git log")
+    log.add_argument("--before", default=None, metavar="REF", help="only snapshots older than REF (the next page)")
     log.add_argument("--label", default=None, help="only snapshots with this label")
     log.add_argument("--meta", action="append", type=_meta, default=[], metavar="KEY=VALUE", help="only matching")
 
@@ -231,7 +232,12 @@ def _parser(words: frozenset[str] | None = None) -> argparse.ArgumentParser:
         "who last changed each line of PATH: its snapshot, session, turn and tool call (--session: only its lines)",
     )
     blame.add_argument("path", help="a file the folder tracks")
-    blame.add_argument("--limit", type=_count, default=1000, help="read at most this many snapshots (default 1000)")
+    blame.add_argument(
+        "--limit",
+        type=_count,
+        default=1000,
+        help="read at most this many snapshots (default 1000; 0: as far back as the lines go)",
+    )
     fork = command("fork", "make DIR (new or empty, outside this folder) hold snapshot REF, for a parallel agent")
     fork.add_argument("ref", help="a REF")
     fork.add_argument("dest", metavar="DIR", help="the new folder")
