@@ -2,7 +2,11 @@
 checked on a real folder (``test_restore.py`` and ``test_hostile.py`` check
 them through whole restores). What a mutation run found unchecked: the modes
 files and folders are made with, that looking never makes a folder, a read of
-more than one chunk, and more folders than the descriptors it keeps open.
+more than one chunk, and more folders than the descriptors it keeps open; then
+(its fourth round) the full paths its refusals name, the descriptors it keeps
+and drops (none left after ``close``, none of a folder since replaced), the
+folders it made itself, no half-written file after a failed write, and folders
+emptied only through descriptors.
 """
 
 from __future__ import annotations
@@ -71,11 +75,15 @@ def test_the_umask_is_read_as_the_system_reports_it() -> None:
 
 
 def test_looking_at_a_path_never_makes_its_folders(tmp_path: Path) -> None:
+    """Only writing a file or a symlink makes the folders leading to it: a look,
+    a delete, a mode change or a read under a missing folder makes none."""
     workspace = Workspace(str(tmp_path))
     try:
         assert workspace.lstat("a/b/c.txt") is None
         assert not workspace.remove_dir_if_empty("d/e/f")
         workspace.delete("g/h.txt")
+        with pytest.raises(FileNotFoundError):
+            workspace.set_executable("k/l.sh", True)
         with pytest.raises(FileNotFoundError):
             workspace.read("i/j.txt", False, 100)
     finally:
@@ -223,17 +231,18 @@ def _open_descriptors() -> int:
 
 
 def test_no_folder_descriptor_stays_open_after_close(tmp_path: Path) -> None:
-    """Writes into nested folders, again and again, keep each folder's descriptor
-    once: after ``close`` none is left open (a restore in a long-lived process,
-    the watcher or the MCP server, would otherwise run out of them)."""
+    """Writes into nested folders and folders side by side, again and again,
+    keep each folder's descriptor (the root's too) once: after ``close`` none is
+    left open (a restore in a long-lived process, the watcher or the MCP server,
+    would otherwise run out of them)."""
     before = _open_descriptors()
     workspace = Workspace(str(tmp_path))
     try:
         for round_ in range(3):
-            for n, folder in enumerate(("a/b/c", "a/b", "a/d/e", "a/b/c")):
+            for n, folder in enumerate(("a/b/c", "a/b", "z", "a/d/e", "a/b/c", "y/x")):
                 workspace.write_file(f"{folder}/f{round_}{'x' * n}.txt", b"%d\n" % round_, executable=False)
             workspace.set_executable("a/b/c/f0.txt", round_ % 2 == 0)
-            assert workspace.read("a/d/e/f0xx.txt", False, 100) == b"0\n"
+            assert workspace.read("a/d/e/f0xxx.txt", False, 100) == b"0\n"
     finally:
         workspace.close()
     assert _open_descriptors() == before
