@@ -292,7 +292,7 @@ def _saved_cache(ws: Path, home: Path) -> statcache.StatCache:
 
 
 def _verdicts_run_here(
-    ws: Path, home: Path, cache: statcache.StatCache | None = None, cutoff: int | None = None
+    ws: Path, home: Path, cache: statcache.StatCache | None = None, cutoff: int | None = None, reached_at: int = 0
 ) -> dict[str, tuple[int, int, int, int]]:
     """The copy's loop (``_check_from_the_end``) run in this process, as the fork
     runs it, over ``cache`` (by default the stat cache the last snapshot saved):
@@ -305,6 +305,7 @@ def _verdicts_run_here(
     read, written = os.pipe()
     try:
         reached = mmap.mmap(-1, preload._REACHED.size)  # zero: the walk has reached no folder yet
+        preload._REACHED.pack_into(reached, 0, reached_at)
         preload._check_from_the_end(str(ws), cache, cache.racy_cutoff() if cutoff is None else cutoff, written, reached)
         os.close(written)
         data = b""
@@ -482,3 +483,64 @@ def test_a_cache_of_exactly_min_files_is_preloaded(ws: Path, home: Path, monkeyp
     assert _again(ws, home)[1].last_scan.dirs_preloaded == FOLDERS + 1
     monkeypatch.setattr(preload, "MIN_FILES", files + 1)
     assert _again(ws, home)[1].last_scan.dirs_preloaded == 0
+
+
+def test_the_copy_stops_where_the_walk_has_reached_and_sends_what_it_checked(ws: Path, home: Path) -> None:
+    """The walk has reached half of its order: the copy checks the other half,
+    from the far end, and still sends the verdicts it holds when it stops."""
+    _first(ws, home)
+    cache = _saved_cache(ws, home)
+    order = preload.walk_order(cache)
+    half = len(order) // 2
+    found = _verdicts_run_here(ws, home, cache, reached_at=half)
+    assert set(found) == {rel for rel in order[half:] if cache.folder(rel)} and found
+    assert all(verdict[0] != preload._MISMATCH for verdict in found.values())
+
+
+def test_a_workspace_whose_name_ends_in_a_space_is_checked_by_the_copy(home: Path, tmp_path: Path) -> None:
+    ws = tmp_path / "project "
+    _first(ws, home)
+    found = _verdicts_run_here(ws, home)
+    assert len(found) == FOLDERS + 1 and found["d2/f7"] == _unchanged(ws, 7)
+
+
+def _restored(ws: Path, home: Path) -> None:
+    """Every folder with files written to by a restore (to the first snapshot):
+    none has a shape, so the copy lists each itself."""
+    with Snapshotter(ws, home=home) as snap:
+        target = snap.list()[0].id
+        write(ws, {f"d{i % 5}/f{i}/file0.txt": f"second {i}\n" for i in range(FOLDERS)})
+        snap.snapshot()
+        assert snap.restore(target).written == FOLDERS
+
+
+def test_the_copy_lists_a_folder_again_only_once_its_stat_has_settled(ws: Path, home: Path) -> None:
+    """A folder without a shape that changed a moment ago (a file made and
+    removed: the same names) may change again within the same clock tick
+    unseen: the copy does not vouch for it; the others, settled, it does."""
+    _first(ws, home)
+    _restored(ws, home)
+    _settle()
+    (ws / "d1/f1/tmp.txt").write_text("a moment\n")
+    (ws / "d1/f1/tmp.txt").unlink()
+    found = _verdicts_run_here(ws, home)
+    assert found["d1/f1"][0] == preload._MISMATCH
+    assert found["d2/f7"] == _unchanged(ws, 7)
+
+
+def test_a_symlink_to_a_folder_is_one_of_a_relisted_folders_files(ws: Path, home: Path) -> None:
+    """A folder without a shape holds a symlink to a folder (recorded as a
+    link, as git does): listing it, the copy takes the link for what it is, not
+    for the folder it points to, and vouches for the folder."""
+    write(ws, _files())
+    (ws / "d1/f1/link").symlink_to("../f6", target_is_directory=True)
+    _settle()
+    with Snapshotter(ws, home=home) as snap:
+        snap.snapshot()
+    _settle()
+    _restored(ws, home)
+    _settle()
+    found = _verdicts_run_here(ws, home)
+    links = len(os.readlink(ws / "d1/f1/link"))
+    assert found["d1/f1"] == _as_walked(ws, "d1/f1", sum(len(f"folder 1 file {j}\n") for j in range(4)) + links)
+    assert all(verdict[0] != preload._MISMATCH for verdict in found.values())
