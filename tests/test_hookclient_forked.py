@@ -1,10 +1,13 @@
-"""``hookclient.main`` in a fork of this process, where the call must end the
-process itself: the budget's alarm, which gives up, answers the agent and
-leaves at once (``os._exit``). A fork runs the code loaded here (a mutation
-run's mutant too), and mutmut maps the test to ``main`` and ``_arm``, which
-this process calls; the child only carries on from there.
+"""``hookclient.main`` where the call must end the process itself, or makes
+one: in a fork of this process, the budget's alarm, which gives up, answers
+the agent and leaves at once (``os._exit``); here, the first call starting a
+watcher (a detached copy) that the next calls hand their events to.
 
-The agent's side is real: the event comes on a pipe, the answer goes to a
+A fork runs the code loaded here (a mutation run's mutant too), but mutmut
+maps a test only to the functions this process calls: each test here also
+makes a call in this process (the same call answered in time, the call that
+opens the session), so that a mutant of ``main`` or ``_arm`` is run against
+it. The agent's side is real: the event comes on a pipe, the answer goes to a
 pipe, the exit status is the process's.
 """
 
@@ -100,6 +103,22 @@ def hook_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, home: Path) -> Pat
     return tmp_path / "fallback-hooks.log"
 
 
+def in_process_call(monkeypatch: pytest.MonkeyPatch, argv: list[str], event: dict[str, Any]) -> tuple[int, str]:
+    """``hookclient.main(argv)`` here, the event on a stdin of bytes: (exit code, stdout)."""
+    stdin = io.TextIOWrapper(io.BytesIO(json.dumps(event).encode()))
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdin", stdin)
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(hookclient, "_store", [])
+    before = signal.getsignal(signal.SIGALRM)
+    try:
+        code = hookclient.main(argv)
+        assert signal.alarm(0) == 0, "the budget's alarm is disarmed once answered"
+    finally:
+        signal.signal(signal.SIGALRM, before)
+    return code, out.getvalue()
+
+
 @pytest.mark.parametrize("argv,shown", [(["gemini", "BeforeTool"], "gemini BeforeTool"), (["gemini"], "gemini ?")])
 def test_a_call_past_its_budget_gives_up_answers_and_ends_at_once(
     hook_env: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str], shown: str
@@ -109,6 +128,8 @@ def test_a_call_past_its_budget_gives_up_answers_and_ends_at_once(
     fallback log), gives the agent its answer once, and the process ends with
     status 0, without returning through the code it was stuck in."""
     monkeypatch.setenv("SNAPSHOTTER_HOOK_BUDGET", "1")
+    assert in_process_call(monkeypatch, argv, {"session_id": "s"}) == (0, "{}\n")  # in time: answered, nothing logged
+    assert not hook_env.exists()
     assert forked_call(argv, None) == (0, "{}\n")
     lines = hook_env.read_text().splitlines()
     assert len(lines) == 1, lines
@@ -116,14 +137,14 @@ def test_a_call_past_its_budget_gives_up_answers_and_ends_at_once(
 
 
 def test_a_short_event_stuck_on_the_lock_gives_up_in_its_short_budget_and_logs_in_the_store(
-    hook_env: Path, ws: Path, home: Path
+    hook_env: Path, ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Codex gives its SessionEnd hook 3 s: another writer holds the store, so
     the call gives up at ``SHORT_BUDGET`` (before its lock wait, half the full
     budget, ends), and says so in the store's own log, the store being known."""
     write(ws, {"f.txt": "0\n"})
     event = {"session_id": "s", "cwd": str(ws), "hook_event_name": "UserPromptSubmit", "prompt": "p", "turn_id": "1"}
-    assert forked_call(["codex", "UserPromptSubmit"], event) == (RETURNED, "")
+    assert in_process_call(monkeypatch, ["codex", "UserPromptSubmit"], event) == (0, "")
     with Snapshotter(ws, home=home) as snap:
         assert [s.name for s in snap.sessions()] == ["codex-s"]
         log = Path(snap.store_path, "snapshotter", hooklog.NAME)
@@ -151,22 +172,6 @@ def short_tmp() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="hc-"))
     yield path
     shutil.rmtree(path, ignore_errors=True)
-
-
-def in_process_call(monkeypatch: pytest.MonkeyPatch, argv: list[str], event: dict[str, Any]) -> tuple[int, str]:
-    """``hookclient.main(argv)`` here, the event on a stdin of bytes: (exit code, stdout)."""
-    stdin = io.TextIOWrapper(io.BytesIO(json.dumps(event).encode()))
-    out = io.StringIO()
-    monkeypatch.setattr(sys, "stdin", stdin)
-    monkeypatch.setattr(sys, "stdout", out)
-    monkeypatch.setattr(hookclient, "_store", [])
-    before = signal.getsignal(signal.SIGALRM)
-    try:
-        code = hookclient.main(argv)
-        assert signal.alarm(0) == 0, "the budget's alarm is disarmed once answered"
-    finally:
-        signal.signal(signal.SIGALRM, before)
-    return code, out.getvalue()
 
 
 def _up(store: str, seconds: float = 20.0) -> bool:
