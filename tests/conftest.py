@@ -54,6 +54,24 @@ def pytest_configure(config: pytest.Config) -> None:
     # it is back at its default in every child.
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    _guard_exit()
+
+
+def _guard_exit() -> None:
+    """``os._exit`` in the test process itself fails the test that made it.
+
+    The hook client's tests make calls in this process (so mutation testing sees
+    them), and a call that runs out of time leaves by ``os._exit(0)``: the suite
+    would stop there with status 0 and look green. A fork of the test process
+    (a hook call's child, the second core) still exits as it asks."""
+    real_exit, suite = os._exit, os.getpid()
+
+    def guarded(status: int) -> None:
+        if os.getpid() != suite:
+            real_exit(status)
+        raise RuntimeError(f"os._exit({status}) in the test process: the suite would have stopped here")
+
+    os._exit = guarded  # type: ignore[assignment]
 
 
 def _replay(config: pytest.Config) -> str:
