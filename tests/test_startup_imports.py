@@ -76,7 +76,11 @@ def test_version_and_help_load_no_settings(recorded: Path, home: Path, words: li
     assert "snapshotter.frontends.shared.rendering" not in modules
 
 
-@pytest.mark.parametrize("words", [["log", "-n", "20"], ["show", "@"], ["sessions"]])
+READING = [["log", "-n", "20"], ["show", "@"], ["sessions"]]
+"""The commands that read the store's history (and walk nothing)."""
+
+
+@pytest.mark.parametrize("words", READING)
 def test_reading_the_history_does_not_load_the_walker(recorded: Path, home: Path, words: list[str]) -> None:
     modules = loaded(recorded, home, *words)
     assert WALKER not in modules
@@ -174,3 +178,53 @@ def test_listing_sessions_loads_no_undo_no_comparison_and_no_hook_installer(reco
     heavy = ("snapshotter.history.undo", "snapshotter.engine.session.restoring", "snapshotter.engine.compare")
     assert [m for m in modules if m.startswith(heavy)] == []
     assert [m for m in modules if m.startswith("snapshotter.frontends.hooks.hookinstall")] == []
+
+
+NOT_WALKING = [["--version"], ["--help"], ["where"], ["config"], ["hooks", "status"], *READING]
+"""Every command issue #51 item 2 times beside ``python -c pass`` (``benchmarks/bench_commands.py``)."""
+
+
+@pytest.mark.parametrize("words", NOT_WALKING)
+def test_a_command_that_does_not_walk_loads_no_worktree_comparison_or_dulwich_repository(
+    recorded: Path, home: Path, words: list[str]
+) -> None:
+    """Nothing of the wing that walks the folder (the walk, the stat cache, the
+    filesystem's probe, the user's git repository, the size limits), no
+    comparison, and not dulwich's ``Repo``, whose opening loads most of dulwich
+    (object store, packs, hooks, subprocess): ``log``, ``show`` and ``sessions``
+    read refs and commits through the store's own readers (issue #51)."""
+    modules = loaded_all(recorded, home, *words)
+    assert [m for m in modules if m.startswith(("snapshotter.engine.worktree", "snapshotter.engine.compare"))] == []
+    assert [m for m in modules if m.startswith(("dulwich.repo", "dulwich.object_store", "dulwich.pack"))] == []
+
+
+@pytest.mark.parametrize("words", READING)
+def test_reading_the_history_makes_only_the_snapshots_values(recorded: Path, home: Path, words: list[str]) -> None:
+    """Making a frozen dataclass costs about half a millisecond: a command that
+    reads the history loads the model's ``snapshots`` family alone, not the
+    values of comparisons, restores, remotes or upkeep."""
+    modules = loaded(recorded, home, *words)
+    assert [m for m in modules if m.startswith("snapshotter.model.")] == ["snapshotter.model.snapshots"]
+
+
+def test_a_status_loads_the_worktree_and_the_values_of_changes(recorded: Path, home: Path) -> None:
+    """The checks above can fail: ``status`` walks, compares and lists changes."""
+    modules = loaded(recorded, home, "status")
+    assert "snapshotter.engine.worktree.statcache" in modules
+    assert "snapshotter.model.changes" in modules
+
+
+def test_the_model_publishes_every_name_from_its_family() -> None:
+    """``snapshotter.model`` names each value where its family's module defines it,
+    and ``from snapshotter.model import X`` works for every name it lists."""
+    import snapshotter.model as model
+    from snapshotter.model import changes, remotes, results, snapshots, stats
+
+    families = (snapshots, changes, results, remotes, stats)
+    for name in model.__all__:
+        defined = [family for family in families if name in vars(family)]
+        assert len(defined) >= 1, name
+        assert getattr(model, name) is getattr(defined[0], name)
+    assert sorted(model.__all__) == sorted({*model._FAMILY})
+    with pytest.raises(AttributeError):
+        model.NoSuchValue  # noqa: B018
