@@ -228,3 +228,14 @@ def test_the_model_publishes_every_name_from_its_family() -> None:
     assert sorted(model.__all__) == sorted({*model._FAMILY})
     with pytest.raises(AttributeError):
         model.NoSuchValue  # noqa: B018
+
+
+def test_the_facade_blames_as_far_back_as_blame_by_default() -> None:
+    """The facade spells ``blame``'s default limit out rather than import
+    ``history.blame`` (and the values of comparisons) to read it."""
+    import inspect
+
+    from snapshotter.facade.api import Snapshotter
+    from snapshotter.history.blame import DEFAULT_LIMIT
+
+    assert inspect.signature(Snapshotter.blame).parameters["limit"].default == DEFAULT_LIMIT
