@@ -239,3 +239,14 @@ def test_the_facade_blames_as_far_back_as_blame_by_default() -> None:
     from snapshotter.history.blame import DEFAULT_LIMIT
 
     assert inspect.signature(Snapshotter.blame).parameters["limit"].default == DEFAULT_LIMIT
+
+
+@pytest.mark.parametrize("words", [["--version"], ["--help"], ["where"], ["config"]])
+def test_a_command_that_writes_nothing_loads_no_file_copying_or_temporary_files(
+    recorded: Path, home: Path, words: list[str]
+) -> None:
+    """``shutil`` (which loads ``bz2``, ``lzma`` and ``fnmatch``) and ``tempfile``
+    are for writing; argparse asks ``shutil`` the terminal's width for every
+    option it adds unless the grammar does (``arguments._columns``)."""
+    modules = loaded_all(recorded, home, *words)
+    assert [m for m in modules if m in ("shutil", "tempfile", "bz2", "lzma")] == []

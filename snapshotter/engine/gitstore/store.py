@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import threading
 import weakref
 import zlib
@@ -25,7 +24,6 @@ from dulwich.refs import Ref
 from snapshotter.engine.fsutil import SMALL_FILE_CAP, open_side_file, read_side_file, unlink_quietly
 from snapshotter.engine.gitstore import generations
 from snapshotter.engine.gitstore.location import store_exists
-from snapshotter.engine.gitstore.making import create
 from snapshotter.engine.gitstore.objectstore import StoredObjects
 from snapshotter.engine.gitstore.refstore import WIDTH, RefStore, number_name
 from snapshotter.engine.gitstore.storerepo import check_config
@@ -77,6 +75,8 @@ class Store(StoredObjects):
     @classmethod
     def open_or_create(cls, path: str, canonical: str) -> Store:
         if not store_exists(path):
+            from snapshotter.engine.gitstore.making import create  # a new store only
+
             create(path, canonical)
         recorded = _read_workspace_file(path)
         if recorded is not None and recorded != canonical:
@@ -407,6 +407,8 @@ class Store(StoredObjects):
 
     def remove(self) -> None:
         self.close()
+        import shutil
+
         shutil.rmtree(self.path, ignore_errors=False)
 
 
