@@ -250,3 +250,10 @@ def test_a_command_that_writes_nothing_loads_no_file_copying_or_temporary_files(
     option it adds unless the grammar does (``arguments._columns``)."""
     modules = loaded_all(recorded, home, *words)
     assert [m for m in modules if m in ("shutil", "tempfile", "bz2", "lzma")] == []
+
+
+@pytest.mark.parametrize("words", READING)
+def test_reading_the_history_makes_no_object_writer(recorded: Path, home: Path, words: list[str]) -> None:
+    """Reading writes no object: the store's writer (its pack builder, its list
+    of loose folders) is made when first asked for."""
+    assert "snapshotter.engine.gitstore.objectwriter" not in loaded(recorded, home, *words)
