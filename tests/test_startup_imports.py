@@ -218,9 +218,9 @@ def test_the_model_publishes_every_name_from_its_family() -> None:
     """``snapshotter.model`` names each value where its family's module defines it,
     and ``from snapshotter.model import X`` works for every name it lists."""
     import snapshotter.model as model
-    from snapshotter.model import changes, remotes, results, snapshots, stats
+    from snapshotter.model import changes, remotes, results, scans, snapshots, stats
 
-    families = (snapshots, changes, results, remotes, stats)
+    families = (snapshots, changes, results, remotes, scans, stats)
     for name in model.__all__:
         defined = [family for family in families if name in vars(family)]
         assert len(defined) >= 1, name
@@ -257,3 +257,45 @@ def test_reading_the_history_makes_no_object_writer(recorded: Path, home: Path, 
     """Reading writes no object: the store's writer (its pack builder, its list
     of loose folders) is made when first asked for."""
     assert "snapshotter.engine.gitstore.objectwriter" not in loaded(recorded, home, *words)
+
+
+HOOK_LOADED = """
+import json, sys
+from snapshotter.frontends.entry import main
+code = main(["hook", "claude-code", sys.argv[1]])
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
+"""
+"""One hook call as the agent makes it (the event on stdin), then every module it loaded (on stderr:
+the call's answer is on stdout)."""
+
+
+def hook_loaded(ws: Path, home: Path, event: str, **payload: object) -> list[str]:
+    env = dict(os.environ, SNAPSHOTTER_HOME=str(home), SNAPSHOTTER_NO_WATCHER="1")
+    env["SNAPSHOTTER_HOOKS_LOG"] = str(home / "fallback-hooks.log")
+    document = {"session_id": "s", "cwd": str(ws), "hook_event_name": event, **payload}
+    done = subprocess.run(
+        [sys.executable, "-c", HOOK_LOADED, event],
+        cwd=ws,
+        env=env,
+        input=json.dumps(document),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    found = json.loads(done.stderr.splitlines()[-1])
+    assert found["code"] == 0
+    modules: list[str] = found["modules"]
+    return modules
+
+
+def test_a_hook_call_without_a_watcher_loads_no_watch_code_and_no_compaction(recorded: Path, home: Path) -> None:
+    """A call that records its event itself (no watcher: ``SNAPSHOTTER_NO_WATCHER``, Windows, no watchdog)
+    walks without a watcher, and its upkeep pass measures the store without compacting it: neither the watch
+    journal (nor ``importlib.metadata``, which asks watchdog's version), nor dulwich's packs (a compaction's
+    deltas), nor the upkeep's result values are loaded (issue #51 item 4)."""
+    hook_loaded(recorded, home, "UserPromptSubmit", prompt="go")
+    modules = hook_loaded(recorded, home, "PreToolUse", tool_name="Bash", tool_input={"command": "x"}, tool_use_id="t")
+    assert "snapshotter.engine.worktree.walker" in modules  # it did walk
+    assert (home / "fallback-hooks.log").exists() is False or "FAILED" not in (home / "fallback-hooks.log").read_text()
+    unwanted = ("snapshotter.engine.worktree.watch", "importlib.metadata", "dulwich.pack", "snapshotter.model.stats")
+    assert [m for m in modules if m in unwanted] == []

@@ -1,7 +1,7 @@
 """Frozen values returned by the public API, and nothing else.
 
 Each family of values is a module of its own (``snapshots``, ``changes``,
-``results``, ``remotes``, ``stats``), loaded the first time one of its names
+``results``, ``remotes``, ``scans``, ``stats``), loaded the first time one of its names
 is asked for here: making a frozen dataclass costs about half a millisecond,
 and a command that reads the history has use for four of the 23 (issue #51).
 ``from snapshotter.model import SnapshotInfo`` loads ``snapshots`` alone.
@@ -67,6 +67,9 @@ if TYPE_CHECKING:
     from snapshotter.model.results import (
         UndoResult as UndoResult,
     )
+    from snapshotter.model.scans import (
+        ScanStats as ScanStats,
+    )
     from snapshotter.model.snapshots import (
         SessionInfo as SessionInfo,
     )
@@ -84,9 +87,6 @@ if TYPE_CHECKING:
     )
     from snapshotter.model.stats import (
         PruneResult as PruneResult,
-    )
-    from snapshotter.model.stats import (
-        ScanStats as ScanStats,
     )
     from snapshotter.model.stats import (
         StoreStats as StoreStats,
@@ -146,7 +146,7 @@ _FAMILY = {
     "SkippedSnapshot": "remotes",
     "FetchResult": "remotes",
     "RemoteWorkspace": "remotes",
-    "ScanStats": "stats",
+    "ScanStats": "scans",
     "SessionInfo": "snapshots",
     "UndoResult": "results",
     "PruneResult": "stats",
@@ -170,6 +170,8 @@ def __getattr__(name: str) -> object:
         import snapshotter.model.results
     elif family == "remotes":
         import snapshotter.model.remotes
+    elif family == "scans":
+        import snapshotter.model.scans
     else:
         import snapshotter.model.stats  # noqa: F401
     module = sys.modules[f"{__name__}.{family}"]

@@ -1,4 +1,4 @@
-"""What walks and the store's upkeep cost and found."""
+"""What the store's upkeep did and found."""
 
 from __future__ import annotations
 
@@ -6,25 +6,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from snapshotter.model.snapshots import SnapshotInfo
-
-
-@dataclass(frozen=True)
-class ScanStats:
-    """What the last walk of the workspace cost."""
-
-    files_seen: int = 0
-    files_hashed: int = 0
-    bytes_hashed: int = 0
-    dirs_seen: int = 0
-    dirs_listed: int = 0
-    """Folders read again; the others had the same stat as when last listed (see ``trust_folder_mtimes``)."""
-    seconds: float = 0.0
-    incremental: bool = False
-    """Watch mode walked only what changed (``files_seen`` then counts only those files)."""
-    dirs_preloaded: int = 0
-    """Folders whose files a second core found unchanged for this walk (see ``second_core``)."""
-    files_hashed_forked: int = 0
-    """Of ``files_hashed``, those a second core hashed (see ``second_core``)."""
 
 
 @dataclass(frozen=True)
