@@ -1,7 +1,7 @@
 """Frozen values returned by the public API, and nothing else.
 
-Each family of values is a module of its own (``snapshots``, ``changes``,
-``results``, ``remotes``, ``scans``, ``stats``), loaded the first time one of its names
+Each family of values is a module of its own (``snapshots``, ``sessions``,
+``changes``, ``results``, ``remotes``, ``scans``, ``stats``), loaded the first time one of its names
 is asked for here: making a frozen dataclass costs about half a millisecond,
 and a command that reads the history has use for four of the 23 (issue #51).
 ``from snapshotter.model import SnapshotInfo`` loads ``snapshots`` alone.
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from snapshotter.model.scans import (
         ScanStats as ScanStats,
     )
-    from snapshotter.model.snapshots import (
+    from snapshotter.model.sessions import (
         SessionInfo as SessionInfo,
     )
     from snapshotter.model.snapshots import (
@@ -147,7 +147,7 @@ _FAMILY = {
     "FetchResult": "remotes",
     "RemoteWorkspace": "remotes",
     "ScanStats": "scans",
-    "SessionInfo": "snapshots",
+    "SessionInfo": "sessions",
     "UndoResult": "results",
     "PruneResult": "stats",
     "StoreStats": "stats",
@@ -172,6 +172,8 @@ def __getattr__(name: str) -> object:
         import snapshotter.model.remotes
     elif family == "scans":
         import snapshotter.model.scans
+    elif family == "sessions":
+        import snapshotter.model.sessions
     else:
         import snapshotter.model.stats  # noqa: F401
     module = sys.modules[f"{__name__}.{family}"]
