@@ -176,6 +176,7 @@ def compile_package(source: str | None = None) -> None:
         capture_output=True,
         text=True,
         env=dict(os.environ, PYTHONPATH=source) if source else None,
+        cwd=os.path.dirname(sys.executable),  # not a checkout's root: ``-c`` puts the current folder first
     )
     compileall.compile_dir(found.stdout.strip(), quiet=1)
 
