@@ -14,8 +14,8 @@ the ratio of the medians: on a machine shared with other work, the minimum is
 the better guide to what the code costs, the median to what a user waits.
 With ``--compare-source DIR`` (a checkout of another revision, e.g. ``git
 worktree add /tmp/main main``) every row also runs that revision's package
-(``PYTHONPATH=DIR``, the same interpreter and console script) in the same
-alternation, so a change's before and after come from one run.
+(``PYTHONPATH=DIR``, the same interpreter and console script, a home of its
+own) in the same alternation, so a change's before and after come from one run.
 The package's bytecode is compiled first, as ``pip install`` does: from an
 editable checkout with ``PYTHONDONTWRITEBYTECODE`` set, every run would
 otherwise compile each module that has no ``__pycache__`` yet (20-30 ms).
@@ -89,6 +89,12 @@ ONLY: list[str] = []
 """``--compare-source``'s folder, once given: its package runs as the side ``compared``."""
 
 
+def compared_env(env: dict[str, str]) -> dict[str, str]:
+    """The compared revision's environment: its package, and a home of its own, so that
+    neither side finds the other's snapshot already taken."""
+    return dict(env, PYTHONPATH=COMPARED[0], SNAPSHOTTER_HOME=env["SNAPSHOTTER_HOME"] + "-compared")
+
+
 def pair(
     ours: list[str], theirs: list[list[str]], runs: int, cwd: Path, env: dict[str, str], before: Any = None
 ) -> dict[str, Any]:
@@ -105,7 +111,7 @@ def pair(
             if side == "ours":
                 times["ours"].append(run([*COMMAND, *ours], cwd, env))
             elif side == "compared":
-                times["compared"].append(run([*COMMAND, *ours], cwd, dict(env, PYTHONPATH=COMPARED[0])))
+                times["compared"].append(run([*COMMAND, *ours], cwd, compared_env(env)))
             else:
                 times["theirs"].append(sum(run(step, cwd, dict(os.environ, **GIT_ENV)) for step in theirs))
     medians = {side: statistics.median(values) for side, values in times.items()}
@@ -138,6 +144,8 @@ def measure(files: int, runs: int, scratch: Path) -> dict[str, Any]:
     (shadow / "info" / "exclude").write_text(".git\n")
     for command in ([*COMMAND, "snapshot", "-m", "cold"],):  # both sides' cold first snapshot, outside the rows
         run(command, ws, env)
+        if COMPARED:
+            run(command, ws, compared_env(env))
     for step in git_side(ws, shadow, "snapshot"):
         run(step, ws, dict(os.environ, **GIT_ENV))
     rng = random.Random(7)
@@ -152,6 +160,8 @@ def measure(files: int, runs: int, scratch: Path) -> dict[str, Any]:
         if name == "status":
             change(paths, 10, rng)  # both sides compare against a base 10 files behind
             run([*COMMAND, "snapshot", "-m", "base"], ws, env)
+            if COMPARED:
+                run([*COMMAND, "snapshot", "-m", "base"], ws, compared_env(env))
             for step in git_side(ws, shadow, "snapshot"):
                 run(step, ws, dict(os.environ, **GIT_ENV))
             change(paths, 10, rng)
