@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import zlib
 from collections.abc import Generator, Iterator
 
@@ -24,18 +25,39 @@ from dulwich.objects import Commit
 from snapshotter.engine.gitstore.inflate import MAX_WHOLE, ObjectTooLarge
 from snapshotter.engine.gitstore.loose import loose_header, read_loose, stream_loose
 from snapshotter.engine.gitstore.objects import STREAM_THRESHOLD, TYPE_NAMES, object_id
-from snapshotter.engine.gitstore.objectwriter import ObjectWriter
 from snapshotter.engine.gitstore.packread import MAX_CHAIN, BaseById
 from snapshotter.engine.gitstore.packset import PackSet
 from snapshotter.errors import VERIFY, StoreError
+
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:
+    from snapshotter.engine.gitstore.objectwriter import ObjectWriter
 
 
 class StoredObjects:
     """The objects below one ``objects`` folder: loose, and in packs."""
 
     def __init__(self, objects_dir: str) -> None:
-        self.writer = ObjectWriter(objects_dir, self._has_packed)
+        self.objects_dir = objects_dir
         self.packs = PackSet(os.path.join(objects_dir, "pack"))
+        self._writer: ObjectWriter | None = None
+        self._making_writer = threading.Lock()
+
+    @property
+    def writer(self) -> ObjectWriter:
+        """What writes objects here (loose, and packs), made when first asked for:
+        reading the history writes nothing (issue #51)."""
+        with self._making_writer:
+            if self._writer is None:
+                from snapshotter.engine.gitstore.objectwriter import ObjectWriter
+
+                self._writer = ObjectWriter(self.objects_dir, self._has_packed)
+            return self._writer
+
+    def loose_path(self, sha: bytes) -> str:
+        """Where ``sha`` is, or would be, a loose object (as ``ObjectWriter.loose_path``)."""
+        hexsha = sha.hex()
+        return os.path.join(self.objects_dir, hexsha[:2], hexsha[2:])
 
     def _has_packed(self, sha: bytes, relist: bool = True) -> bool:
         """Is ``sha`` in a pack; without ``relist``, in the packs as listed last."""
@@ -72,7 +94,7 @@ class StoredObjects:
 
         found = self._from_packs(sha, False, limit, base_by_id)
         if found is None:
-            loose = read_loose(self.writer.loose_path(sha), sha, limit)
+            loose = read_loose(self.loose_path(sha), sha, limit)
             found = (*loose, "") if loose is not None else None
         if found is None:
             found = self._from_packs(sha, True, limit, base_by_id)
@@ -142,7 +164,7 @@ class StoredObjects:
             if found is not None:
                 return found
             if not relist:
-                loose = stream_loose(self.writer.loose_path(sha), sha)
+                loose = stream_loose(self.loose_path(sha), sha)
                 if loose is not None:
                     return (*loose, "")
         if self.packs.index_unindexed():
@@ -181,12 +203,12 @@ class StoredObjects:
             found = self.packs.peek(sha, False)
         except OSError:
             found = None  # a pack vanished (a gc elsewhere): the packs are listed afresh below
-        return found or loose_header(self.writer.loose_path(sha), sha) or self.packs.peek(sha, True)
+        return found or loose_header(self.loose_path(sha), sha) or self.packs.peek(sha, True)
 
     def loose_size(self, sha: bytes) -> int | None:
         """A loose object's size from its header; None if the object is not loose."""
         try:
-            found = loose_header(self.writer.loose_path(sha), sha)
+            found = loose_header(self.loose_path(sha), sha)
         except (OSError, ValueError, zlib.error):
             return 0
         return found[1] if found is not None else None
@@ -197,7 +219,7 @@ class StoredObjects:
         loose folder; never a walk of every object."""
         prefix = prefix.lower()
         found: set[bytes] = set()
-        folder = os.path.join(self.writer.objects_dir, prefix[:2])
+        folder = os.path.join(self.objects_dir, prefix[:2])
         try:
             names = os.listdir(folder)
         except OSError:

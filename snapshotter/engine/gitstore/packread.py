@@ -30,8 +30,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from dulwich.pack import apply_delta
-
 from snapshotter.engine.fsutil import open_side_file, read_side_file
 from snapshotter.engine.gitstore.inflate import MAX_WHOLE, PIECE, Stream, inflate_measured, inflate_whole, too_large
 
@@ -218,6 +216,8 @@ def read_entry(
         if base <= 0 or base > at:
             raise zlib.error(f"object {sha.hex()} has a damaged delta chain in its pack")
         at -= base
+    if deltas:
+        from dulwich.pack import apply_delta  # most of dulwich: loaded at the first delta, not to read a commit
     for at, delta in reversed(deltas):
         source, result = delta_sizes(delta, sha)
         if result > (limit if at == offset else MAX_WHOLE):

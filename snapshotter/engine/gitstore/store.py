@@ -12,24 +12,21 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
+import threading
 import weakref
 import zlib
 from collections.abc import Iterator
 
 from dulwich import errors as dulwich_errors
-from dulwich.errors import NotGitRepository
 from dulwich.objects import Commit
 from dulwich.refs import Ref
-from dulwich.repo import Repo
 
 from snapshotter.engine.fsutil import SMALL_FILE_CAP, open_side_file, read_side_file, unlink_quietly
 from snapshotter.engine.gitstore import generations
 from snapshotter.engine.gitstore.location import store_exists
-from snapshotter.engine.gitstore.making import create
 from snapshotter.engine.gitstore.objectstore import StoredObjects
 from snapshotter.engine.gitstore.refstore import WIDTH, RefStore, number_name
-from snapshotter.engine.gitstore.storerepo import open_store_repo
+from snapshotter.engine.gitstore.storerepo import check_config
 from snapshotter.errors import StoreError
 
 DAMAGED_OBJECT: tuple[type[Exception], ...] = (
@@ -58,41 +55,66 @@ STACK_NAMES = ("undo", "redo", "turns")
 _BASE_REF = b"refs/snapshotter/base"
 _PINS = b"refs/snapshotter/pins"
 
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:
+    from dulwich.repo import Repo
+
 
 class Store(StoredObjects):
     """An opened store: refs, raw object access and object writing."""
 
-    def __init__(self, path: str, repo: Repo) -> None:
+    def __init__(self, path: str) -> None:
         super().__init__(os.path.join(path, "objects"))
         self.path = path
-        self.repo = repo
-        # Close at interpreter exit too: dulwich's __del__ on an open object store
-        # prints a traceback when it runs during shutdown (a Snapshotter never closed).
-        self._finalizer = weakref.finalize(self, repo.close)
+        self._repo: Repo | None = None
+        self._opening = threading.Lock()
+        self._finalizer: weakref.finalize[[], Store] | None = None
         self.meta_dir = os.path.join(path, "snapshotter")
         self.refs = RefStore(path)
 
     @classmethod
     def open_or_create(cls, path: str, canonical: str) -> Store:
         if not store_exists(path):
+            from snapshotter.engine.gitstore.making import create  # a new store only
+
             create(path, canonical)
         recorded = _read_workspace_file(path)
         if recorded is not None and recorded != canonical:
             raise StoreError(f"store {path} belongs to {recorded}, not {canonical}; remove it or use another home")
-        try:
-            repo = open_store_repo(path)
-        except (NotGitRepository, OSError, ValueError, KeyError) as exc:
-            raise StoreError(f"cannot open store {path} ({exc}); remove it to start afresh") from None
-        return cls(path, repo)
+        check_config(os.path.join(path, "config"))
+        return cls(path)
+
+    @property
+    def repo(self) -> Repo:
+        """The store as dulwich's ``Repo`` (``guardedrepo``), opened when first asked for:
+        only gc (every ref) and releasing packs need it, reading the history does not
+        (issue #51: opening it loads most of dulwich)."""
+        with self._opening:
+            if self._repo is None:
+                from dulwich.errors import NotGitRepository
+
+                from snapshotter.engine.gitstore.guardedrepo import open_store_repo
+
+                try:
+                    repo = open_store_repo(self.path)
+                except (NotGitRepository, OSError, ValueError, KeyError) as exc:
+                    raise StoreError(f"cannot open store {self.path} ({exc}); remove it to start afresh") from None
+                # Close at interpreter exit too: dulwich's __del__ on an open object store
+                # prints a traceback when it runs during shutdown (a Snapshotter never closed).
+                self._finalizer = weakref.finalize(self, repo.close)
+                self._repo = repo
+            return self._repo
 
     def release_packs(self) -> None:
         """Close every open pack (before gc deletes them: Windows cannot delete open files)."""
         super().release_packs()
-        self.repo.object_store.close()
+        if self._repo is not None:
+            self._repo.object_store.close()
 
     def close(self) -> None:
         self.packs.close()
-        self._finalizer()
+        if self._finalizer is not None:
+            self._finalizer()
 
     def write_commit(self, commit: Commit) -> bytes:
         return self.writer.write(b"commit", commit.as_raw_string())
@@ -385,6 +407,8 @@ class Store(StoredObjects):
 
     def remove(self) -> None:
         self.close()
+        import shutil
+
         shutil.rmtree(self.path, ignore_errors=False)
 
 

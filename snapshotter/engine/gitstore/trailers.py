@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections.abc import Mapping
 from datetime import datetime, timezone
 
@@ -68,6 +67,8 @@ def validate_label(label: str | None) -> str | None:
 def _reads_as_stored(text: str) -> bool:
     """No control or line-breaking character (an escape drives a terminal), and no
     format character but the joiners (a bidi control turns the line around)."""
+    import unicodedata  # here: reading snapshots checks no label
+
     return not any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") and ch not in "\u200c\u200d" for ch in text)
 
 

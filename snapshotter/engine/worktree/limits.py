@@ -13,8 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from snapshotter.engine.fsutil import FileStat
-from snapshotter.engine.gitstore.location import is_refused_root
-from snapshotter.errors import MAX_BYTES, MAX_ENTRIES, UNSAFE_ROOT, UnsafeWorkspace, WorkspaceTooLarge
+from snapshotter.errors import MAX_BYTES, MAX_ENTRIES, WorkspaceTooLarge
 from snapshotter.options import Options
 
 
@@ -49,13 +48,3 @@ def stored_size(st: FileStat) -> int:
     using 8 KiB must not refuse a whole workspace)."""
     blocks = getattr(st, "st_blocks", None)
     return st.st_size if blocks is None else min(st.st_size, blocks * 512)
-
-
-def check_root(canonical: str, allow_unsafe_root: bool) -> None:
-    if allow_unsafe_root:
-        return
-    if is_refused_root(canonical):
-        raise UnsafeWorkspace(
-            f"refusing to snapshot {canonical}: a filesystem root, home, Desktop, Documents or Downloads folder",
-            UNSAFE_ROOT,
-        )
