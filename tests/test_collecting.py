@@ -34,10 +34,12 @@ if sys.argv[1] == "watch-the-snapshot":
         enabled_at_work.append(gc.isenabled())
         return original(self, *args, **kwargs)
     Snapshotter.snapshot = snapshot
-collections = []
-gc.callbacks.append(lambda phase, info: phase == "start" and collections.append(info["generation"]))
 sys.argv = ["snapshotter", *sys.argv[2:]]
 from snapshotter.frontends.entry import main
+# Counted from here: importing the entry itself comes before it can hold anything
+# (and compiles its few modules where no bytecode is cached: a collection or not).
+collections = []
+gc.callbacks.append(lambda phase, info: phase == "start" and collections.append(info["generation"]))
 with contextlib.redirect_stdout(io.StringIO()):
     try:
         code = main()
