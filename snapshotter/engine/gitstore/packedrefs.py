@@ -26,6 +26,7 @@ naming it, never taken as empty (a gc would then drop what it names).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -72,6 +73,11 @@ class View:
         self._blocks: dict[int, bytes] = {}
         self._whole: bytes | None = None
         """The sorted content of a file that did not say it was sorted (read whole)."""
+        self._bounds: dict[bytes, int] = {}
+        """Names searched in this version of the file, and where each search ended:
+        a call asks for the same few (the ends of ``refs/snapshots/``) several times."""
+        self._fd: int | None = None
+        """The file, held open through one search (one open a search, not one a block)."""
 
     @classmethod
     def empty(cls, path: str) -> View:
@@ -87,6 +93,12 @@ class View:
         if self._whole is not None:
             return self._whole[start:end]
         first, last = start // BLOCK, (end - 1) // BLOCK
+        if first == last:  # most reads: a line or a byte within one block
+            block = self._blocks.get(first)
+            if block is None:
+                self._fetch(first, first)
+                block = self._blocks[first]
+            return block[start - first * BLOCK : end - first * BLOCK]
         missing = [i for i in range(first, last + 1) if i not in self._blocks]
         if missing:
             self._fetch(missing[0], missing[-1])
@@ -94,13 +106,16 @@ class View:
         return data[start - first * BLOCK : end - first * BLOCK]
 
     def _fetch(self, first: int, last: int) -> None:
-        fd, st = _open(self.path)
-        try:
-            if _identity(st) != self.identity:
-                raise Changed
-            data = os.pread(fd, (last - first + 1) * BLOCK, first * BLOCK)
-        finally:
-            os.close(fd)
+        if self._fd is not None:
+            data = _pread(self._fd, (last - first + 1) * BLOCK, first * BLOCK)
+        else:
+            fd, st = _open(self.path)
+            try:
+                if _identity(st) != self.identity:
+                    raise Changed
+                data = _pread(fd, (last - first + 1) * BLOCK, first * BLOCK)
+            finally:
+                os.close(fd)
         for i in range(first, last + 1):
             self._blocks[i] = data[(i - first) * BLOCK : (i - first + 1) * BLOCK]
 
@@ -156,11 +171,38 @@ class View:
         return name, sha, end
 
     def lower_bound(self, name: bytes) -> int:
-        """The offset of the first record whose name is ``name`` or after it.
-        Past the last record: the file's end, without a search (the end of the
-        snapshots' range usually is: ``refs/snapshots/`` sorts last here)."""
+        """The offset of the first record whose name is ``name`` or after it,
+        remembered for this version of the file. Before the first record or past
+        the last: an end of the file, without a search (``refs/snapshots/``
+        usually begins the file, and a name past every ref ends it)."""
+        found = self._bounds.get(name)
+        if found is None:
+            with self._held():
+                found = self._search(name)
+            self._bounds[name] = found
+        return found
+
+    @contextlib.contextmanager
+    def _held(self) -> Iterator[None]:
+        """The file held open (and checked to be this version) while blocks are read."""
+        if self._fd is not None or self._whole is not None or self.identity is None:
+            yield
+            return
+        fd, st = _open(self.path)
+        try:
+            if _identity(st) != self.identity:
+                raise Changed
+            self._fd = fd
+            yield
+        finally:
+            self._fd = None
+            os.close(fd)
+
+    def _search(self, name: bytes) -> int:
         low, high = self.start, self.size
-        if low < high and self._record(self._line_start(high - 1))[0] < name:
+        if low >= high or self._record(low)[0] >= name:
+            return low
+        if self._record(self._line_start(high - 1))[0] < name:
             return high
         while low < high:
             start = self._line_start(low + (high - low) // 2)
@@ -259,7 +301,7 @@ def _opened(path: str) -> View:
                     f"{path} is larger than {CAP >> 20} MiB: it may name snapshots, so nothing is done "
                     "without it; run `git pack-refs` on the store or remove what is not a ref there"
                 )
-            head = os.pread(fd, min(st.st_size, BLOCK), 0)
+            head = _pread(fd, min(st.st_size, BLOCK), 0)
         finally:
             os.close(fd)
         traits: frozenset[bytes] = frozenset()
@@ -381,6 +423,14 @@ def _unreadable(path: str, exc: OSError) -> StoreError:
         f"cannot read {path} ({reason}): it may name snapshots, so nothing is done without it; "
         "if it is not a file, remove it"
     )
+
+
+def _pread(fd: int, size: int, offset: int) -> bytes:
+    """``size`` bytes at ``offset`` (``os.pread`` where it exists; Windows seeks)."""
+    if hasattr(os, "pread"):
+        return os.pread(fd, size, offset)
+    os.lseek(fd, offset, os.SEEK_SET)
+    return os.read(fd, size)
 
 
 def _identity(st: os.stat_result) -> Identity:
