@@ -212,14 +212,32 @@ def test_the_sessions_listed_are_those_dulwich_finds_refs_for(ws: Path, home: Pa
 
 class _Reads:
     """What a block of calls reads of the store: ref files opened, bytes read of
-    ``packed-refs``, snapshot commits parsed."""
+    ``packed-refs``, snapshot commits parsed; and bytes of pack indexes read or
+    hashed whole (``index_bytes``, not in :meth:`total`)."""
 
     def __init__(self, store_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
-        from snapshotter.engine.gitstore import trailers
+        import hashlib
+
+        from snapshotter.engine.gitstore import packindex, trailers
 
         self.ref_files = 0
         self.packed_bytes = 0
         self.commits = 0
+        self.index_bytes = 0
+        counter = self
+
+        class _CountedHashlib:
+            """``hashlib`` as the pack index loader sees it: what it hashes is counted."""
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(hashlib, name)
+
+            @staticmethod
+            def sha1(data: Any = b"", **kwargs: Any) -> Any:
+                counter.index_bytes += len(memoryview(data))
+                return hashlib.sha1(data, **kwargs)
+
+        monkeypatch.setattr(packindex, "hashlib", _CountedHashlib())
         refs = os.path.join(store_path, "refs") + os.sep
         packed = os.path.join(store_path, "packed-refs")
         self._fds: dict[int, str] = {}
@@ -238,6 +256,8 @@ class _Reads:
             data = real_read(fd, size)
             if self._fds.get(fd, "").startswith(packed):
                 self.packed_bytes += len(data)
+            elif self._fds.get(fd, "").endswith(".idx"):
+                self.index_bytes += len(data)
             return data
 
         def counted_pread(fd: int, size: int, offset: int) -> bytes:

@@ -21,6 +21,8 @@ from collections.abc import Generator, Iterator
 
 from dulwich.objects import Commit
 
+from snapshotter.engine.gitstore import checkedindexes
+from snapshotter.engine.gitstore.checkedindexes import CheckedIndexes
 from snapshotter.engine.gitstore.inflate import MAX_WHOLE, ObjectTooLarge
 from snapshotter.engine.gitstore.loose import loose_header, read_loose, stream_loose
 from snapshotter.engine.gitstore.objects import STREAM_THRESHOLD, TYPE_NAMES, object_id
@@ -35,7 +37,8 @@ class StoredObjects:
 
     def __init__(self, objects_dir: str) -> None:
         self.writer = ObjectWriter(objects_dir, self._has_packed)
-        self.packs = PackSet(os.path.join(objects_dir, "pack"))
+        checked = CheckedIndexes(os.path.join(os.path.dirname(objects_dir), "snapshotter", checkedindexes.FILE_NAME))
+        self.packs = PackSet(os.path.join(objects_dir, "pack"), checked)
 
     def _has_packed(self, sha: bytes, relist: bool = True) -> bool:
         """Is ``sha`` in a pack; without ``relist``, in the packs as listed last."""

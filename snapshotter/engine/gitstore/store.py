@@ -50,7 +50,9 @@ RENUMBERED = "renumbered"
 """``<commit id> <seq>`` lines: snapshots numbered here otherwise than their commits
 say (fetched from a remote, copied into a fork), so their number is found at once."""
 RENUMBERED_CAP = 16 << 20
-TEMP_NAME = re.compile(r"tmp_obj_|tmp_pack_|tmp_idx_|\.(statcache|generation|line-counts|history-index)-.*\.tmp$")
+TEMP_NAME = re.compile(
+    r"tmp_obj_|tmp_pack_|tmp_idx_|\.(statcache|generation|line-counts|history-index|checked)-.*\.tmp$"
+)
 """Temporary files writers make in the store (then rename into place)."""
 _STACK_PREFIX = b"refs/snapshotter/"
 STACK_NAMES = ("undo", "redo", "turns")
