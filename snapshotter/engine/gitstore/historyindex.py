@@ -357,7 +357,7 @@ class HistoryIndex:
         yield
         fingerprint = self.store.snapshot_fingerprint()
         self._complete(state, fingerprint)
-        remaining = max((seq for seq, _ in self.store.iter_snapshot_ids()), default=0)
+        remaining = next(self.store.iter_snapshot_ids(), (0, b""))[0]  # newest first: the highest
         state.as_of = min(state.as_of, remaining) if remaining else 0
         state.fingerprint = (fingerprint[0], [n for n in fingerprint[1] if n <= state.as_of])
         self.save()
