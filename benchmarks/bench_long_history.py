@@ -22,8 +22,15 @@ opens one, but ``snapshot, open store``; retention off so the history stays):
 - ``undo``, ``redo``: a session's undo, then its redo;
 - ``turn revert``: ``revert_turn(1)`` of the session's last turn (dry run);
 - ``blame``: a file's blame with the default depth;
+- ``page, first screen``: ``snapshotter ui``'s server started on a new
+  ``Snapshotter`` (in this process, as ``snapshotter ui`` serves), then the
+  requests the page's first screen makes over HTTP: the page, its script and
+  style, the newest 100 snapshots (``/api/log``) and the sessions;
 - ``hook call``: the real ``snapshotter hook claude-code PreToolUse`` command
   with ``SNAPSHOTTER_NO_WATCHER=1`` (a process start included).
+
+With ``--chart FILE``: an SVG chart of each row's cost against the history's
+length (log scale), beside the table.
 
 With ``--defaults``: what a store with the default settings keeps after a day
 (60 turns) and a week of that work (2,000 files), and its size (docs/store.md).
@@ -42,7 +49,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +71,13 @@ def _unlimited_config(scratch: Path) -> Path:
     path = scratch / "config.toml"
     path.write_text("max_snapshots = 0\nmax_age_days = 0\n")
     return path
+
+
+@dataclass(frozen=True)
+class Took:
+    """What a row timed itself (the page's requests, not its server's start and stop)."""
+
+    seconds: float
 
 
 class Rows:
@@ -126,6 +142,24 @@ class Rows:
                 raise SystemExit(f"hook failed: {done.stderr}")
             return done
 
+        def page() -> object:
+            from snapshotter.frontends.cli.cli import Console, run
+            from snapshotter.frontends.page import ui_server
+
+            with self._open() as snap:
+                serving = ui_server.start(snap, run, Console)
+                try:
+                    base = f"http://127.0.0.1:{serving.port}"
+                    started = time.perf_counter()
+                    for path in ("/", "/page.js", "/page.css", "/api/log?limit=100", "/api/sessions"):
+                        query = f"{'&' if '?' in path else '?'}token={serving.token}"
+                        with urllib.request.urlopen(base + path + query) as answer:
+                            answer.read()
+                    took = Took(time.perf_counter() - started)
+                finally:
+                    serving.stop()  # waits for the server's poll (0.5 s): not timed
+            return took
+
         return {
             "open store": fresh(lambda snap: snap.base()),
             "snapshot, new process": snapshot_new,
@@ -137,6 +171,7 @@ class Rows:
             "redo": fresh(lambda snap: snap.in_session(SESSION).redo()),
             "turn revert": fresh(lambda snap: snap.in_session(SESSION).revert_turn(1, dry_run=True)),
             "blame": fresh(lambda snap: snap.blame("d00/f000.txt")),
+            "page, first screen": page,
             "hook call": hook,
         }
 
@@ -175,8 +210,8 @@ def measure(sizes: list[int], runs: int) -> tuple[dict[str, dict[int, float]], d
                     before = counter.count
                     for _ in range(runs):
                         start = time.perf_counter()
-                        call()
-                        times.append(time.perf_counter() - start)
+                        done = call()
+                        times.append(done.seconds if isinstance(done, Took) else time.perf_counter() - start)
                     table.setdefault(name, {})[size] = min(times) * 1000  # the least disturbed run: a shared machine
                     parsed.setdefault(name, {})[size] = (counter.count - before) // runs
                     median = statistics.median(times) * 1000
@@ -220,6 +255,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10000])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--chart", type=Path, help="write an SVG chart of the table here")
     parser.add_argument("--defaults", action="store_true", help="what the default retention keeps of a day and a week")
     args = parser.parse_args()
     if args.defaults:
@@ -242,6 +278,71 @@ def main() -> None:
     if args.json:
         data: dict[str, Any] = {name: {str(k): v for k, v in cells.items()} for name, cells in table.items()}
         args.json.write_text(json.dumps(data, indent=2))
+    if args.chart:
+        args.chart.write_text(chart(table))
+
+
+_COLOURS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#000000",
+    "#aec7e8",
+)
+
+
+def chart(table: dict[str, dict[int, float]]) -> str:
+    """An SVG chart: each row's cost as a ratio to its cost at the first size,
+    against the number of snapshots (log scale), with the 1.2x target drawn."""
+    sizes = sorted({size for cells in table.values() for size in cells})
+    width, height, left, top, right, bottom = 760, 420, 60, 20, 250, 50
+    plot_w, plot_h = width - left - right, height - top - bottom
+    ratios = {
+        name: {size: cells[size] / cells[sizes[0]] for size in sizes if size in cells}
+        for name, cells in table.items()
+        if sizes[0] in cells and cells[sizes[0]] > 0
+    }
+    high = max([1.5, *(r for row in ratios.values() for r in row.values())])
+
+    def x(size: int) -> float:
+        span = (len(sizes) - 1) or 1
+        return left + plot_w * sizes.index(size) / span
+
+    def y(ratio: float) -> float:
+        return top + plot_h * (1 - ratio / high)
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
+        'font-size="12">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="black"/>',
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="black"/>',
+        f'<line x1="{left}" y1="{y(1.2):.1f}" x2="{left + plot_w}" y2="{y(1.2):.1f}" stroke="red" '
+        'stroke-dasharray="4 3"/>',
+        f'<text x="{left + plot_w + 4}" y="{y(1.2) + 4:.1f}" fill="red">1.2x</text>',
+    ]
+    for size in sizes:
+        parts.append(f'<text x="{x(size):.1f}" y="{top + plot_h + 18}" text-anchor="middle">{size:,}</text>')
+    parts.append(f'<text x="{left + plot_w / 2}" y="{height - 10}" text-anchor="middle">snapshots (log scale)</text>')
+    step = 0.5 if high <= 4 else 1.0 if high <= 10 else 5.0
+    tick = 0.0
+    while tick <= high:
+        parts.append(f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick:g}x</text>')
+        tick += step
+    for i, (name, row) in enumerate(ratios.items()):
+        colour = _COLOURS[i % len(_COLOURS)]
+        points = " ".join(f"{x(size):.1f},{y(ratio):.1f}" for size, ratio in sorted(row.items()))
+        parts.append(f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        parts.append(f'<text x="{width - right + 30}" y="{top + 16 * i + 10}" fill="{colour}">{name}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
 
 
 if __name__ == "__main__":
