@@ -308,3 +308,48 @@ def test_what_a_snapshot_reads_does_not_grow_with_the_history(tmp_path: Path) ->
     files, packed, commits = (b - a for a, b in zip(short, long))
     assert files <= 4 and commits <= 4, (short, long)
     assert packed <= 2 * 16384, (short, long)  # a block or two more of a search: never the whole file
+
+
+def test_a_search_of_packed_refs_finds_what_a_sorted_list_finds(tmp_path: Path) -> None:
+    """``packed-refs`` as git writes it (sorted, one ``<id> <name>`` line a ref):
+    numbered refs of several folders with gaps of every size (what retention
+    leaves), refs that are no number, and peeled lines. The search (halving,
+    or interpolating between numbered refs of one folder) ends where
+    ``bisect`` over the sorted names ends, for every name there, every name
+    between them and every folder's ends."""
+    import bisect
+    import random
+
+    from snapshotter.engine.gitstore.packedrefs import GIT_HEADER, PackedRefs, prefix_end
+
+    rng = random.Random(50)
+    names: set[bytes] = set()
+    for folder in (b"refs/snapshots", b"refs/snapshotter/sessions/a/undo", b"refs/snapshotter/sessions/b/turns"):
+        number = 0
+        for _ in range(rng.choice([1, 40, 700])):
+            number += rng.choice([1, 1, 1, 2, 7, 500, 40_000])
+            names.add(folder + b"/%010d" % number)
+    names |= {b"refs/snapshotter/base", b"refs/snapshotter/pins/" + b"ab" * 20, b"refs/heads/main", b"refs/tags/v1"}
+    ordered = sorted(names)
+    lines, offsets, ids = [GIT_HEADER], [], {}
+    at = len(GIT_HEADER)
+    for name in ordered:
+        offsets.append(at)
+        ids[name] = b"%040x" % rng.getrandbits(160)
+        line = ids[name] + b" " + name + b"\n"
+        if name == b"refs/tags/v1":
+            line += b"^%040x\n" % rng.getrandbits(160)  # a peeled tag: its line belongs to the ref above
+        lines.append(line)
+        at += len(line)
+    (tmp_path / "packed-refs").write_bytes(b"".join(lines))
+    view = PackedRefs(str(tmp_path)).view()
+    asked = set(ordered) | {b"", b"refs/", b"zzz"}
+    for name in ordered:
+        folder, _, leaf = name.rpartition(b"/")
+        asked |= {folder + b"/", prefix_end(folder + b"/"), name + b"0"}
+        if leaf.isdigit():
+            asked |= {folder + b"/%010d" % (int(leaf) + step) for step in (-1, 1, 3)}
+    for name in sorted(asked):
+        expected = bisect.bisect_left(ordered, name)
+        assert view.lower_bound(name) == (offsets[expected] if expected < len(ordered) else at), name
+        assert view.get(name) == ids.get(name), name

@@ -32,7 +32,7 @@ _NAMES = _FANOUT + 256 * 4
 class PackIndex:
     """The ids and offsets of one pack (index version 2, SHA-1)."""
 
-    __slots__ = ("_data", "_count", "_fanout", "_buckets", "_chunks", "_searched", "_offsets_at", "_large_at")
+    __slots__ = ("_data", "_count", "_fanout", "_buckets", "_searched", "_offsets_at", "_large_at")
 
     def __init__(self, data: Buffer) -> None:
         if data[:8] != _MAGIC:
@@ -51,9 +51,6 @@ class PackIndex:
         up a few objects (a snapshot, ``log``) never lists a range that grows
         with the history (~800 ids a byte at 200,000 objects)."""
         self._searched: dict[int, int] = {}
-        self._chunks: dict[int, bytes] = {}
-        """The ids of each first byte searched in place, copied out at once: a
-        slice of a mapped file costs ~1 us, of bytes in memory a tenth of that."""
         self._fanout = (0, *struct.unpack_from(">256I", data, _FANOUT))
         """Ids below first byte b: the search for an id is narrowed to its byte's range."""
         if any(low > high for low, high in zip(self._fanout, self._fanout[1:])):
@@ -100,30 +97,36 @@ class PackIndex:
     def offset(self, sha: bytes) -> int | None:
         """Where the object starts in the pack, or None if the pack lacks it."""
         first = sha[0]
-        low = self._fanout[first]
+        low, high = self._fanout[first], self._fanout[first + 1]
         bucket = self._buckets.get(first)
         if bucket is None:
-            chunk = self._chunk(first)
             searched = self._searched.get(first, 0)
             if searched < SEARCHED_IN_PLACE:
                 self._searched[first] = searched + 1
-                found = _search(chunk, sha)
-                return self._offset_at(low + found) if found is not None else None
-            bucket = [chunk[at : at + 20] for at in range(0, len(chunk), 20)]
+                return self._in_place(sha, low, high)
+            data = self._data
+            bucket = [data[at : at + 20] for at in range(_NAMES + 20 * low, _NAMES + 20 * high, 20)]
             self._buckets[first] = bucket
-            del self._chunks[first]
         i = bisect_left(bucket, sha)
         if i == len(bucket) or bucket[i] != sha:
             return None
         return self._offset_at(low + i)
 
-    def _chunk(self, first: int) -> bytes:
-        """The ids whose first byte is ``first``, as one piece of bytes."""
-        chunk = self._chunks.get(first)
-        if chunk is None:
-            low, high = self._fanout[first], self._fanout[first + 1]
-            chunk = self._chunks[first] = bytes(self._data[_NAMES + 20 * low : _NAMES + 20 * high])
-        return chunk
+    def _in_place(self, sha: bytes, low: int, high: int) -> int | None:
+        """The offset of ``sha``, searched for among ids ``low``..``high`` where
+        they lie: a mapped index reads only the pages the search touches."""
+        data = self._data
+        while low < high:
+            middle = (low + high) // 2
+            at = _NAMES + 20 * middle
+            found = data[at : at + 20]
+            if found < sha:
+                low = middle + 1
+            elif found > sha:
+                high = middle
+            else:
+                return self._offset_at(middle)
+        return None
 
     def entries(self) -> list[tuple[bytes, int, int]]:
         """(id, offset, CRC-32 of the entry as stored) of every object, sorted by id."""
@@ -136,18 +139,3 @@ class PackIndex:
         if offset & 0x80000000:  # past 2 GiB: an entry of the 64-bit table
             (offset,) = struct.unpack_from(">Q", self._data, self._large_at + 8 * (offset & 0x7FFFFFFF))
         return int(offset)
-
-
-def _search(chunk: bytes, sha: bytes) -> int | None:
-    """The position of ``sha`` among the sorted 20-byte ids of ``chunk``, or None."""
-    low, high = 0, len(chunk) // 20
-    while low < high:
-        middle = (low + high) // 2
-        found = chunk[20 * middle : 20 * middle + 20]
-        if found < sha:
-            low = middle + 1
-        elif found > sha:
-            high = middle
-        else:
-            return middle
-    return None

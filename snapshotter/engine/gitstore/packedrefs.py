@@ -11,12 +11,7 @@ or a walk from one end of a name range touches, each once per version of the
 file. A file that does not say it is sorted (written by an old git or by hand)
 is read whole once and sorted in memory.
 
-:func:`rewritten` makes the new content from the old and a few changes: the old
-bytes are copied around the lines that change, never parsed whole. The new
-file always says ``sorted`` and keeps the peeling traits the old one claimed
-(every ref in snapshotter's namespaces names a commit: nothing to peel).
-:func:`rewrite` writes it as git does: ``packed-refs.lock`` made exclusively,
-written, synced, renamed over ``packed-refs``, the folder synced.
+``packedrewrite`` writes a new version of the file around the lines that change.
 
 Every read is guarded as the store's side files are (``fsutil.open_side_file``:
 a regular file, never through a symlink, never blocking): a file that is not
@@ -31,9 +26,9 @@ import errno
 import os
 import re
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
-from snapshotter.engine.fsutil import NO_FOLLOW, USE_CTIME, open_side_file, read_side_file, settled, sync_folder
+from snapshotter.engine.fsutil import NO_FOLLOW, USE_CTIME, open_side_file, read_side_file, settled
 from snapshotter.errors import StoreError
 
 FILE_NAME = "packed-refs"
@@ -199,20 +194,34 @@ class View:
             os.close(fd)
 
     def _search(self, name: bytes) -> int:
+        """Where ``name`` is or would be: a binary search, but between two refs
+        numbered in ``name``'s folder (``refs/snapshots/0000000042``: fixed-width
+        numbers in lines of one length) an interpolation, which lands on or next
+        to the line at once however long the history; a probe that does not
+        halve the range is followed by a halving one (never worse than twice a
+        binary search)."""
         low, high = self.start, self.size
-        if low >= high or self._record(low)[0] >= name:
+        first, _, first_end = self._record(low) if low < high else (b"", b"", 0)
+        if low >= high or first >= name:
             return low
-        if self._record(self._line_start(high - 1))[0] < name:
+        last_start = self._line_start(high - 1)
+        last = self._record(last_start)[0]
+        if last < name:
             return high
+        low, high, below, above = first_end, last_start, first, last
+        halve = False
         while low < high:
-            start = self._line_start(low + (high - low) // 2)
-            if start < low:
-                start = low
+            at = low + (high - low) // 2
+            if not halve:
+                at = _interpolated(name, below, above, low, high, at)
+            start = max(self._line_start(at), low)
             found, _, end = self._record(start)
+            before = high - low
             if found < name:
-                low = end
+                low, below = end, found
             else:
-                high = start
+                high, above = start, found
+            halve = not halve and (high - low) * 2 > before
         return low
 
     def get(self, name: bytes) -> bytes | None:
@@ -260,6 +269,35 @@ class View:
         return end - start, first, last
 
 
+_NUMBER_WIDTH = 10
+"""Digits of a numbered ref's name (``refstore.WIDTH``)."""
+
+
+def _numbered(name: bytes) -> tuple[bytes, int] | None:
+    """(folder, number) of a numbered ref's name, or None."""
+    digits = name[-_NUMBER_WIDTH:]
+    if len(name) <= _NUMBER_WIDTH or name[-_NUMBER_WIDTH - 1 : -_NUMBER_WIDTH] != b"/" or not digits.isdigit():
+        return None
+    return name[:-_NUMBER_WIDTH], int(digits)
+
+
+def _interpolated(name: bytes, below: bytes, above: bytes, low: int, high: int, middle: int) -> int:
+    """Where to probe for ``name`` between the refs ``below`` (ending at ``low``)
+    and ``above`` (starting at ``high``): by the numbers, where ``name`` and
+    ``below`` are numbered refs of one folder (and ``above`` too, or past it);
+    else ``middle``."""
+    wanted, lower, upper = _numbered(name), _numbered(below), _numbered(above)
+    if wanted is None or lower is None or wanted[0] != lower[0]:
+        return middle
+    if upper is None or upper[0] != wanted[0]:  # past the folder's last ref: as if no number were missing
+        at = low + (wanted[1] - lower[1] - 1) * (len(below) + 42)  # a line: <40 hex> <name>\n
+    elif upper[1] <= lower[1] + 1:
+        return middle
+    else:
+        at = low + int((wanted[1] - lower[1] - 1) / (upper[1] - lower[1] - 1) * (high - low))
+    return min(high - 1, max(low, at))
+
+
 class PackedRefs:
     """``packed-refs`` of one store, read anew only when the file changed."""
 
@@ -281,7 +319,7 @@ class PackedRefs:
         known = self._view
         if known is not None and self._view_settled and known.identity == _identity(st):
             return known
-        view = _opened(self.path)
+        view = opened(self.path)
         self._view, self._view_settled = view, view.identity is not None and _settled(st)
         return view
 
@@ -289,7 +327,8 @@ class PackedRefs:
         self._view = None
 
 
-def _opened(path: str) -> View:
+def opened(path: str) -> View:
+    """The file at ``path`` as it is now (its header read; a file not sorted read whole and sorted)."""
     for _ in range(5):
         try:
             fd, st = _open(path)
@@ -346,63 +385,6 @@ def _sorted_records(path: str, body: bytes) -> bytes:
         records.append((line[41:], line + b"\n"))
     records.sort(key=lambda record: record[0])
     return b"".join(text for _, text in records)
-
-
-def rewritten(view: View, changes: Mapping[bytes, bytes | None]) -> list[bytes]:
-    """The content of ``packed-refs`` with ``changes`` made: name -> id (None:
-    the ref goes), as pieces to write. Only the changed lines are looked at."""
-    traits = set(view.traits) | {b"sorted"} if view.identity is not None else {b"peeled", b"fully-peeled", b"sorted"}
-    order = [trait for trait in (b"peeled", b"fully-peeled", b"sorted") if trait in traits]
-    pieces = [b"# pack-refs with: " + b" ".join(order) + b" \n"]
-    position = view.start
-    for name in sorted(changes):
-        at = view.lower_bound(name)
-        after = at
-        if at < view.size:
-            found, _, end = view._record(at)
-            if found == name:
-                after = end
-        pieces.append(view.read(position, at))
-        sha = changes[name]
-        if sha is not None:
-            pieces.append(sha + b" " + name + b"\n")
-        position = after
-    pieces.append(view.read(position, view.size))
-    return [piece for piece in pieces if piece]
-
-
-def rewrite(store_path: str, changes: Mapping[bytes, bytes | None]) -> None:
-    """Make ``changes`` in ``packed-refs`` (name -> id in hex; None: the ref
-    goes) as git does: ``packed-refs.lock`` made exclusively (held already:
-    another writer, or one that died, which the next holder of the store lock
-    clears), the file read afresh under it, the new content written there,
-    synced and renamed over ``packed-refs``, the folder synced: the new file is
-    durable before any loose ref it now holds is deleted."""
-    path = os.path.join(store_path, FILE_NAME)
-    lock = path + ".lock"
-    try:
-        fd = os.open(lock, LOCK_FLAGS, 0o600)
-    except FileExistsError:
-        raise StoreError(
-            f"{lock} exists: another git process is changing refs (or one died; the next call clears it)"
-        ) from None
-    try:
-        try:
-            for piece in rewritten(_opened(path), changes):
-                view = memoryview(piece)
-                while view:
-                    view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(lock, path)
-    except BaseException:
-        try:
-            os.unlink(lock)
-        except OSError:
-            pass
-        raise
-    sync_folder(store_path)
 
 
 def _open(path: str) -> tuple[int, os.stat_result]:

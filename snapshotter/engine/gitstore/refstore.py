@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dulwich.refs import Ref, check_ref_format
 
 from snapshotter.engine.fsutil import read_side_head, sync_folder, unlink_quietly
-from snapshotter.engine.gitstore import packedrefs
+from snapshotter.engine.gitstore import packedrefs, packedrewrite
 from snapshotter.engine.gitstore.packedrefs import LOCK_FLAGS, Changed, PackedRefs, View
 from snapshotter.engine.gitstore.refreading import LooseRefs
 from snapshotter.engine.gitstore.storerepo import REF_FILE_CAP
@@ -284,7 +284,7 @@ class RefStore:
         """``packed-refs`` with ``changes`` made (name -> id hex, None: gone),
         read afresh under its lock (a git command may have changed it)."""
         self.packed.forget()
-        packedrefs.rewrite(self.path, changes)
+        packedrewrite.rewrite(self.path, changes)
         self.packed.forget()
 
     def loose_count(self, base: bytes) -> int:
