@@ -22,7 +22,8 @@ INDEX_CAP = 1 << 30
 1 KiB more, so some 38 million objects, past any store of a workspace; a
 bigger one (or one that is not a regular file) is indexed again from its pack."""
 SEARCHED_IN_PLACE = 8
-"""Lookups of ids of one first byte searched in place before its ids are listed."""
+"""Lookups of ids of one first byte searched in place before its ids are listed
+(or one for every 16 ids it has, if more: listing them costs about as much)."""
 Buffer = bytes | mmap.mmap
 """A pack index's bytes: read whole, or mapped (only the pages a search touches are read)."""
 _FANOUT = 8
@@ -101,7 +102,7 @@ class PackIndex:
         bucket = self._buckets.get(first)
         if bucket is None:
             searched = self._searched.get(first, 0)
-            if searched < SEARCHED_IN_PLACE:
+            if searched < max(SEARCHED_IN_PLACE, (high - low) >> 4):
                 self._searched[first] = searched + 1
                 return self._in_place(sha, low, high)
             data = self._data
