@@ -353,3 +353,48 @@ def test_a_search_of_packed_refs_finds_what_a_sorted_list_finds(tmp_path: Path) 
         expected = bisect.bisect_left(ordered, name)
         assert view.lower_bound(name) == (offsets[expected] if expected < len(ordered) else at), name
         assert view.get(name) == ids.get(name), name
+
+
+def test_a_new_process_finds_the_folders_ends_from_the_writers_hints_and_never_trusts_wrong_ones(
+    tmp_path: Path,
+) -> None:
+    """After packing, the writer keeps where the searches for each folder's ends
+    end (``packedbounds``): a new Snapshotter's ``log`` and ``sessions`` then
+    search ``packed-refs`` for none of them. Hints that are wrong (the right
+    file's identity, every offset off) are each checked and passed over:
+    the answers stay those of a search."""
+    import longhistory
+
+    from snapshotter.engine.gitstore import packedbounds, packedrefs
+
+    history = longhistory.History(tmp_path / "ws", tmp_path / "home", folders=4, files=10)
+    history.build(1500)
+    calls: dict[str, Any] = {"log": lambda snap: snap.list(limit=20), "sessions": lambda snap: snap.sessions()}
+    with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
+        expected = {name: call(snap) for name, call in calls.items()}
+        meta = os.path.join(snap.store_path, "snapshotter")
+    assert os.path.exists(os.path.join(meta, packedbounds.FILE_NAME))
+    searched: list[bytes] = []
+    real = packedrefs.View._search
+
+    def counted(self: Any, name: bytes) -> int:
+        searched.append(name)
+        return real(self, name)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(packedrefs.View, "_search", counted)
+        for name, call in calls.items():
+            with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
+                assert call(snap) == expected[name]
+        assert not [name for name in searched if not name[-10:].isdigit()], searched  # numbered refs only
+        path = os.path.join(meta, packedbounds.FILE_NAME)
+        head, _, body = Path(path).read_bytes().partition(b"\n")
+        wrong = b"".join(
+            b"%d %s\n" % (int(o) + 67, n) for o, _, n in (line.partition(b" ") for line in body.splitlines())
+        )
+        Path(path).write_bytes(head + b"\n" + wrong)
+        searched.clear()
+        for name, call in calls.items():
+            with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
+                assert call(snap) == expected[name]
+        assert any(not name[-10:].isdigit() for name in searched)  # the wrong hints were searched past

@@ -29,6 +29,8 @@ import time
 from collections.abc import Iterator
 
 from snapshotter.engine.fsutil import NO_FOLLOW, USE_CTIME, open_side_file, read_side_file, settled
+from snapshotter.engine.gitstore import packedbounds
+from snapshotter.engine.gitstore.interpolation import interpolated
 from snapshotter.errors import StoreError
 
 FILE_NAME = "packed-refs"
@@ -73,6 +75,9 @@ class View:
         a call asks for the same few (the ends of ``refs/snapshots/``) several times."""
         self._fd: int | None = None
         """The file, held open through one search (one open a search, not one a block)."""
+        self.hints: dict[bytes, int] = {}
+        """Where searches for some names end, as the file's writer found them
+        (``packedbounds``): each checked before it is used."""
 
     @classmethod
     def empty(cls, path: str) -> View:
@@ -172,10 +177,30 @@ class View:
         usually begins the file, and a name past every ref ends it)."""
         found = self._bounds.get(name)
         if found is None:
+            hinted = self.hints.get(name)
             with self._held():
-                found = self._search(name)
+                found = hinted if hinted is not None and self._holds(name, hinted) else self._search(name)
             self._bounds[name] = found
         return found
+
+    def bounds(self) -> dict[bytes, int]:
+        """The searches made in this version of the file: name -> where each ended."""
+        return dict(self._bounds)
+
+    def _holds(self, name: bytes, at: int) -> bool:
+        """Whether ``at`` is where a search for ``name`` ends: a record starts
+        there (or the file ends), the record before sorts before ``name``, and
+        the one at ``at`` does not."""
+        if not self.start <= at <= self.size:
+            return False
+        try:
+            if at > self.start and (self.read(at - 1, at) != b"\n" or self.read(at, at + 1) == b"^"):
+                return False
+            if at > self.start and self._record(self._line_start(at - 1))[0] >= name:
+                return False
+            return at == self.size or self._record(at)[0] >= name
+        except StoreError:
+            return False  # a hint into damage: the search says what is there
 
     @contextlib.contextmanager
     def _held(self) -> Iterator[None]:
@@ -213,7 +238,7 @@ class View:
         while low < high:
             at = low + (high - low) // 2
             if not halve:
-                at = _interpolated(name, below, above, low, high, at)
+                at = interpolated(name, below, above, low, high, at)
             start = max(self._line_start(at), low)
             found, _, end = self._record(start)
             before = high - low
@@ -269,40 +294,12 @@ class View:
         return end - start, first, last
 
 
-_NUMBER_WIDTH = 10
-"""Digits of a numbered ref's name (``refstore.WIDTH``)."""
-
-
-def _numbered(name: bytes) -> tuple[bytes, int] | None:
-    """(folder, number) of a numbered ref's name, or None."""
-    digits = name[-_NUMBER_WIDTH:]
-    if len(name) <= _NUMBER_WIDTH or name[-_NUMBER_WIDTH - 1 : -_NUMBER_WIDTH] != b"/" or not digits.isdigit():
-        return None
-    return name[:-_NUMBER_WIDTH], int(digits)
-
-
-def _interpolated(name: bytes, below: bytes, above: bytes, low: int, high: int, middle: int) -> int:
-    """Where to probe for ``name`` between the refs ``below`` (ending at ``low``)
-    and ``above`` (starting at ``high``): by the numbers, where ``name`` and
-    ``below`` are numbered refs of one folder (and ``above`` too, or past it);
-    else ``middle``."""
-    wanted, lower, upper = _numbered(name), _numbered(below), _numbered(above)
-    if wanted is None or lower is None or wanted[0] != lower[0]:
-        return middle
-    if upper is None or upper[0] != wanted[0]:  # past the folder's last ref: as if no number were missing
-        at = low + (wanted[1] - lower[1] - 1) * (len(below) + 42)  # a line: <40 hex> <name>\n
-    elif upper[1] <= lower[1] + 1:
-        return middle
-    else:
-        at = low + int((wanted[1] - lower[1] - 1) / (upper[1] - lower[1] - 1) * (high - low))
-    return min(high - 1, max(low, at))
-
-
 class PackedRefs:
     """``packed-refs`` of one store, read anew only when the file changed."""
 
     def __init__(self, store_path: str) -> None:
         self.path = os.path.join(store_path, FILE_NAME)
+        self.meta_dir = os.path.join(store_path, "snapshotter")
         self._view: View | None = None
         self._view_settled = False
 
@@ -320,6 +317,7 @@ class PackedRefs:
         if known is not None and self._view_settled and known.identity == _identity(st):
             return known
         view = opened(self.path)
+        view.hints = packedbounds.load(self.meta_dir, view.identity)
         self._view, self._view_settled = view, view.identity is not None and _settled(st)
         return view
 
