@@ -62,7 +62,6 @@ import longhistory  # noqa: E402
 from snapshotter import Retention, Snapshotter  # noqa: E402
 from snapshotter.engine.gitstore import trailers  # noqa: E402
 
-SESSION = "claude-code-aa11"  # the first of the sessions longhistory.History takes turns with
 COMMAND = [sys.executable, "-m", "snapshotter"]
 
 
@@ -93,6 +92,12 @@ class Rows:
             SNAPSHOTTER_CONFIG=str(_unlimited_config(scratch)),
             SNAPSHOTTER_HOOKS_LOG=str(scratch / "hooks.log"),
         )
+
+    @property
+    def last(self) -> str:
+        """The session of the newest turn: undo, redo and a turn's revert read the
+        same stretch (its turn, whole) at every size."""
+        return self.h.sessions[(self.h.turns - 1) % len(self.h.sessions)]
 
     def _open(self) -> Snapshotter:
         return Snapshotter(self.h.ws, home=self.h.home, retention=Retention.unlimited())
@@ -167,9 +172,9 @@ class Rows:
             "log -n 20": fresh(lambda snap: snap.list(limit=20)),
             "sessions": fresh(lambda snap: snap.sessions()),
             "stats": fresh(lambda snap: snap.store_stats()),
-            "undo": fresh(lambda snap: snap.in_session(SESSION).undo()),
-            "redo": fresh(lambda snap: snap.in_session(SESSION).redo()),
-            "turn revert": fresh(lambda snap: snap.in_session(SESSION).revert_turn(1, dry_run=True)),
+            "undo": fresh(lambda snap: snap.in_session(self.last).undo()),
+            "redo": fresh(lambda snap: snap.in_session(self.last).redo()),
+            "turn revert": fresh(lambda snap: snap.in_session(self.last).revert_turn(1, dry_run=True)),
             "blame": fresh(lambda snap: snap.blame("d00/f000.txt")),
             "page, first screen": page,
             "hook call": hook,
@@ -190,6 +195,18 @@ class Parsed:
         trailers.parse_snapshot = counted  # type: ignore[assignment]
 
 
+def whole_turns(history: longhistory.History, size: int) -> int:
+    """``size``, or the few more snapshots that end the newest turn (a turn the
+    builder began is never left open, so undo, redo and a turn's revert read one
+    whole turn at every size)."""
+    newest = 1  # the builder's first snapshot
+    if history.home.exists():
+        with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
+            found = snap.list(limit=1)
+            newest = found[0].sequence if found else 1
+    return size + (newest - size) % longhistory.SNAPSHOTS_PER_TURN
+
+
 def measure(sizes: list[int], runs: int) -> tuple[dict[str, dict[int, float]], dict[str, dict[int, int]]]:
     scratch = Path(tempfile.mkdtemp(prefix="bench-history-"))
     table: dict[str, dict[int, float]] = {}
@@ -200,7 +217,7 @@ def measure(sizes: list[int], runs: int) -> tuple[dict[str, dict[int, float]], d
         rows = Rows(history, scratch)
         for size in sizes:
             started = time.perf_counter()
-            history.build(size)
+            history.build(whole_turns(history, size))
             print(f"{size:,} snapshots built in {time.perf_counter() - started:.0f} s", flush=True)
             with rows._open() as kept:
                 kept.snapshot("warm")  # the first snapshot of a folder walks it whole
