@@ -103,8 +103,11 @@ class Rows:
         return Snapshotter(self.h.ws, home=self.h.home, retention=Retention.unlimited())
 
     def _edit(self) -> None:
+        """One edit before a timed snapshot, to a file no turn touches: the
+        sessions' undo then never meets it (an edit to a file a turn changed
+        made that undo refuse at some sizes and write at others)."""
         self.edits += 1
-        with open(self.h.path(0, self.edits % self.h.files), "a") as handle:
+        with open(self.h.ws / "bench.txt", "a") as handle:
             handle.write(f"bench edit {self.edits}\n")
 
     def calls(self, kept: Snapshotter) -> dict[str, Callable[[], object]]:
