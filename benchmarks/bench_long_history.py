@@ -27,7 +27,8 @@ opens one, but ``snapshot, open store``; retention off so the history stays):
   requests the page's first screen makes over HTTP: the page, its script and
   style, the newest 100 snapshots (``/api/log``) and the sessions;
 - ``hook call``: the real ``snapshotter hook claude-code PreToolUse`` command
-  with ``SNAPSHOTTER_NO_WATCHER=1`` (a process start included).
+  with ``SNAPSHOTTER_NO_WATCHER=1`` (a process start included); its
+  ``PostToolUse`` follows, not timed, so no call is left open.
 
 With ``--chart FILE``: an SVG chart of each row's cost against the history's
 length (log scale), beside the table.
@@ -128,17 +129,28 @@ class Rows:
             return kept.snapshot("bench")
 
         def hook() -> object:
+            """A PreToolUse call, timed; then its PostToolUse, not timed: a call left
+            open would hold every later step for attribution, and the next sizes'
+            undo and turn revert read one more opener for each (8 a size)."""
             self.edits += 1
+            call = f"toolu_bench_{self.edits}"
+            started = time.perf_counter()
+            run_hook("PreToolUse", call)
+            took = Took(time.perf_counter() - started)
+            run_hook("PostToolUse", call)
+            return took
+
+        def run_hook(event: str, call: str) -> None:
             document = {
                 "session_id": "bench-hooks",
                 "cwd": str(self.h.ws),
-                "hook_event_name": "PreToolUse",
+                "hook_event_name": event,
                 "tool_name": "Bash",
                 "tool_input": {"command": "x"},
-                "tool_use_id": f"toolu_bench_{self.edits}",
+                "tool_use_id": call,
             }
             done = subprocess.run(
-                [*COMMAND, "hook", "claude-code", "PreToolUse"],
+                [*COMMAND, "hook", "claude-code", event],
                 cwd=self.h.ws,
                 env=self.env,
                 input=json.dumps(document),
@@ -148,7 +160,6 @@ class Rows:
             )
             if done.returncode != 0:
                 raise SystemExit(f"hook failed: {done.stderr}")
-            return done
 
         def page() -> object:
             from snapshotter.frontends.cli.cli import Console, run
