@@ -110,10 +110,13 @@ class _Writer:
                 self._commit(None, None, {}, "first")
         while h.taken < self.total:
             with self.writer.batch():
-                for _ in range(64):
+                for turn in range(64):
                     if h.taken >= self.total:
                         break
                     self._turn()
+                    if turn % 16 == 15:
+                        self.store.pack_refs()  # as upkeep packs them (every 256 loose): no folder of refs ever
+                        # holds more than a few hundred files (a folder that held 100,000 stays big on ext4)
 
     def _turn(self) -> None:
         h = self.h

@@ -40,8 +40,10 @@ CALLS: dict[str, Callable[[Snapshotter], object]] = {
 }
 
 
-def _reads(history: Any, call: Callable[[Snapshotter], object]) -> tuple[int, int, int]:
-    """What ``call`` reads of the store in a new Snapshotter (as a CLI call opens one)."""
+def _reads(history: Any, call: Callable[[Snapshotter], object]) -> tuple[int, int, int, int]:
+    """What ``call`` reads of the store in a new Snapshotter (as a CLI call opens
+    one): ref files opened, bytes of ``packed-refs`` read, snapshot commits
+    parsed, bytes of pack indexes read or hashed whole."""
     with open(history.path(1, 1), "a") as handle:
         handle.write("an edit\n")  # a snapshot has something to record
     store_path = Snapshotter(history.ws, home=history.home).store_path
@@ -49,14 +51,15 @@ def _reads(history: Any, call: Callable[[Snapshotter], object]) -> tuple[int, in
         reads = _Reads(store_path, patch)
         with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
             call(snap)
-        return reads.total()
+        return (*reads.total(), reads.index_bytes)
 
 
 def test_no_call_reads_more_of_a_longer_history(tmp_path: Path) -> None:
     """Each call opens as many ref files and parses as many snapshot commits at
     3,000 snapshots as at 300 (a few more at most: where the newest turn falls
     differs), and reads a small part of ``packed-refs`` (binary searches, which
-    grow as the log of its size): none reads the whole history."""
+    grow as the log of its size) and of the pack indexes (checked whole once,
+    by the first call: see ``checkedindexes``): none reads the whole history."""
     import longhistory
 
     history = longhistory.History(tmp_path / "ws", tmp_path / "home", folders=4, files=10)
@@ -73,10 +76,14 @@ def test_no_call_reads_more_of_a_longer_history(tmp_path: Path) -> None:
     whole = os.path.getsize(Path(Snapshotter(history.ws, home=history.home).store_path) / "packed-refs")
     grown = {}
     for name in CALLS:
-        files, _, commits = (b - a for a, b in zip(short[name], long[name]))
+        files, _, commits, _ = (b - a for a, b in zip(short[name], long[name]))
         if files > 4 or commits > 8 or long[name][1] > max(4 * short[name][1], 32 << 10):  # a read of all: 10x
             grown[name] = (short[name], long[name])
-    assert not grown, f"(ref files, packed-refs bytes of {whole}, commits parsed) at 300 and 3,000: {grown}"
+        if long[name][3] > max(2 * short[name][3], 4 << 10):  # a pack index read or hashed whole: 10x
+            grown[name] = (short[name], long[name])
+    assert not grown, (
+        f"(ref files, packed-refs bytes of {whole}, commits parsed, pack index bytes) at 300 and 3,000: {grown}"
+    )
 
 
 @pytest.mark.skipif(GIT is None, reason="git is the oracle here")
@@ -196,3 +203,54 @@ def test_a_page_deep_in_a_long_history_costs_a_page(tmp_path: Path) -> None:
             page = snap.list(limit=20, before=deep.id)
         assert [info.id for info in page] == [info.id for info in everything[-29:-9]]
         assert reads.commits <= 25, reads.total()
+
+
+def test_retention_reads_what_it_drops_not_the_whole_history(tmp_path: Path) -> None:
+    """The age limit drops the oldest ~150 of 3,000 snapshots of three sessions'
+    turns (each session's undo stack reaching back past them): what the drop
+    reads to keep the sessions' undo exact (``anchors.before_dropping``) is
+    the stretch around what goes, not every snapshot from the oldest undo
+    point to now; and the drop itself reads no more than it drops."""
+    from datetime import timedelta
+
+    import longhistory
+
+    from snapshotter.facade import maintenance
+    from snapshotter.history import anchors
+
+    history = longhistory.History(tmp_path / "ws", tmp_path / "home", folders=4, files=10, days=6.0)
+    history.build(3000)
+    step = timedelta(days=6.0) / 3000
+    retention = Retention(max_snapshots=None, max_age=timedelta(days=6.0) - 150 * step, max_store_bytes=None)
+    store_path = Snapshotter(history.ws, home=history.home).store_path
+    with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
+        snap.sessions()  # the history index made (a store's usual state)
+        before = {info.id for info in snap.list(limit=None)}
+    parsed: dict[str, int] = {}
+    with pytest.MonkeyPatch.context() as patch:
+        reads = _Reads(store_path, patch)
+        real_before, real_maintain = anchors.before_dropping, maintenance.maintain
+
+        def counted_before(*args: Any) -> None:
+            start = reads.commits
+            real_before(*args)
+            parsed["before_dropping"] = parsed.get("before_dropping", 0) + reads.commits - start
+
+        def counted_maintain(*args: Any) -> None:
+            start = reads.commits
+            real_maintain(*args)
+            parsed["maintain"] = parsed.get("maintain", 0) + reads.commits - start
+
+        patch.setattr(maintenance, "before_dropping", counted_before)
+        patch.setattr(maintenance, "maintain", counted_maintain)
+        with Snapshotter(history.ws, home=history.home, retention=retention) as snap:
+            with open(history.path(0, 0), "a") as handle:
+                handle.write("an edit\n")
+            snap.snapshot("after a pause")
+    with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
+        after = {info.id for info in snap.list(limit=None)}
+        assert snap.verify().ok
+    dropped = len(before - after)
+    assert 100 <= dropped <= 200, dropped
+    assert parsed["before_dropping"] <= 4 * dropped, parsed
+    assert parsed["maintain"] <= 6 * dropped, parsed

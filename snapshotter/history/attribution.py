@@ -138,7 +138,7 @@ def session_changes(engine: Engine, session: str | None, start: SnapshotInfo, en
     """What ``session`` changed from ``start`` to ``end`` (None: now), oldest
     first: each step of the store's history there that holds a change of its
     (see the module's docstring), steps alike joined into one piece."""
-    later = list(engine.catalog.newest_first_down_to(start.sequence))  # the stretch, never the whole history
+    later = _stretch(engine, start, end)
     infos = [*openers(engine, [*later, start]), start, *reversed(later)]  # oldest first
     owners = Owners(infos)
     bracketed = brackets_calls(engine, session)
@@ -167,6 +167,21 @@ def session_changes(engine: Engine, session: str | None, start: SnapshotInfo, en
         else:
             pieces.append(Piece(before, after, None if share == ALL else share))
     return pieces
+
+
+def _stretch(engine: Engine, start: SnapshotInfo, end: SnapshotInfo | None) -> list[SnapshotInfo]:
+    """The snapshots after ``start`` up to ``end`` (None: up to the newest),
+    newest first: the stretch, never the whole history. A bracket opened in it
+    and closed after ``end`` is read as still open, which holds the same steps
+    of the stretch."""
+    if end is None:
+        return list(engine.catalog.newest_first_down_to(start.sequence))
+    found: list[SnapshotInfo] = []
+    for info in engine.catalog.oldest_first(start.sequence):
+        if info.sequence > end.sequence:
+            break
+        found.append(info)
+    return found[::-1]
 
 
 def _share(holding: Sequence[Span], session: str | None, bracketed: bool) -> Share | None:

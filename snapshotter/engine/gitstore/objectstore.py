@@ -22,6 +22,8 @@ from collections.abc import Generator, Iterator
 
 from dulwich.objects import Commit
 
+from snapshotter.engine.gitstore import checkedindexes
+from snapshotter.engine.gitstore.checkedindexes import CheckedIndexes
 from snapshotter.engine.gitstore.inflate import MAX_WHOLE, ObjectTooLarge
 from snapshotter.engine.gitstore.loose import loose_header, read_loose, stream_loose
 from snapshotter.engine.gitstore.objects import STREAM_THRESHOLD, TYPE_NAMES, object_id
@@ -39,7 +41,8 @@ class StoredObjects:
 
     def __init__(self, objects_dir: str) -> None:
         self.objects_dir = objects_dir
-        self.packs = PackSet(os.path.join(objects_dir, "pack"))
+        checked = CheckedIndexes(os.path.join(os.path.dirname(objects_dir), "snapshotter", checkedindexes.FILE_NAME))
+        self.packs = PackSet(os.path.join(objects_dir, "pack"), checked)
         self._writer: ObjectWriter | None = None
         self._making_writer = threading.Lock()
 

@@ -24,12 +24,13 @@ import threading
 from collections.abc import Callable, Iterator
 
 from snapshotter.engine.fsutil import open_side_file
+from snapshotter.engine.gitstore.checkedindexes import CheckedIndexes
+from snapshotter.engine.gitstore.indexformat import PackIndex
 from snapshotter.engine.gitstore.inflate import MAX_WHOLE, PIECE
 from snapshotter.engine.gitstore.packindex import IndexDamaged, PackDamaged, load_index, read_through, write_index
 from snapshotter.engine.gitstore.packread import (
     BaseById,
     PackFile,
-    PackIndex,
     peek_entry,
     read_entry,
     stream_entry,
@@ -45,8 +46,10 @@ Opened = tuple[int, int, Iterator[bytes], str]
 class PackSet:
     """The packs in one ``objects/pack`` folder; safe to use from several threads."""
 
-    def __init__(self, pack_dir: str) -> None:
+    def __init__(self, pack_dir: str, checked: CheckedIndexes | None = None) -> None:
         self.dir = pack_dir
+        self.checked = checked
+        """The indexes checked whole before (see ``checkedindexes``); None: each is checked at load."""
         self._seen = -1
         """The folder's mtime when it was listed."""
         self._bases: list[str] = []
@@ -102,7 +105,7 @@ class PackSet:
             if found is not None or base in self._broken:
                 return found
         try:
-            found = load_index(base)
+            found = load_index(base, self.checked)
         except IndexDamaged as damage:
             found = self._rebuild(base, str(damage))[0]
         if found is not None:

@@ -25,7 +25,8 @@ from snapshotter.engine.fsutil import SMALL_FILE_CAP, open_side_file, read_side_
 from snapshotter.engine.gitstore import generations
 from snapshotter.engine.gitstore.location import store_exists
 from snapshotter.engine.gitstore.objectstore import StoredObjects
-from snapshotter.engine.gitstore.refstore import WIDTH, RefStore, number_name
+from snapshotter.engine.gitstore.packedrefs import View
+from snapshotter.engine.gitstore.refstore import WIDTH, RefStore, folders_in, number_name
 from snapshotter.engine.gitstore.storerepo import check_config
 from snapshotter.errors import StoreError
 
@@ -47,7 +48,9 @@ RENUMBERED = "renumbered"
 """``<commit id> <seq>`` lines: snapshots numbered here otherwise than their commits
 say (fetched from a remote, copied into a fork), so their number is found at once."""
 RENUMBERED_CAP = 16 << 20
-TEMP_NAME = re.compile(r"tmp_obj_|tmp_pack_|tmp_idx_|\.(statcache|generation|line-counts|history-index)-.*\.tmp$")
+TEMP_NAME = re.compile(
+    r"tmp_obj_|tmp_pack_|tmp_idx_|\.(statcache|generation|line-counts|history-index|checked|packed-refs-bounds)-.*\.tmp$"
+)
 """Temporary files writers make in the store (then rename into place)."""
 _STACK_PREFIX = b"refs/snapshotter/"
 STACK_NAMES = ("undo", "redo", "turns")
@@ -71,6 +74,7 @@ class Store(StoredObjects):
         self._finalizer: weakref.finalize[[], Store] | None = None
         self.meta_dir = os.path.join(path, "snapshotter")
         self.refs = RefStore(path)
+        self.refs.hot = self._searched_by_calls
 
     @classmethod
     def open_or_create(cls, path: str, canonical: str) -> Store:
@@ -120,6 +124,17 @@ class Store(StoredObjects):
         return self.writer.write(b"commit", commit.as_raw_string())
 
     # -- snapshot refs (see ``refstore``: loose and packed, read from either end) --------
+
+    def _searched_by_calls(self, view: View) -> None:
+        """The folders' ends that calls search ``packed-refs`` for: the snapshots',
+        the pins', the sessions' and each stack's (see ``packedbounds``)."""
+        view.span(SNAPSHOTS + b"/")
+        view.span(_PINS + b"/")
+        stacks = [_STACK_PREFIX + name.encode() for name in STACK_NAMES]
+        for session in folders_in(view, _STACK_PREFIX + b"sessions"):
+            stacks += [_STACK_PREFIX + b"sessions/" + session + b"/" + name.encode() for name in STACK_NAMES]
+        for base in stacks:
+            view.span(base + b"/")
 
     def snapshot_refs(self) -> dict[int, bytes]:
         """Sequence number -> raw commit id, for every snapshot ref. Reads them
