@@ -300,3 +300,38 @@ def test_a_hook_call_without_a_watcher_loads_no_watch_code_and_no_compaction(rec
     assert (home / "fallback-hooks.log").exists() is False or "FAILED" not in (home / "fallback-hooks.log").read_text()
     unwanted = ("snapshotter.engine.worktree.watch", "importlib.metadata", "dulwich.pack", "snapshotter.model.stats")
     assert [m for m in modules if m in unwanted] == []
+
+
+UNDOING = (
+    "snapshotter.engine.session.restoring",
+    "snapshotter.engine.session.reverting",
+    "snapshotter.engine.session.hunks",
+    "snapshotter.engine.compare.merge",
+    "snapshotter.engine.compare.hunkset",
+    "snapshotter.history.attribution",
+    "snapshotter.model.results",
+    "merge3",
+)
+"""What undoes, redoes and reverts: restores, three-way merges, a change's hunks, their values."""
+
+
+@pytest.mark.parametrize(
+    "event, payload",
+    [
+        ("UserPromptSubmit", {"prompt": "go"}),
+        ("PreToolUse", {"tool_name": "Bash", "tool_input": {"command": "x"}, "tool_use_id": "t2"}),
+        ("PostToolUse", {"tool_name": "Bash", "tool_input": {"command": "x"}, "tool_use_id": "t", "tool_response": {}}),
+        ("Stop", {}),
+    ],
+)
+def test_a_hook_event_loads_no_restore_revert_or_merge(
+    recorded: Path, home: Path, event: str, payload: dict[str, object]
+) -> None:
+    """A hook event records a checkpoint, a turn's or a tool call's snapshot: it
+    restores and reverts nothing, so it loads none of that (issue #51 item 4:
+    ``history.undo`` once imported it all at its top, about 15-20 ms)."""
+    hook_loaded(recorded, home, "UserPromptSubmit", prompt="go")
+    hook_loaded(recorded, home, "PreToolUse", tool_name="Bash", tool_input={"command": "x"}, tool_use_id="t")
+    modules = hook_loaded(recorded, home, event, **payload)
+    assert "snapshotter.history.undo" in modules  # it did record through the undo stacks
+    assert [m for m in modules if m in UNDOING] == []
