@@ -311,8 +311,12 @@ UNDOING = (
     "snapshotter.history.attribution",
     "snapshotter.model.results",
     "merge3",
+    "snapshotter.engine.session.checkout",
+    "snapshotter.engine.worktree.fsops",
+    "snapshotter.model.changes",
 )
-"""What undoes, redoes and reverts: restores, three-way merges, a change's hunks, their values."""
+"""What undoes, redoes and reverts: restores (their plans, the workspace's writer), three-way merges,
+a change's hunks, their values, and the values of diffs (a snapshot counts its lines without them)."""
 
 
 @pytest.mark.parametrize(
@@ -320,6 +324,7 @@ UNDOING = (
     [
         ("UserPromptSubmit", {"prompt": "go"}),
         ("PreToolUse", {"tool_name": "Bash", "tool_input": {"command": "x"}, "tool_use_id": "t2"}),
+        ("PreToolUse", {"tool_name": "Edit", "tool_input": {"file_path": "f0.txt"}, "tool_use_id": "t3"}),
         ("PostToolUse", {"tool_name": "Bash", "tool_input": {"command": "x"}, "tool_use_id": "t", "tool_response": {}}),
         ("Stop", {}),
     ],
