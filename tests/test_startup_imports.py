@@ -342,3 +342,10 @@ def test_a_hook_event_loads_no_restore_revert_or_merge(
     modules = hook_loaded(recorded, home, event, **payload)
     assert "snapshotter.history.undo" in modules  # it did record through the undo stacks
     assert [m for m in modules if m in UNDOING] == []
+
+
+@pytest.mark.parametrize("words", READING)
+def test_reading_the_history_loads_no_dulwich_refs(recorded: Path, home: Path, words: list[str]) -> None:
+    """The store reads its refs with its own readers: the one thing they took
+    from ``dulwich.refs`` was its check of a ref's name (``gitstore.refnames``)."""
+    assert "dulwich.refs" not in loaded_all(recorded, home, *words)

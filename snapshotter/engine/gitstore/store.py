@@ -19,7 +19,6 @@ from collections.abc import Iterator
 
 from dulwich import errors as dulwich_errors
 from dulwich.objects import Commit
-from dulwich.refs import Ref
 
 from snapshotter.engine.fsutil import SMALL_FILE_CAP, open_side_file, read_side_file, unlink_quietly
 from snapshotter.engine.gitstore import generations
@@ -376,6 +375,8 @@ class Store(StoredObjects):
 
     def ref_targets(self) -> set[bytes]:
         """Every commit any ref points at: the roots of what gc keeps."""
+        from dulwich.refs import Ref
+
         out = set()
         for value in self.repo.refs.as_dict(Ref(b"refs")).values():
             try:
