@@ -349,3 +349,10 @@ def test_reading_the_history_loads_no_dulwich_refs(recorded: Path, home: Path, w
     """The store reads its refs with its own readers: the one thing they took
     from ``dulwich.refs`` was its check of a ref's name (``gitstore.refnames``)."""
     assert "dulwich.refs" not in loaded_all(recorded, home, *words)
+
+
+@pytest.mark.parametrize("words", READING)
+def test_reading_the_history_loads_no_dulwich_objects(recorded: Path, home: Path, words: list[str]) -> None:
+    """A snapshot's commit is read for its tree, time and message
+    (``gitstore.commitread``): dulwich's object classes are for writing one."""
+    assert [m for m in loaded_all(recorded, home, *words) if m in ("dulwich.objects", "dulwich._objects")] == []

@@ -18,7 +18,6 @@ import zlib
 from collections.abc import Iterator
 
 from dulwich import errors as dulwich_errors
-from dulwich.objects import Commit
 
 from snapshotter.engine.fsutil import SMALL_FILE_CAP, open_side_file, read_side_file, unlink_quietly
 from snapshotter.engine.gitstore import generations
@@ -59,6 +58,7 @@ _PINS = b"refs/snapshotter/pins"
 
 TYPE_CHECKING = False  # not ``typing``'s
 if TYPE_CHECKING:
+    from dulwich.objects import Commit
     from dulwich.repo import Repo
 
 

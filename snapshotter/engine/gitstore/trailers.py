@@ -22,11 +22,15 @@ import re
 from collections.abc import Mapping
 from datetime import datetime, timezone
 
-from dulwich.objects import Commit
-
 from snapshotter.engine.gitstore.objects import EMPTY_TREE
 from snapshotter.errors import InvalidInput
 from snapshotter.model import SkippedPath, SkipReason, SnapshotInfo
+
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:  # dulwich's object classes load where a commit is built: reading one needs none (``commitread``)
+    from dulwich.objects import Commit
+
+    from snapshotter.engine.gitstore.commitread import CommitFields
 
 IDENTITY = b"snapshotter <snapshotter@localhost>"
 _TRAILER_SEQ = "Snapshot-Seq"
@@ -120,6 +124,8 @@ def build_commit(
         listed = [[s.path, s.reason.value] for s in skipped]
         trailers.append(f"{_TRAILER_SKIPPED}: {json.dumps(listed, ensure_ascii=False)}")
     text = message.rstrip("\n") + "\n\n" + "\n".join(trailers) + "\n"
+    from dulwich.objects import Commit
+
     commit = Commit()
     commit.tree = tree_id.hex().encode()
     commit.parents = []
@@ -137,14 +143,14 @@ def is_snapshot_commit(raw: bytes) -> bool:
     return (f"\n{_TRAILER_SEQ}: ".encode()) in raw
 
 
-def parse_commit(commit: Commit, seq: int) -> SnapshotInfo:
+def parse_commit(commit: Commit | CommitFields, seq: int) -> SnapshotInfo:
     """The SnapshotInfo a snapshot commit records. Unknown trailers are ignored.
     A snapshot whose lines are not counted yet reads 0 additions and deletions
     here (see :func:`parse_snapshot`)."""
     return parse_snapshot(commit, seq)[0]
 
 
-def parse_snapshot(commit: Commit, seq: int) -> tuple[SnapshotInfo, bytes | None]:
+def parse_snapshot(commit: Commit | CommitFields, seq: int) -> tuple[SnapshotInfo, bytes | None]:
     """The SnapshotInfo a snapshot commit records and, if its line counts were
     deferred, the tree they are to be counted from (None: they are recorded)."""
     text = commit.message.decode("utf-8", "replace")
