@@ -356,3 +356,23 @@ def test_reading_the_history_loads_no_dulwich_objects(recorded: Path, home: Path
     """A snapshot's commit is read for its tree, time and message
     (``gitstore.commitread``): dulwich's object classes are for writing one."""
     assert [m for m in loaded_all(recorded, home, *words) if m in ("dulwich.objects", "dulwich._objects")] == []
+
+
+@pytest.mark.parametrize("words", READING)
+def test_reading_the_history_loads_no_dulwich_file_locks(recorded: Path, home: Path, words: list[str]) -> None:
+    """dulwich's lock files are its writers': reading loads no ``dulwich.file``
+    (the engine's failures tell its ``FileLocked`` by the loaded module)."""
+    assert "dulwich.file" not in loaded_all(recorded, home, *words)
+
+
+def test_a_dulwich_lock_held_is_a_typed_store_locked() -> None:
+    """What the engine tells apart without importing dulwich's lock files is still typed."""
+    from dulwich.file import FileLocked
+
+    from snapshotter.engine.session.failures import translated
+    from snapshotter.errors import StoreLocked
+
+    with pytest.raises(StoreLocked, match="held by another writer"), translated("/nowhere"):
+        raise FileLocked("/nowhere/refs/x", "/nowhere/refs/x.lock")
+    with pytest.raises(KeyError), translated("/nowhere"):
+        raise KeyError("not a failure of the store's: passed on as it is")
