@@ -376,9 +376,19 @@ def test_after_a_restore_the_next_snapshot_equals_a_cold_one(ws: Path, make, tmp
     assert excluding.snapshot().tree_id == _cold_tree(ws, tmp_path, exclude=("*.log",))
 
 
-def test_a_restore_records_every_file_it_writes_as_it_stands(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("mask", [0o022, 0o077], ids=["umask-022", "umask-077"])
+def test_a_restore_records_every_file_it_writes_as_it_stands(ws: Path, make, mask: int) -> None:  # type: ignore[no-untyped-def]
     """The stat cache takes a restored file's record from fstat before close (as git
-    does): it must equal what lstat sees after, or the next walk re-reads it."""
+    does): it must equal what lstat sees after, or the next walk re-reads it. Under
+    any umask: a record made from the git mode (0644) would not match a 0600 file."""
+    before = os.umask(mask)
+    try:
+        _restore_and_check_records(ws, make)
+    finally:
+        os.umask(before)
+
+
+def _restore_and_check_records(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
     files = {f"d{i % 7}/s{i % 3}/f{i}.txt": f"{i}\n" * (i % 5 + 1) for i in range(120)}
     write(ws, files)
     os.symlink("d0/s0/f0.txt", ws / "link")
@@ -492,3 +502,56 @@ def test_a_conflict_after_other_writes_is_found_before_anything_is_written(ws: P
     with pytest.raises(RestoreConflict):
         snap.restore(first.id)
     assert read_tree(ws) == before  # nothing written, nothing deleted
+
+
+def test_a_symlink_and_a_file_holding_its_target_text_swap_kinds_both_ways(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """A symlink to ``hello`` and a file holding ``hello`` are the same blob: a restore
+    between them changes the kind of the path, never only its mode."""
+    write(ws, {"plain": "hello", "link": "target.txt"})
+    snap = make()
+    files = snap.snapshot()
+    (ws / "plain").unlink()
+    os.symlink("hello", ws / "plain")
+    (ws / "link").unlink()
+    os.symlink("target.txt", ws / "link")
+    links = snap.snapshot()
+    snap.restore(files.id)
+    assert read_tree(ws) == {"plain": ("file", b"hello"), "link": ("file", b"target.txt")}
+    snap.restore(links.id)
+    assert read_tree(ws) == {"plain": ("link", b"hello"), "link": ("link", b"target.txt")}
+
+
+def test_a_nested_folder_of_tracked_files_where_the_snapshot_has_a_file_is_replaced(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """What stands at ``a/b`` holds only tracked files (the restore deletes them all),
+    at any depth: it is no conflict, and the file takes the folder's place."""
+    write(ws, {"a/b": "a file\n", "a/keep.txt": "k\n"})
+    snap = make()
+    first = snap.snapshot()
+    expected = read_tree(ws)
+    (ws / "a/b").unlink()
+    write(ws, {"a/b/c.txt": "c\n", "a/b/d/e.txt": "e\n"})
+    result = snap.restore(first.id)
+    assert read_tree(ws) == expected
+    assert set(result.deleted_paths) == {"a/b/c.txt", "a/b/d/e.txt"}
+
+
+def test_a_folder_holding_an_ignored_symlink_to_a_folder_is_a_conflict(ws: Path, make, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Where the snapshot has a file, a folder holding an untracked symlink (to a
+    folder elsewhere) blocks it like an untracked file would: refused, nothing written."""
+    write(ws, {"x": "file\n"})
+    snap = make()
+    first = snap.snapshot()
+    snap.close()
+    outside = tmp_path / "elsewhere"
+    write(outside, {"theirs.txt": "not ours\n"})
+    (ws / "x").unlink()
+    write(ws, {"x/t.txt": "tracked\n"})
+    os.symlink(outside, ws / "x/link.secret")
+    before, tracked = read_tree(ws), os.lstat(ws / "x/t.txt")
+    excluding = make(exclude=["*.secret"])
+    with pytest.raises(RestoreConflict, match="is a folder holding untracked files where the snapshot has a file"):
+        excluding.restore(first.id)
+    assert read_tree(ws) == before
+    after = os.lstat(ws / "x/t.txt")  # never deleted and put back: refused before the first write
+    assert (after.st_ino, after.st_mtime_ns) == (tracked.st_ino, tracked.st_mtime_ns)
+    assert (outside / "theirs.txt").read_text() == "not ours\n"
