@@ -127,6 +127,20 @@ def test_an_unreadable_file_is_never_overwritten(ws: Path, make, monkeypatch: py
     assert (ws / "locked.txt").read_text() == "new and private\n"
 
 
+def test_an_unreadable_file_kept_as_last_recorded_is_still_named(ws: Path, make, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """The scan keeps a file it cannot read as last recorded, which may be what the
+    target holds: the restore cannot tell, leaves it alone and says so."""
+    write(ws, {"locked.txt": "v1\n", "a.txt": "a\n"})
+    snap = make()
+    first = snap.snapshot()
+    write(ws, {"locked.txt": "edited, and now unreadable\n", "a.txt": "changed\n"})
+    deny_reading(monkeypatch, "locked.txt")
+    result = snap.restore(first.id)
+    assert kept(result) == {"locked.txt": "unreadable"}
+    assert (ws / "locked.txt").read_text() == "edited, and now unreadable\n"
+    assert result.written_paths == ("a.txt",) and (ws / "a.txt").read_text() == "a\n"
+
+
 def test_overwriting_untracked_files_saves_them_first(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
     write(ws, {"settings.local": "old\n", "node_modules/x/index.js": "old js\n", "a.txt": "a\n"})
     everything = make(use_default_excludes=False)
@@ -460,8 +474,11 @@ def test_a_refusal_counts_the_blockers_it_does_not_name(ws: Path, make) -> None:
         (ws / name).rmdir()
         (ws / name).write_text("mine\n")
     snap = make(exclude=["*.secret"])
-    with pytest.raises(RestoreConflict, match=r"; and 2 more; move them and retry$"):
+    with pytest.raises(RestoreConflict, match=r"; and 2 more; move them and retry$") as refused:
         snap.restore(first.id)
+    clauses = str(refused.value).split("; ")  # one clause a blocker
+    assert [clause.split(" is an untracked file")[0] for clause in clauses[:5]] == [str(ws / n) for n in names[:5]]
+    assert clauses[5:] == ["and 2 more", "move them and retry"]
     for name in names[1:]:
         (ws / name).unlink()
     with pytest.raises(RestoreConflict, match=r"f0\.secret is an untracked file .*; move it and retry$"):
