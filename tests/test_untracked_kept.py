@@ -127,7 +127,7 @@ def test_an_unreadable_file_is_never_overwritten(ws: Path, make, monkeypatch: py
     assert (ws / "locked.txt").read_text() == "new and private\n"
 
 
-def test_an_unreadable_file_kept_as_last_recorded_is_still_named(ws: Path, make, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_an_unreadable_file_kept_as_recorded_is_named(ws: Path, make, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     """The scan keeps a file it cannot read as last recorded, which may be what the
     target holds: the restore cannot tell, leaves it alone and says so."""
     write(ws, {"locked.txt": "v1\n", "a.txt": "a\n"})
