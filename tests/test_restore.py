@@ -471,8 +471,9 @@ def test_a_selection_outside_the_workspace_or_not_a_path_is_refused(ws: Path, ba
     from snapshotter.engine.session.checkout import normalize_selection
     from snapshotter.errors import InvalidInput
 
-    with pytest.raises(InvalidInput):
+    with pytest.raises(InvalidInput) as refused:
         normalize_selection(str(ws), [bad])
+    assert repr(bad) in str(refused.value) and "\n" not in str(refused.value)  # it names what was refused
     assert normalize_selection(str(ws), ["sub/../a.txt", str(ws / "b" / "c.txt")]) == ["a.txt", "b/c.txt"]
 
 

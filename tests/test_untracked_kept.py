@@ -135,10 +135,29 @@ def test_an_unreadable_file_kept_as_recorded_is_named(ws: Path, make, monkeypatc
     first = snap.snapshot()
     write(ws, {"locked.txt": "edited, and now unreadable\n", "a.txt": "changed\n"})
     deny_reading(monkeypatch, "locked.txt")
+    selected = snap.restore(first.id, files=["a.txt"])  # outside the selection: not the restore's business
+    assert kept(selected) == {} and selected.written_paths == ("a.txt",)
+    write(ws, {"a.txt": "changed\n"})
     result = snap.restore(first.id)
     assert kept(result) == {"locked.txt": "unreadable"}
     assert (ws / "locked.txt").read_text() == "edited, and now unreadable\n"
     assert result.written_paths == ("a.txt",) and (ws / "a.txt").read_text() == "a\n"
+
+
+def test_an_ignored_file_in_the_way_after_a_missing_folder_is_kept(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """The target's ``a/new.txt`` needs no look (no ``a/`` stands in the workspace):
+    the search for untracked files in the way goes on past it to ``z.secret``."""
+    write(ws, {"a/new.txt": "new\n", "z.secret": "recorded\n"})
+    everything = make()
+    first = everything.snapshot()
+    everything.close()
+    (ws / "a/new.txt").unlink()
+    (ws / "a").rmdir()
+    write(ws, {"z.secret": "mine\n"})
+    result = make(exclude=["*.secret"]).restore(first.id)
+    assert (ws / "z.secret").read_text() == "mine\n"
+    assert kept(result) == {"z.secret": "ignored"}
+    assert result.written_paths == ("a/new.txt",) and (ws / "a/new.txt").read_text() == "new\n"
 
 
 def test_overwriting_untracked_files_saves_them_first(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
