@@ -184,3 +184,78 @@ def test_a_removed_store_is_gone(ws: Path, make: Callable[..., Snapshotter]) -> 
     store, _ = _store(ws, make)
     store.remove()
     assert not Path(store.path).exists()
+
+
+def test_the_plain_readers_of_refs(ws: Path, make: Callable[..., Snapshotter]) -> None:
+    """The base, a snapshot's id, snapshots below a number, a stack newest first,
+    and the numbers pushes take: each as its docstring says, None where nothing is."""
+    store, (s1, s2, s3) = _store(ws, make, 3)
+    assert store.snapshot_id(2) == s2 and store.snapshot_id(99) is None
+    assert list(store.iter_snapshot_ids(3)) == [(2, s2), (1, s1)]
+    store.refs.delete({b"refs/snapshotter/base": None})
+    assert store.base() is None
+    store.set_base(s2)
+    assert store.base() == s2
+    assert [store.push("redo", sha) for sha in (s1, s3)] == [1, 2]
+    assert list(store.iter_stack("redo")) == [(2, s3), (1, s1)]
+    assert list(store.iter_stack("redo", newest_first=False)) == [(1, s1), (2, s3)]
+    assert store.drop_from_stacks(["redo"], {b"\0" * 20}) == 0
+
+
+def test_recovery_goes_on_past_a_missing_folder_and_leaves_other_lock_files(
+    ws: Path, make: Callable[..., Snapshotter]
+) -> None:
+    store, _ = _store(ws, make)
+    packs = Path(store.packs.dir)
+    for leftover in packs.iterdir():
+        leftover.unlink()
+    packs.rmdir()
+    stale = Path(store.meta_dir) / ".statcache-abc.tmp"
+    stale.write_bytes(b"x")
+    not_a_ref_lock = [Path(store.meta_dir) / "other.lock", Path(store.path, "objects") / "x.lock"]
+    for path in not_a_ref_lock:
+        path.write_bytes(b"x")
+    assert store.recover() == 1 and not stale.exists()
+    assert all(path.exists() for path in not_a_ref_lock)
+
+
+def test_odd_lines_of_the_renumbered_list_and_odd_session_names_are_passed_over(
+    ws: Path, make: Callable[..., Snapshotter]
+) -> None:
+    store, (first, _) = _store(ws, make)
+    assert store.remove_snapshot_ref(1, first) and store.add_snapshot_ref(7, first)
+    listed = Path(store.meta_dir, "renumbered")
+    listed.write_bytes(first.hex().encode() + b" seven\nnot an id 7\n" + listed.read_bytes())
+    assert store.seq_of(first) == 7
+    odd = Path(store.path, "refs", "snapshotter", "sessions", os.fsdecode(b"odd-\xff"), "undo")
+    odd.mkdir(parents=True)
+    (odd / "0000000001").write_bytes(first.hex().encode() + b"\n")
+    assert store.sessions() == ["odd-\ufffd"]
+
+
+def test_store_side_files_are_never_followed_through_a_symlink(
+    ws: Path, make: Callable[..., Snapshotter], tmp_path: Path
+) -> None:
+    """The workspace file and the renumbered list are the store's own: a symlink
+    planted in their place is neither read nor written through."""
+    store, (first, _) = _store(ws, make)
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"/somewhere/else\n")
+    workspace_file = Path(store.path, "workspace")
+    workspace_file.unlink()
+    workspace_file.symlink_to(outside)
+    Store.open_or_create(store.path, str(ws)).close()  # not read: nothing to compare, no refusal
+    listed = Path(store.meta_dir, "renumbered")
+    listed.symlink_to(outside)
+    assert store.remove_snapshot_ref(1, first) and store.add_snapshot_ref(7, first)
+    assert outside.read_bytes() == b"/somewhere/else\n"
+    assert store.seq_of(first) == 7
+
+
+@pytest.mark.parametrize(
+    "workspace", ["/work/ends-in-X", "/work/ends in a space ", "/work/ends in a tab\t"], ids=["X", "space", "tab"]
+)
+def test_a_store_reopens_for_a_workspace_whatever_its_name_ends_with(tmp_path: Path, workspace: str) -> None:
+    store = tmp_path / "store"
+    Store.open_or_create(str(store), workspace).close()
+    Store.open_or_create(str(store), workspace).close()
