@@ -23,6 +23,7 @@ from snapshotter import DEFAULT_EXCLUDES, Snapshotter
 from snapshotter.engine.compare.treediff import StoredTree
 from snapshotter.engine.gitstore.objects import MODE_TREE, serialize_tree
 from snapshotter.engine.gitstore.trailers import build_commit
+from snapshotter.frontends.shared import wire
 
 GIT = shutil.which("git")
 
@@ -428,3 +429,41 @@ def plain_ids(values: Iterable[object], shown: Callable[[object], str] = repr) -
     holding a backslash, a bracket, a space or a slash is not found again when
     handed back to pytest by id (as mutmut does when it picks the tests of a mutant)."""
     return [f"{n}-{re.sub(r'[^A-Za-z0-9_.=-]+', '_', shown(v)).strip('_')[:40]}" for n, v in enumerate(values)]
+
+
+# The hook's watcher: a short folder keeps its socket's path short; its start and end are
+# seen from the store's side (its key and socket).
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A short folder: the homes below it are short unless a test makes them long (``long_home``)."""
+    path = Path(tempfile.mkdtemp(prefix="hw-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def watcher_up(store: str, seconds: float = 20.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if wire.read_key(store) is not None and os.path.exists(wire.address_of(store)):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def watcher_gone(store: str, seconds: float = 20.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not os.path.exists(wire.address_of(store)):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def recorded(ws: Path, home: Path) -> Path:
+    """A workspace with a store and a few snapshots."""
+    with Snapshotter(ws, home=home) as snap:
+        for i in range(3):
+            write(ws, {f"f{i}.txt": f"{i}\n"})
+            snap.snapshot(f"s{i}")
+    return ws

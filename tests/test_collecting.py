@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 from conftest import write
 
-from snapshotter import Snapshotter
 from snapshotter.frontends.shared import collecting
 
 AS_THE_PROGRAM = """
@@ -67,15 +66,6 @@ def run_as_the_program(ws: Path, home: Path, *words: str, watch_the_snapshot: bo
     found: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
     assert found["code"] == 0, (words, done.stderr)
     return found
-
-
-@pytest.fixture
-def recorded(ws: Path, home: Path) -> Path:
-    with Snapshotter(ws, home=home) as snap:
-        for i in range(3):
-            write(ws, {f"f{i}.txt": f"{i}\n"})
-            snap.snapshot(f"s{i}")
-    return ws
 
 
 @pytest.mark.parametrize("words", [["--version"], ["where"], ["log", "-n", "20"], ["sessions"]])

@@ -17,23 +17,19 @@ import fcntl
 import io
 import json
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write
+from conftest import watcher_gone, watcher_up, write
 
 from snapshotter import Snapshotter, watch_available
 from snapshotter.engine.gitstore.location import store_path_for
 from snapshotter.frontends import hookclient
 from snapshotter.frontends.hooks import hooklog, watchstart
-from snapshotter.frontends.shared import wire
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the budget is an alarm, on POSIX")
 
@@ -166,32 +162,6 @@ def test_a_short_event_stuck_on_the_lock_gives_up_in_its_short_budget_and_logs_i
 # it hand their events to that watcher (``_to_watcher``) from this process.
 
 
-@pytest.fixture
-def short_tmp() -> Iterator[Path]:
-    """A short folder: the store's socket path stays short."""
-    path = Path(tempfile.mkdtemp(prefix="hc-"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def _up(store: str, seconds: float = 20.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if wire.read_key(store) is not None and os.path.exists(wire.address_of(store)):
-            return True
-        time.sleep(0.05)
-    return False
-
-
-def _gone(store: str, seconds: float = 20.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not os.path.exists(wire.address_of(store)):
-            return True
-        time.sleep(0.05)
-    return False
-
-
 @pytest.mark.skipif(not watch_available(), reason="a hook starts a watcher only with watchdog installed")
 def test_the_first_call_starts_a_watcher_and_the_next_ones_hand_it_their_events(
     short_tmp: Path, hook_env: Path, monkeypatch: pytest.MonkeyPatch
@@ -216,7 +186,7 @@ def test_the_first_call_starts_a_watcher_and_the_next_ones_hand_it_their_events(
 
     try:
         claude("SessionStart", source="startup")
-        assert _up(store), "the first call started a watcher"
+        assert watcher_up(store), "the first call started a watcher"
         claude("UserPromptSubmit", prompt="make it 1")
         claude("PreToolUse", tool_name="Write", tool_use_id="w")
         write(ws, {"f.txt": "1\n"})
@@ -230,9 +200,9 @@ def test_the_first_call_starts_a_watcher_and_the_next_ones_hand_it_their_events(
         assert served[2].startswith("claude-code PostToolUse ok ") and " tool-done:w " in served[2], served
         assert all(line.endswith(hooklog.BY_WATCHER) for line in served), served
         claude("SessionEnd", reason="other")
-        assert _gone(store), "the last session's end stopped the watcher"
+        assert watcher_gone(store), "the last session's end stopped the watcher"
     finally:
-        _gone(store, seconds=30)
+        watcher_gone(store, seconds=30)
     with Snapshotter(ws, home=home) as snap:
         (session,) = snap.sessions()
         assert (session.name, session.turns) == ("claude-code-s", 1)

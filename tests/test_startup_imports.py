@@ -19,9 +19,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import write
-
-from snapshotter import Snapshotter
 
 LOADED = """
 import contextlib, io, json, sys
@@ -51,16 +48,6 @@ def loaded(ws: Path, home: Path, *words: str) -> list[str]:
     modules: list[str] = found["modules"]
     assert "snapshotter.frontends.entry" in modules  # it ran what the console script runs
     return modules
-
-
-@pytest.fixture
-def recorded(ws: Path, home: Path) -> Path:
-    """A workspace with a store and a few snapshots."""
-    with Snapshotter(ws, home=home) as snap:
-        for i in range(3):
-            write(ws, {f"f{i}.txt": f"{i}\n"})
-            snap.snapshot(f"s{i}")
-    return ws
 
 
 @pytest.mark.parametrize("words", [["--version"], ["--help"], ["where"], ["config"], ["hooks", "status"]])

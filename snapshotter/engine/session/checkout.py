@@ -61,14 +61,15 @@ def make_plan(
     workspace: Workspace,
     tracked: Scan | None,
     within: Callable[[str, bool], bool] | None,
-    untracked: Sequence[SkippedPath] | None = None,
+    untracked: Sequence[SkippedPath] = (),
     found: list[Change] | None = None,
     folders: Mapping[str, tuple[int, bytes]] | None = None,
 ) -> Plan:
     """Compare, validate and check for conflicts; writes nothing. ``tracked``
     says what the current scan tracks (to count what stays unchanged);
-    ``untracked`` paths in the way (see :func:`untracked_among`; found here
-    when not given) are kept. ``found``, the changes from this very scan to
+    ``untracked`` paths in the way (the caller's :func:`untracked_among`, once
+    it has judged which of them a rule from inside the workspace hides) are
+    kept. ``found``, the changes from this very scan to
     ``target`` made already (names checked), spares comparing again; with
     ``folders``, the target's folders that comparison read (a whole restore:
     the stat cache takes their tree ids once the plan is applied).
@@ -83,9 +84,7 @@ def make_plan(
     if left_out:
         found = [c for c in found if not _at_or_below(c.path, left_out)]
     tracked_touched = sum(1 for c in found if c.old is not None)  # kept ones are not "unchanged" either
-    if untracked is None and tracked is not None:
-        untracked = untracked_among(found, tracked, workspace)
-    found, kept = _without_kept(found, tracked, untracked or ())
+    found, kept = _without_kept(found, tracked, untracked)
     kept.extend(_unreadable_in(target, tracked, within, {k.path for k in kept}))
     for change in found:
         if change.new is None:
