@@ -53,3 +53,42 @@ def test_a_commit_without_a_tree_or_a_time_is_refused_as_damaged(raw: bytes) -> 
     store's readers raise ValueError, which the catalog reports as a damaged snapshot."""
     with pytest.raises(ValueError):
         read_commit_fields(b"0" * 40, raw)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    message=st.text(max_size=80),
+    when=st.integers(0, 2**33),
+    label=st.none() | st.sampled_from(["pre-turn:3", "tool:x", "checkpoint"]),
+    uncounted=st.booleans(),
+)
+def test_a_snapshot_commit_is_written_as_dulwich_writes_it(
+    message: str, when: int, label: str | None, uncounted: bool
+) -> None:
+    """The store writes a snapshot's commit text itself (dulwich's object classes
+    are not loaded to record a hook's snapshot); its bytes, so its id, are the ones
+    dulwich's ``Commit`` makes of the same fields."""
+    from datetime import datetime, timezone
+
+    from snapshotter.engine.gitstore.trailers import IDENTITY, build_commit
+
+    built = build_commit(
+        bytes.fromhex(TREE.decode()),
+        message,
+        seq=7,
+        label=label,
+        metadata={"k": "v"},
+        stats=(1, 2, 3),
+        skipped=[],
+        when=datetime.fromtimestamp(when, tz=timezone.utc),
+        uncounted_against=bytes(20) if uncounted else None,
+    )
+    theirs = Commit()
+    theirs.tree = TREE
+    theirs.parents = []
+    theirs.author = theirs.committer = IDENTITY
+    theirs.author_time = theirs.commit_time = when
+    theirs.author_timezone = theirs.commit_timezone = 0
+    theirs.encoding = b"UTF-8"
+    theirs.message = read_commit_fields(b"", built.as_raw_string()).message
+    assert built.as_raw_string() == theirs.as_raw_string()

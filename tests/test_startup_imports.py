@@ -363,3 +363,11 @@ def test_a_dulwich_lock_held_is_a_typed_store_locked() -> None:
         raise FileLocked("/nowhere/refs/x", "/nowhere/refs/x.lock")
     with pytest.raises(KeyError), translated("/nowhere"):
         raise KeyError("not a failure of the store's: passed on as it is")
+
+
+def test_a_hook_event_loads_no_dulwich_objects(recorded: Path, home: Path) -> None:
+    """A hook's snapshot commit is written as text (``trailers.build_commit``): no dulwich object classes."""
+    hook_loaded(recorded, home, "UserPromptSubmit", prompt="go")
+    modules = hook_loaded(recorded, home, "PreToolUse", tool_name="Bash", tool_input={"command": "x"}, tool_use_id="t")
+    assert "snapshotter.engine.worktree.walker" in modules  # it did walk (and record)
+    assert [m for m in modules if m in ("dulwich.objects", "dulwich._objects")] == []

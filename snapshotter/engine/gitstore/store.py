@@ -61,6 +61,8 @@ if TYPE_CHECKING:
     from dulwich.objects import Commit
     from dulwich.repo import Repo
 
+    from snapshotter.engine.gitstore.trailers import BuiltCommit
+
 
 class Store(StoredObjects):
     """An opened store: refs, raw object access and object writing."""
@@ -119,7 +121,7 @@ class Store(StoredObjects):
         if self._finalizer is not None:
             self._finalizer()
 
-    def write_commit(self, commit: Commit) -> bytes:
+    def write_commit(self, commit: Commit | BuiltCommit) -> bytes:
         return self.writer.write(b"commit", commit.as_raw_string())
 
     # -- snapshot refs (see ``refstore``: loose and packed, read from either end) --------

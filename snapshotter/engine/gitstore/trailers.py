@@ -102,7 +102,7 @@ def build_commit(
     when: datetime,
     uncounted_against: bytes | None = None,
     session: str | None = None,
-) -> Commit:
+) -> BuiltCommit:
     """A parentless commit recording one snapshot. With ``uncounted_against``
     (a tree id) its line counts are deferred: only ``stats``' file count is
     recorded, and the lines are to be counted from that tree."""
@@ -124,18 +124,24 @@ def build_commit(
         listed = [[s.path, s.reason.value] for s in skipped]
         trailers.append(f"{_TRAILER_SKIPPED}: {json.dumps(listed, ensure_ascii=False)}")
     text = message.rstrip("\n") + "\n\n" + "\n".join(trailers) + "\n"
-    from dulwich.objects import Commit
+    person = IDENTITY + b" %d +0000\n" % int(when.timestamp())
+    head = b"tree " + tree_id.hex().encode() + b"\nauthor " + person + b"committer " + person + b"encoding UTF-8\n\n"
+    return BuiltCommit(head + text.encode("utf-8", "surrogateescape"))
 
-    commit = Commit()
-    commit.tree = tree_id.hex().encode()
-    commit.parents = []
-    commit.author = commit.committer = IDENTITY
-    seconds = int(when.timestamp())
-    commit.author_time = commit.commit_time = seconds
-    commit.author_timezone = commit.commit_timezone = 0
-    commit.encoding = b"UTF-8"
-    commit.message = text.encode("utf-8", "surrogateescape")
-    return commit
+
+class BuiltCommit:
+    """A snapshot's commit as git stores it: written here rather than through
+    dulwich's ``Commit`` (the same bytes, ``tests/test_commitread.py``), whose
+    module a hook call that records a snapshot need not load (issue #51)."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+
+    def as_raw_string(self) -> bytes:
+        """The commit's content (as dulwich names it), what its id is computed from."""
+        return self.raw
 
 
 def is_snapshot_commit(raw: bytes) -> bool:
