@@ -254,3 +254,60 @@ def test_retention_reads_what_it_drops_not_the_whole_history(tmp_path: Path) -> 
     assert 100 <= dropped <= 200, dropped
     assert parsed["before_dropping"] <= 4 * dropped, parsed
     assert parsed["maintain"] <= 6 * dropped, parsed
+
+
+def _a_killed_call_then_a_turn(ws: Path, home: Path, killed: int) -> Snapshotter:
+    """A session that brackets its calls: ``killed`` turns each left with a call
+    never closed (its agent killed mid-call; the next prompt ended the turn, as
+    the hooks end it), then a turn with one call editing ``a.txt`` and, between
+    its calls, a person's edit to ``b.txt``."""
+    (ws / "a.txt").write_text("a\n")
+    (ws / "b.txt").write_text("b\n")
+    snap = Snapshotter(ws, home=home, retention=Retention.unlimited())
+    agent = snap.in_session("killed-agent")
+    for n in range(killed):
+        agent.begin_turn(f"turn {n}")
+        agent.tool_snapshot(f"done_{n}")
+        agent.tool_done(f"done_{n}")
+        agent.tool_snapshot(f"killed_{n}")  # the agent dies here: no tool_done, no end of its turn
+        agent.end_turn("ended: the agent began another turn")
+    agent.begin_turn("the last turn")
+    agent.tool_snapshot("edit_a")
+    (ws / "a.txt").write_text("a, by the agent\n")
+    agent.tool_done("edit_a")
+    (ws / "b.txt").write_text("b, by a person between the calls\n")
+    agent.snapshot("a person's edit")
+    agent.end_turn("done")
+    return snap
+
+
+def test_a_call_never_closed_holds_nothing_after_its_turn_ended(tmp_path: Path) -> None:
+    """A call whose agent was killed runs to its turn's end (``owners``): a later
+    turn's revert takes back that turn's calls, not a person's edit made between
+    them, however long ago the call was left open."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with _a_killed_call_then_a_turn(ws, tmp_path / "home", killed=1) as snap:
+        reverted = snap.in_session("killed-agent").revert_turn(1, dry_run=True)
+    assert sorted(reverted.reverted) == ["a.txt"], reverted
+
+
+def test_calls_never_closed_add_no_reads_to_a_later_turns_revert(tmp_path: Path) -> None:
+    """Undo and a turn's revert read the brackets open across their stretch: a
+    call left open by a killed agent, in a turn that ended, is not one of them
+    (each such call was one more commit read by every later undo and revert)."""
+    parsed = {}
+    for killed in (1, 20):
+        ws = tmp_path / f"ws{killed}"
+        ws.mkdir()
+        _a_killed_call_then_a_turn(ws, tmp_path / f"home{killed}", killed).close()
+        store_path = Snapshotter(ws, home=tmp_path / f"home{killed}").store_path
+        for name in ("turn revert", "undo"):
+            with pytest.MonkeyPatch.context() as patch:
+                reads = _Reads(store_path, patch)
+                with Snapshotter(ws, home=tmp_path / f"home{killed}", retention=Retention.unlimited()) as snap:
+                    session = snap.in_session("killed-agent")
+                    session.revert_turn(1, dry_run=True) if name == "turn revert" else session.undo()
+                parsed[name, killed] = reads.commits
+    assert parsed["undo", 20] <= parsed["undo", 1] + 2, parsed
+    assert parsed["turn revert", 20] <= parsed["turn revert", 1] + 2, parsed

@@ -236,7 +236,10 @@ def openers(engine: Engine, window: Sequence[SnapshotInfo]) -> list[SnapshotInfo
     each step of the stretch is, without reading the whole history. Found by
     id where a snapshot names its start (``since``), from the history index for
     what is open, else read back from the stretch's start until each is found,
-    at most as many again as the stretch holds (``OPENERS_READ_BACK`` at least)."""
+    at most as many again as the stretch holds (``OPENERS_READ_BACK`` at least).
+    A call never closed whose turn ended before the window (its agent killed
+    mid-call) holds nothing of it and is not read: such calls pile up, one
+    more commit to read for every later call, else."""
     if not window:
         return []
     wanted: set[tuple[str | None, str]] = set()
@@ -253,7 +256,8 @@ def openers(engine: Engine, window: Sequence[SnapshotInfo]) -> list[SnapshotInfo
     oldest = window[-1].sequence
     for facts in engine.catalog.index.current().sessions.values():  # open across the whole window
         opened = facts.open_turn()
-        since.update(sha for seq, sha in [*facts.open_calls.values(), *([opened] if opened else [])] if seq < oldest)
+        running = [mark for call, mark in facts.open_calls.items() if facts.ended_calls.get(call, oldest) >= oldest]
+        since.update(sha for seq, sha in [*running, *([opened] if opened else [])] if seq < oldest)
     since -= {info.id for info in window}
     found: dict[str, SnapshotInfo] = {}
     for sha in since:
