@@ -96,7 +96,9 @@ class _Writer:
     def run(self) -> None:
         h = self.h
         h.taken = next(self.store.iter_snapshot_ids(), (0, b""))[0]  # after the snapshots taken since, if any
-        with self.writer.batch():
+        # A store's first snapshot writes the folder's objects loose, as a real first snapshot does (its
+        # object folders stay after upkeep packs them: a store of any length lists them); the rest in packs.
+        with self.writer.batch() if h.taken else contextlib.nullcontext():
             if not h.contents:
                 for folder in range(h.folders):
                     for name in range(h.files):

@@ -31,6 +31,7 @@ CALLS: dict[str, Callable[[Snapshotter], object]] = {
     "open": lambda snap: snap.base(),
     "log -n 20": lambda snap: snap.list(limit=20),
     "sessions": lambda snap: snap.sessions(),
+    "stats": lambda snap: snap.store_stats(),
     "undo": lambda snap: snap.in_session(SESSION).can_undo(),
     "turn revert": lambda snap: snap.in_session(SESSION).revert_turn(1, dry_run=True),
     "turn hunks": lambda snap: snap.in_session(SESSION).turn_hunks(1),
@@ -40,18 +41,53 @@ CALLS: dict[str, Callable[[Snapshotter], object]] = {
 }
 
 
-def _reads(history: Any, call: Callable[[Snapshotter], object]) -> tuple[int, int, int, int]:
+def _reads(history: Any, call: Callable[[Snapshotter], object]) -> tuple[int, int, int, int, int]:
     """What ``call`` reads of the store in a new Snapshotter (as a CLI call opens
     one): ref files opened, bytes of ``packed-refs`` read, snapshot commits
-    parsed, bytes of pack indexes read or hashed whole."""
+    parsed, bytes of pack indexes read or hashed whole, entries of the store's
+    folders listed."""
     with open(history.path(1, 1), "a") as handle:
         handle.write("an edit\n")  # a snapshot has something to record
     store_path = Snapshotter(history.ws, home=history.home).store_path
     with pytest.MonkeyPatch.context() as patch:
         reads = _Reads(store_path, patch)
+        listed = _Listed(store_path, patch)
         with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
             call(snap)
-        return (*reads.total(), reads.index_bytes)
+        return (*reads.total(), reads.index_bytes, listed.entries)
+
+
+class _Listed:
+    """Entries listed of the store's folders (``os.scandir``, which ``os.walk`` and ``os.listdir``'s users share)."""
+
+    def __init__(self, store_path: str, patch: pytest.MonkeyPatch) -> None:
+        self.entries = 0
+        real = os.scandir
+        counter = self
+
+        class Counted:
+            def __init__(self, path: Any) -> None:
+                self.listing = real(path)
+                self.inside = os.fsdecode(path).startswith(store_path) if not isinstance(path, int) else False
+
+            def __iter__(self) -> Counted:
+                return self
+
+            def __next__(self) -> os.DirEntry[str]:
+                entry = next(self.listing)
+                counter.entries += self.inside
+                return entry
+
+            def __enter__(self) -> Counted:
+                return self
+
+            def __exit__(self, *exc: object) -> None:
+                self.listing.close()
+
+            def close(self) -> None:
+                self.listing.close()
+
+        patch.setattr(os, "scandir", Counted)
 
 
 def test_no_call_reads_more_of_a_longer_history(tmp_path: Path) -> None:
@@ -59,7 +95,10 @@ def test_no_call_reads_more_of_a_longer_history(tmp_path: Path) -> None:
     3,000 snapshots as at 300 (a few more at most: where the newest turn falls
     differs), and reads a small part of ``packed-refs`` (binary searches, which
     grow as the log of its size) and of the pack indexes (checked whole once,
-    by the first call: see ``checkedindexes``): none reads the whole history."""
+    by the first call: see ``checkedindexes``), and lists as many entries of
+    the store's folders (``stats`` walks them: bounded by upkeep, 256 object
+    folders and 2,000 loose objects, never a file per snapshot): none reads the
+    whole history."""
     import longhistory
 
     history = longhistory.History(tmp_path / "ws", tmp_path / "home", folders=4, files=10)
@@ -76,13 +115,16 @@ def test_no_call_reads_more_of_a_longer_history(tmp_path: Path) -> None:
     whole = os.path.getsize(Path(Snapshotter(history.ws, home=history.home).store_path) / "packed-refs")
     grown = {}
     for name in CALLS:
-        files, _, commits, _ = (b - a for a, b in zip(short[name], long[name]))
+        files, _, commits, _, listed = (b - a for a, b in zip(short[name], long[name]))
         if files > 4 or commits > 8 or long[name][1] > max(4 * short[name][1], 32 << 10):  # a read of all: 10x
             grown[name] = (short[name], long[name])
         if long[name][3] > max(2 * short[name][3], 4 << 10):  # a pack index read or hashed whole: 10x
             grown[name] = (short[name], long[name])
+        if listed > 64:  # a folder of a file per snapshot: 2,700 more
+            grown[name] = (short[name], long[name])
     assert not grown, (
-        f"(ref files, packed-refs bytes of {whole}, commits parsed, pack index bytes) at 300 and 3,000: {grown}"
+        f"(ref files, packed-refs bytes of {whole}, commits parsed, pack index bytes, entries listed) "
+        f"at 300 and 3,000: {grown}"
     )
 
 
