@@ -353,3 +353,38 @@ def test_calls_never_closed_add_no_reads_to_a_later_turns_revert(tmp_path: Path)
                 parsed[name, killed] = reads.commits
     assert parsed["undo", 20] <= parsed["undo", 1] + 2, parsed
     assert parsed["turn revert", 20] <= parsed["turn revert", 1] + 2, parsed
+
+
+def test_sessions_left_in_a_turn_add_no_reads_to_another_sessions_revert(tmp_path: Path) -> None:
+    """Each agent killed in a turn and never resumed leaves its session's turn
+    open for good: another session's undo and turn revert read nothing of it
+    (whose each step of their stretch is does not depend on it), however many
+    there are."""
+    parsed = {}
+    for left in (1, 20):
+        ws, home = tmp_path / f"ws{left}", tmp_path / f"home{left}"
+        ws.mkdir()
+        (ws / "a.txt").write_text("a\n")
+        with Snapshotter(ws, home=home, retention=Retention.unlimited()) as snap:
+            for n in range(left):
+                snap.in_session(f"killed-{n}").begin_turn("a turn never ended")
+            agent = snap.in_session("agent")
+            agent.begin_turn("the turn")
+            agent.tool_snapshot("edit_a")
+            (ws / "a.txt").write_text("a, by the agent\n")
+            agent.tool_done("edit_a")
+            agent.end_turn("done")
+            store_path = snap.store_path
+        for name in ("turn revert", "undo"):
+            with pytest.MonkeyPatch.context() as patch:
+                reads = _Reads(store_path, patch)
+                with Snapshotter(ws, home=home, retention=Retention.unlimited()) as snap:
+                    session = snap.in_session("agent")
+                    if name == "turn revert":
+                        assert session.revert_turn(1, dry_run=True).reverted == ("a.txt",)
+                    else:
+                        undone = session.undo()
+                        assert undone.ok and undone.revert is not None and undone.revert.reverted == ("a.txt",), undone
+                parsed[name, left] = reads.commits
+    assert parsed["undo", 20] <= parsed["undo", 1] + 2, parsed
+    assert parsed["turn revert", 20] <= parsed["turn revert", 1] + 2, parsed
