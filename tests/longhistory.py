@@ -4,7 +4,8 @@ records it, without walking the folder at each step.
 A real history of 100,000 snapshots takes hours to record (a walk, a commit and
 fsyncs per snapshot). This writes the same objects, commits and refs directly
 through the store's own writers (``Store.write_commit``, ``add_snapshot_ref``,
-the stacks' ``push``), in packs, with nothing synced: turns of a session
+the stacks' ``push``), in packs (the first snapshot's objects loose, as a real
+first snapshot writes them), with nothing synced: turns of a session
 (``pre-turn:<n>`` pushed on its undo and turns stacks), each with 8 tool calls
 (``tool:<id>``, one file edited, ``tool-done:<id>``) and a ``post-turn:<n>``,
 sessions taking turns, timestamps spread over the past days. The folder is
