@@ -80,3 +80,33 @@ def test_a_saved_rebuild_counts_what_the_refs_hold(tmp_path: Path) -> None:
         snap.snapshot("one more")
     counted, count = _parsed(history, "stats")
     assert count == 201 and counted <= 2
+
+
+def test_calls_a_killed_agent_left_open_end_with_their_turn_in_the_index_as_in_a_rebuild(tmp_path: Path) -> None:
+    """The index kept call by call says where each call never closed ends (its
+    turn's end) as a rebuild from the refs says it; an index saved before it
+    kept that reads as every such call still open (what ``openers`` then reads
+    is more, never less)."""
+    import json
+    import os
+
+    from test_long_history import _a_killed_call_then_a_turn
+
+    from snapshotter.engine.gitstore import historyindex
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with _a_killed_call_then_a_turn(ws, tmp_path / "home", killed=3) as snap:
+        store_path = snap.store_path
+        kept = snap._engine_ok().catalog.index.current().sessions["killed-agent"]
+    assert sorted(kept.ended_calls) == ["killed_0", "killed_1", "killed_2"]
+    assert set(kept.open_calls) == set(kept.ended_calls)
+    index_file = os.path.join(store_path, "snapshotter", historyindex.FILE_NAME)
+    saved = json.loads(Path(index_file).read_text())
+    os.remove(index_file)
+    with Snapshotter(ws, home=tmp_path / "home", retention=Retention.unlimited()) as snap:
+        rebuilt = snap._engine_ok().catalog.index.current().sessions["killed-agent"]
+    assert rebuilt.as_json() == kept.as_json()
+    del saved["sessions"]["killed-agent"]["ended_calls"]
+    older = historyindex.State.of(saved).sessions["killed-agent"]
+    assert older.ended_calls == {} and older.open_calls == kept.open_calls

@@ -72,6 +72,11 @@ class SessionFacts:
     """The newest turn snapshot: ("pre" or "post", seq, id, the turn's number as labelled);
     a ``post-turn`` ends the turn begun before it, as ``sessions`` has always read it."""
     open_calls: dict[str, Mark] = field(default_factory=dict)
+    ended_calls: dict[str, int] = field(default_factory=dict)
+    """Of ``open_calls``, those begun in a turn that has ended since: call -> the
+    ``post-turn``'s sequence, where such a call's bracket ends (``owners``: a call
+    never closed runs to its turn's end). A call missing here may run to now
+    (an index written before this was kept: the reader takes it as open)."""
     closed_calls: int = 0
     closed_call: Mark | None = None
 
@@ -89,6 +94,7 @@ class SessionFacts:
             "agent_session": self.agent_session,
             "turn": self.turn,
             "open_calls": self.open_calls,
+            "ended_calls": self.ended_calls,
             "closed_calls": self.closed_calls,
             "closed_call": self.closed_call,
         }
@@ -105,6 +111,7 @@ class SessionFacts:
             agent_session=_text(data["agent_session"]),
             turn=(str(turn[0]), int(turn[1]), str(turn[2]), str(turn[3])) if turn is not None else None,
             open_calls={str(k): m for k, v in dict(data["open_calls"]).items() if (m := _mark(v)) is not None},
+            ended_calls={str(k): int(v) for k, v in dict(data.get("ended_calls", {})).items()},
             closed_calls=int(data["closed_calls"]),
             closed_call=_mark(data["closed_call"]),
         )
@@ -173,13 +180,21 @@ class State:
             facts.turns += 1
             facts.turn = ("pre", info.sequence, info.id, label[len(PRE_TURN) :])
         elif label.startswith(POST_TURN):
-            facts.turn = ("post", info.sequence, info.id, label[len(POST_TURN) :])
+            number = label[len(POST_TURN) :]
+            if facts.turn is not None and facts.turn[0] == "pre" and facts.turn[3] == number:
+                begun = facts.turn[1]  # the turn this ends: the calls still open in it end here
+                for call, (seq, _) in facts.open_calls.items():
+                    if seq >= begun:
+                        facts.ended_calls.setdefault(call, info.sequence)
+            facts.turn = ("post", info.sequence, info.id, number)
         elif label.startswith(TOOL_DONE):
             facts.open_calls.pop(label[len(TOOL_DONE) :], None)
+            facts.ended_calls.pop(label[len(TOOL_DONE) :], None)
             facts.closed_calls += 1
             facts.closed_call = mark
         elif label.startswith(TOOL):
             facts.open_calls[label[len(TOOL) :]] = mark
+            facts.ended_calls.pop(label[len(TOOL) :], None)
         elif label.startswith(ABANDONED):
             number = label[len(ABANDONED) :]
             if number.isascii() and number.isdigit() and len(number) < 19:
@@ -201,6 +216,9 @@ class State:
             if facts.turn is not None and facts.turn[1] == seq:
                 facts.turn = None
             facts.open_calls = {call: mark for call, mark in facts.open_calls.items() if mark[0] != seq}
+            facts.ended_calls = {  # a dropped turn's end no longer ends its calls (as ``owners`` reads what is kept)
+                call: end for call, end in facts.ended_calls.items() if end != seq and call in facts.open_calls
+            }
             if label.startswith(TOOL_DONE):
                 facts.closed_calls = max(0, facts.closed_calls - 1)
                 if facts.closed_call is not None and facts.closed_call[0] == seq:
