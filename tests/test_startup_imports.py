@@ -229,15 +229,17 @@ def test_the_facade_blames_as_far_back_as_blame_by_default() -> None:
     assert inspect.signature(Snapshotter.blame).parameters["limit"].default == DEFAULT_LIMIT
 
 
-@pytest.mark.parametrize("words", [["--version"], ["--help"], ["where"], ["config"]])
+@pytest.mark.parametrize("words", NOT_WALKING)
 def test_a_command_that_writes_nothing_loads_no_file_copying_or_temporary_files(
     recorded: Path, home: Path, words: list[str]
 ) -> None:
     """``shutil`` (which loads ``bz2``, ``lzma`` and ``fnmatch``) and ``tempfile``
-    are for writing; argparse asks ``shutil`` the terminal's width for every
-    option it adds unless the grammar does (``arguments._columns``)."""
+    (which loads ``shutil`` and ``random``) are for writing; argparse asks
+    ``shutil`` the terminal's width for every option it adds unless the grammar
+    does (``arguments._columns``), and the store's side files (history index,
+    pack indexes, line counts) import ``tempfile`` where they write one."""
     modules = loaded_all(recorded, home, *words)
-    assert [m for m in modules if m in ("shutil", "tempfile", "bz2", "lzma")] == []
+    assert [m for m in modules if m in ("shutil", "tempfile", "random", "bz2", "lzma")] == []
 
 
 @pytest.mark.parametrize("words", READING)
@@ -287,3 +289,85 @@ def test_a_hook_call_without_a_watcher_loads_no_watch_code_and_no_compaction(rec
     assert (home / "fallback-hooks.log").exists() is False or "FAILED" not in (home / "fallback-hooks.log").read_text()
     unwanted = ("snapshotter.engine.worktree.watch", "importlib.metadata", "dulwich.pack", "snapshotter.model.stats")
     assert [m for m in modules if m in unwanted] == []
+
+
+UNDOING = (
+    "snapshotter.engine.session.restoring",
+    "snapshotter.engine.session.reverting",
+    "snapshotter.engine.session.hunks",
+    "snapshotter.engine.compare.merge",
+    "snapshotter.engine.compare.hunkset",
+    "snapshotter.history.attribution",
+    "snapshotter.model.results",
+    "merge3",
+    "snapshotter.engine.session.checkout",
+    "snapshotter.engine.worktree.fsops",
+    "snapshotter.model.changes",
+)
+"""What undoes, redoes and reverts: restores (their plans, the workspace's writer), three-way merges,
+a change's hunks, their values, and the values of diffs (a snapshot counts its lines without them)."""
+
+
+@pytest.mark.parametrize(
+    "event, payload",
+    [
+        ("UserPromptSubmit", {"prompt": "go"}),
+        ("PreToolUse", {"tool_name": "Bash", "tool_input": {"command": "x"}, "tool_use_id": "t2"}),
+        ("PreToolUse", {"tool_name": "Edit", "tool_input": {"file_path": "f0.txt"}, "tool_use_id": "t3"}),
+        ("PostToolUse", {"tool_name": "Bash", "tool_input": {"command": "x"}, "tool_use_id": "t", "tool_response": {}}),
+        ("Stop", {}),
+    ],
+)
+def test_a_hook_event_loads_no_restore_revert_or_merge(
+    recorded: Path, home: Path, event: str, payload: dict[str, object]
+) -> None:
+    """A hook event records a checkpoint, a turn's or a tool call's snapshot: it
+    restores and reverts nothing, so it loads none of that (issue #51 item 4:
+    ``history.undo`` once imported it all at its top, about 15-20 ms)."""
+    hook_loaded(recorded, home, "UserPromptSubmit", prompt="go")
+    hook_loaded(recorded, home, "PreToolUse", tool_name="Bash", tool_input={"command": "x"}, tool_use_id="t")
+    modules = hook_loaded(recorded, home, event, **payload)
+    assert "snapshotter.history.undo" in modules  # it did record through the undo stacks
+    assert [m for m in modules if m in UNDOING] == []
+
+
+@pytest.mark.parametrize("words", READING)
+def test_reading_the_history_loads_no_dulwich_refs(recorded: Path, home: Path, words: list[str]) -> None:
+    """The store reads its refs with its own readers: the one thing they took
+    from ``dulwich.refs`` was its check of a ref's name (``gitstore.refnames``)."""
+    assert "dulwich.refs" not in loaded_all(recorded, home, *words)
+
+
+@pytest.mark.parametrize("words", READING)
+def test_reading_the_history_loads_no_dulwich_objects(recorded: Path, home: Path, words: list[str]) -> None:
+    """A snapshot's commit is read for its tree, time and message
+    (``gitstore.commitread``): dulwich's object classes are for writing one."""
+    assert [m for m in loaded_all(recorded, home, *words) if m in ("dulwich.objects", "dulwich._objects")] == []
+
+
+@pytest.mark.parametrize("words", READING)
+def test_reading_the_history_loads_no_dulwich_file_locks(recorded: Path, home: Path, words: list[str]) -> None:
+    """dulwich's lock files are its writers': reading loads no ``dulwich.file``
+    (the engine's failures tell its ``FileLocked`` by the loaded module)."""
+    assert "dulwich.file" not in loaded_all(recorded, home, *words)
+
+
+def test_a_dulwich_lock_held_is_a_typed_store_locked() -> None:
+    """What the engine tells apart without importing dulwich's lock files is still typed."""
+    from dulwich.file import FileLocked
+
+    from snapshotter.engine.session.failures import translated
+    from snapshotter.errors import StoreLocked
+
+    with pytest.raises(StoreLocked, match="held by another writer"), translated("/nowhere"):
+        raise FileLocked("/nowhere/refs/x", "/nowhere/refs/x.lock")
+    with pytest.raises(KeyError), translated("/nowhere"):
+        raise KeyError("not a failure of the store's: passed on as it is")
+
+
+def test_a_hook_event_loads_no_dulwich_objects(recorded: Path, home: Path) -> None:
+    """A hook's snapshot commit is written as text (``trailers.build_commit``): no dulwich object classes."""
+    hook_loaded(recorded, home, "UserPromptSubmit", prompt="go")
+    modules = hook_loaded(recorded, home, "PreToolUse", tool_name="Bash", tool_input={"command": "x"}, tool_use_id="t")
+    assert "snapshotter.engine.worktree.walker" in modules  # it did walk (and record)
+    assert [m for m in modules if m in ("dulwich.objects", "dulwich._objects")] == []

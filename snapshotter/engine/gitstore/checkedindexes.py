@@ -21,7 +21,6 @@ rebuilt by checking again when lost or damaged.
 from __future__ import annotations
 
 import os
-import tempfile
 
 from snapshotter.engine.fsutil import read_side_file, unlink_quietly
 
@@ -63,6 +62,8 @@ class CheckedIndexes:
     def add(self, name: str, found: Identity, present: set[str]) -> None:
         """Remember that ``name`` was checked whole; entries of indexes not in
         ``present`` (the folder's names) are forgotten."""
+        import tempfile  # when writing: a command that reads loads neither it nor shutil
+
         known = {key: value for key, value in self._read().items() if key in present}
         known[name] = found
         self._known = known

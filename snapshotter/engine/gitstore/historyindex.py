@@ -28,7 +28,6 @@ import contextlib
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -399,6 +398,8 @@ def _matches(state: State, fingerprint: Fingerprint) -> bool:
 def _write(path: str, data: bytes) -> None:
     """Replace the file whole (a temporary file of our own, renamed): never synced,
     a cache lost to a power cut is rebuilt."""
+    import tempfile  # when writing: a command that reads loads neither it nor shutil
+
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".history-index-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -20,8 +20,6 @@ import threading
 import zlib
 from collections.abc import Generator, Iterator
 
-from dulwich.objects import Commit
-
 from snapshotter.engine.gitstore import checkedindexes
 from snapshotter.engine.gitstore.checkedindexes import CheckedIndexes
 from snapshotter.engine.gitstore.inflate import MAX_WHOLE, ObjectTooLarge
@@ -33,6 +31,7 @@ from snapshotter.errors import VERIFY, StoreError
 
 TYPE_CHECKING = False  # not ``typing``'s
 if TYPE_CHECKING:
+    from snapshotter.engine.gitstore.commitread import CommitFields
     from snapshotter.engine.gitstore.objectwriter import ObjectWriter
 
 
@@ -246,12 +245,15 @@ class StoredObjects:
     def has_object(self, sha: bytes) -> bool:
         return self.writer.exists(sha)
 
-    def read_commit(self, sha: bytes) -> Commit:
-        """A commit, checked against its id; KeyError if missing, TypeError if not a commit."""
+    def read_commit(self, sha: bytes) -> CommitFields:
+        """A commit's id, tree, time and message, checked against its id; KeyError
+        if missing, TypeError if not a commit, ValueError if it names no tree or time."""
+        from snapshotter.engine.gitstore.commitread import read_commit_fields
+
         kind, content = self.read_raw(sha)
         if kind != 1:
             raise TypeError(TYPE_NAMES.get(kind, b"object").decode())
-        return Commit.from_string(content)
+        return read_commit_fields(sha.hex().encode("ascii"), content)
 
 
 def _mismatch(sha: bytes, pack: str) -> StoreError:

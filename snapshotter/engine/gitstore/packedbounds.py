@@ -19,7 +19,6 @@ the folders' ends are searched for until the next rewrite of ``packed-refs``.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping
 
 from snapshotter.engine.fsutil import read_side_file, unlink_quietly
@@ -50,6 +49,8 @@ def load(meta_dir: str, identity: Identity | None) -> dict[bytes, int]:
 
 def save(meta_dir: str, identity: Identity | None, bounds: Mapping[bytes, int]) -> None:
     """Keep ``bounds`` (name -> where a search for it ends) for the file with ``identity``."""
+    import tempfile  # when writing: a command that reads loads neither it nor shutil
+
     if identity is None or not os.path.isdir(meta_dir):
         return
     text = b"packed-refs %d %d %d %d\n" % identity

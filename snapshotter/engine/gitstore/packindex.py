@@ -31,7 +31,6 @@ import hashlib
 import mmap
 import os
 import struct
-import tempfile
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -327,6 +326,8 @@ def write_index(base: str, contents: PackContents) -> PackIndex:
     deleted meanwhile (a gc), the index goes too: it would index nothing. If
     it cannot be written (a read-only store, a full disk), it is used from
     memory, and built again by the next process."""
+    import tempfile  # when writing: a command that reads loads neither it nor shutil
+
     data = index_v2(contents.ids, contents.offsets, contents.crcs, contents.checksum)
     tmp = ""
     try:

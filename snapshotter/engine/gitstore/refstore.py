@@ -26,11 +26,10 @@ import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 
-from dulwich.refs import Ref, check_ref_format
-
 from snapshotter.engine.fsutil import read_side_head, sync_folder, unlink_quietly
 from snapshotter.engine.gitstore import packedbounds, packedrefs, packedrewrite
 from snapshotter.engine.gitstore.packedrefs import LOCK_FLAGS, Changed, PackedRefs, View
+from snapshotter.engine.gitstore.refnames import valid_ref_name
 from snapshotter.engine.gitstore.refreading import LooseRefs
 from snapshotter.engine.gitstore.storerepo import REF_FILE_CAP
 from snapshotter.errors import StoreError
@@ -344,7 +343,7 @@ class RefStore:
                 if leaf.endswith(".lock"):
                     continue
                 name = base + b"/" + os.fsencode(leaf if rel == "." else f"{rel}/{leaf}".replace(os.sep, "/"))
-                if not check_ref_format(Ref(name)):
+                if not valid_ref_name(name):
                     continue
                 try:
                     head, _ = read_side_head(os.path.join(folder, leaf), REF_FILE_CAP, follow=False)
@@ -368,7 +367,7 @@ def folders_in(view: View, base: bytes) -> set[bytes]:
         if not slash:
             position = after
             continue
-        if check_ref_format(Ref(prefix + folder)):
+        if valid_ref_name(prefix + folder):
             names.add(folder)
         position = view.lower_bound(packedrefs.prefix_end(prefix + folder + slash))
     return names

@@ -18,8 +18,6 @@ import zlib
 from collections.abc import Iterator
 
 from dulwich import errors as dulwich_errors
-from dulwich.objects import Commit
-from dulwich.refs import Ref
 
 from snapshotter.engine.fsutil import SMALL_FILE_CAP, open_side_file, read_side_file, unlink_quietly
 from snapshotter.engine.gitstore import generations
@@ -60,7 +58,10 @@ _PINS = b"refs/snapshotter/pins"
 
 TYPE_CHECKING = False  # not ``typing``'s
 if TYPE_CHECKING:
+    from dulwich.objects import Commit
     from dulwich.repo import Repo
+
+    from snapshotter.engine.gitstore.trailers import BuiltCommit
 
 
 class Store(StoredObjects):
@@ -120,7 +121,7 @@ class Store(StoredObjects):
         if self._finalizer is not None:
             self._finalizer()
 
-    def write_commit(self, commit: Commit) -> bytes:
+    def write_commit(self, commit: Commit | BuiltCommit) -> bytes:
         return self.writer.write(b"commit", commit.as_raw_string())
 
     # -- snapshot refs (see ``refstore``: loose and packed, read from either end) --------
@@ -376,6 +377,8 @@ class Store(StoredObjects):
 
     def ref_targets(self) -> set[bytes]:
         """Every commit any ref points at: the roots of what gc keeps."""
+        from dulwich.refs import Ref
+
         out = set()
         for value in self.repo.refs.as_dict(Ref(b"refs")).values():
             try:
