@@ -122,6 +122,7 @@ MODULES: dict[str, tuple[str, ...]] = {
             "snapshotter/engine/gitstore/packedrewrite.py",
         ),
         (
+            "tests/test_refstore.py",
             "tests/test_store_refs.py",
             "tests/test_ref_reading.py",
             "tests/test_history_index.py",
