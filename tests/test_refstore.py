@@ -157,3 +157,62 @@ def test_numbered_refs_merge_loose_and_packed_in_order_from_either_end(
     assert length[1:] == (number_name(stack, 1).decode(), number_name(stack, 6).decode())
     assert ends == sorted([3, 4, 7, *top])
     assert refs.folders(b"refs/snapshotter/stacks") == {b"redo"}
+
+
+def _packed(refs: RefStore) -> bytes:
+    return Path(refs.packed.path).read_bytes()
+
+
+def test_a_packed_refs_file_not_sorted_is_rewritten_sorted_keeping_its_refs(
+    ws: Path, make: Callable[..., Snapshotter]
+) -> None:
+    refs, (first, second) = _refs(ws, make)
+    lines = [second.hex().encode() + b" refs/snapshotter/t/z", first.hex().encode() + b" refs/snapshotter/t/a"]
+    Path(refs.packed.path).write_bytes(b"\n".join(lines) + b"\n")  # no header: as an old git or a hand wrote it
+    refs.packed.forget()
+    refs.put(b"refs/snapshotter/t/m", first)
+    assert refs.pack((b"refs/snapshotter/t",), lambda _: False) == 1
+    assert _packed(refs) == (
+        b"# pack-refs with: sorted \n"
+        + first.hex().encode()
+        + b" refs/snapshotter/t/a\n"
+        + first.hex().encode()
+        + b" refs/snapshotter/t/m\n"
+        + second.hex().encode()
+        + b" refs/snapshotter/t/z\n"
+    )
+    assert refs.delete({b"refs/snapshotter/t/a": None}) == {b"refs/snapshotter/t/a"}
+    assert _packed(refs).startswith(b"# pack-refs with: sorted \n" + first.hex().encode() + b" refs/snapshotter/t/m\n")
+    if shutil.which("git"):
+        assert _git_refs(refs.path)[b"refs/snapshotter/t/z"] == second.hex().encode()
+
+
+def test_a_new_packed_refs_file_says_what_git_says(ws: Path, make: Callable[..., Snapshotter]) -> None:
+    refs, (first, _) = _refs(ws, make)
+    assert not os.path.exists(refs.packed.path)
+    refs.put(b"refs/snapshotter/t/one", first)
+    refs.pack((b"refs/snapshotter/t",), lambda _: False)
+    assert (
+        _packed(refs)
+        == b"# pack-refs with: peeled fully-peeled sorted \n" + first.hex().encode() + b" refs/snapshotter/t/one\n"
+    )
+
+
+def test_a_rewrite_of_a_locked_or_damaged_packed_refs_changes_nothing_and_leaves_no_lock(
+    ws: Path, make: Callable[..., Snapshotter]
+) -> None:
+    refs, (first, _) = _refs(ws, make)
+    refs.put(b"refs/snapshotter/t/one", first)
+    lock = Path(refs.packed.path + ".lock")
+    lock.write_bytes(b"")
+    with pytest.raises(StoreError, match=r"packed-refs\.lock exists: another git process is changing refs"):
+        refs.pack((b"refs/snapshotter/t",), lambda _: False)
+    assert lock.read_bytes() == b"" and not os.path.exists(refs.packed.path)  # the other writer's, untouched
+    lock.unlink()
+    damaged = b"# pack-refs with: peeled fully-peeled sorted \n" + first.hex().encode() + b" refs/snapshotter/t/cut"
+    Path(refs.packed.path).write_bytes(damaged)  # its last line cut short
+    refs.packed.forget()
+    with pytest.raises(StoreError, match="is damaged"):
+        refs.pack((b"refs/snapshotter/t",), lambda _: False)
+    assert _packed(refs) == damaged and not lock.exists()
+    assert refs.get(b"refs/snapshotter/t/one") == first.hex().encode()  # still loose
