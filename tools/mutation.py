@@ -177,6 +177,9 @@ def _prepare(module: str, tests: tuple[str, ...], where: Path) -> None:
         "also_copy": ["README.md", "SECURITY.md", "docs/", "LICENSE"],
         "pytest_add_cli_args_test_selection": list(tests),
         "pytest_add_cli_args": ["-p", "no:cacheprovider", "-q"],
+        # A mutant that loops (a retry that never ends) is stopped after 10 times its
+        # tests' CPU time, not mutmut's 30 times: one such mutant held a run 5 minutes.
+        "timeout_multiplier": 5.0,
     }
     lines = ["", "[tool.mutmut]"] + [f"{key} = {json.dumps(value)}" for key, value in settings.items()]
     with open(where / "pyproject.toml", "a", encoding="utf-8") as handle:
