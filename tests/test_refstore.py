@@ -216,3 +216,25 @@ def test_a_rewrite_of_a_locked_or_damaged_packed_refs_changes_nothing_and_leaves
         refs.pack((b"refs/snapshotter/t",), lambda _: False)
     assert _packed(refs) == damaged and not lock.exists()
     assert refs.get(b"refs/snapshotter/t/one") == first.hex().encode()  # still loose
+
+
+@pytest.mark.parametrize("kind", ["symlink", "folder"])
+def test_a_packed_refs_that_is_no_file_is_a_typed_error_naming_it_never_an_empty_list(
+    ws: Path, make: Callable[..., Snapshotter], kind: str
+) -> None:
+    refs, (first, _) = _refs(ws, make)
+    refs.put(b"refs/snapshotter/t/one", first)
+    refs.pack((b"refs/snapshotter/t",), lambda _: False)
+    packed = Path(refs.packed.path)
+    packed.rename(packed.with_name("elsewhere"))
+    if kind == "symlink":
+        packed.symlink_to("elsewhere")
+    else:
+        packed.mkdir()
+    reason = "a symbolic link" if kind == "symlink" else ".+"
+    with pytest.raises(StoreError) as raised:
+        RefStore(refs.path).get(b"refs/snapshotter/t/one")
+    assert raised.match(
+        f"^cannot read {packed} \\({reason}\\): it may name snapshots, so nothing is done without it; "
+        "if it is not a file, remove it$"
+    )
