@@ -65,20 +65,26 @@ def spread(times: list[float]) -> str:
     return f"{statistics.median(times):.3f} s ({min(times):.3f}..{max(times):.3f})"
 
 
+def _workspace(scratch: Path, files: int) -> tuple[Path, list[Path], dict[str, str]]:
+    """A generated workspace in ``scratch`` (its files), and the environment every call runs in."""
+    ws = scratch / "ws"
+    ws.mkdir()
+    print(f"generating {files:,} files ...", flush=True)
+    paths = generate(ws, files)
+    env = dict(
+        os.environ,
+        SNAPSHOTTER_HOME=str(scratch / "home"),
+        SNAPSHOTTER_MAX_WORKSPACE_ENTRIES="0",  # the cap, raised explicitly
+        SNAPSHOTTER_CONFIG=str(scratch / "no-user-config.toml"),  # none (a device is refused as a config file)
+    )
+    env.pop("SNAPSHOTTER_NO_WATCHER", None)
+    return ws, paths, env
+
+
 def measure(files: int, runs: int) -> dict[str, Any]:
     scratch = Path(tempfile.mkdtemp(prefix="bw-"))  # short (a long home works too: bench_hooks.py measures one)
     try:
-        ws = scratch / "ws"
-        ws.mkdir()
-        print(f"generating {files:,} files ...", flush=True)
-        generate(ws, files)
-        env = dict(
-            os.environ,
-            SNAPSHOTTER_HOME=str(scratch / "home"),
-            SNAPSHOTTER_MAX_WORKSPACE_ENTRIES="0",  # the cap, raised explicitly
-            SNAPSHOTTER_CONFIG=str(scratch / "no-user-config.toml"),  # none (a device is refused as a config file)
-        )
-        env.pop("SNAPSHOTTER_NO_WATCHER", None)
+        ws, _, env = _workspace(scratch, files)
         direct_env = dict(env, SNAPSHOTTER_NO_WATCHER="1")
         git = GitShadow(ws, scratch)
         git.reset()
@@ -132,17 +138,7 @@ def measure_commands(files: int, runs: int) -> dict[str, Any]:
     """``bench_commands.py``'s walking rows, each ``snapshotter`` call served by a running watcher."""
     scratch = Path(tempfile.mkdtemp(prefix="bw-"))
     try:
-        ws = scratch / "ws"
-        ws.mkdir()
-        print(f"generating {files:,} files ...", flush=True)
-        paths = generate(ws, files)
-        env = dict(
-            os.environ,
-            SNAPSHOTTER_HOME=str(scratch / "home"),
-            SNAPSHOTTER_MAX_WORKSPACE_ENTRIES="0",
-            SNAPSHOTTER_CONFIG=str(scratch / "no-user-config.toml"),
-        )
-        env.pop("SNAPSHOTTER_NO_WATCHER", None)
+        ws, paths, env = _workspace(scratch, files)
         git_env = dict(os.environ, **GIT_ENV)
         shadow = scratch / "shadow.git"
         subprocess.run(["git", "init", "-q", "--bare", str(shadow)], env=git_env, check=True)
