@@ -24,6 +24,7 @@ without the terminal escapes a server may put in its text.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import zlib
@@ -254,14 +255,23 @@ def _checked(
     return contents
 
 
+HAVES = 256
+"""The most "haves" a fetch tells the server: this store's newest snapshots.
+Every snapshot is a parentless commit, so each have stands for its own tree
+only; the newest ones hold what a fetch of newer work shares with this store
+(git's own client gives up after 256 haves in vain). All of them made a fetch
+of 10 snapshots send 5 MB of haves at 100,000 (issue #50)."""
+
+
 class _Haves:
-    """dulwich's graph walker over this store: its snapshot commits, newest
-    first, as the "haves" a server sends less for (every commit of a store is
-    a snapshot a ref names, so no parents need walking)."""
+    """dulwich's graph walker over this store: its newest :data:`HAVES`
+    snapshot commits, newest first, as the "haves" a server sends less for
+    (every commit of a store is a snapshot a ref names, so no parents need
+    walking). Only those refs are read (``iter_snapshot_ids`` is lazy)."""
 
     def __init__(self, store: Store) -> None:
-        refs = store.snapshot_refs()
-        self._left = [refs[seq].hex().encode() for seq in sorted(refs, reverse=True)]
+        newest = itertools.islice(store.iter_snapshot_ids(), HAVES)
+        self._left = [sha.hex().encode() for _, sha in newest]
 
     def __next__(self) -> bytes | None:
         return self._left.pop(0) if self._left else None

@@ -1,0 +1,80 @@
+"""Long histories (issue #50): what drops or sends part of a long history costs
+what it drops or sends, counted, not timed (timings: the rows of
+``benchmarks/long_history_ops.py``).
+
+Histories of thousands of snapshots are written fast by ``longhistory``; the
+remotes are real ``git daemon`` s on the loopback interface (``remote_servers``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from remote_servers import bare_repository, git_daemon, has_git_program
+
+from snapshotter import Retention, Snapshotter
+
+NAME = "long-history"
+pytestmark = pytest.mark.skipif(not has_git_program("daemon"), reason="git daemon serves the remote here")
+
+
+class _Written:
+    """Bytes this process writes to a server as pkt-lines (wants, haves, ref
+    updates; not a pack), counted through dulwich's protocol writer."""
+
+    def __init__(self, patch: pytest.MonkeyPatch) -> None:
+        from dulwich import protocol
+
+        self.bytes = 0
+        real = protocol.Protocol.write_pkt_line
+
+        def counted(proto: Any, line: bytes | None) -> None:
+            self.bytes += len(line or b"")
+            real(proto, line)
+
+        patch.setattr(protocol.Protocol, "write_pkt_line", counted)
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[str]:
+    base = tmp_path / "remotes"
+    base.mkdir()
+    bare_repository(base / "shared.git")
+    with git_daemon(base) as url:
+        yield f"{url}/shared.git"
+
+
+def _elsewhere(ws: Path, home: Path, url: str, count: int) -> None:
+    """Another machine's workspace takes ``count`` snapshots and pushes them to ``NAME``."""
+    ws.mkdir(exist_ok=True)
+    with Snapshotter(ws, home=home, retention=Retention.unlimited()) as other:
+        for _ in range(count):
+            with open(ws / "a.txt", "a") as handle:
+                handle.write("one more line\n")
+            other.snapshot("elsewhere")
+        other.push(url, name=NAME)
+
+
+def test_a_fetch_of_a_few_snapshots_tells_the_server_as_much_at_2000_as_at_300(tmp_path: Path, served: str) -> None:
+    """A fetch of 5 new snapshots writes as many bytes to the server (its wants
+    and haves) with 2,000 snapshots here as with 300: the haves are this
+    store's newest snapshots, not all of them (all: 100 KB at 2,000, 5 MB at
+    100,000, for 5 snapshots)."""
+    import longhistory
+
+    history = longhistory.History(tmp_path / "ws", tmp_path / "home", folders=2, files=5)
+    other, other_home = tmp_path / "other", tmp_path / "other-home"
+    written: list[int] = []
+    for size in (300, 2000):
+        history.build(size)
+        _elsewhere(other, other_home, served, 5)
+        with pytest.MonkeyPatch.context() as patch:
+            wire = _Written(patch)
+            with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
+                got = snap.fetch(served, name=NAME)
+            assert len(got.snapshots) == 5
+            written.append(wire.bytes)
+    assert written[1] <= written[0] + 1024, f"bytes written to the server at 300 and 2,000 snapshots: {written}"
