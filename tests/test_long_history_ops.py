@@ -78,3 +78,69 @@ def test_a_fetch_of_a_few_snapshots_tells_the_server_as_much_at_2000_as_at_300(t
             assert len(got.snapshots) == 5
             written.append(wire.bytes)
     assert written[1] <= written[0] + 1024, f"bytes written to the server at 300 and 2,000 snapshots: {written}"
+
+
+def _remote_holds_the_history(bare: Path, snap: Snapshotter) -> None:
+    """The remote holds every snapshot of ``snap``'s store under ``NAME``, as pushes
+    would have left it (one ref a snapshot), its objects through alternates to
+    the store's: a long history on the remote without a long first push."""
+    store = snap._engine_ok().store
+    (bare / "objects" / "info" / "alternates").write_text(str(Path(snap.store_path) / "objects") + "\n")
+    prefix = b"refs/snapshotter/" + NAME.encode() + b"/snapshots/"
+    held = {}
+    packed = bare / "packed-refs"
+    if packed.exists():
+        for line in packed.read_bytes().splitlines():
+            if line and not line.startswith(b"#"):
+                sha, _, name = line.partition(b" ")
+                held[name] = sha
+    held.update({prefix + sha.hex().encode(): sha.hex().encode() for sha in store.snapshot_refs().values()})
+    lines = [b"# pack-refs with: peeled fully-peeled sorted \n", *(held[n] + b" " + n + b"\n" for n in sorted(held))]
+    packed.write_bytes(b"".join(lines))
+
+
+def test_a_fetch_of_a_few_snapshots_reads_as_much_of_its_pack_exchange_at_2000_as_at_300(
+    tmp_path: Path, served: str
+) -> None:
+    """A remote holding this workspace's history (one ref a snapshot) and 5 new
+    snapshots from another machine: the fetch's pack exchange (the refs a
+    protocol v2 server lists before the pack, and the pack) reads as many bytes
+    at 2,000 snapshots as at 300. It asked for every ref the server holds
+    (200 KB at 2,000, 1.4 MB at 10,000) before a pack of a few KB; now only the
+    refs of the snapshots it fetches. (Which snapshots are new is still read
+    from the namespace's whole listing: see docs/performance.md.)"""
+    import longhistory
+
+    from snapshotter.engine.gitstore import replication, wirebudget
+
+    bare = tmp_path / "remotes" / "shared.git"
+    history = longhistory.History(tmp_path / "ws", tmp_path / "home", folders=2, files=5)
+    other, other_home = tmp_path / "other", tmp_path / "other-home"
+    read: list[int] = []
+    for size in (300, 2000):
+        history.build(size)
+        with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
+            _remote_holds_the_history(bare, snap)
+        _elsewhere(other, other_home, served, 5)
+        with pytest.MonkeyPatch.context() as patch:
+            counted = [0, False]
+            real_take, real_receive = wirebudget.Meter.take, replication.receive
+
+            def take(meter: wirebudget.Meter, count: int) -> None:
+                counted[0] += count if counted[1] else 0
+                real_take(meter, count)
+
+            def receive(*args: Any, **kwargs: Any) -> int:
+                counted[1] = True
+                try:
+                    return real_receive(*args, **kwargs)
+                finally:
+                    counted[1] = False
+
+            patch.setattr(wirebudget.Meter, "take", take)
+            patch.setattr(replication, "receive", receive)
+            with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
+                got = snap.fetch(served, name=NAME)
+            assert len(got.snapshots) == 5
+            read.append(int(counted[0]))
+    assert read[1] <= read[0] + 4096, f"bytes of the pack exchange read at 300 and 2,000 snapshots: {read}"

@@ -24,7 +24,6 @@ without the terminal escapes a server may put in its text.
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 import zlib
@@ -50,6 +49,7 @@ from dulwich.repo import Repo
 from snapshotter.engine.gitstore.deflate import compressor, deflate
 from snapshotter.engine.gitstore.incoming import IncomingPack
 from snapshotter.engine.gitstore.inflate import ObjectTooLarge
+from snapshotter.engine.gitstore.negotiation import Haves, listing, wanting
 from snapshotter.engine.gitstore.objects import MODE_TREE, TYPE_NAMES, object_id, parse_tree
 from snapshotter.engine.gitstore.packindex import PackContents, PackDamaged, PackOverBudget
 from snapshotter.engine.gitstore.packs import entry_header
@@ -215,8 +215,14 @@ def receive(store: Store, remote: Remote, refs: Refs, credentials: Credentials |
     incoming = IncomingPack(store.packs.dir)
     try:
         with remote_errors(remote, credentials):
-            haves: Any = _Haves(store)  # dulwich's GraphWalker protocol, typed with its ObjectID
-            result = remote.client.fetch_pack(remote.path.encode(), _wanting(wanted, remote), haves, incoming.write)
+            haves: Any = Haves(store)  # dulwich's GraphWalker protocol, typed with its ObjectID
+            result = remote.client.fetch_pack(
+                remote.path.encode(),
+                wanting(wanted, remote.meter),
+                haves,
+                incoming.write,
+                ref_prefix=listing(refs, set(wanted)),
+            )
             check_object_format(remote, getattr(result, "object_format", None))
             contents = _checked(store, remote, incoming, wanted, remote.meter.budget.max_bytes)
         incoming.install(contents)
@@ -255,36 +261,6 @@ def _checked(
     return contents
 
 
-HAVES = 256
-"""The most "haves" a fetch tells the server: this store's newest snapshots.
-Every snapshot is a parentless commit, so each have stands for its own tree
-only; the newest ones hold what a fetch of newer work shares with this store
-(git's own client gives up after 256 haves in vain). All of them made a fetch
-of 10 snapshots send 5 MB of haves at 100,000 (issue #50)."""
-
-
-class _Haves:
-    """dulwich's graph walker over this store: its newest :data:`HAVES`
-    snapshot commits, newest first, as the "haves" a server sends less for
-    (every commit of a store is a snapshot a ref names, so no parents need
-    walking). Only those refs are read (``iter_snapshot_ids`` is lazy)."""
-
-    def __init__(self, store: Store) -> None:
-        newest = itertools.islice(store.iter_snapshot_ids(), HAVES)
-        self._left = [sha.hex().encode() for _, sha in newest]
-
-    def __next__(self) -> bytes | None:
-        return self._left.pop(0) if self._left else None
-
-    next = __next__
-
-    def ack(self, sha: bytes) -> None:
-        return None
-
-    def nak(self) -> None:
-        return None
-
-
 def missing_local_repository(remote: Remote) -> bool:
     """Whether the remote is a folder on this machine that does not exist yet;
     InvalidInput if its parent folder does not exist either (see
@@ -314,17 +290,6 @@ def ensure_local_repository(remote: Remote) -> None:
             raise InvalidInput(f"cannot make the remote {remote.shown}: {exc.strerror}") from None
         else:
             Repo.init_bare(remote.path).close()
-
-
-def _wanting(wanted: list[bytes], remote: Remote) -> Any:
-    """dulwich's ``determine_wants``: the commits to fetch, whatever the remote
-    advertises. Called once the advertisement is read: a pack comes next."""
-
-    def determine_wants(refs: object, depth: int | None = None) -> list[bytes]:
-        remote.meter.expect_pack()
-        return list(wanted)
-
-    return determine_wants
 
 
 def _hex_set(values: object) -> set[bytes]:
