@@ -144,3 +144,47 @@ def test_a_fetch_of_a_few_snapshots_reads_as_much_of_its_pack_exchange_at_2000_a
             assert len(got.snapshots) == 5
             read.append(int(counted[0]))
     assert read[1] <= read[0] + 4096, f"bytes of the pack exchange read at 300 and 2,000 snapshots: {read}"
+
+
+def test_a_push_of_10_snapshots_reads_and_sends_as_much_at_2000_as_at_300(tmp_path: Path, served: str) -> None:
+    """A remote holding this workspace's history (one ref a snapshot), and 10
+    new snapshots here: their push sends the same objects, writes as many
+    bytes to the server (its ref updates), and reads as many objects of this
+    store, at 2,000 snapshots as at 300. It read the trees of every snapshot
+    the remote held, to leave out what they reach (5,800 objects at 3,000);
+    now those of the newest it holds. (The refs the server lists still grow
+    with the history: see docs/performance.md.)"""
+    import longhistory
+
+    from snapshotter.engine.gitstore import objectstore
+
+    bare = tmp_path / "remotes" / "shared.git"
+    history = longhistory.History(tmp_path / "ws", tmp_path / "home", folders=2, files=5)
+    counts: list[tuple[int, int, int]] = []
+    for size in (300, 2000):
+        history.build(size)
+        with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
+            _remote_holds_the_history(bare, snap)
+            snap.push(served, name=NAME)  # this store's base and stacks, as its last push left them
+            for n in range(10):
+                with open(history.path(0, 0), "a") as handle:
+                    handle.write(f"new {n}\n")
+                snap.snapshot("to push")
+        with pytest.MonkeyPatch.context() as patch:
+            wire = _Written(patch)
+            reads = [0]
+            real = objectstore.StoredObjects.read_raw
+
+            def read_raw(self: Any, sha: bytes) -> Any:
+                reads[0] += 1
+                return real(self, sha)
+
+            patch.setattr(objectstore.StoredObjects, "read_raw", read_raw)
+            with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
+                done = snap.push(served, name=NAME)
+            assert done.snapshots_sent == 10
+            counts.append((done.objects_sent, wire.bytes, reads[0]))
+    (objects, written, read), (objects_long, written_long, read_long) = counts
+    assert objects_long == objects, counts
+    assert written_long <= written + 1024, counts
+    assert read_long <= read + 64, f"(objects sent, bytes written, objects read) at 300 and 2,000: {counts}"

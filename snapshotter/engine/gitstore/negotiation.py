@@ -42,6 +42,24 @@ class Haves:
         return None
 
 
+def nearest_held(store: Store, listed: frozenset[bytes]) -> frozenset[bytes]:
+    """The commits a push takes the remote to hold (hex, of ``listed``): those
+    of this store's newest snapshots that the remote's refs name, up to
+    :data:`HAVES` of them, looked for among the newest ``4 * HAVES``. What
+    they reach is not sent; an object of an older snapshot that a new one
+    shares again is sent again, which costs bytes, never correctness. All of
+    them made a push of 10 snapshots read the trees of every snapshot the
+    remote held (5,800 objects at 3,000 snapshots; issue #50)."""
+    found: set[bytes] = set()
+    for _, sha in itertools.islice(store.iter_snapshot_ids(), 4 * HAVES):
+        name = sha.hex().encode()
+        if name in listed:
+            found.add(name)
+            if len(found) >= HAVES:
+                break
+    return frozenset(found)
+
+
 def listing(refs: Mapping[bytes, bytes], wanted: set[bytes]) -> list[bytes]:
     """What a fetch asks a protocol v2 server to list before it sends the pack
     (``ls-refs`` with ``ref-prefix``; a v0 server lists every ref whatever is

@@ -49,7 +49,7 @@ from dulwich.repo import Repo
 from snapshotter.engine.gitstore.deflate import compressor, deflate
 from snapshotter.engine.gitstore.incoming import IncomingPack
 from snapshotter.engine.gitstore.inflate import ObjectTooLarge
-from snapshotter.engine.gitstore.negotiation import Haves, listing, wanting
+from snapshotter.engine.gitstore.negotiation import Haves, listing, nearest_held, wanting
 from snapshotter.engine.gitstore.objects import MODE_TREE, TYPE_NAMES, object_id, parse_tree
 from snapshotter.engine.gitstore.packindex import PackContents, PackDamaged, PackOverBudget
 from snapshotter.engine.gitstore.packs import entry_header
@@ -133,17 +133,21 @@ def reachable(store: Store, commits: list[bytes], known: set[bytes] | None = Non
 class Plan:
     """What a push will send, worked out before connecting to send it: the objects
     the ``wants`` reach and the ``haves`` (commits the remote holds, and so
-    does this store) do not. Checks run on it before any byte goes."""
+    does this store: the newest of them, see ``negotiation.nearest_held``) do
+    not. ``listed``: every commit the remote's refs named then. Checks run on
+    it before any byte goes."""
 
     wants: frozenset[bytes]
     haves: frozenset[bytes]
     objects: list[tuple[int, bytes]]
+    listed: frozenset[bytes] = frozenset()
 
 
 def plan(store: Store, wants: list[bytes], haves: list[bytes]) -> Plan:
     """The :class:`Plan` for commits ``wants`` over ``haves`` (both hex, as refs hold them)."""
-    held = frozenset(sha for sha in _hex_set(haves) if store.has_object(bytes.fromhex(sha.decode())))
-    return Plan(frozenset(_hex_set(wants)), held, _objects(store, held, _hex_set(wants)))
+    listed = frozenset(_hex_set(haves))
+    held = nearest_held(store, listed)
+    return Plan(frozenset(_hex_set(wants)), held, _objects(store, held, _hex_set(wants)), listed)
 
 
 def _objects(store: Store, haves: set[bytes] | frozenset[bytes], wants: set[bytes]) -> list[tuple[int, bytes]]:
@@ -181,16 +185,14 @@ def send(
         have: object, want: object, ofs_delta: bool = True, progress: object = None
     ) -> tuple[int, Iterator[UnpackedObject]]:
         remote.meter.sending()
-        haves = {sha for sha in _hex_set(have) if store.has_object(bytes.fromhex(sha.decode()))}
         wants = _hex_set(want)
         if planned is None or not wants <= planned.wants:
-            objects = _objects(store, haves, wants)
-        elif haves - planned.haves:  # the remote holds more than the plan knew: send none of that
+            objects = plan(store, sorted(wants), sorted(_hex_set(have))).objects
+        else:  # the refs the remote shows only now: what they reach is not sent
+            fresh = {sha for sha in _hex_set(have) - planned.listed if store.has_object(bytes.fromhex(sha.decode()))}
             skip: set[bytes] = set()
-            reachable(store, [bytes.fromhex(sha.decode()) for sha in haves - planned.haves], skip)
-            objects = [entry for entry in planned.objects if entry[1] not in skip]
-        else:
-            objects = planned.objects
+            reachable(store, [bytes.fromhex(sha.decode()) for sha in fresh], skip)
+            objects = [entry for entry in planned.objects if entry[1] not in skip] if skip else planned.objects
         sent[0] = len(objects)
         return len(objects), _streamed(store, objects, report)
 
