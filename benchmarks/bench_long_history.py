@@ -226,7 +226,7 @@ def whole_turns(history: longhistory.History, size: int) -> int:
 
 
 def measure(
-    sizes: list[int], runs: int, ops: bool = True
+    sizes: list[int], runs: int, ops: bool = True, only: list[str] | None = None
 ) -> tuple[dict[str, dict[int, float]], dict[str, dict[int, int]], dict[str, dict[int, tuple[int, int, int]]]]:
     """Each row's fastest run (ms), commits parsed and (the rows of
     ``long_history_ops``) bytes read from and written to the server and
@@ -246,7 +246,7 @@ def measure(
             extra: long_history_ops.OpsRows | None = None
             if ops:
                 url, bare = stack.enter_context(long_history_ops.serving(scratch))
-                extra = long_history_ops.OpsRows(rows, scratch, url, bare)
+                extra = long_history_ops.OpsRows(rows, scratch, url, bare, wire)
             for size in sizes:
                 started = time.perf_counter()
                 history.build(whole_turns(history, size))
@@ -257,6 +257,7 @@ def measure(
                     kept.snapshot("warm")  # the first snapshot of a folder walks it whole
                     calls = rows.calls(kept)
                     calls.update(extra.calls() if extra is not None else {})
+                    calls = {name: call for name, call in calls.items() if not only or any(w in name for w in only)}
                     for name, call in calls.items():
                         call()  # warm
                         times = []
@@ -315,13 +316,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--chart", type=Path, help="write an SVG chart of the table here")
+    parser.add_argument("--rows", nargs="+", help="only the rows whose names hold one of these words")
     parser.add_argument("--no-remote", action="store_true", help="leave out the rows of long_history_ops")
     parser.add_argument("--defaults", action="store_true", help="what the default retention keeps of a day and a week")
     args = parser.parse_args()
     if args.defaults:
         defaults()
         return
-    table, parsed, wired = measure(sorted(args.sizes), args.runs, not args.no_remote)
+    table, parsed, wired = measure(sorted(args.sizes), args.runs, not args.no_remote, args.rows)
     first = min(args.sizes)
     header = "| call | " + " | ".join(f"{size:,}" for size in sorted(args.sizes)) + " | worst ratio |"
     print("\n" + header + "\n|" + "---|" * (len(args.sizes) + 2))

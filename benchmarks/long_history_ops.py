@@ -59,11 +59,12 @@ class Wire:
 
     def __init__(self) -> None:
         self.read = self.written = self.rewritten = 0
+        self.on = True
         take = wirebudget.Meter.take
         wire = self
 
         def counted_take(meter: wirebudget.Meter, count: int) -> None:
-            wire.read += count
+            wire.read += count * wire.on
             take(meter, count)
 
         wirebudget.Meter.take = counted_take  # type: ignore[method-assign]
@@ -72,7 +73,7 @@ class Wire:
         write = protocol.Protocol.write_pkt_line
 
         def counted_write(proto: Any, line: bytes | None) -> None:
-            wire.written += len(line or b"")
+            wire.written += len(line or b"") * wire.on
             write(proto, line)
 
         protocol.Protocol.write_pkt_line = counted_write  # type: ignore[method-assign]
@@ -80,13 +81,22 @@ class Wire:
 
         def counted_rewritten(*args: Any, **kwargs: Any) -> list[bytes]:
             pieces = rewritten(*args, **kwargs)
-            wire.rewritten += sum(len(piece) for piece in pieces)
+            wire.rewritten += sum(len(piece) for piece in pieces) * wire.on
             return pieces
 
         packedrewrite.rewritten = counted_rewritten  # type: ignore[assignment]
 
     def snapshot(self) -> tuple[int, int, int]:
         return self.read, self.written, self.rewritten
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Nothing counted: a row's untimed set-up (another machine's push)."""
+        self.on = False
+        try:
+            yield
+        finally:
+            self.on = True
 
 
 @contextlib.contextmanager
@@ -128,8 +138,8 @@ def hold_everything(bare: Path, snap: Snapshotter, url: str) -> None:
 class OpsRows:
     """The rows above, on the history ``rows`` (``bench_long_history.Rows``) holds."""
 
-    def __init__(self, rows: Any, scratch: Path, url: str, bare: Path) -> None:
-        self.rows, self.scratch, self.url, self.bare = rows, scratch, url, bare
+    def __init__(self, rows: Any, scratch: Path, url: str, bare: Path, wire: Wire) -> None:
+        self.rows, self.scratch, self.url, self.bare, self.wire = rows, scratch, url, bare, wire
         self.forks = 0
         self.dropped: list[int] = []
         """How many snapshots each retention run dropped."""
@@ -216,7 +226,10 @@ class OpsRows:
             return None
 
         def fetch() -> object:
-            with Snapshotter(self.other, home=rows.h.home, retention=Retention.unlimited()) as other:
+            with (
+                self.wire.paused(),
+                Snapshotter(self.other, home=rows.h.home, retention=Retention.unlimited()) as other,
+            ):
                 for _ in range(SENT):
                     self.other_edits += 1
                     with open(self.other / "a.txt", "a") as handle:
