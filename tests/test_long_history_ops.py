@@ -38,6 +38,47 @@ class _Written:
         patch.setattr(protocol.Protocol, "write_pkt_line", counted)
 
 
+class _ReadInReceive:
+    """Bytes read from the server inside ``replication.receive``: a fetch's pack
+    exchange (the refs a v2 server lists before the pack, and the pack)."""
+
+    def __init__(self, patch: pytest.MonkeyPatch) -> None:
+        from snapshotter.engine.gitstore import replication, wirebudget
+
+        self.bytes, self.inside = 0, False
+        real_take, real_receive = wirebudget.Meter.take, replication.receive
+
+        def take(meter: wirebudget.Meter, count: int) -> None:
+            self.bytes += count if self.inside else 0
+            real_take(meter, count)
+
+        def receive(*args: Any, **kwargs: Any) -> int:
+            self.inside = True
+            try:
+                return real_receive(*args, **kwargs)
+            finally:
+                self.inside = False
+
+        patch.setattr(wirebudget.Meter, "take", take)
+        patch.setattr(replication, "receive", receive)
+
+
+class _ObjectReads:
+    """Objects read from the store (``StoredObjects.read_raw``)."""
+
+    def __init__(self, patch: pytest.MonkeyPatch) -> None:
+        from snapshotter.engine.gitstore import objectstore
+
+        self.count = 0
+        real = objectstore.StoredObjects.read_raw
+
+        def read_raw(store: Any, sha: bytes, *args: Any) -> Any:
+            self.count += 1
+            return real(store, sha, *args)
+
+        patch.setattr(objectstore.StoredObjects, "read_raw", read_raw)
+
+
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[str]:
     base = tmp_path / "remotes"
@@ -80,10 +121,12 @@ def test_a_fetch_of_a_few_snapshots_tells_the_server_as_much_at_2000_as_at_300(t
     assert written[1] <= written[0] + 1024, f"bytes written to the server at 300 and 2,000 snapshots: {written}"
 
 
-def _remote_holds_the_history(bare: Path, snap: Snapshotter) -> None:
+def _remote_holds_the_history(bare: Path, snap: Snapshotter, url: str) -> None:
     """The remote holds every snapshot of ``snap``'s store under ``NAME``, as pushes
     would have left it (one ref a snapshot), its objects through alternates to
     the store's: a long history on the remote without a long first push."""
+    from snapshotter.remote import remotes
+
     store = snap._engine_ok().store
     (bare / "objects" / "info" / "alternates").write_text(str(Path(snap.store_path) / "objects") + "\n")
     prefix = b"refs/snapshotter/" + NAME.encode() + b"/snapshots/"
@@ -97,6 +140,10 @@ def _remote_holds_the_history(bare: Path, snap: Snapshotter) -> None:
     held.update({prefix + sha.hex().encode(): sha.hex().encode() for sha in store.snapshot_refs().values()})
     lines = [b"# pack-refs with: peeled fully-peeled sorted \n", *(held[n] + b" " + n + b"\n" for n in sorted(held))]
     packed.write_bytes(b"".join(lines))
+    to = remotes.Target(remotes.open_remote(url), NAME, None)  # and this store's record of having pushed them
+    record = Path(remotes._pushed_file(store, to))
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text("".join(f"{sha.hex()}\n" for sha in store.snapshot_refs().values()))
 
 
 def test_a_fetch_of_a_few_snapshots_reads_as_much_of_its_pack_exchange_at_2000_as_at_300(
@@ -111,8 +158,6 @@ def test_a_fetch_of_a_few_snapshots_reads_as_much_of_its_pack_exchange_at_2000_a
     from the namespace's whole listing: see docs/performance.md.)"""
     import longhistory
 
-    from snapshotter.engine.gitstore import replication, wirebudget
-
     bare = tmp_path / "remotes" / "shared.git"
     history = longhistory.History(tmp_path / "ws", tmp_path / "home", folders=2, files=5)
     other, other_home = tmp_path / "other", tmp_path / "other-home"
@@ -120,43 +165,27 @@ def test_a_fetch_of_a_few_snapshots_reads_as_much_of_its_pack_exchange_at_2000_a
     for size in (300, 2000):
         history.build(size)
         with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
-            _remote_holds_the_history(bare, snap)
+            _remote_holds_the_history(bare, snap, served)
         _elsewhere(other, other_home, served, 5)
         with pytest.MonkeyPatch.context() as patch:
-            counted = [0, False]
-            real_take, real_receive = wirebudget.Meter.take, replication.receive
-
-            def take(meter: wirebudget.Meter, count: int) -> None:
-                counted[0] += count if counted[1] else 0
-                real_take(meter, count)
-
-            def receive(*args: Any, **kwargs: Any) -> int:
-                counted[1] = True
-                try:
-                    return real_receive(*args, **kwargs)
-                finally:
-                    counted[1] = False
-
-            patch.setattr(wirebudget.Meter, "take", take)
-            patch.setattr(replication, "receive", receive)
+            exchange = _ReadInReceive(patch)
             with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
                 got = snap.fetch(served, name=NAME)
             assert len(got.snapshots) == 5
-            read.append(int(counted[0]))
+            read.append(exchange.bytes)
     assert read[1] <= read[0] + 4096, f"bytes of the pack exchange read at 300 and 2,000 snapshots: {read}"
 
 
 def test_a_push_of_10_snapshots_reads_and_sends_as_much_at_2000_as_at_300(tmp_path: Path, served: str) -> None:
     """A remote holding this workspace's history (one ref a snapshot), and 10
     new snapshots here: their push sends the same objects, writes as many
-    bytes to the server (its ref updates), and reads as many objects of this
-    store, at 2,000 snapshots as at 300. It read the trees of every snapshot
+    bytes to the server (its ref updates), reads as many objects of this
+    store, and writes 10 lines to its record of what it pushed, at 2,000
+    snapshots as at 300 (the record was rewritten whole: 4 MB at 100,000). It read the trees of every snapshot
     the remote held, to leave out what they reach (5,800 objects at 3,000);
     now those of the newest it holds. (The refs the server lists still grow
     with the history: see docs/performance.md.)"""
     import longhistory
-
-    from snapshotter.engine.gitstore import objectstore
 
     bare = tmp_path / "remotes" / "shared.git"
     history = longhistory.History(tmp_path / "ws", tmp_path / "home", folders=2, files=5)
@@ -164,7 +193,7 @@ def test_a_push_of_10_snapshots_reads_and_sends_as_much_at_2000_as_at_300(tmp_pa
     for size in (300, 2000):
         history.build(size)
         with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
-            _remote_holds_the_history(bare, snap)
+            _remote_holds_the_history(bare, snap, served)
             snap.push(served, name=NAME)  # this store's base and stacks, as its last push left them
             for n in range(10):
                 with open(history.path(0, 0), "a") as handle:
@@ -172,19 +201,38 @@ def test_a_push_of_10_snapshots_reads_and_sends_as_much_at_2000_as_at_300(tmp_pa
                 snap.snapshot("to push")
         with pytest.MonkeyPatch.context() as patch:
             wire = _Written(patch)
-            reads = [0]
-            real = objectstore.StoredObjects.read_raw
-
-            def read_raw(self: Any, sha: bytes) -> Any:
-                reads[0] += 1
-                return real(self, sha)
-
-            patch.setattr(objectstore.StoredObjects, "read_raw", read_raw)
+            reads = _ObjectReads(patch)
+            recorded = _Recorded(patch)
             with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
                 done = snap.push(served, name=NAME)
             assert done.snapshots_sent == 10
-            counts.append((done.objects_sent, wire.bytes, reads[0]))
-    (objects, written, read), (objects_long, written_long, read_long) = counts
+            counts.append((done.objects_sent, wire.bytes, reads.count, recorded.bytes))
+    (objects, written, read, _), (objects_long, written_long, read_long, _) = counts
     assert objects_long == objects, counts
     assert written_long <= written + 1024, counts
-    assert read_long <= read + 64, f"(objects sent, bytes written, objects read) at 300 and 2,000: {counts}"
+    assert read_long <= read + 64, counts
+    assert all(count[3] <= 10 * 41 + 64 for count in counts), (
+        f"(objects sent, bytes written, objects read, bytes of the pushed record written) at 300 and 2,000: {counts}"
+    )
+
+
+class _Recorded:
+    """Bytes written to the store's record of what it pushed (``meta/pushed/``):
+    whole rewrites and additions."""
+
+    def __init__(self, patch: pytest.MonkeyPatch) -> None:
+        from snapshotter.remote import remotes
+
+        self.bytes = 0
+        for name in ("_write_text", "_append_text"):
+            real = getattr(remotes, name, None)
+            if real is not None:
+                patch.setattr(remotes, name, self._counting(real))
+
+    def _counting(self, real: Any) -> Any:
+        def counted(path: str, text: str) -> None:
+            if "pushed" in Path(path).parts:
+                self.bytes += len(text)
+            real(path, text)
+
+        return counted

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from snapshotter.engine.fsutil import SMALL_FILE_CAP, read_side_file
+from snapshotter.engine.fsutil import SMALL_FILE_CAP, open_side_file, read_side_file
 from snapshotter.engine.gitstore import replication
 from snapshotter.engine.gitstore.location import store_key
 from snapshotter.engine.gitstore.locking import StoreLock
@@ -181,12 +181,15 @@ def _push(
         raise RemoteError(f"{to.remote.shown} refused {len(refused)} refs ({first[0]}: {first[1]})")
     # Only what this push created there, never a snapshot that was there already (another
     # store's, fetched here): a later prune deletes only what this store made.
+    # Added to as snapshots go (one line each), rewritten whole only when a prune takes some out.
     record = _pushed_file(store, to)
-    made_there = _read_lines(record)
     dropped = {
         ref[len(to.snapshots) :].decode() for ref, v in updates.items() if v is None and ref.startswith(to.snapshots)
     }
-    _write_text(record, "".join(f"{sha}\n" for sha in sorted((made_there | set(sending)) - dropped)))
+    if dropped:
+        _write_text(record, "".join(f"{sha}\n" for sha in sorted((_read_lines(record) | set(sending)) - dropped)))
+    elif sending:
+        _append_text(record, "".join(f"{sha}\n" for sha in sending))
     counts = (len(sending), sent.objects, sent.refs_updated, len(dropped))
     return PushResult(to.remote.shown, to.name, *counts, tuple(skipped))
 
@@ -361,6 +364,19 @@ def _pushed_file(store: Store, to: Target) -> str:
 
 def _read_lines(path: str) -> set[str]:
     return {line.strip() for line in _read_file(path).splitlines() if re.fullmatch(r"[0-9a-f]{40}", line.strip())}
+
+
+def _append_text(path: str, text: str) -> None:
+    """Add ``text`` to a list kept here (made if missing; never through a
+    symlink or into a pipe). A line cut short by a crash is no id and is
+    passed over by :func:`_read_lines`: that snapshot is then not pruned,
+    never one pruned that this store did not make."""
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    fd, _ = open_side_file(path, follow=False, append=True)
+    try:
+        os.write(fd, ("\n" + text).encode("ascii"))  # on a line of its own after any cut short
+    finally:
+        os.close(fd)
 
 
 def _write_text(path: str, text: str) -> None:
