@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -256,10 +255,3 @@ class OpsRows:
 def _listing(open_: Callable[[], Snapshotter], session: str) -> object:
     with open_() as snap:
         return snap.list(limit=20, session=session)
-
-
-def git_fsck(bare: Path) -> str:
-    """``git fsck`` of the remote (the benchmark's end check)."""
-    assert remote_servers.GIT is not None
-    done = subprocess.run([remote_servers.GIT, "-C", str(bare), "fsck"], capture_output=True, text=True, check=False)
-    return done.stdout + done.stderr
