@@ -236,3 +236,68 @@ class _Recorded:
             real(path, text)
 
         return counted
+
+
+def _touching_calls(history: Any) -> dict[str, tuple[int, int]]:
+    """(snapshot commits parsed, ``packed-refs`` rewrites) of: the upkeep pass of a
+    snapshot whose age limit drops the oldest ~30 snapshots, a pin and unpin of
+    one snapshot, and a session's listing of 20, each in a new Snapshotter."""
+    from datetime import datetime, timezone
+
+    from test_ref_reading import _Reads
+
+    from snapshotter.engine.gitstore import packedrewrite
+
+    with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
+        snap.sessions()  # the history index made (a store's usual state)
+        oldest = [info for _, info in zip(range(31), snap._engine_ok().catalog.oldest_first())]
+        target = snap.list(limit=50)[-1].id
+    cutoff = oldest[29].created_at + (oldest[30].created_at - oldest[29].created_at) / 2
+    store_path = Snapshotter(history.ws, home=history.home).store_path
+    found: dict[str, tuple[int, int]] = {}
+    for name in ("retention", "pin + unpin", "a session's listing"):
+        with pytest.MonkeyPatch.context() as patch:
+            reads, rewrites = _Reads(store_path, patch), [0]
+            real = packedrewrite.rewrite
+
+            def rewrite(*args: Any, counted: list[int] = rewrites, real: Any = real) -> None:
+                counted[0] += 1
+                real(*args)
+
+            patch.setattr(packedrewrite, "rewrite", rewrite)
+            if name == "retention":
+                kept = Retention(max_snapshots=None, max_age=datetime.now(timezone.utc) - cutoff, max_store_bytes=None)
+                with Snapshotter(history.ws, home=history.home, retention=kept) as snap:
+                    with open(history.path(0, 0), "a") as handle:
+                        handle.write("an edit\n")
+                    snap.snapshot("after a pause")
+            with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
+                if name == "pin + unpin":
+                    snap.unpin(snap.pin(target))
+                elif name == "a session's listing":
+                    snap.list(limit=20, session="claude-code-aa11")
+            found[name] = (reads.commits, rewrites[0])
+    return found
+
+
+def test_retention_pins_and_a_sessions_listing_do_as_much_at_2000_as_at_300(tmp_path: Path) -> None:
+    """What retention, a pin and unpin, and a session's listing parse of the
+    history is the same at 2,000 snapshots as at 300, and a retention pass
+    rewrites ``packed-refs`` at most once for the snapshots' refs, once for
+    the stacks and once for each session's undo points
+    (``anchors.before_dropping``): what they drop or touch, never the history.
+    A guard: nothing here grew before this test either (each rewrite copies
+    ``packed-refs`` whole, as git's format needs: see docs/performance.md)."""
+    import longhistory
+
+    counts = []
+    for size in (300, 2000):
+        history = longhistory.History(tmp_path / f"ws{size}", tmp_path / f"home{size}", folders=2, files=5)
+        history.build(size)
+        counts.append(_touching_calls(history))
+    short, long = counts
+    for name in short:
+        # a few more where the newest turn falls differently (a session's 20 span two of its turns or three)
+        assert long[name][0] <= short[name][0] + 64, (name, counts)
+        assert long[name][1] <= 2 + 3, (name, counts)  # the refs, the stacks, each of 3 sessions' undo: not a size
+    assert short["retention"][1] >= 1, counts  # it dropped something
