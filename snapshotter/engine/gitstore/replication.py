@@ -49,6 +49,7 @@ from dulwich.repo import Repo
 from snapshotter.engine.gitstore.deflate import compressor, deflate
 from snapshotter.engine.gitstore.incoming import IncomingPack
 from snapshotter.engine.gitstore.inflate import ObjectTooLarge
+from snapshotter.engine.gitstore.negotiation import Haves, listing, nearest_held, wanting
 from snapshotter.engine.gitstore.objects import MODE_TREE, TYPE_NAMES, object_id, parse_tree
 from snapshotter.engine.gitstore.packindex import PackContents, PackDamaged, PackOverBudget
 from snapshotter.engine.gitstore.packs import entry_header
@@ -132,17 +133,21 @@ def reachable(store: Store, commits: list[bytes], known: set[bytes] | None = Non
 class Plan:
     """What a push will send, worked out before connecting to send it: the objects
     the ``wants`` reach and the ``haves`` (commits the remote holds, and so
-    does this store) do not. Checks run on it before any byte goes."""
+    does this store: the newest of them, see ``negotiation.nearest_held``) do
+    not. ``listed``: every commit the remote's refs named then. Checks run on
+    it before any byte goes."""
 
     wants: frozenset[bytes]
     haves: frozenset[bytes]
     objects: list[tuple[int, bytes]]
+    listed: frozenset[bytes] = frozenset()
 
 
 def plan(store: Store, wants: list[bytes], haves: list[bytes]) -> Plan:
     """The :class:`Plan` for commits ``wants`` over ``haves`` (both hex, as refs hold them)."""
-    held = frozenset(sha for sha in _hex_set(haves) if store.has_object(bytes.fromhex(sha.decode())))
-    return Plan(frozenset(_hex_set(wants)), held, _objects(store, held, _hex_set(wants)))
+    listed = frozenset(_hex_set(haves))
+    held = nearest_held(store, listed)
+    return Plan(frozenset(_hex_set(wants)), held, _objects(store, held, _hex_set(wants)), listed)
 
 
 def _objects(store: Store, haves: set[bytes] | frozenset[bytes], wants: set[bytes]) -> list[tuple[int, bytes]]:
@@ -180,16 +185,14 @@ def send(
         have: object, want: object, ofs_delta: bool = True, progress: object = None
     ) -> tuple[int, Iterator[UnpackedObject]]:
         remote.meter.sending()
-        haves = {sha for sha in _hex_set(have) if store.has_object(bytes.fromhex(sha.decode()))}
         wants = _hex_set(want)
         if planned is None or not wants <= planned.wants:
-            objects = _objects(store, haves, wants)
-        elif haves - planned.haves:  # the remote holds more than the plan knew: send none of that
+            objects = plan(store, sorted(wants), sorted(_hex_set(have))).objects
+        else:  # the refs the remote shows only now: what they reach is not sent
+            fresh = {sha for sha in _hex_set(have) - planned.listed if store.has_object(bytes.fromhex(sha.decode()))}
             skip: set[bytes] = set()
-            reachable(store, [bytes.fromhex(sha.decode()) for sha in haves - planned.haves], skip)
-            objects = [entry for entry in planned.objects if entry[1] not in skip]
-        else:
-            objects = planned.objects
+            reachable(store, [bytes.fromhex(sha.decode()) for sha in fresh], skip)
+            objects = [entry for entry in planned.objects if entry[1] not in skip] if skip else planned.objects
         sent[0] = len(objects)
         return len(objects), _streamed(store, objects, report)
 
@@ -214,8 +217,14 @@ def receive(store: Store, remote: Remote, refs: Refs, credentials: Credentials |
     incoming = IncomingPack(store.packs.dir)
     try:
         with remote_errors(remote, credentials):
-            haves: Any = _Haves(store)  # dulwich's GraphWalker protocol, typed with its ObjectID
-            result = remote.client.fetch_pack(remote.path.encode(), _wanting(wanted, remote), haves, incoming.write)
+            haves: Any = Haves(store)  # dulwich's GraphWalker protocol, typed with its ObjectID
+            result = remote.client.fetch_pack(
+                remote.path.encode(),
+                wanting(wanted, remote.meter),
+                haves,
+                incoming.write,
+                ref_prefix=listing(refs, set(wanted)),
+            )
             check_object_format(remote, getattr(result, "object_format", None))
             contents = _checked(store, remote, incoming, wanted, remote.meter.budget.max_bytes)
         incoming.install(contents)
@@ -254,27 +263,6 @@ def _checked(
     return contents
 
 
-class _Haves:
-    """dulwich's graph walker over this store: its snapshot commits, newest
-    first, as the "haves" a server sends less for (every commit of a store is
-    a snapshot a ref names, so no parents need walking)."""
-
-    def __init__(self, store: Store) -> None:
-        refs = store.snapshot_refs()
-        self._left = [refs[seq].hex().encode() for seq in sorted(refs, reverse=True)]
-
-    def __next__(self) -> bytes | None:
-        return self._left.pop(0) if self._left else None
-
-    next = __next__
-
-    def ack(self, sha: bytes) -> None:
-        return None
-
-    def nak(self) -> None:
-        return None
-
-
 def missing_local_repository(remote: Remote) -> bool:
     """Whether the remote is a folder on this machine that does not exist yet;
     InvalidInput if its parent folder does not exist either (see
@@ -304,17 +292,6 @@ def ensure_local_repository(remote: Remote) -> None:
             raise InvalidInput(f"cannot make the remote {remote.shown}: {exc.strerror}") from None
         else:
             Repo.init_bare(remote.path).close()
-
-
-def _wanting(wanted: list[bytes], remote: Remote) -> Any:
-    """dulwich's ``determine_wants``: the commits to fetch, whatever the remote
-    advertises. Called once the advertisement is read: a pack comes next."""
-
-    def determine_wants(refs: object, depth: int | None = None) -> list[bytes]:
-        remote.meter.expect_pack()
-        return list(wanted)
-
-    return determine_wants
 
 
 def _hex_set(values: object) -> set[bytes]:
