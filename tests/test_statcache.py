@@ -333,3 +333,27 @@ def test_a_change_forgets_the_tree_of_every_folder_above_it(tmp_path: Path) -> N
     )
     cache.apply({"a/b/c/f": (0o100644, 2, 2, 2, 2, b"\2" * 20)})
     assert cache.dirs == {"x": (1, tree)}
+
+
+def test_a_saved_cache_holds_its_tables_packed_as_a_load_would(tmp_path: Path) -> None:
+    """A long-lived process (the library, a server) walks with the cache it saved last: its
+    tables must be the packed views a new process loads (checked on their bytes, ``all_match``),
+    not the dicts a restore or a scan built, which a walk checks record by record."""
+    from snapshotter.engine.worktree.packedfolder import PackedFolder
+
+    records = {f"d{i % 4}/f{i}": (0o100644, i, i, i, i, bytes([i]) * 20) for i in range(40)}
+    cache = StatCache.from_paths(records)
+    shared = cache.folder("d1")  # a scan may hold this very table
+    before = dict(shared)
+    path = str(tmp_path / "cache")
+    statcache.save(path, cache)
+    assert all(type(cache.folder(f"d{i}")) is PackedFolder for i in range(4))
+    assert dict(cache.paths()) == records and shared == before
+    assert cache.folders == statcache.load(path).folders
+    with open(path, "rb") as handle:
+        saved = handle.read()
+    statcache.save(path, cache)  # saved again from the packed bytes: the same file
+    with open(path, "rb") as handle:
+        assert handle.read() == saved
+    cache.apply({"d2/f2": None, "d2/new": (0o100755, 7, 7, 7, 7, b"\7" * 20)})  # and still changed by copy
+    assert "f2" not in cache.folder("d2") and "new" in cache.folder("d2")

@@ -315,6 +315,20 @@ def save(path: str, cache: StatCache) -> None:
         digest.update(part)
     write_atomically(path, *parts, digest.digest())  # never joined: a cold 100k-file cache is 7 MiB
     cache.written_ns = os.stat(path).st_mtime_ns
+    _hold_packed(cache)
+
+
+def _hold_packed(cache: StatCache) -> None:
+    """Hold each table just packed from a dict as the file now does (a ``PackedFolder``),
+    so that the process's next walk checks it on its bytes (``all_match``) as a new
+    process would, not record by record: after a restore, 10% of 100,000 files, the
+    dicts it built took a diff's walk from 0.3 to 0.4 s. The dicts are left as they
+    are (a scan may share them); ``packed`` still knows them by identity."""
+    tables = cache.tables
+    for folder, (table, names, records) in cache.packed.items():
+        if tables.get(folder) is table:
+            body = bytes(names) + bytes(records)
+            tables[folder] = PackedFolder(body, 0, len(names), len(names), len(table))
 
 
 def write_atomically(path: str, *pieces: Buffer) -> None:
