@@ -25,7 +25,8 @@ Every blob and tree id in the cache names an object already in the store: the
 cache is saved only after the objects it names are written.
 
 The file is a small binary format (fixed-size records plus one block of paths),
-checked by a trailing SHA-1 and versioned; a missing, old or corrupt cache is
+checked by a trailing CRC-32 and versioned (a checksum against a torn or damaged
+file, as git's index has one; nobody who cannot write the store can write it); a missing, old or corrupt cache is
 treated as empty, which costs a full re-hash and never a wrong snapshot.
 Loading checks the whole file and reads the folder records (tree ids, shapes,
 listings) but leaves each folder's table of file records packed: ``folder``
@@ -39,10 +40,10 @@ holds every folder's end offsets, so a folder is found at once.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import struct
 import tempfile
+import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -53,7 +54,7 @@ from snapshotter.engine.worktree.packedfolder import RECORD, Buffer, PackedFolde
 from snapshotter.engine.worktree.packedfolder import Record as Record  # re-exported: the walk names it from here
 
 _MAGIC = b"snapshotter-statcache\n"
-_VERSION = 7  # 7: the folder index holds end offsets (6 held sizes); tables decoded lazily
+_VERSION = 8  # 8: a CRC-32 trailer (7: SHA-1); 7: the folder index holds end offsets (6 held sizes)
 _HEADER = struct.Struct(
     "<IIIIIIQQQq20s"
 )  # version; folders, files, dirs, listings, shapes; 3 blocks; generation; tracked
@@ -62,7 +63,7 @@ _FILE = RECORD  # st_mode, size, mtime_ns, ctime_ns, inode, blob id
 _DIR = struct.Struct("<I20s")  # tracked entries, tree id
 _LISTING = struct.Struct("<20sI")  # digest of rules + listing, number of ignored names
 _SHAPE = struct.Struct("<qqQ20s?I")  # folder's mtime_ns, ctime_ns, inode; rules fingerprint, has .gitignore, subfolders
-_TRAILER = 20
+_TRAILER = 4  # CRC-32, little-endian: 1.6 ms over 7.8 MB where SHA-1 took 6.7 ms, on each load and save
 CAP = 1 << 30
 """The largest cache loaded. Measured: 7.8 MB for 100,000 files (78 bytes a
 file, their folders included), so 1 GiB is some 13 million files, far past the
@@ -234,7 +235,7 @@ def _decode(data: bytes, written_ns: int) -> StatCache:
     body, size = data, len(data) - _TRAILER  # not sliced off: a copy of the whole file would double the peak
     if size < len(_MAGIC) + _HEADER.size or not data.startswith(_MAGIC):
         raise ValueError("corrupt stat cache")
-    if hashlib.sha1(memoryview(data)[:size]).digest() != data[size:]:
+    if zlib.crc32(memoryview(data)[:size]).to_bytes(_TRAILER, "little") != data[size:]:
         raise ValueError("corrupt stat cache")
     offset = len(_MAGIC)
     version = struct.unpack_from("<I", body, offset)[0]
@@ -262,8 +263,9 @@ def _decode(data: bytes, written_ns: int) -> StatCache:
         raise ValueError("corrupt stat cache")
     names_at = offset - names_len
     count = name_end = 0
+    nuls = body.count
     for records_end, names_end in ends:  # each folder's names: one per record, each ended by a NUL
-        if records_end < count or body.count(b"\0", names_at + name_end, names_at + names_end) != records_end - count:
+        if records_end < count or nuls(b"\0", names_at + name_end, names_at + names_end) != records_end - count:
             raise ValueError("corrupt stat cache")  # the checksum held, so only a writer's bug gets here
         if names_end > name_end and body[names_at + names_end - 1] != 0:
             raise ValueError("corrupt stat cache")
@@ -271,20 +273,25 @@ def _decode(data: bytes, written_ns: int) -> StatCache:
     packed = _Packed(dict(zip(names[:n_folders], range(n_folders))), ends, body, names_at, offset)
     names = names[n_folders:]
     offset, end = end, end + n_dirs * _DIR.size
-    dirs = {name: (count, tree) for name, (count, tree) in zip(names, _DIR.iter_unpack(body[offset:end]))}
+    dirs: dict[str, tuple[int, bytes]] = dict(zip(names, _DIR.iter_unpack(body[offset:end])))  # (count, tree id)
     offset, end = end, end + n_listings * _LISTING.size
-    listings = {}
+    listings: Listings = {}
     position = 0
+    nothing: frozenset[str] = frozenset()  # most folders ignore no name: one empty set for them all
     for name, (digest, count) in zip(names[n_dirs:], _LISTING.iter_unpack(body[offset:end])):
-        listings[name] = (digest, frozenset(ignored_names[position : position + count]))
-        position += count
+        if count:
+            listings[name] = (digest, frozenset(ignored_names[position : position + count]))
+            position += count
+        else:
+            listings[name] = (digest, nothing)
     offset, end = end, end + n_shapes * _SHAPE.size
     shapes: dict[str, Shape] = {}
     position = 0
     for name, (mtime, ctime, inode, rules, has_gitignore, count) in zip(
         names[n_dirs + n_listings :], _SHAPE.iter_unpack(body[offset:end])
     ):
-        shapes[name] = (mtime, ctime, inode, rules, has_gitignore, tuple(subdir_names[position : position + count]))
+        subdirs = tuple(subdir_names[position : position + count]) if count else ()
+        shapes[name] = (mtime, ctime, inode, rules, has_gitignore, subdirs)
         position += count
     if position != len(subdir_names):
         raise ValueError("corrupt stat cache")
@@ -310,10 +317,10 @@ def save(path: str, cache: StatCache) -> None:
     """Write ``cache`` atomically (temp file in the same folder, then rename)."""
     with collector_paused():
         parts = _encode(cache)
-    digest = hashlib.sha1()
+    crc = 0
     for part in parts:
-        digest.update(part)
-    write_atomically(path, *parts, digest.digest())  # never joined: a cold 100k-file cache is 7 MiB
+        crc = zlib.crc32(part, crc)
+    write_atomically(path, *parts, crc.to_bytes(_TRAILER, "little"))  # never joined: a cold 100k-file cache is 7 MiB
     cache.written_ns = os.stat(path).st_mtime_ns
     _hold_packed(cache)
 
