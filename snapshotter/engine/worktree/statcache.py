@@ -44,7 +44,7 @@ import os
 import struct
 import tempfile
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from snapshotter.engine.collector import collector_paused
@@ -314,28 +314,17 @@ def _join(names: list[str]) -> bytes:
 
 
 def save(path: str, cache: StatCache) -> None:
-    """Write ``cache`` atomically (temp file in the same folder, then rename)."""
+    """Write ``cache`` atomically (temp file in the same folder, then rename). Never
+    joined whole (a cold 100k-file cache is 7 MiB): each run of unchanged folders is
+    written from the bytes it was loaded from, in one piece (``_coalesced``)."""
     with collector_paused():
         parts = _encode(cache)
     crc = 0
     for part in parts:
         crc = zlib.crc32(part, crc)
-    write_atomically(path, *parts, crc.to_bytes(_TRAILER, "little"))  # never joined: a cold 100k-file cache is 7 MiB
+    write_atomically(path, *parts, crc.to_bytes(_TRAILER, "little"))
     cache.written_ns = os.stat(path).st_mtime_ns
     _hold_packed(cache)
-
-
-def _hold_packed(cache: StatCache) -> None:
-    """Hold each table just packed from a dict as the file now does (a ``PackedFolder``),
-    so that the process's next walk checks it on its bytes (``all_match``) as a new
-    process would, not record by record: after a restore, 10% of 100,000 files, the
-    dicts it built took a diff's walk from 0.3 to 0.4 s. The dicts are left as they
-    are (a scan may share them); ``packed`` still knows them by identity."""
-    tables = cache.tables
-    for folder, (table, names, records) in cache.packed.items():
-        if tables.get(folder) is table:
-            body = bytes(names) + bytes(records)
-            tables[folder] = PackedFolder(body, 0, len(names), len(names), len(table))
 
 
 def write_atomically(path: str, *pieces: Buffer) -> None:
@@ -354,16 +343,75 @@ def write_atomically(path: str, *pieces: Buffer) -> None:
         raise
 
 
+def _hold_packed(cache: StatCache) -> None:
+    """Hold each table just packed from a dict as the file now does (a ``PackedFolder``),
+    so that the process's next walk checks it on its bytes (``all_match``) as a new
+    process would, not record by record: after a restore, 10% of 100,000 files, the
+    dicts it built took a diff's walk from 0.3 to 0.4 s. The dicts are left as they
+    are (a scan may share them); ``packed`` still knows them by identity. Their
+    names, then their records, are laid out in one buffer as a load lays them out,
+    so the next save writes a run of them as one piece (``_coalesced``)."""
+    tables = cache.tables
+    held = [(folder, entry) for folder, entry in cache.packed.items() if tables.get(folder) is entry[0]]
+    body = b"".join([names for _, (_, names, _) in held] + [records for _, (_, _, records) in held])
+    names_at = 0
+    records_at = sum(len(names) for _, (_, names, _) in held)
+    for folder, (table, names, records) in held:
+        tables[folder] = PackedFolder(body, names_at, names_at + len(names), records_at, len(table))
+        names_at += len(names)
+        records_at += len(records)
+
+
+Span = tuple[bytes, int, int]
+"""Bytes a saved table is written from: (the loaded bytes, start, end)."""
+
+
+def _spans(table: PackedFolder) -> tuple[Span, Span]:
+    """Where a packed table's names and records lie in the bytes it views. Its fields
+    are read here, where every ``PackedFolder`` is made (``folder``, ``_hold_packed``)."""
+    body, records_at = table._body, table._records_at
+    return (body, table._names_at, table._names_end), (body, records_at, records_at + table._count * _FILE.size)
+
+
+def _coalesced(pieces: Iterable[Buffer | Span]) -> list[Buffer]:
+    """The pieces to write, with each run of spans that follow one another in the
+    same bytes made one view: the tables of an unchanged stretch of folders, as
+    loaded, are saved again as one piece each of names and records, not two per folder."""
+    out: list[Buffer] = []
+    body: bytes | None = None
+    start = end = 0
+    for piece in pieces:
+        if isinstance(piece, tuple):
+            if piece[0] is body and piece[1] == end:
+                end = piece[2]
+                continue
+            if body is not None:
+                out.append(memoryview(body)[start:end])
+            body, start, end = piece
+            continue
+        if body is not None:
+            out.append(memoryview(body)[start:end])
+            body = None
+        out.append(piece)
+    if body is not None:
+        out.append(memoryview(body)[start:end])
+    return out
+
+
+def _length(piece: Buffer | Span) -> int:
+    return piece[2] - piece[1] if isinstance(piece, tuple) else len(piece)
+
+
 def _encode(cache: StatCache) -> list[Buffer]:
     previous = cache.packed
-    packed: dict[str, tuple[Folder, Buffer, Buffer]] = {}
+    packed: dict[str, tuple[Folder, Buffer | Span, Buffer | Span]] = {}
     kept: dict[str, tuple[Folder, Buffer, Buffer]] = {}
     pack_file = _FILE.pack
     for folder, table in cache.folders.items():
         if not table:
             continue
-        if isinstance(table, PackedFolder):  # saved from the bytes it was loaded from
-            packed[folder] = (table, *table.packed())
+        if type(table) is PackedFolder:  # saved from the bytes it was loaded from
+            packed[folder] = (table, *_spans(table))
             continue
         known = previous.get(folder)
         if known is None or known[0] is not table:  # tables never change in place: same object, same bytes
@@ -374,12 +422,20 @@ def _encode(cache: StatCache) -> list[Buffer]:
     ignored = [name for _, names in cache.listings.values() for name in sorted(names)]
     ignored_block = _join(ignored)
     subdirs_block = _join([name for shape in cache.shapes.values() for name in shape[5]])
-    parts: list[Buffer] = [
+    pack_folder = _FOLDER.pack
+    records_end = names_end = 0
+    index: list[bytes] = []
+    for table, names, _ in packed.values():
+        records_end += len(table)
+        names_end += _length(names)
+        index.append(pack_folder(records_end, names_end))
+    pack_dir, pack_listing, pack_shape = _DIR.pack, _LISTING.pack, _SHAPE.pack
+    return [
         _MAGIC,
         _HEADER.pack(
             _VERSION,
             len(packed),
-            sum(len(table) for table, _, _ in packed.values()),
+            records_end,
             len(cache.dirs),
             len(cache.listings),
             len(cache.shapes),
@@ -392,19 +448,10 @@ def _encode(cache: StatCache) -> list[Buffer]:
         path_block,
         ignored_block,
         subdirs_block,
+        b"".join(index),
+        *_coalesced([names for _, names, _ in packed.values()]),
+        *_coalesced([records for _, _, records in packed.values()]),
+        b"".join([pack_dir(count, tree) for count, tree in cache.dirs.values()]),
+        b"".join([pack_listing(digest, len(names)) for digest, names in cache.listings.values()]),
+        b"".join([pack_shape(*shape[:5], len(shape[5])) for shape in cache.shapes.values()]),
     ]
-    pack_folder = _FOLDER.pack
-    records_end = names_end = 0
-    for table, names, _ in packed.values():
-        records_end += len(table)
-        names_end += len(names)
-        parts.append(pack_folder(records_end, names_end))
-    parts.extend([names for _, names, _ in packed.values()])
-    parts.extend([records for _, _, records in packed.values()])
-    pack_dir = _DIR.pack
-    parts.extend(pack_dir(count, tree) for count, tree in cache.dirs.values())
-    pack_listing = _LISTING.pack
-    parts.extend(pack_listing(digest, len(names)) for digest, names in cache.listings.values())
-    pack_shape = _SHAPE.pack
-    parts.extend(pack_shape(*shape[:5], len(shape[5])) for shape in cache.shapes.values())
-    return parts
