@@ -154,3 +154,22 @@ def test_a_command_run_as_the_program_leaves_without_the_interpreters_finalizati
     assert done.returncode == 0, done.stderr
     assert "s2" in done.stdout  # the newest snapshot's message, flushed before leaving
     assert out.read_text().split() == ["thread", "atexit", "os._exit(0)"]
+
+
+def test_a_command_run_under_a_profiler_leaves_the_usual_way_so_the_profile_is_written(
+    recorded: Path, home: Path, tmp_path: Path
+) -> None:
+    """``python -m cProfile -o FILE -m snapshotter ...`` writes its profile after the
+    program returns: a program that left with ``os._exit`` would leave no profile."""
+    profile = tmp_path / "profile"
+    env = dict(os.environ, SNAPSHOTTER_HOME=str(home), SNAPSHOTTER_NO_WATCHER="1")
+    done = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "snapshotter", "log", "-n", "1"],
+        cwd=recorded,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "s2" in done.stdout and profile.stat().st_size > 0

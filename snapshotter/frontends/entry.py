@@ -41,13 +41,16 @@ def _leave(code: int) -> None:
     (``threading._shutdown``, as the interpreter does, which first tells thread
     pools to stop), run the ``atexit`` handlers (weakref finalizers close the
     store; logging flushes) and flush the output. A command that raised leaves
-    the usual way, with the interpreter's report."""
+    the usual way, with the interpreter's report, and so does one run under a
+    profiler or a tracer (``python -m cProfile``, a debugger), which reports after."""
     import atexit
     import os
     import threading
 
     shutdown = getattr(threading, "_shutdown", None)
     if shutdown is None or not hasattr(atexit, "_run_exitfuncs"):
+        return
+    if sys.getprofile() is not None or sys.gettrace() is not None:
         return
     shutdown()
     atexit._run_exitfuncs()
