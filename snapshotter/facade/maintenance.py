@@ -99,13 +99,7 @@ def _drop(engine: Engine, infos: list[SnapshotInfo], oldest: bool = False) -> li
 
 def usage(engine: Engine) -> tuple[int, int, int]:
     """(bytes on disk, loose objects, packs) of the store."""
-    objects_dir = os.path.join(engine.store_path, "objects")
-    loose = sum(1 for _ in compaction.loose_objects(objects_dir))
-    try:
-        packs = sum(1 for name in os.listdir(os.path.join(objects_dir, "pack")) if name.endswith(".pack"))
-    except FileNotFoundError:
-        packs = 0
-    return compaction.disk_usage(engine.store), loose, packs
+    return compaction.store_usage(engine.store)
 
 
 def estimated_usage(engine: Engine) -> tuple[int, int, int]:
