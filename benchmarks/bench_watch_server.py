@@ -20,8 +20,9 @@ With ``--commands`` (issue #51 item 1: at most 0.3x git with a watcher running),
 rows of ``bench_commands.py`` that walk the folder instead, each served by the watcher
 and beside git's own command in the same alternation (``bench_commands.pair``):
 ``snapshot`` with nothing changed and with 10 files changed (``git add -A && git
-write-tree``), ``status`` (``git status --porcelain``) and ``diff --stat`` (``git diff
---stat``), at 100,000 files:
+write-tree``), ``status`` (``git status --porcelain`` against a committed base) and ``diff
+--stat`` (``git add -A -N && git diff --stat``, and the bare ``git diff --stat``),
+at 100,000 files:
 
     python benchmarks/bench_watch_server.py --commands --sizes 100000 --runs 11
 
@@ -167,7 +168,7 @@ def measure_commands(files: int, runs: int) -> dict[str, Any]:
                 if name == "status":  # as bench_commands.py: a base 10 files behind, 10 more changed since
                     change(paths, 10, rng)
                     run(env, ws, "snapshot", "-m", "base")
-                    for step in git_snapshot:
+                    for step in bench_commands.git_side(ws, shadow, "base"):  # git's HEAD is the base, as ours is
                         bench_commands.run(step, ws, git_env)
                     change(paths, 10, rng)
                 served = _served(log)
