@@ -304,7 +304,7 @@ def _verdicts_run_here(
     keys = {preload._key(cache.folder(rel)): rel for rel in preload.walk_order(cache) if cache.folder(rel)}
     read, written = os.pipe()
     try:
-        reached = mmap.mmap(-1, preload._REACHED.size)  # zero: the walk has reached no folder yet
+        reached = mmap.mmap(-1, preload.SHARED_BYTES)  # zero: the walk has reached no folder yet
         preload._REACHED.pack_into(reached, 0, reached_at)
         preload._check_from_the_end(str(ws), cache, cache.racy_cutoff() if cutoff is None else cutoff, written, reached)
         os.close(written)
@@ -428,6 +428,72 @@ def test_the_copy_sends_its_verdicts_as_it_goes(
     for files in sizes[:-1]:
         assert sum(files[:-1]) < every <= sum(files), sizes  # sent once it held enough, not later
     assert sum(sizes[-1][:-1]) < every, sizes
+
+
+def test_the_copy_counts_each_piece_before_it_writes_it(ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk reads the pipe only when the count of pieces the copy has begun
+    to send has moved: the copy counts each piece (at most a page, which fits
+    the smallest pipe once the walk has drained it) before writing it, so a
+    full pipe cannot hold it while the walk looks at an unmoved count."""
+    _first(ws, home)
+    monkeypatch.setattr(preload, "_FLUSH_FILES", 4)  # a verdict per folder: many pieces
+    monkeypatch.setattr(preload, "_PIECE", preload._VERDICT.size * 3)  # three verdicts a piece
+    shared = mmap.mmap(-1, preload.SHARED_BYTES)
+    counts: list[tuple[int, int]] = []
+    real_send = secondcore.send
+
+    def send(out: int, data: bytes) -> None:
+        counts.append((preload.pieces_begun(shared), len(data)))
+        real_send(out, data)
+
+    monkeypatch.setattr(secondcore, "send", send)
+    monkeypatch.setattr(preload.mmap, "mmap", lambda *args: shared)
+    found = _verdicts_run_here(ws, home)
+    assert len(found) == FOLDERS + 1
+    assert [begun for begun, _ in counts] == list(range(1, len(counts) + 1))
+    assert all(0 < size <= preload._VERDICT.size * 3 for _, size in counts)
+    assert sum(size for _, size in counts) == preload._VERDICT.size * (FOLDERS + 1)
+
+
+def test_the_walk_reads_the_pipe_only_when_the_copy_has_sent(
+    ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Asking the pipe at every folder whose verdict has not come costs a system
+    call and an exception each (about 4,400 a walk of 100,000 files): the walk
+    reads it only when the copy's count of pieces has moved since it last read.
+    Here the copy starts late, so the walk checks every folder itself, reading
+    nothing; then a copy that has sent is read, and its verdicts taken."""
+    _first(ws, home)
+    write(ws, {"d1/f6/file2.txt": "edited in place\n"})
+    _settle()
+    reads: list[int] = []
+    real_chunks = secondcore.Copy.chunks
+    real_loop = preload._check_from_the_end
+
+    def chunks(self: secondcore.Copy, size: int) -> Iterator[bytes]:
+        reads.append(size)
+        return real_chunks(self, size)
+
+    def late(*args: object) -> None:
+        time.sleep(1.0)
+        real_loop(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(secondcore.Copy, "chunks", chunks)
+    monkeypatch.setattr(preload, "WAIT_FOR_COPY", False)
+    monkeypatch.setattr(preload, "_check_from_the_end", late)
+    tree, snap = _again(ws, home)
+    assert reads == [] and snap.last_scan.dirs_preloaded == 0
+    assert snap.last_scan.files_hashed == 1
+    assert no_child_left()
+    monkeypatch.setattr(preload, "_check_from_the_end", real_loop)
+    monkeypatch.setattr(preload, "WAIT_FOR_COPY", True)
+    write(ws, {"d1/f6/file2.txt": "edited in place again\n"})
+    _settle()
+    again, snap = _again(ws, home)
+    assert 1 <= len(reads) <= 2 and snap.last_scan.dirs_preloaded == FOLDERS + 1 - 1
+    assert no_child_left()
+    with Snapshotter(ws, home=home.parent / "cold") as cold:
+        assert cold.snapshot().tree_id == again != tree
 
 
 def test_a_folder_whose_mtime_was_set_back_is_vouched_for(ws: Path, home: Path) -> None:

@@ -10,6 +10,10 @@ and checks the folder itself otherwise, so the two meet in the middle and the
 result is the same as checking alone. The walk tells the copy how far it got
 (a counter in memory both share), so the copy stops where the walk has been
 instead of checking folders again; it is stopped when the walk ends anyway.
+The copy counts in that memory each piece it begins to write to the pipe, and
+the walk reads the pipe only when the count has moved: asking an empty pipe at
+every folder whose verdict has not come cost a system call and an exception
+each, about 4,400 a no-change walk of 100,000 files.
 
 A folder the copy vouched for is taken without being opened again
 (``readdir.take_vouched``): the copy saw its own stat equal its shape before
@@ -66,6 +70,14 @@ _FLUSH_FILES = 500  # the copy sends its verdicts after about this many files
 _MISMATCH = -1
 _REACHED = struct.Struct("<q")
 """How many folders of its order the walk has reached, in the memory both share."""
+_BEGUN = struct.Struct("<q")
+"""How many pieces the copy has begun to write to the pipe, after ``_REACHED``."""
+_BEGUN_AT = _REACHED.size
+SHARED_BYTES = _REACHED.size + _BEGUN.size
+"""The memory the walk and the copy share: ``_REACHED``, then ``_BEGUN``."""
+_PIECE = 4096 // _VERDICT.size * _VERDICT.size
+"""The most the copy writes at once: whole verdicts in a page, which the
+smallest pipe holds once the walk has drained it (see ``_send``)."""
 
 
 def walk_order(cache: StatCache) -> list[str]:
@@ -104,6 +116,8 @@ class Preload:
         self._copy = copy
         self._reached = reached
         self._verdicts: dict[tuple[int, int], tuple[int, int, int, int]] = {}
+        self._read_at = 0
+        """The copy's count of pieces begun when the walk last read the pipe."""
 
     @classmethod
     def start(cls, workspace: str, cache: StatCache, cutoff: int) -> Preload | None:
@@ -111,7 +125,7 @@ class Preload:
         where it would not pay or may not be made."""
         if not secondcore.available() or cache.size_hint() < MIN_FILES:
             return None
-        reached = mmap.mmap(-1, _REACHED.size)  # anonymous and shared: the copy sees the walk's writes
+        reached = mmap.mmap(-1, SHARED_BYTES)  # anonymous and shared: each sees the other's writes
         copy = secondcore.start(
             lambda out: _check_from_the_end(workspace, cache, cutoff, out, reached), blocking=WAIT_FOR_COPY
         )
@@ -150,8 +164,13 @@ class Preload:
         key = _key(table)
         verdicts = self._verdicts
         if key not in verdicts and not self._copy.done:
-            for source, place, total, mtime, ctime, inode in self._copy.records(_VERDICT):
-                verdicts[source, place] = (total, mtime, ctime, inode)  # type: ignore[index,assignment]
+            # The pipe is read only if the copy has begun a piece since the last
+            # read: asking an empty pipe costs a system call and an exception.
+            begun = _BEGUN.unpack_from(self._reached, _BEGUN_AT)[0]
+            if begun != self._read_at or WAIT_FOR_COPY:
+                self._read_at = begun
+                for source, place, total, mtime, ctime, inode in self._copy.records(_VERDICT):
+                    verdicts[source, place] = (total, mtime, ctime, inode)  # type: ignore[index,assignment]
         found = verdicts.get(key)
         return found if found is not None and found[0] != _MISMATCH else None
 
@@ -206,11 +225,27 @@ def _check_from_the_end(workspace: str, cache: StatCache, cutoff: int, out: int,
         sent.append(_VERDICT.pack(*_key(table), verdict, own.st_mtime_ns, own.st_ctime_ns, own.st_ino))
         files += len(table)
         if files >= _FLUSH_FILES:
-            secondcore.send(out, b"".join(sent))
+            _send(out, b"".join(sent), reached)
             sent.clear()
             files = 0
     if sent:
-        secondcore.send(out, b"".join(sent))
+        _send(out, b"".join(sent), reached)
+
+
+def _send(out: int, data: bytes, shared: mmap.mmap) -> None:
+    """Write ``data`` to the pipe a piece at a time, counting each piece in the
+    shared memory before writing it: the walk reads the pipe when that count
+    has moved (``Preload._verdict``). A piece fits the pipe once the walk has
+    drained what came before it, so the copy never waits on a walk that has
+    seen the count and read already."""
+    for at in range(0, len(data), _PIECE):
+        _BEGUN.pack_into(shared, _BEGUN_AT, pieces_begun(shared) + 1)
+        secondcore.send(out, data[at : at + _PIECE])
+
+
+def pieces_begun(shared: mmap.mmap) -> int:
+    """How many pieces the copy has begun to write (only the copy writes this count)."""
+    return int(_BEGUN.unpack_from(shared, _BEGUN_AT)[0])
 
 
 def _holds_only(fd: int, own: os.stat_result, table: Folder) -> bool:
