@@ -430,11 +430,15 @@ def test_the_copy_sends_its_verdicts_as_it_goes(
     assert sum(sizes[-1][:-1]) < every, sizes
 
 
-def test_the_copy_counts_each_piece_before_it_writes_it(ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The walk reads the pipe only when the count of pieces the copy has begun
-    to send has moved: the copy counts each piece (at most a page, which fits
-    the smallest pipe once the walk has drained it) before writing it, so a
-    full pipe cannot hold it while the walk looks at an unmoved count."""
+def test_the_copy_counts_each_piece_before_and_after_it_writes_it(
+    ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk reads the pipe only when the copy's count of moves has moved.
+    The copy counts one before writing each piece (at most a page, which fits
+    the smallest pipe once the walk has drained it), so a full pipe cannot hold
+    it while the walk looks at an unmoved count; and one after, so a piece the
+    walk looked for between the two is read on its next look, not left in the
+    pipe until the next piece (or for ever, after the last)."""
     _first(ws, home)
     monkeypatch.setattr(preload, "_FLUSH_FILES", 4)  # a verdict per folder: many pieces
     monkeypatch.setattr(preload, "_PIECE", preload._VERDICT.size * 3)  # three verdicts a piece
@@ -443,14 +447,15 @@ def test_the_copy_counts_each_piece_before_it_writes_it(ws: Path, home: Path, mo
     real_send = secondcore.send
 
     def send(out: int, data: bytes) -> None:
-        counts.append((preload.pieces_begun(shared), len(data)))
+        counts.append((preload.pipe_moves(shared), len(data)))
         real_send(out, data)
 
     monkeypatch.setattr(secondcore, "send", send)
     monkeypatch.setattr(preload.mmap, "mmap", lambda *args: shared)
     found = _verdicts_run_here(ws, home)
     assert len(found) == FOLDERS + 1
-    assert [begun for begun, _ in counts] == list(range(1, len(counts) + 1))
+    assert [moves for moves, _ in counts] == list(range(1, 2 * len(counts), 2))
+    assert preload.pipe_moves(shared) == 2 * len(counts)
     assert all(0 < size <= preload._VERDICT.size * 3 for _, size in counts)
     assert sum(size for _, size in counts) == preload._VERDICT.size * (FOLDERS + 1)
 
