@@ -381,15 +381,20 @@ def _unchanged(ws: Path, i: int) -> tuple[int, int, int, int]:
 
 
 def test_the_copys_loop_checks_an_instances_decoded_tables_too(ws: Path, home: Path) -> None:
-    """After its first snapshot an instance holds decoded tables (a dict per
-    folder), not the file's packed bytes: the copy's loop checks them with
-    ``racy.unchanged_files``, with the same verdicts."""
+    """An instance may hold decoded tables (a dict per folder: a watcher's scan
+    shares them), not the file's packed bytes: the copy's loop checks them with
+    ``racy.unchanged_files``, with the same verdicts. (A save holds what it
+    packed as ``PackedFolder``s again: ``statcache._hold_packed``.)"""
     write(ws, _files())
     _settle()
     with Snapshotter(ws, home=home) as snap:
         snap.snapshot()
         _settle()
         cache = snap._engine._current_cache()  # type: ignore[union-attr]
+        for rel in list(cache.tables):
+            folder = cache.folder(rel)
+            if type(folder) is PackedFolder:
+                cache.tables[rel] = folder.as_dict()
         assert not any(type(cache.folder(rel)) is PackedFolder for rel in cache.tables)
         write(ws, {"d1/f6/file2.txt": "edited in place\n"})
         _settle()
