@@ -55,7 +55,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_commands import compile_package  # noqa: E402
-from bench_engine import GitShadow, generate  # noqa: E402
+from bench_engine import GitShadow  # noqa: E402
+from bench_watch_server import workspace_and_env  # noqa: E402
 
 CONSOLE_SCRIPT = os.path.join(os.path.dirname(sys.executable), "snapshotter")
 COMMAND = [CONSOLE_SCRIPT] if os.path.exists(CONSOLE_SCRIPT) else [sys.executable, "-m", "snapshotter"]
@@ -119,18 +120,8 @@ def measure(files: int, runs: int, home_bytes: int, compared_source: str | None 
     sides = SIDES[:3] + (("hook, direct, compared",) if compared_source else ()) + SIDES[3:]
     scratch = Path(tempfile.mkdtemp(prefix="bh-"))  # short: the usual home; the long one is made below it
     try:
-        ws = scratch / "ws"
-        ws.mkdir()
-        print(f"generating {files:,} files ...", flush=True)
-        paths = generate(ws, files)
-        env = dict(
-            os.environ,
-            SNAPSHOTTER_HOME=str(scratch / "home"),
-            SNAPSHOTTER_MAX_WORKSPACE_ENTRIES="0",  # the cap, raised explicitly
-            SNAPSHOTTER_CONFIG=str(scratch / "no-user-config.toml"),  # none (a device is refused as a config file)
-            SNAPSHOTTER_HOOKS_LOG=str(scratch / "fallback-hooks.log"),
-        )
-        env.pop("SNAPSHOTTER_NO_WATCHER", None)
+        ws, paths, env = workspace_and_env(scratch, files)
+        env["SNAPSHOTTER_HOOKS_LOG"] = str(scratch / "fallback-hooks.log")
         far = dict(env, SNAPSHOTTER_HOME=str(long_home(scratch, home_bytes)))
         # The direct calls' store is their own: on the watcher's, each found it serving the workspace
         # and its snapshots interleaved with the watcher's (about 100 ms more a call, measured).

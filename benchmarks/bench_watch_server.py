@@ -66,7 +66,7 @@ def spread(times: list[float]) -> str:
     return f"{statistics.median(times):.3f} s ({min(times):.3f}..{max(times):.3f})"
 
 
-def _workspace(scratch: Path, files: int) -> tuple[Path, list[Path], dict[str, str]]:
+def workspace_and_env(scratch: Path, files: int) -> tuple[Path, list[Path], dict[str, str]]:
     """A generated workspace in ``scratch`` (its files), and the environment every call runs in."""
     ws = scratch / "ws"
     ws.mkdir()
@@ -85,7 +85,7 @@ def _workspace(scratch: Path, files: int) -> tuple[Path, list[Path], dict[str, s
 def measure(files: int, runs: int) -> dict[str, Any]:
     scratch = Path(tempfile.mkdtemp(prefix="bw-"))  # short (a long home works too: bench_hooks.py measures one)
     try:
-        ws, _, env = _workspace(scratch, files)
+        ws, _, env = workspace_and_env(scratch, files)
         direct_env = dict(env, SNAPSHOTTER_NO_WATCHER="1")
         git = GitShadow(ws, scratch)
         git.reset()
@@ -139,7 +139,7 @@ def measure_commands(files: int, runs: int) -> dict[str, Any]:
     """``bench_commands.py``'s walking rows, each ``snapshotter`` call served by a running watcher."""
     scratch = Path(tempfile.mkdtemp(prefix="bw-"))
     try:
-        ws, paths, env = _workspace(scratch, files)
+        ws, paths, env = workspace_and_env(scratch, files)
         git_env = dict(os.environ, **GIT_ENV)
         shadow = scratch / "shadow.git"
         subprocess.run(["git", "init", "-q", "--bare", str(shadow)], env=git_env, check=True)
