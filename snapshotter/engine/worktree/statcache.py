@@ -364,12 +364,6 @@ def _hold_packed(cache: StatCache) -> None:
 Span = tuple[bytes, int, int]  # where a table saved again lies in the bytes loaded: (them, start, end)
 
 
-def _spans(table: PackedFolder) -> tuple[Span, Span]:
-    """Its names' and records' spans (its fields: every ``PackedFolder`` is made in this module)."""
-    body, records_at = table._body, table._records_at
-    return (body, table._names_at, table._names_end), (body, records_at, records_at + table._count * _FILE.size)
-
-
 def _coalesced(pieces: Iterable[Buffer | Span]) -> list[Buffer]:
     """The pieces to write, with each run of spans that follow one another in the
     same bytes made one view: the tables of an unchanged stretch of folders, as
@@ -404,7 +398,7 @@ def _encode(cache: StatCache) -> list[Buffer]:
         if not table:
             continue
         if type(table) is PackedFolder:  # saved from the bytes it was loaded from
-            packed[folder] = (table, *_spans(table))
+            packed[folder] = (table, *table.spans())
             continue
         known = previous.get(folder)
         if known is None or known[0] is not table:  # tables never change in place: same object, same bytes
