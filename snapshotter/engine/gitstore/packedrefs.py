@@ -29,7 +29,7 @@ import time
 from collections.abc import Iterator
 
 from snapshotter.engine.fsutil import NO_FOLLOW, USE_CTIME, open_side_file, read_side_file, settled
-from snapshotter.engine.gitstore import packedbounds
+from snapshotter.engine.gitstore import packedbounds, packedlines
 from snapshotter.engine.gitstore.interpolation import interpolated
 from snapshotter.errors import StoreError
 
@@ -37,6 +37,9 @@ FILE_NAME = "packed-refs"
 CAP = 64 << 20
 """About 70 bytes a ref: 64 MiB is some 900,000 refs, far more than any retention keeps."""
 BLOCK = 2 << 10
+FIRST_PIECE = 4 << 10
+LAST_PIECE = 256 << 10
+"""A walk over a range of refs reads pieces of 4 KiB, doubling up to 256 KiB (see ``View.forward``)."""
 GIT_HEADER = b"# pack-refs with: peeled fully-peeled sorted \n"
 """What git 2.39 writes first (the space before the newline included)."""
 _HEX40 = re.compile(rb"[0-9a-f]{40}")
@@ -258,21 +261,43 @@ class View:
         return sha if found == name else None
 
     def forward(self, start: int, end: int) -> Iterator[tuple[bytes, bytes, int]]:
-        """(name, id, offset) of each record in ``start``..``end``, in name order."""
-        position = start
+        """(name, id, offset) of each record in ``start``..``end`` (record bounds), in
+        name order. Read in pieces that double from ``FIRST_PIECE`` to ``LAST_PIECE``,
+        each split into lines at once: a caller that stops after a few reads a few
+        KiB, one that reads 100,000 refs does not pay a search's line-by-line reads
+        for each (0.5 s at 100,000 snapshots)."""
+        position, piece = start, FIRST_PIECE
         while position < end:
-            name, sha, after = self._record(position)
-            yield name, sha, position
-            position = after
+            data = self.read(position, min(end, position + piece))
+            cut = len(data) if position + len(data) >= end else data.rfind(b"\n") + 1
+            if cut <= 0:  # one line longer than the piece
+                name, sha, after = self._record(position)
+                yield name, sha, position
+                position = after
+                continue
+            yield from packedlines.records(self.path, data[:cut], position)
+            position, piece = position + cut, min(piece * 2, LAST_PIECE)
 
     def backward(self, start: int, end: int) -> Iterator[tuple[bytes, bytes, int]]:
-        """(name, id, offset) of each record in ``start``..``end``, last first."""
-        position = end
+        """(name, id, offset) of each record in ``start``..``end``, last first, read
+        in pieces as :meth:`forward` reads."""
+        position, piece = end, FIRST_PIECE
         while position > start:
-            record = self._line_start(position - 1)
-            name, sha, _ = self._record(record)
-            yield name, sha, record
-            position = record
+            low = max(start, position - piece)
+            data = self.read(low, position)
+            cut = 0
+            if low > start:
+                cut = data.find(b"\n") + 1
+                while 0 < cut < len(data) and data[cut : cut + 1] == b"^":  # a peeled line stays with its ref
+                    cut = data.find(b"\n", cut) + 1
+            if (low > start and cut <= 0) or cut >= len(data):  # no whole record in the piece
+                record = self._line_start(position - 1)
+                name, sha, _ = self._record(record)
+                yield name, sha, record
+                position = record
+                continue
+            yield from reversed(list(packedlines.records(self.path, data[cut:], low + cut)))
+            position, piece = low + cut, min(piece * 2, LAST_PIECE)
 
     def span(self, prefix: bytes) -> tuple[int, int]:
         """The byte range holding the names that start with ``prefix``."""
@@ -359,30 +384,11 @@ def opened(path: str) -> View:
                 continue
             except OSError as exc:
                 raise _unreadable(path, exc) from None
-            sorted_body = _sorted_records(path, data[body:])
+            sorted_body = packedlines.sorted_records(path, data[body:])
             view = View(path, _identity(st), traits, body)
             view.set_whole(data[:body] + sorted_body)
         return view
     raise StoreError(f"{path} kept changing while it was read; try again")
-
-
-def _sorted_records(path: str, body: bytes) -> bytes:
-    """The records of an unsorted file, sorted by name (peeled lines kept with theirs)."""
-    records: list[tuple[bytes, bytes]] = []
-    for line in body.split(b"\n"):
-        if not line or line.startswith(b"#"):
-            continue
-        if line.startswith(b"^"):
-            if not records:
-                raise StoreError(f"{path} is damaged (a peeled line comes first); run verify")
-            name, text = records[-1]
-            records[-1] = (name, text + line + b"\n")
-            continue
-        if line[40:41] != b" " or not _HEX40.fullmatch(line[:40]) or len(line) < 42:
-            raise StoreError(f"{path} is damaged (a line is no ref); run verify")
-        records.append((line[41:], line + b"\n"))
-    records.sort(key=lambda record: record[0])
-    return b"".join(text for _, text in records)
 
 
 def _open(path: str) -> tuple[int, os.stat_result]:
