@@ -108,3 +108,40 @@ def test_an_extra_object_whose_id_is_not_its_content_is_refused_before_anything_
     forged = (commit[0], commit[1], commit[2].replace(b"snapshotter archive", b"snapshotter archivE"))
     with pytest.raises(InvalidInput, match="not the object its id names"):
         replication.plan(snap._engine_ok().store, [], [first.encode()], extra=[tree, forged])
+
+
+@needs_git
+@pytest.mark.parametrize("kind", ["git-daemon", "folder"])
+def test_an_archive_ref_moved_since_it_was_listed_is_refused_not_overwritten(  # type: ignore[no-untyped-def]
+    kind: str, tmp_path: Path, ws: Path, make
+) -> None:
+    """Round 1 moves ``archive`` only from the value the push listed: one that
+    another push moved meanwhile is a refusal, and the other's archive stays."""
+    server = tmp_path / "server"
+    server.mkdir()
+    with serving(kind, server) as location:
+        snap = make()
+        ids = []
+        for i in range(2):
+            write(ws, {"a.txt": f"version {i}\n"})
+            ids.append(snap.snapshot(f"s{i}").id)
+        snap.push(location, name=NAME)
+        store = snap._engine_ok().store
+        remote = open_remote(location)
+        namespace = PREFIX + NAME.encode() + b"/"
+        listed = replication.remote_refs(remote, namespace)
+        archive_ref = namespace + b"hosts/" + host_id(store).encode() + b"/archive"
+        assert archive_ref not in listed
+        theirs = archives.archive_objects(None, [bytes.fromhex(ids[0])], WHEN)
+        first = replication.plan(store, [], list(listed.values()), extra=theirs)
+        assert replication.send(store, remote, {archive_ref: theirs[1][1].hex().encode()}, planned=first).refused == {}
+
+        ours = archives.archive_objects(None, [bytes.fromhex(sha) for sha in ids], WHEN + 1)
+        late = replication.plan(store, [], list(listed.values()), extra=ours)
+        sent = replication.send(
+            store, remote, {archive_ref: ours[1][1].hex().encode()}, planned=late, expected={archive_ref: None}
+        )
+        remote.release()
+    assert list(sent.refused) == [archive_ref.decode()] and sent.refs_updated == 0
+    bare = str(server / "snaps.git")
+    assert git("--git-dir", bare, "rev-parse", archive_ref.decode()).stdout.strip() == theirs[1][1].hex()

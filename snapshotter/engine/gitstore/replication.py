@@ -173,12 +173,16 @@ def send(
     credentials: Credentials | None = None,
     planned: Plan | None = None,
     progress: Callable[[int, int], None] | None = None,
+    expected: Mapping[bytes, bytes | None] | None = None,
 ) -> Sent:
     """Push ``updates`` (ref -> commit id in hex, None to delete) to ``remote``,
     with the objects it lacks: the ``planned`` ones (less any that refs the
     remote shows only now already reach), else worked out here, and the plan's
-    ``extra`` ones after them; ``progress(done, total)`` is told as objects go."""
+    ``extra`` ones after them; ``progress(done, total)`` is told as objects go.
+    A ref in ``expected`` moves only from that value (hex, None: absent), the
+    one a listing read: moved since, it is refused, never overwritten."""
     sent = [0]
+    moved: set[bytes] = set()
     extra = planned.extra if planned is not None else ()
     extra_ids = {sha.hex().encode() for _, sha, _ in extra}  # wanted by an update, read from no store
     report = progress  # the inner function's own ``progress`` is dulwich's
@@ -186,7 +190,9 @@ def send(
     def update_refs(old: dict[Any, Any]) -> dict[Any, Any]:
         new = dict(old)
         for name, value in updates.items():
-            if value is None:
+            if expected is not None and name in expected and old.get(name) != expected[name]:
+                moved.add(name)  # receive-pack checks only the value it advertised
+            elif value is None:
                 if name in new:
                     new[name] = ZERO_SHA
             else:
@@ -212,6 +218,7 @@ def send(
     with remote_errors(remote, credentials):
         result = remote.client.send_pack(remote.path.encode(), update_refs, generate_pack_data)
     status = result.ref_status or {}
+    status = {**status, **{name: "moved since it was listed" for name in moved}}
     refused = {printable(name.decode("utf-8", "replace")): printable(str(why)) for name, why in status.items() if why}
     return Sent(sent[0], sum(1 for name in updates if name.decode("utf-8", "replace") not in refused), refused)
 
