@@ -43,7 +43,7 @@ from snapshotter.engine.worktree.ignore import IgnoreStack
 from snapshotter.engine.worktree.statcache import write_atomically
 from snapshotter.errors import InvalidInput, RemoteError, StoreError
 from snapshotter.model import PushResult, RemoteWorkspace, SkippedSnapshot, SnapshotInfo
-from snapshotter.remote import outgoing
+from snapshotter.remote import archiving, outgoing
 
 PREFIX = b"refs/snapshotter/"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -146,9 +146,15 @@ def _push(
 ) -> PushResult:
     new_there = replication.missing_local_repository(to.remote)
     there = {} if new_there else replication.remote_refs(to.remote, PREFIX + to.name.encode() + b"/", to.credentials)
-    local = {sha.hex() for sha in store.snapshot_refs().values()}
-    new = sorted(sha for sha in local if to.snapshots + sha.encode() not in there)
+    ordered = [sha.hex() for _, sha in sorted(store.snapshot_refs().items())]  # oldest first: the record's order
+    local = set(ordered)
+    record = _pushed_file(store, to)
+    made = archiving.read_record(_read_file(record))
+    # Never one its record marks archived: the listing no longer names it, and an archive holds it there.
+    new = [sha for sha in ordered if to.snapshots + sha.encode() not in there and sha not in made.archived]
     host_prefix = PREFIX + to.name.encode() + b"/hosts/" + host_id(store).encode() + b"/"
+    prunable = set(made.unarchived) - local if prune else set()  # never in this push's archive
+    step = archiving.choose(made, there, to.snapshots, host_prefix + archiving.ARCHIVE, int(time.time()), prunable)
     state = _state_refs(store, host_prefix)
     held = {value.decode() for value in there.values()}
     outgoing_commits = sorted((set(new) | {value.decode() for value in state.values()}) - held)
@@ -158,10 +164,13 @@ def _push(
             raise outgoing.refuse(skipped[0], checks.max_file_size)  # before a byte goes
         left_out = {entry.id for entry in skipped}
         sending = [sha for sha in new if sha not in left_out]
-        updates = _updates(store, to, there, sending, local, prune, state, left_out)
+        updates = _updates(store, to, there, sending, prunable, state, left_out)
+        if step.tip is not None:
+            updates[step.ref] = step.tip  # round 1: the archive moves with the rest
         if not updates:
             break
-        plan = replication.plan(store, [v for v in updates.values() if v is not None], list(there.values()))
+        wants = [v for v in updates.values() if v is not None and v != step.tip]
+        plan = replication.plan(store, wants, list(there.values()), step.extra)
         big = outgoing.oversized(store, plan.objects, checks.max_file_size)
         if not big:
             break
@@ -170,27 +179,36 @@ def _push(
         if not more:  # reached only through a commit the remote holds: no snapshot to leave out
             raise outgoing.refuse(SkippedSnapshot("", f"{next(iter(big)).hex()}", "too large"), checks.max_file_size)
         skipped += more
-    if not updates:
+    if not updates and not step.finish:
         return PushResult(to.remote.shown, to.name, 0, 0, 0, 0, tuple(skipped))
     if new_there:
         replication.ensure_local_repository(to.remote)
-    sent = replication.send(store, to.remote, updates, to.credentials, plan, progress)
-    refused = _still_refused(to, sent.refused, updates)
+    sent = replication.Sent(0, 0, {})
+    if updates:
+        expected = {step.ref: step.listed} if step.tip is not None else None
+        sent = replication.send(store, to.remote, updates, to.credentials, plan, progress, expected)
+    archive_refused = sent.refused.get(step.ref.decode())
+    refused = _still_refused(to, {k: v for k, v in sent.refused.items() if k != step.ref.decode()}, updates)
     if refused:
         first = next(iter(refused.items()))
         raise RemoteError(f"{to.remote.shown} refused {len(refused)} refs ({first[0]}: {first[1]})")
     # Only what this push created there, never a snapshot that was there already (another
     # store's, fetched here): a later prune deletes only what this store made.
     # Added to as snapshots go (one line each), rewritten whole only when a prune takes some out.
-    record = _pushed_file(store, to)
     dropped = {
         ref[len(to.snapshots) :].decode() for ref, v in updates.items() if v is None and ref.startswith(to.snapshots)
     }
+    archived = list(step.snapshots) if step.tip is not None and archive_refused is None else []
     if dropped:
-        _write_text(record, "".join(f"{sha}\n" for sha in sorted((_read_lines(record) | set(sending)) - dropped)))
-    elif sending:
-        _append_text(record, "".join(f"{sha}\n" for sha in sending))
-    counts = (len(sending), sent.objects, sent.refs_updated, len(dropped))
+        made = archiving.Record(made.order, made.archived | set(archived))
+        _write_text(record, made.text(dropped, sending))
+    elif sending or archived:
+        _append_text(record, "".join(f"{sha}\n" for sha in sending) + "".join(f"{sha} archived\n" for sha in archived))
+    # Round 2, only once the remote took the archive and the record says so: every ref deleted is named by it.
+    finished = archiving.delete_refs(
+        store, to.remote, [to.snapshots + sha.encode() for sha in (*step.finish, *archived)], to.credentials
+    )
+    counts = (len(sending), sent.objects, sent.refs_updated + finished, len(dropped))
     return PushResult(to.remote.shown, to.name, *counts, tuple(skipped))
 
 
@@ -199,27 +217,25 @@ def _updates(
     to: Target,
     there: replication.Refs,
     sending: list[str],
-    local: set[str],
-    prune: bool,
+    prunable: set[str],
     state: dict[bytes, bytes],
     left_out: set[str],
 ) -> dict[bytes, bytes | None]:
     """The ref updates of a push: each snapshot to send, each this store made
-    there and dropped since (``prune``), and this store's state refs, less those
-    naming a snapshot ``left_out``."""
+    there, not archived, and dropped since (``prunable``), and this store's
+    state refs, less those naming a snapshot ``left_out``."""
     updates: dict[bytes, bytes | None] = {to.snapshots + sha.encode(): sha.encode() for sha in sending}
-    if prune:
-        for sha in _read_lines(_pushed_file(store, to)) - local:
-            if to.snapshots + sha.encode() in there:
-                updates[to.snapshots + sha.encode()] = None
+    for sha in prunable:
+        if to.snapshots + sha.encode() in there:
+            updates[to.snapshots + sha.encode()] = None
     host_prefix = PREFIX + to.name.encode() + b"/hosts/" + host_id(store).encode() + b"/"
     kept = {ref: value for ref, value in state.items() if value.decode() not in left_out}
     for ref, value in kept.items():
         if there.get(ref) != value:
             updates[ref] = value
     for ref in there:
-        if ref.startswith(host_prefix) and ref not in state:
-            updates[ref] = None  # this store's state only: no other store's is ever touched
+        if ref.startswith(host_prefix) and ref not in state and ref != host_prefix + archiving.ARCHIVE:
+            updates[ref] = None  # this store's state only: no other store's is ever touched, nor its archive
     return updates
 
 
@@ -362,14 +378,10 @@ def _pushed_file(store: Store, to: Target) -> str:
     return os.path.join(store.meta_dir, _PUSHED, key)
 
 
-def _read_lines(path: str) -> set[str]:
-    return {line.strip() for line in _read_file(path).splitlines() if re.fullmatch(r"[0-9a-f]{40}", line.strip())}
-
-
 def _append_text(path: str, text: str) -> None:
     """Add ``text`` to a list kept here (made if missing; never through a
     symlink or into a pipe). A line cut short by a crash is no id and is
-    passed over by :func:`_read_lines`: that snapshot is then not pruned,
+    passed over by ``archiving.read_record``: that snapshot is then not pruned,
     never one pruned that this store did not make."""
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     fd, _ = open_side_file(path, follow=False, append=True)

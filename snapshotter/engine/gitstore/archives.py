@@ -6,7 +6,8 @@ history. A store will instead gather its oldest snapshots there into archive
 commits under ``refs/snapshotter/<name>/hosts/<host id>/archive``: each over
 the empty tree, its parents the previous archive (if any) and up to
 :data:`MAX_SNAPSHOTS` snapshots, with no snapshot trailer, so no reader takes
-one for a snapshot. Only the commit's form is here; nothing uses it yet.
+one for a snapshot. The commit's form is here; when a push makes
+one is decided in ``snapshotter.remote.archiving``.
 
 An archive is built as bytes, never written into a store: a store drops
 snapshots an archive still names, and a commit a store's ref reaches must have
@@ -27,6 +28,10 @@ EMPTY_TREE = bytes.fromhex("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
 """The id of the tree with no entries (its content is no bytes at all)."""
 MAX_SNAPSHOTS = 1000
 """The most snapshots one archive names: a commit of some 48 KB."""
+ARCHIVE_AFTER = 2000
+"""A push archives once this store's own snapshot refs on the remote are over this many."""
+ARCHIVE_BATCH = 1000
+"""How many of them (the oldest) one push archives: one archive commit."""
 _MESSAGE = b"snapshotter archive\n\nSnapshotter-Archive: %d\n"
 _HEAD = re.compile(
     rb"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n"
