@@ -1,0 +1,146 @@
+"""The archiving push (docs/remotes.md, "Archives", step 2), killed between its
+two rounds: thresholds lowered (``ARCHIVE_AFTER`` 6, ``ARCHIVE_BATCH`` 3), a
+bare repository in a folder as the remote, git the oracle for what it holds.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import GIT, needs_git, write
+from remote_servers import bare_repository
+
+from snapshotter.engine.gitstore import archives
+from snapshotter.remote import archiving, remotes
+
+NAME = "archived"
+
+
+class _Killed(BaseException):
+    """The push's process dying at that point (no handler of ours catches it)."""
+
+
+def git(bare: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    assert GIT is not None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    return subprocess.run([GIT, "--git-dir", str(bare), *args], capture_output=True, text=True, env=env, check=False)
+
+
+def _remote_state(bare: Path) -> tuple[set[str], str]:
+    """(the ids its ``snapshots/`` refs name, its archive tip or '')."""
+    refs = git(bare, "for-each-ref", "--format=%(refname) %(objectname)", f"refs/snapshotter/{NAME}/").stdout
+    listed, tip = set(), ""
+    for line in refs.splitlines():
+        name, sha = line.split()
+        if "/snapshots/" in name:
+            listed.add(sha)
+        elif name.endswith("/archive"):
+            tip = sha
+    return listed, tip
+
+
+def _every_snapshot_reachable(bare: Path, ids: list[str]) -> None:
+    fsck = git(bare, "fsck", "--strict", "--no-progress")
+    assert fsck.returncode == 0 and "missing" not in fsck.stdout + fsck.stderr, fsck.stdout + fsck.stderr
+    reachable = set(git(bare, "rev-list", "--all").stdout.split())
+    assert set(ids) <= reachable, sorted(set(ids) - reachable)
+
+
+def _marked(snap: Any, bare: Path) -> set[str]:
+    """The snapshots the store's ``pushed`` record marks archived."""
+    record = Path(remotes._pushed_file(snap._engine_ok().store, remotes.target(str(bare), NAME, None)))
+    return set(archiving.read_record(record.read_text()).archived)
+
+
+@needs_git
+def test_a_push_killed_between_its_rounds_loses_nothing_and_the_next_push_finishes_the_deletes(  # type: ignore[no-untyped-def]
+    tmp_path: Path, ws: Path, make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed after the remote took the archive and the record said so, before
+    round 2 deleted a ref: every snapshot is still reachable (archive and refs
+    both name those). The next push deletes those refs and makes no new archive."""
+    monkeypatch.setattr(archives, "ARCHIVE_AFTER", 6)
+    monkeypatch.setattr(archives, "ARCHIVE_BATCH", 3)
+    bare = tmp_path / "snaps.git"
+    bare_repository(bare)
+    snap = make()
+    ids: list[str] = []
+    tips: list[str] = []
+    finished = 0
+    real = archiving.delete_refs
+
+    def killed(*args: object, **kwargs: object) -> int:
+        raise _Killed
+
+    for round_ in range(6):
+        for i in range(4):
+            write(ws, {"a.txt": f"round {round_} call {i}\n"})
+            ids.append(snap.snapshot(f"{round_}.{i}").id)
+        gone = _marked(snap, bare) if round_ else set()  # archived, their refs deleted by the last push
+        monkeypatch.setattr(archiving, "delete_refs", killed)
+        try:
+            snap.push(str(bare), name=NAME)
+        except _Killed:
+            pass
+        _every_snapshot_reachable(bare, ids)
+        listed, tip = _remote_state(bare)
+        assert listed == set(ids) - gone, "a killed push deleted no ref"
+        monkeypatch.setattr(archiving, "delete_refs", real)
+        finishing = snap.push(str(bare), name=NAME)
+        _every_snapshot_reachable(bare, ids)
+        after, tip_after = _remote_state(bare)
+        if tip not in tips:  # the killed push archived: the next one only finishes its deletes
+            assert tip_after == tip, "the push that finishes the deletes makes no new archive"
+            finished += 1
+        assert finishing.snapshots_sent == 0
+        marked = _marked(snap, bare)
+        assert not after & marked, "no snapshots/ ref of an archived snapshot is left"
+        assert after | marked == set(ids) and len(after) <= 6 + 4
+        tips += [tip, tip_after]
+    assert finished >= 3, tips  # the threshold was crossed again and again, each time killed
+    logged = git(bare, "log", "--all", "--format=%H %s").stdout.splitlines()
+    assert sum(1 for line in logged if line.endswith("snapshotter archive")) == len(set(tips) - {""})
+
+
+@needs_git
+def test_a_push_killed_before_its_record_says_archived_archives_them_again_and_loses_nothing(  # type: ignore[no-untyped-def]
+    tmp_path: Path, ws: Path, make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed after the remote took round 1, before the record was written: the
+    next push archives the same snapshots again into a newer archive over the
+    first (20 bytes each, never a loss), then deletes their refs."""
+    monkeypatch.setattr(archives, "ARCHIVE_AFTER", 6)
+    monkeypatch.setattr(archives, "ARCHIVE_BATCH", 3)
+    bare = tmp_path / "snaps.git"
+    bare_repository(bare)
+    snap = make()
+    ids: list[str] = []
+    for i in range(7):
+        write(ws, {"a.txt": f"call {i}\n"})
+        ids.append(snap.snapshot(f"{i}").id)
+    snap.push(str(bare), name=NAME)
+    write(ws, {"a.txt": "one more\n"})
+    ids.append(snap.snapshot("one more").id)
+    real = remotes._append_text
+
+    def killed_at_the_record(path: str, text: str) -> None:
+        if "archived" in text:
+            raise _Killed
+        real(path, text)
+
+    monkeypatch.setattr(remotes, "_append_text", killed_at_the_record)
+    with pytest.raises(_Killed):
+        snap.push(str(bare), name=NAME)
+    _every_snapshot_reachable(bare, ids)
+    listed, first_tip = _remote_state(bare)
+    assert first_tip and listed == set(ids)
+    monkeypatch.setattr(remotes, "_append_text", real)
+    snap.push(str(bare), name=NAME)
+    _every_snapshot_reachable(bare, ids)
+    listed, tip = _remote_state(bare)
+    assert git(bare, "rev-parse", f"{tip}^1").stdout.strip() == first_tip
+    assert listed == set(ids[3:])
