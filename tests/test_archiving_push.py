@@ -15,6 +15,8 @@ from conftest import GIT, needs_git, write
 from remote_servers import bare_repository
 
 from snapshotter.engine.gitstore import archives
+from snapshotter.engine.gitstore.refstore import number_name
+from snapshotter.engine.gitstore.store import SNAPSHOTS
 from snapshotter.remote import archiving, remotes
 
 NAME = "archived"
@@ -144,3 +146,78 @@ def test_a_push_killed_before_its_record_says_archived_archives_them_again_and_l
     listed, tip = _remote_state(bare)
     assert git(bare, "rev-parse", f"{tip}^1").stdout.strip() == first_tip
     assert listed == set(ids[3:])
+
+
+@needs_git
+def test_a_push_whose_archive_is_refused_sends_its_snapshots_and_deletes_nothing(  # type: ignore[no-untyped-def]
+    tmp_path: Path, ws: Path, make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Round 2 only once the remote took ``archive``: an archive ref moved since
+    the push listed it (here: one the listing missed) is refused, the new
+    snapshots still go, no record line says archived and every ref stays."""
+    from snapshotter.engine.gitstore import replication
+
+    monkeypatch.setattr(archives, "ARCHIVE_AFTER", 2)
+    monkeypatch.setattr(archives, "ARCHIVE_BATCH", 2)
+    bare = tmp_path / "snaps.git"
+    bare_repository(bare)
+    snap = make()
+    ids: list[str] = []
+    for i in range(3):
+        write(ws, {"a.txt": f"call {i}\n"})
+        ids.append(snap.snapshot(f"{i}").id)
+    snap.push(str(bare), name=NAME)
+    write(ws, {"a.txt": "more\n"})
+    ids.append(snap.snapshot("more").id)
+    snap.push(str(bare), name=NAME)  # 3 listed: archives 2 of them
+    listed, tip = _remote_state(bare)
+    assert tip and listed == set(ids[2:]) and _marked(snap, bare) == set(ids[:2])
+    for i in range(2):
+        write(ws, {"a.txt": f"again {i}\n"})
+        ids.append(snap.snapshot(f"again {i}").id)
+    snap.push(str(bare), name=NAME)  # 2 listed, not over: sends 2
+    real = replication.remote_refs
+
+    def missing_the_archive(*args: Any, **kwargs: Any) -> replication.Refs:
+        return {name: sha for name, sha in real(*args, **kwargs).items() if not name.endswith(b"/archive")}
+
+    monkeypatch.setattr(replication, "remote_refs", missing_the_archive)
+    write(ws, {"a.txt": "last\n"})
+    ids.append(snap.snapshot("last").id)
+    done = snap.push(str(bare), name=NAME)  # 4 listed: would archive 2 over "no archive"
+    monkeypatch.setattr(replication, "remote_refs", real)
+    assert done.snapshots_sent == 1
+    listed, tip_after = _remote_state(bare)
+    assert tip_after == tip and listed == set(ids[2:]) and _marked(snap, bare) == set(ids[:2])
+    _every_snapshot_reachable(bare, ids)
+
+
+@needs_git
+def test_a_pruning_push_keeps_the_records_order_and_its_archived_lines(  # type: ignore[no-untyped-def]
+    tmp_path: Path, ws: Path, make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prune rewrites the record whole: archived lines stay archived (their
+    snapshots are never pushed back) and the order stays the order pushed."""
+    monkeypatch.setattr(archives, "ARCHIVE_AFTER", 2)
+    monkeypatch.setattr(archives, "ARCHIVE_BATCH", 2)
+    bare = tmp_path / "snaps.git"
+    bare_repository(bare)
+    snap = make()
+    ids: list[str] = []
+    for i in range(5):
+        write(ws, {"a.txt": f"call {i}\n"})
+        ids.append(snap.snapshot(f"{i}").id)
+    snap.push(str(bare), name=NAME)
+    snap.push(str(bare), name=NAME)  # 5 listed: archives the oldest 2
+    assert _marked(snap, bare) == set(ids[:2])
+    store = snap._engine_ok().store  # retention dropping ids[3], as upkeep drops it: its ref goes
+    seq = next(n for n, sha in store.snapshot_refs().items() if sha.hex() == ids[3])
+    store.refs.delete({number_name(SNAPSHOTS, seq): bytes.fromhex(ids[3])})
+    done = snap.push(str(bare), name=NAME, prune=True)
+    assert done.pruned == 1
+    record = Path(remotes._pushed_file(snap._engine_ok().store, remotes.target(str(bare), NAME, None)))
+    order = archiving.read_record(record.read_text())
+    assert order.order == (ids[0], ids[1], ids[2], ids[4]) and order.archived == set(ids[:2])
+    assert snap.push(str(bare), name=NAME).snapshots_sent == 0
+    listed, _ = _remote_state(bare)
+    assert listed == {ids[2], ids[4]}
