@@ -1,6 +1,7 @@
 """The archiving push (docs/remotes.md, "Archives", step 2), killed between its
-two rounds: thresholds lowered (``ARCHIVE_AFTER`` 6, ``ARCHIVE_BATCH`` 3), a
-bare repository in a folder as the remote, git the oracle for what it holds.
+two rounds, and what its record says: thresholds lowered (e.g. ``ARCHIVE_AFTER``
+6, ``ARCHIVE_BATCH`` 3), a bare repository in a folder (or served by ``git
+daemon``) as the remote, git the oracle for what it holds.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 from conftest import GIT, needs_git, write
 from remote_servers import bare_repository
+from test_archive_push import serving
 
 from snapshotter.engine.gitstore import archives
 from snapshotter.engine.gitstore.refstore import number_name
@@ -52,24 +54,27 @@ def _every_snapshot_reachable(bare: Path, ids: list[str]) -> None:
     assert set(ids) <= reachable, sorted(set(ids) - reachable)
 
 
-def _marked(snap: Any, bare: Path) -> set[str]:
-    """The snapshots the store's ``pushed`` record marks archived."""
-    record = Path(remotes._pushed_file(snap._engine_ok().store, remotes.target(str(bare), NAME, None)))
+def _marked(snap: Any, location: Path | str) -> set[str]:
+    """The snapshots the store's ``pushed`` record for ``location`` marks archived."""
+    record = Path(remotes._pushed_file(snap._engine_ok().store, remotes.target(str(location), NAME, None)))
     return set(archiving.read_record(record.read_text()).archived)
 
 
 @needs_git
+@pytest.mark.parametrize("kind", ["folder", "git-daemon"])
 def test_a_push_killed_between_its_rounds_loses_nothing_and_the_next_push_finishes_the_deletes(  # type: ignore[no-untyped-def]
-    tmp_path: Path, ws: Path, make, monkeypatch: pytest.MonkeyPatch
+    kind: str, tmp_path: Path, ws: Path, make, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Killed after the remote took the archive and the record said so, before
     round 2 deleted a ref: every snapshot is still reachable (archive and refs
     both name those). The next push deletes those refs and makes no new archive."""
     monkeypatch.setattr(archives, "ARCHIVE_AFTER", 6)
     monkeypatch.setattr(archives, "ARCHIVE_BATCH", 3)
-    bare = tmp_path / "snaps.git"
-    bare_repository(bare)
-    snap = make()
+    with serving(kind, tmp_path) as location:
+        _killed_between_the_rounds(tmp_path / "snaps.git", location, ws, make(), monkeypatch)
+
+
+def _killed_between_the_rounds(bare: Path, location: str, ws: Path, snap: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     ids: list[str] = []
     tips: list[str] = []
     finished = 0
@@ -82,24 +87,24 @@ def test_a_push_killed_between_its_rounds_loses_nothing_and_the_next_push_finish
         for i in range(4):
             write(ws, {"a.txt": f"round {round_} call {i}\n"})
             ids.append(snap.snapshot(f"{round_}.{i}").id)
-        gone = _marked(snap, bare) if round_ else set()  # archived, their refs deleted by the last push
+        gone = _marked(snap, location) if round_ else set()  # archived, their refs deleted by the last push
         monkeypatch.setattr(archiving, "delete_refs", killed)
         try:
-            snap.push(str(bare), name=NAME)
+            snap.push(location, name=NAME)
         except _Killed:
             pass
         _every_snapshot_reachable(bare, ids)
         listed, tip = _remote_state(bare)
         assert listed == set(ids) - gone, "a killed push deleted no ref"
         monkeypatch.setattr(archiving, "delete_refs", real)
-        finishing = snap.push(str(bare), name=NAME)
+        finishing = snap.push(location, name=NAME)
         _every_snapshot_reachable(bare, ids)
         after, tip_after = _remote_state(bare)
         if tip not in tips:  # the killed push archived: the next one only finishes its deletes
             assert tip_after == tip, "the push that finishes the deletes makes no new archive"
             finished += 1
         assert finishing.snapshots_sent == 0
-        marked = _marked(snap, bare)
+        marked = _marked(snap, location)
         assert not after & marked, "no snapshots/ ref of an archived snapshot is left"
         assert after | marked == set(ids) and len(after) <= 6 + 4
         tips += [tip, tip_after]
