@@ -226,3 +226,21 @@ def test_a_pruning_push_keeps_the_records_order_and_its_archived_lines(  # type:
     assert snap.push(str(bare), name=NAME).snapshots_sent == 0
     listed, _ = _remote_state(bare)
     assert listed == {ids[2], ids[4]}
+
+
+def test_the_oldest_are_archived_first_even_from_a_record_written_sorted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record of a release before archives lists its ids sorted, in no order of
+    age: those the store no longer holds go first (retention dropped the
+    oldest), then the held ones in the order taken; the archive names them so."""
+    monkeypatch.setattr(archives, "ARCHIVE_AFTER", 3)
+    monkeypatch.setattr(archives, "ARCHIVE_BATCH", 3)
+    ids = [f"{n:040x}" for n in (5, 1, 4, 2, 3)]  # taken in this order; ids[0] dropped here since
+    record = archiving.read_record("".join(f"{sha}\n" for sha in sorted(ids)))
+    prefix = b"refs/snapshotter/n/snapshots/"
+    there = {prefix + sha.encode(): sha.encode() for sha in ids}
+    taken = {sha: n for n, sha in enumerate(ids[1:])}
+    step = archiving.choose(record, there, prefix, b"refs/snapshotter/n/hosts/h/archive", 0, taken=taken)
+    assert step.snapshots == (ids[0], ids[1], ids[2])
+    assert step.tip is not None and archives.read_archive(step.extra[1][2]) == archives.Archive(
+        None, tuple(bytes.fromhex(sha) for sha in ids[:3])
+    )

@@ -93,16 +93,23 @@ def choose(
     ref: bytes,
     when: int,
     pruned: set[str] | frozenset[str] = frozenset(),
+    taken: Mapping[str, int] | None = None,
 ) -> Step:
     """This push's :class:`Step`, from the ``record``, the listing ``there``,
     the namespace's ``snapshots/`` prefix and this store's archive ``ref``: at
     most one new archive a push, none while deletes are left to finish, and
-    never naming a snapshot this push prunes (``pruned``: its ref goes in round 1)."""
+    never naming a snapshot this push prunes (``pruned``: its ref goes in round 1).
+    ``taken``: the order this store took the snapshots it still holds in
+    (id -> position); with it, the oldest are those it no longer holds (in the
+    record's order), then those it holds, oldest first: a record of a release
+    before archives is in no order of age (its ids were written sorted)."""
     listed = there.get(ref)
     finish = tuple(sha for sha in record.order if sha in record.archived and snapshots + sha.encode() in there)
     if finish:
         return Step(ref, listed, finish=finish)
     own = [sha for sha in record.unarchived if snapshots + sha.encode() in there and sha not in pruned]
+    if taken is not None:
+        own.sort(key=lambda sha: (sha in taken, taken.get(sha, 0)))  # stable: the record's order among those gone
     if len(own) <= archives.ARCHIVE_AFTER:
         return Step(ref, listed)
     batch = tuple(own[: archives.ARCHIVE_BATCH])

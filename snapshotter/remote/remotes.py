@@ -10,7 +10,9 @@ and nothing else there is ever touched (branches, tags, other namespaces):
   since, never one of a snapshot it found there, fetched or not);
 - ``hosts/<host id>/...``: this store's base, pins, undo, redo and turn stacks
   and its sessions' (labels and sessions travel inside the commits), replaced
-  by each push of this store and of no other (each store has its own host id).
+  by each push of this store and of no other (each store has its own host id);
+  its ``archive`` keeps reachable the snapshots it archived there once its own
+  ``snapshots/`` refs grew over ``archives.ARCHIVE_AFTER`` (see ``archiving``).
 
 The default name is the folder's name and a short hash of its path, so one
 remote can hold many workspaces. A fetch brings a namespace's snapshots in:
@@ -154,7 +156,10 @@ def _push(
     new = [sha for sha in ordered if to.snapshots + sha.encode() not in there and sha not in made.archived]
     host_prefix = PREFIX + to.name.encode() + b"/hosts/" + host_id(store).encode() + b"/"
     prunable = set(made.unarchived) - local if prune else set()  # never in this push's archive
-    step = archiving.choose(made, there, to.snapshots, host_prefix + archiving.ARCHIVE, int(time.time()), prunable)
+    taken = {sha: n for n, sha in enumerate(ordered)}
+    step = archiving.choose(
+        made, there, to.snapshots, host_prefix + archiving.ARCHIVE, int(time.time()), prunable, taken
+    )
     state = _state_refs(store, host_prefix)
     held = {value.decode() for value in there.values()}
     outgoing_commits = sorted((set(new) | {value.decode() for value in state.values()}) - held)
