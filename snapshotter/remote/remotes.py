@@ -45,7 +45,7 @@ from snapshotter.engine.worktree.ignore import IgnoreStack
 from snapshotter.engine.worktree.statcache import write_atomically
 from snapshotter.errors import InvalidInput, RemoteError, StoreError
 from snapshotter.model import PushResult, RemoteWorkspace, SkippedSnapshot, SnapshotInfo
-from snapshotter.remote import archiving, outgoing
+from snapshotter.remote import archivewalk, archiving, outgoing
 
 PREFIX = b"refs/snapshotter/"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -261,19 +261,28 @@ def fetch(engine: Engine, source: Target) -> list[SnapshotInfo]:
     and the refs read twice more: 1.5 s of a 2.2 s fetch at 10,000 snapshots)."""
     store = engine.store
     have = set(store.snapshot_refs().values())
+    namespace = PREFIX + source.name.encode() + b"/"
+    cache = archivewalk.cache_file(store, source.remote.shown, source.name)
+    seen = archivewalk.read_seen(cache)
     try:
-        there = replication.remote_refs(source.remote, source.snapshots, source.credentials)
-        if not there:
+        listed = replication.remote_refs(source.remote, namespace, source.credentials)
+        there = {name: value for name, value in listed.items() if name.startswith(source.snapshots)}
+        tips = archivewalk.archive_refs(listed, namespace)  # the snapshots no snapshots/ ref names any more
+        if not there and not tips:
             raise RemoteError(
                 f"{source.remote.shown} holds no snapshots named {source.name!r}; `remote list` shows them"
             )
         held = {sha.hex().encode() for sha in have}
         missing = {name: value for name, value in there.items() if value not in held}
-        replication.receive(store, source.remote, missing, source.credentials)
+        new_tips = {name: tip for name, tip in tips.items() if seen.get(name) != tip}
+        more = archivewalk.held_haves(store, seen, tips)
+        replication.receive(store, source.remote, {**missing, **new_tips}, source.credentials, more)
     finally:
         source.remote.release()
+    candidates = {bytes.fromhex(value.decode()) for value in missing.values()}
+    candidates |= archivewalk.walk(store, new_tips, seen) - have
     arrived: list[tuple[tuple[int, int], bytes]] = []
-    for sha in {bytes.fromhex(value.decode()) for value in missing.values()}:
+    for sha in candidates:
         try:
             kind, content = store.read_raw(sha)
         except (KeyError, StoreError):
@@ -288,6 +297,8 @@ def fetch(engine: Engine, source: Target) -> list[SnapshotInfo]:
         while not store.add_snapshot_ref(seq, sha):
             seq += 1
         made.append(engine.catalog.info(seq, sha))
+    if new_tips or set(seen) != set(tips):
+        archivewalk.write_seen(cache, tips)  # after the refs: killed before, the next fetch walks again
     return made
 
 

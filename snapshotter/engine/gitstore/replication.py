@@ -223,9 +223,11 @@ def send(
     return Sent(sent[0], sum(1 for name in updates if name.decode("utf-8", "replace") not in refused), refused)
 
 
-def receive(store: Store, remote: Remote, refs: Refs, credentials: Credentials | None = None) -> int:
+def receive(
+    store: Store, remote: Remote, refs: Refs, credentials: Credentials | None = None, more_haves: Sequence[bytes] = ()
+) -> int:
     """Fetch the commits ``refs`` name that this store lacks, with what they
-    reach, as one pack checked before it enters the store (see ``incoming``;
+    reach (less what ``more_haves``, hex ids of commits held here, reach), as one pack checked before it enters the store (see ``incoming``;
     the remote's budget caps its bytes and its objects' inflated size); returns
     how many commits were asked for. A RemoteError, and the store as it was,
     if the pack does not check out or lacks one of them."""
@@ -236,7 +238,7 @@ def receive(store: Store, remote: Remote, refs: Refs, credentials: Credentials |
     incoming = IncomingPack(store.packs.dir)
     try:
         with remote_errors(remote, credentials):
-            haves: Any = Haves(store)  # dulwich's GraphWalker protocol, typed with its ObjectID
+            haves: Any = Haves(store, more_haves)  # dulwich's GraphWalker protocol, typed with its ObjectID
             result = remote.client.fetch_pack(
                 remote.path.encode(),
                 wanting(wanted, remote.meter),

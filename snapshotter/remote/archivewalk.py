@@ -1,0 +1,106 @@
+"""Fetch's side of archives (docs/remotes.md, "Archives", "Fetch"; issue #50):
+the snapshots the hosts' ``archive`` commits hold, which no ``snapshots/`` ref
+names any more once a store archived them.
+
+A fetch lists each host's ``refs/snapshotter/<name>/hosts/<host id>/archive``,
+asks for the tips it has not seen (telling the server the tips it saw last
+time, which it holds, as haves), then walks first parents from each new tip in
+what arrived back to the tip seen last time, collecting the snapshot parents.
+The tips seen are kept per remote and name in ``meta/archives/<key>`` (one
+``<ref name> <tip>`` line each), written after the new snapshots' refs: a
+fetch killed before it walks again and adds nothing twice. The file is a
+cache: missing or unreadable, the next fetch walks each chain whole, once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Mapping
+
+from snapshotter.engine.fsutil import read_side_file
+from snapshotter.engine.gitstore import archives
+from snapshotter.engine.gitstore.store import Store
+from snapshotter.engine.worktree.statcache import write_atomically
+from snapshotter.errors import StoreError
+
+_FOLDER = "archives"
+_CAP = 1 << 20
+"""A line is some 110 bytes a host: far more hosts than a namespace has."""
+_HOST_ARCHIVE = re.compile(rb"hosts/[^/]+/archive")
+_LINE = re.compile(r"(\S+) ([0-9a-f]{40})")
+
+
+def archive_refs(refs: Mapping[bytes, bytes], namespace: bytes) -> dict[bytes, bytes]:
+    """Of ``refs`` (a listing of ``namespace``, ``refs/snapshotter/<name>/``),
+    the hosts' ``archive`` refs: ref name -> tip (hex)."""
+    return {
+        name: sha
+        for name, sha in refs.items()
+        if name.startswith(namespace) and _HOST_ARCHIVE.fullmatch(name[len(namespace) :])
+    }
+
+
+def cache_file(store: Store, shown: str, name: str) -> str:
+    """Where the tips a fetch from remote ``shown``, namespace ``name``, saw are kept."""
+    key = hashlib.sha256(f"{shown}\0{name}".encode()).hexdigest()[:16]
+    return os.path.join(store.meta_dir, _FOLDER, key)
+
+
+def read_seen(path: str) -> dict[bytes, bytes]:
+    """The tips a fetch saw last time (ref name -> hex tip); none if the cache is
+    missing, unreadable or not ours (read guarded: never through a symlink, capped)."""
+    try:
+        text = read_side_file(path, _CAP, follow=False).decode("ascii")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    found: dict[bytes, bytes] = {}
+    for line in text.splitlines():
+        match = _LINE.fullmatch(line)
+        if match:
+            found[match.group(1).encode()] = match.group(2).encode()
+    return found
+
+
+def write_seen(path: str, tips: Mapping[bytes, bytes]) -> None:
+    """Keep ``tips`` (ref name -> hex tip) as the ones seen, replacing the cache whole."""
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    text = "".join(f"{name.decode('ascii')} {sha.decode('ascii')}\n" for name, sha in sorted(tips.items()))
+    write_atomically(path, text.encode("ascii"))
+
+
+def held_haves(store: Store, seen: Mapping[bytes, bytes], listed: Mapping[bytes, bytes]) -> list[bytes]:
+    """The tips seen last time that this store still holds and the listing moved
+    on from (hex): haves, so the server sends nothing they reach again. One the
+    store no longer holds (upkeep drops unreferenced archives) is never claimed."""
+    out: list[bytes] = []
+    for name, sha in sorted(seen.items()):
+        if listed.get(name) not in (None, sha) and store.has_object(bytes.fromhex(sha.decode())):
+            out.append(sha)
+    return out
+
+
+def walk(store: Store, tips: Mapping[bytes, bytes], seen: Mapping[bytes, bytes]) -> set[bytes]:
+    """The snapshots (raw ids) the archives from each new tip in ``tips`` back to
+    the one ``seen`` for that ref name hold: first parents followed in the store
+    (the pack just received). A chain that never meets its seen tip (rebuilt by
+    a prune) is walked whole; one cut short by a commit missing here or not an
+    archive ends there (what it held is not taken, never a wrong one)."""
+    found: set[bytes] = set()
+    walked: set[bytes] = set()
+    for name, tip in sorted(tips.items()):
+        stop = seen.get(name)
+        at: bytes | None = bytes.fromhex(tip.decode())
+        while at is not None and at not in walked and (stop is None or at.hex().encode() != stop):
+            walked.add(at)
+            try:
+                kind, content = store.read_raw(at)
+            except (KeyError, StoreError):
+                break
+            archive = archives.read_archive(content) if kind == 1 else None
+            if archive is None:
+                break
+            found.update(archive.snapshots)
+            at = archive.previous
+    return found

@@ -1,0 +1,115 @@
+"""Fetch and clone over archives (docs/remotes.md, "Archives", "Fetch"; issue
+#50): once a store archived its oldest snapshots on the remote, their
+``snapshots/`` refs are gone; another store's fetch (and a clone) still brings
+every one, walking each host's ``archive`` chain back to the tip it saw last
+time. Thresholds lowered (``ARCHIVE_AFTER`` 6, ``ARCHIVE_BATCH`` 3); a bare
+repository in a folder or served by ``git daemon``; git the oracle.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import needs_git, write
+from test_archive_push import serving
+from test_archiving_push import _remote_state
+
+from snapshotter import Snapshotter
+from snapshotter.engine.gitstore import archives, objectstore
+
+NAME = "archived"
+
+
+def _pushes_past_the_threshold(snap: Any, ws: Path, location: str, rounds: int, ids: list[str]) -> None:
+    """``rounds`` times: 4 snapshots, then a push (archiving once over 6 own refs)."""
+    for _ in range(rounds):
+        for _ in range(4):
+            write(ws, {"a.txt": f"snapshot {len(ids)}\n"})
+            ids.append(snap.snapshot(f"{len(ids)}").id)
+        snap.push(location, name=NAME)
+
+
+class _ArchivesRead:
+    """Archive commits read from a store (``StoredObjects.read_raw``)."""
+
+    def __init__(self, patch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        real = objectstore.StoredObjects.read_raw
+
+        def read_raw(store: Any, sha: bytes, *args: Any) -> Any:
+            found = real(store, sha, *args)
+            if found[0] == 1 and archives.read_archive(found[1]) is not None:
+                self.count += 1
+            return found
+
+        patch.setattr(objectstore.StoredObjects, "read_raw", read_raw)
+
+
+@pytest.fixture
+def lowered(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(archives, "ARCHIVE_AFTER", 6)
+    monkeypatch.setattr(archives, "ARCHIVE_BATCH", 3)
+
+
+@needs_git
+@pytest.mark.parametrize("kind", ["folder", "git-daemon"])
+def test_a_fetch_brings_every_snapshot_another_store_pushed_archived_or_not(  # type: ignore[no-untyped-def]
+    kind: str, tmp_path: Path, ws: Path, make, lowered: None
+) -> None:
+    with serving(kind, tmp_path) as location:
+        snap = make()
+        ids: list[str] = []
+        _pushes_past_the_threshold(snap, ws, location, 4, ids)
+        listed, tip = _remote_state(tmp_path / "snaps.git")
+        assert tip and set(ids) - listed, "the set-up archived some snapshots"
+        other = tmp_path / "other"
+        other.mkdir()
+        with Snapshotter(other, home=tmp_path / "home2") as theirs:
+            fetched = theirs.fetch(location, name=NAME)
+            assert sorted(info.id for info in fetched.snapshots) == sorted(ids)
+            assert {info.id for info in theirs.list()} == set(ids)
+            assert theirs.fetch(location, name=NAME).snapshots == ()
+
+
+@needs_git
+@pytest.mark.parametrize("kind", ["folder", "git-daemon"])
+def test_a_clone_restores_the_newest_snapshot_and_reaches_an_archived_one(  # type: ignore[no-untyped-def]
+    kind: str, tmp_path: Path, ws: Path, make, lowered: None
+) -> None:
+    with serving(kind, tmp_path) as location:
+        snap = make()
+        ids: list[str] = []
+        _pushes_past_the_threshold(snap, ws, location, 3, ids)
+        listed, _ = _remote_state(tmp_path / "snaps.git")
+        assert ids[0] not in listed, "the first snapshot is archived"
+        with Snapshotter.clone(location, NAME, None, tmp_path / "cloned", home=tmp_path / "home2") as cloned:
+            assert (tmp_path / "cloned" / "a.txt").read_text() == f"snapshot {len(ids) - 1}\n"
+            cloned.restore(ids[0])
+            assert (tmp_path / "cloned" / "a.txt").read_text() == "snapshot 0\n"
+
+
+@needs_git
+@pytest.mark.parametrize("kind", ["folder", "git-daemon"])
+def test_a_second_fetch_walks_only_the_archives_made_since_the_first(  # type: ignore[no-untyped-def]
+    kind: str, tmp_path: Path, ws: Path, make, lowered: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with serving(kind, tmp_path) as location:
+        snap = make()
+        ids: list[str] = []
+        _pushes_past_the_threshold(snap, ws, location, 5, ids)
+        other = tmp_path / "other"
+        other.mkdir()
+        with Snapshotter(other, home=tmp_path / "home2") as theirs:
+            first = _ArchivesRead(monkeypatch)
+            theirs.fetch(location, name=NAME)
+            assert first.count >= 3, "the first fetch walks the whole chain"
+            _, tip = _remote_state(tmp_path / "snaps.git")
+            _pushes_past_the_threshold(snap, ws, location, 1, ids)
+            _, new_tip = _remote_state(tmp_path / "snaps.git")
+            assert new_tip != tip, "the set-up archived again"
+            second = _ArchivesRead(monkeypatch)
+            theirs.fetch(location, name=NAME)
+            assert second.count == 1, "only the new archive is read"
+            assert {info.id for info in theirs.list()} == set(ids)
