@@ -227,8 +227,9 @@ def receive(
     store: Store, remote: Remote, refs: Refs, credentials: Credentials | None = None, more_haves: Sequence[bytes] = ()
 ) -> int:
     """Fetch the commits ``refs`` name that this store lacks, with what they
-    reach (less what ``more_haves``, hex ids of commits held here, reach), as one pack checked before it enters the store (see ``incoming``;
-    the remote's budget caps its bytes and its objects' inflated size); returns
+    reach (less what ``more_haves``, hex ids of commits held here, reach), as
+    one pack checked before it enters the store (see ``incoming``; the
+    remote's budget caps its bytes and its objects' inflated size); returns
     how many commits were asked for. A RemoteError, and the store as it was,
     if the pack does not check out or lacks one of them."""
     wanted = sorted({sha for sha in refs.values() if not store.has_object(bytes.fromhex(sha.decode()))})
