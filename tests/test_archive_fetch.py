@@ -18,6 +18,7 @@ from test_archiving_push import _remote_state
 
 from snapshotter import Snapshotter
 from snapshotter.engine.gitstore import archives, objectstore
+from snapshotter.remote import archivewalk
 
 NAME = "archived"
 
@@ -113,3 +114,38 @@ def test_a_second_fetch_walks_only_the_archives_made_since_the_first(  # type: i
             theirs.fetch(location, name=NAME)
             assert second.count == 1, "only the new archive is read"
             assert {info.id for info in theirs.list()} == set(ids)
+
+
+def test_only_the_hosts_archive_refs_are_walked_whatever_else_a_server_lists() -> None:
+    namespace = b"refs/snapshotter/n/"
+    tip = b"a" * 40
+    listed = {
+        namespace + b"hosts/0123456789abcdef/archive": tip,
+        namespace + b"hosts/0123456789abcdef/undo/0001": tip,
+        namespace + b"hosts/\xff\x1b[2J/archive": tip,
+        namespace + b"hosts/a/b/archive": tip,
+        namespace + b"snapshots/" + tip: tip,
+        b"refs/snapshotter/other/hosts/0123456789abcdef/archive": tip,
+    }
+    assert archivewalk.archive_refs(listed, namespace) == {namespace + b"hosts/0123456789abcdef/archive": tip}
+
+
+@needs_git
+def test_a_fetch_without_its_cache_walks_the_whole_chain_once_and_adds_nothing_twice(  # type: ignore[no-untyped-def]
+    tmp_path: Path, ws: Path, make, lowered: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with serving("folder", tmp_path) as location:
+        snap = make()
+        ids: list[str] = []
+        _pushes_past_the_threshold(snap, ws, location, 4, ids)
+        other = tmp_path / "other"
+        other.mkdir()
+        with Snapshotter(other, home=tmp_path / "home2") as theirs:
+            theirs.fetch(location, name=NAME)
+            cache = Path(archivewalk.cache_file(theirs._engine_ok().store, location, NAME))
+            assert cache.read_text().endswith(" " + _remote_state(tmp_path / "snaps.git")[1] + "\n")
+            cache.unlink()
+            again = _ArchivesRead(monkeypatch)
+            assert theirs.fetch(location, name=NAME).snapshots == ()
+            assert again.count >= 2 and cache.exists()
+            assert sorted(info.id for info in theirs.list()) == sorted(ids)

@@ -28,8 +28,10 @@ from snapshotter.errors import StoreError
 _FOLDER = "archives"
 _CAP = 1 << 20
 """A line is some 110 bytes a host: far more hosts than a namespace has."""
-_HOST_ARCHIVE = re.compile(rb"hosts/[^/]+/archive")
-_LINE = re.compile(r"(\S+) ([0-9a-f]{40})")
+_HOST_ARCHIVE = re.compile(rb"hosts/[A-Za-z0-9._-]{1,100}/archive")
+"""A host id as any release writes one (16 hex digits now); any other name a
+server lists there is none of ours (and never reaches the cache's lines)."""
+_LINE = re.compile(r"(refs/snapshotter/[A-Za-z0-9._/-]{1,300}) ([0-9a-f]{40})")
 
 
 def archive_refs(refs: Mapping[bytes, bytes], namespace: bytes) -> dict[bytes, bytes]:
