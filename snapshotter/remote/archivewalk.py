@@ -7,7 +7,7 @@ asks for the tips it has not seen (telling the server the tips it saw last
 time, which it holds, as haves), then walks first parents from each new tip in
 what arrived back to the tip seen last time, collecting the snapshot parents.
 The tips seen are kept per remote and name in ``meta/archives/<key>`` (one
-``<ref name> <tip>`` line each), written after the new snapshots' refs: a
+``<ref name> <tip>`` line each, then the listed snapshot ids), written after the new snapshots' refs: a
 fetch killed before it walks again and adds nothing twice. The file is a
 cache: missing or unreadable, the next fetch walks each chain whole, once.
 """
@@ -18,6 +18,7 @@ import hashlib
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from snapshotter.engine.fsutil import read_side_file
 from snapshotter.engine.gitstore import archives
@@ -31,6 +32,7 @@ _CAP = 1 << 20
 _HOST_ARCHIVE = re.compile(rb"hosts/[A-Za-z0-9._-]{1,100}/archive")
 """A host id as any release writes one (16 hex digits now); any other name a
 server lists there is none of ours (and never reaches the cache's lines)."""
+_SHA = re.compile(r"[0-9a-f]{40}")
 _LINE = re.compile(r"(refs/snapshotter/[A-Za-z0-9._/-]{1,300}) ([0-9a-f]{40})")
 
 
@@ -50,40 +52,59 @@ def cache_file(store: Store, shown: str, name: str) -> str:
     return os.path.join(store.meta_dir, _FOLDER, key)
 
 
-def read_seen(path: str) -> dict[bytes, bytes]:
-    """The tips a fetch saw last time (ref name -> hex tip); none if the cache is
-    missing, unreadable or not ours (read guarded: never through a symlink, capped)."""
+@dataclass(frozen=True)
+class Seen:
+    """What the last fetch from one remote and name saw: each host's archive
+    ``tips`` (ref name -> hex tip) and the snapshot ids (hex) its listing
+    ``named`` (those of them the next listing lacks were most likely archived
+    since, and are haves then: the server does not send them again)."""
+
+    tips: Mapping[bytes, bytes]
+    named: frozenset[bytes]
+
+
+def read_seen(path: str) -> Seen:
+    """What a fetch saw last time; nothing if the cache is missing, unreadable
+    or not ours (read guarded: never through a symlink, capped)."""
     try:
         text = read_side_file(path, _CAP, follow=False).decode("ascii")
     except (OSError, UnicodeDecodeError):
-        return {}
-    found: dict[bytes, bytes] = {}
+        return Seen({}, frozenset())
+    tips: dict[bytes, bytes] = {}
+    named: set[bytes] = set()
     for line in text.splitlines():
         match = _LINE.fullmatch(line)
         if match:
-            found[match.group(1).encode()] = match.group(2).encode()
-    return found
+            tips[match.group(1).encode()] = match.group(2).encode()
+        elif _SHA.fullmatch(line):
+            named.add(line.encode())
+    return Seen(tips, frozenset(named))
 
 
-def write_seen(path: str, tips: Mapping[bytes, bytes]) -> None:
-    """Keep ``tips`` (ref name -> hex tip) as the ones seen, replacing the cache whole."""
+def write_seen(path: str, seen: Seen) -> None:
+    """Keep ``seen`` as what this fetch saw, replacing the cache whole."""
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    text = "".join(f"{name.decode('ascii')} {sha.decode('ascii')}\n" for name, sha in sorted(tips.items()))
-    write_atomically(path, text.encode("ascii"))
+    lines = [f"{name.decode('ascii')} {sha.decode('ascii')}\n" for name, sha in sorted(seen.tips.items())]
+    lines += [f"{sha.decode('ascii')}\n" for sha in sorted(seen.named)]
+    write_atomically(path, "".join(lines).encode("ascii"))
 
 
-def held_haves(store: Store, seen: Mapping[bytes, bytes], listed: Mapping[bytes, bytes]) -> list[bytes]:
-    """The tips seen last time that this store still holds and the listing moved
-    on from (hex): haves, so the server sends nothing they reach again. One the
-    store no longer holds (upkeep drops unreferenced archives) is never claimed."""
+def more_haves(
+    store: Store, seen: Seen, tips: Mapping[bytes, bytes], named: set[bytes], held: set[bytes]
+) -> list[bytes]:
+    """Haves beyond the newest snapshots (hex), for a fetch that wants new
+    archive ``tips``: the tips seen last time that moved and this store still
+    holds (one upkeep dropped, unreferenced, is never claimed), and the snapshots
+    in ``held`` (hex) the last listing ``named`` and this one does not. The
+    server then sends nothing they reach: no archived snapshot this store has."""
     out: list[bytes] = []
-    for name, sha in sorted(seen.items()):
-        if listed.get(name) not in (None, sha) and store.has_object(bytes.fromhex(sha.decode())):
+    for name, sha in sorted(seen.tips.items()):
+        if tips.get(name) not in (None, sha) and store.has_object(bytes.fromhex(sha.decode())):
             out.append(sha)
-    return out
+    return out + sorted((seen.named - named) & held)
 
 
-def walk(store: Store, tips: Mapping[bytes, bytes], seen: Mapping[bytes, bytes]) -> set[bytes]:
+def walk(store: Store, tips: Mapping[bytes, bytes], seen: Seen) -> set[bytes]:
     """The snapshots (raw ids) the archives from each new tip in ``tips`` back to
     the one ``seen`` for that ref name hold: first parents followed in the store
     (the pack just received). A chain that never meets its seen tip (rebuilt by
@@ -92,7 +113,7 @@ def walk(store: Store, tips: Mapping[bytes, bytes], seen: Mapping[bytes, bytes])
     found: set[bytes] = set()
     walked: set[bytes] = set()
     for name, tip in sorted(tips.items()):
-        stop = seen.get(name)
+        stop = seen.tips.get(name)
         at: bytes | None = bytes.fromhex(tip.decode())
         while at is not None and at not in walked and (stop is None or at.hex().encode() != stop):
             walked.add(at)

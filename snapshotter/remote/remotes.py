@@ -274,8 +274,9 @@ def fetch(engine: Engine, source: Target) -> list[SnapshotInfo]:
             )
         held = {sha.hex().encode() for sha in have}
         missing = {name: value for name, value in there.items() if value not in held}
-        new_tips = {name: tip for name, tip in tips.items() if seen.get(name) != tip}
-        more = archivewalk.held_haves(store, seen, tips)
+        new_tips = {name: tip for name, tip in tips.items() if seen.tips.get(name) != tip}
+        named = set(there.values())
+        more = archivewalk.more_haves(store, seen, new_tips, named, held) if new_tips else []
         replication.receive(store, source.remote, {**missing, **new_tips}, source.credentials, more)
     finally:
         source.remote.release()
@@ -297,8 +298,9 @@ def fetch(engine: Engine, source: Target) -> list[SnapshotInfo]:
         while not store.add_snapshot_ref(seq, sha):
             seq += 1
         made.append(engine.catalog.info(seq, sha))
-    if new_tips or set(seen) != set(tips):
-        archivewalk.write_seen(cache, tips)  # after the refs: killed before, the next fetch walks again
+    now = archivewalk.Seen(tips, frozenset(named))
+    if now != seen:  # after the refs: killed before, the next fetch walks again
+        archivewalk.write_seen(cache, now)
     return made
 
 
