@@ -27,8 +27,8 @@ from snapshotter.engine.worktree.statcache import write_atomically
 from snapshotter.errors import StoreError
 
 _FOLDER = "archives"
-_CAP = 1 << 20
-"""A line is some 110 bytes a host: far more hosts than a namespace has."""
+_CAP = 64 << 20
+"""A line is some 41 bytes a listed snapshot (110 a host): more than a listing holds."""
 _HOST_ARCHIVE = re.compile(rb"hosts/[A-Za-z0-9._-]{1,100}/archive")
 """A host id as any release writes one (16 hex digits now); any other name a
 server lists there is none of ours (and never reaches the cache's lines)."""
