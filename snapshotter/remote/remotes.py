@@ -258,7 +258,9 @@ def fetch(engine: Engine, source: Target) -> list[SnapshotInfo]:
     commits, with refs numbered after this store's; returns the new ones, oldest first.
     This store's snapshot refs are read once, and only what they do not name is
     asked for or looked at (each of the remote's was looked up in the store,
-    and the refs read twice more: 1.5 s of a 2.2 s fetch at 10,000 snapshots)."""
+    and the refs read twice more: 1.5 s of a 2.2 s fetch at 10,000 snapshots).
+    The snapshots the hosts archived there come too (``archivewalk``), the
+    archive commits without a ref."""
     store = engine.store
     have = set(store.snapshot_refs().values())
     namespace = PREFIX + source.name.encode() + b"/"
