@@ -195,3 +195,33 @@ def test_a_fetch_is_not_sent_again_the_snapshots_it_fetched_before_their_host_ar
             # store's first archive: no tip seen before); none of the archived ones (23 without)
             assert received.count <= 4 * 3 + 2, received.count
             assert sorted(info.id for info in theirs.list()) == sorted(ids)
+
+
+@needs_git
+def test_a_fetch_brings_the_snapshots_of_two_stores_that_archive_alternately(  # type: ignore[no-untyped-def]
+    tmp_path: Path, ws: Path, make, lowered: None
+) -> None:
+    """Each host's chain is walked from its own tip back to the one seen for it."""
+    with serving("git-daemon", tmp_path) as location:
+        mine = make()
+        second_ws = tmp_path / "second"
+        second_ws.mkdir()
+        second = make(second_ws, home=tmp_path / "home3")
+        ids: list[str] = []
+        other = tmp_path / "other"
+        other.mkdir()
+        with Snapshotter(other, home=tmp_path / "home2") as theirs:
+            for turn in range(6):
+                _pushes_past_the_threshold(mine, ws, location, 1, ids)
+                _pushes_past_the_threshold(second, second_ws, location, 1, ids)
+                if turn in (0, 3, 5):  # each time some archived since the last fetch
+                    theirs.fetch(location, name=NAME)
+            archives_listed = [ref for ref in _refs(tmp_path / "snaps.git") if ref.endswith("/archive")]
+            assert len(archives_listed) == 2, "both stores archived"
+            assert sorted(info.id for info in theirs.list()) == sorted(set(ids))
+
+
+def _refs(bare: Path) -> list[str]:
+    from test_archiving_push import git
+
+    return git(bare, "for-each-ref", "--format=%(refname)", f"refs/snapshotter/{NAME}/").stdout.split()
