@@ -8,16 +8,18 @@ repository in a folder or served by ``git daemon``; git the oracle.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import needs_git, write
 from test_archive_push import serving
-from test_archiving_push import _remote_state
+from test_archiving_push import _remote_state, git
 
 from snapshotter import Snapshotter
 from snapshotter.engine.gitstore import archives, objectstore
+from snapshotter.engine.gitstore.location import store_path_for
 from snapshotter.remote import archivewalk
 
 NAME = "archived"
@@ -72,6 +74,10 @@ def test_a_fetch_brings_every_snapshot_another_store_pushed_archived_or_not(  # 
             assert sorted(info.id for info in fetched.snapshots) == sorted(ids)
             assert {info.id for info in theirs.list()} == set(ids)
             assert theirs.fetch(location, name=NAME).snapshots == ()
+        store = Path(store_path_for(os.path.realpath(other), os.path.realpath(tmp_path / "home2")))
+        fsck = git(store, "fsck", "--strict", "--no-progress")  # the archives it took: unreferenced, no ref
+        assert fsck.returncode == 0 and "missing" not in fsck.stdout + fsck.stderr, fsck.stdout + fsck.stderr
+        assert not [ref for ref in git(store, "for-each-ref").stdout.splitlines() if "archive" in ref]
 
 
 @needs_git
@@ -222,6 +228,4 @@ def test_a_fetch_brings_the_snapshots_of_two_stores_that_archive_alternately(  #
 
 
 def _refs(bare: Path) -> list[str]:
-    from test_archiving_push import git
-
     return git(bare, "for-each-ref", "--format=%(refname)", f"refs/snapshotter/{NAME}/").stdout.split()
