@@ -20,7 +20,7 @@ from test_archiving_push import _remote_state, git
 from snapshotter import Snapshotter
 from snapshotter.engine.gitstore import archives, objectstore
 from snapshotter.engine.gitstore.location import store_path_for
-from snapshotter.remote import archivewalk
+from snapshotter.remote import archivewalk, archiving, remotes
 
 NAME = "archived"
 
@@ -229,3 +229,37 @@ def test_a_fetch_brings_the_snapshots_of_two_stores_that_archive_alternately(  #
 
 def _refs(bare: Path) -> list[str]:
     return git(bare, "for-each-ref", "--format=%(refname)", f"refs/snapshotter/{NAME}/").stdout.split()
+
+
+@needs_git
+@pytest.mark.parametrize("kind", ["folder", "git-daemon"])
+def test_a_store_that_fetched_anothers_snapshots_pushes_none_of_them_after_the_other_archived_them(  # type: ignore[no-untyped-def]
+    kind: str, tmp_path: Path, ws: Path, make, lowered: None
+) -> None:
+    """Once their host archived them, no ``snapshots/`` ref names them: without the
+    ``fetched-from`` record this store would send them back as its own (and its
+    ``pushed`` record would then claim them)."""
+    bare = tmp_path / "snaps.git"
+    with serving(kind, tmp_path) as location:
+        snap = make()
+        ids: list[str] = []
+        _pushes_past_the_threshold(snap, ws, location, 1, ids)
+        other = tmp_path / "other"
+        other.mkdir()
+        with Snapshotter(other, home=tmp_path / "home2") as theirs:
+            theirs.fetch(location, name=NAME)
+            _pushes_past_the_threshold(snap, ws, location, 2, ids)
+            listed, tip = _remote_state(bare)
+            assert tip and set(ids[:4]) - listed, "the set-up archived snapshots fetched before"
+            (other / "b.txt").write_text("theirs\n")
+            own = [theirs.snapshot("theirs").id]
+            assert theirs.push(location, name=NAME).snapshots_sent == 1
+            assert _remote_state(bare) == (listed | set(own), tip)
+            theirs.fetch(location, name=NAME)  # a second fetch adds to the record
+            _pushes_past_the_threshold(snap, ws, location, 2, ids)
+            listed, tip = _remote_state(bare)
+            assert set(ids[4:12]) - listed, "the set-up archived snapshots of the second fetch"
+            assert theirs.push(location, name=NAME).snapshots_sent == 0
+            assert _remote_state(bare) == (listed, tip)
+            record = Path(remotes._pushed_file(theirs._engine_ok().store, remotes.target(location, NAME, None)))
+            assert archiving.read_record(record.read_text()).order == tuple(own)

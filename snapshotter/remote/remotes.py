@@ -7,7 +7,10 @@ and nothing else there is ever touched (branches, tags, other namespaces):
   machines pushing different workspaces, or the same one, can never name two
   snapshots alike, and no push ever moves a ref another made (add only;
   ``prune`` deletes only refs this store created there and retention dropped
-  since, never one of a snapshot it found there, fetched or not);
+  since, never one of a snapshot it found there, fetched or not; nor does a
+  push send one it fetched from that remote and name, recorded in
+  ``meta/fetched-from/<key>``: another store's, which it may have archived
+  or pruned there since);
 - ``hosts/<host id>/...``: this store's base, pins, undo, redo and turn stacks
   and its sessions' (labels and sessions travel inside the commits), replaced
   by each push of this store and of no other (each store has its own host id);
@@ -53,6 +56,8 @@ _HOST_FILE = "host-id"
 _PUSHED = "pushed"
 _LIST_CAP = 64 << 20
 _ARRIVALS = "fetched"
+_FETCHED_FROM = "fetched-from"
+_ID = re.compile(r"[0-9a-f]{40}")
 _PUSH_LOCK = "push.lock"
 PUSH_LOCK_WAIT = 600.0
 """Seconds a push waits for another push of the same store (a first push of a
@@ -152,8 +157,14 @@ def _push(
     local = set(ordered)
     record = _pushed_file(store, to)
     made = archiving.read_record(_read_file(record))
-    # Never one its record marks archived: the listing no longer names it, and an archive holds it there.
-    new = [sha for sha in ordered if to.snapshots + sha.encode() not in there and sha not in made.archived]
+    # Never one its record marks archived (the listing no longer names it, an archive holds it there),
+    # nor one fetched from there: another store's, which it may have archived (or pruned) since.
+    theirs = _fetched_from(store, to)
+    new = [
+        sha
+        for sha in ordered
+        if to.snapshots + sha.encode() not in there and sha not in made.archived and sha not in theirs
+    ]
     host_prefix = PREFIX + to.name.encode() + b"/hosts/" + host_id(store).encode() + b"/"
     prunable = set(made.unarchived) - local if prune else set()  # never in this push's archive
     taken = {sha: n for n, sha in enumerate(ordered)}
@@ -295,6 +306,8 @@ def fetch(engine: Engine, source: Target) -> list[SnapshotInfo]:
     made: list[SnapshotInfo] = []
     new = [sha for _, sha in arrived]
     _note_arrivals(store, new, have | set(new))  # before their refs: retention counts their age from now
+    if new:  # before their refs too: killed after, a push would send them back as this store's
+        _append_text(_record_path(store, _FETCHED_FROM, source), "".join(f"{sha.hex()}\n" for sha in new))
     for _, sha in sorted(arrived):
         seq = store.next_seq()
         while not store.add_snapshot_ref(seq, sha):
@@ -394,8 +407,21 @@ def _taken_in_order(content: bytes) -> tuple[int, int]:
 
 
 def _pushed_file(store: Store, to: Target) -> str:
+    return _record_path(store, _PUSHED, to)
+
+
+def _record_path(store: Store, folder: str, to: Target) -> str:
+    """This store's record in ``folder`` for one remote and name."""
     key = hashlib.sha256(f"{to.remote.shown}\0{to.name}".encode()).hexdigest()[:16]
-    return os.path.join(store.meta_dir, _PUSHED, key)
+    return os.path.join(store.meta_dir, folder, key)
+
+
+def _fetched_from(store: Store, source: Target) -> set[str]:
+    """The snapshots (hex) fetches brought from ``source``'s remote and name: another
+    store's, never pushed there by this one (``fetched-from/<key>``, one id a line,
+    appended by each fetch; a line cut short by a crash is no id and is passed over)."""
+    lines = _read_file(_record_path(store, _FETCHED_FROM, source)).splitlines()
+    return {line for line in lines if _ID.fullmatch(line)}
 
 
 def _append_text(path: str, text: str) -> None:
