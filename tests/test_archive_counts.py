@@ -71,16 +71,17 @@ def _remote_holds_the_history_archived(bare: Path, snap: Snapshotter, url: str) 
     archived. Objects through alternates to the store's (git's receive-pack
     would advertise the store's refs as ``.have`` lines, 2,000 of them: none
     here, as on a real server). Each of the store's stacks is cut to its newest
-    ``STACK`` entries: the host refs (one an entry of an undo or turns stack)
-    grow with the turns kept, a cost of their own that archives leave as it is
-    (188 refs more at 2,000, some 75 KB more read by this push), not this test's."""
+    ``STACK`` entries: the host refs (one an entry of an undo or turns stack,
+    up to ``hoststate.KEPT_ENTRIES`` a stack) differ between 300 and 2,000
+    until both are past that bound, a cost of their own
+    (``tests/test_remote_host_state.py``), not this test's."""
     from dulwich.objects import ShaFile
     from dulwich.repo import Repo
 
-    from snapshotter.remote import remotes
+    from snapshotter.remote import hoststate, remotes
 
     store = snap._engine_ok().store
-    for stack in [*remotes._STACKS, *(f"sessions/{s}/{n}" for s in store.sessions() for n in remotes._STACKS)]:
+    for stack in [*hoststate.STACKS, *(f"sessions/{s}/{n}" for s in store.sessions() for n in hoststate.STACKS)]:
         store.drop_from_stacks([stack], set(store.stack(stack)[:-STACK]))
     (bare / "objects" / "info" / "alternates").write_text(str(Path(snap.store_path) / "objects") + "\n")
     git(bare, "config", "core.alternateRefsCommand", "true")

@@ -11,9 +11,11 @@ and nothing else there is ever touched (branches, tags, other namespaces):
   push send one it fetched from that remote and name, recorded in
   ``meta/fetched-from/<key>``: another store's, which it may have archived
   or pruned there since);
-- ``hosts/<host id>/...``: this store's base, pins, undo, redo and turn stacks
-  and its sessions' (labels and sessions travel inside the commits), replaced
-  by each push of this store and of no other (each store has its own host id);
+- ``hosts/<host id>/...``: this store's base, pins, and the newest entries of
+  its undo, redo and turn stacks and of its newest sessions' (``hoststate``:
+  bounded, whatever the history; labels and sessions travel inside the
+  commits), replaced by each push of this store and of no other (each store
+  has its own host id);
   its ``archive`` keeps reachable the snapshots it archived there once its own
   ``snapshots/`` refs grew over ``archives.ARCHIVE_AFTER`` (see ``archiving``).
 
@@ -48,7 +50,7 @@ from snapshotter.engine.worktree.ignore import IgnoreStack
 from snapshotter.engine.worktree.statcache import write_atomically
 from snapshotter.errors import InvalidInput, RemoteError, StoreError
 from snapshotter.model import PushResult, RemoteWorkspace, SkippedSnapshot, SnapshotInfo
-from snapshotter.remote import archivewalk, archiving, outgoing
+from snapshotter.remote import archivewalk, archiving, hoststate, outgoing
 
 PREFIX = b"refs/snapshotter/"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -171,7 +173,7 @@ def _push(
     step = archiving.choose(
         made, there, to.snapshots, host_prefix + archiving.ARCHIVE, int(time.time()), prunable, taken
     )
-    state = _state_refs(store, host_prefix)
+    state = hoststate.state_refs(store, host_prefix, taken)
     held = {value.decode() for value in there.values()}
     outgoing_commits = sorted((set(new) | {value.decode() for value in state.values()}) - held)
     skipped = outgoing.policy_refusals(store, [bytes.fromhex(sha) for sha in outgoing_commits], checks.policy)
@@ -372,24 +374,6 @@ def workspaces(location: str, credentials: Credentials | None) -> list[RemoteWor
             hosts.setdefault(name, set()).add(rest.split("/")[1])
     names = sorted(set(counts) | set(hosts))
     return [RemoteWorkspace(name, counts.get(name, 0), len(hosts.get(name, ()))) for name in names]
-
-
-def _state_refs(store: Store, prefix: bytes) -> dict[bytes, bytes]:
-    """This store's base, pins and stacks as refs under ``prefix``."""
-    out: dict[bytes, bytes] = {}
-    base = store.base()
-    if base is not None:
-        out[prefix + b"base"] = base.hex().encode()
-    for sha in store.pinned():
-        out[prefix + b"pins/" + sha.hex().encode()] = sha.hex().encode()
-    stacks = [*_STACKS, *(f"sessions/{s}/{n}" for s in store.sessions() for n in _STACKS)]
-    for name in stacks:
-        for number, sha in enumerate(store.stack(name), 1):
-            out[prefix + name.encode() + b"/%04d" % number] = sha.hex().encode()
-    return out
-
-
-_STACKS = ("undo", "redo", "turns")
 
 
 def _taken_in_order(content: bytes) -> tuple[int, int]:
