@@ -263,3 +263,44 @@ def test_a_store_that_fetched_anothers_snapshots_pushes_none_of_them_after_the_o
             assert _remote_state(bare) == (listed, tip)
             record = Path(remotes._pushed_file(theirs._engine_ok().store, remotes.target(location, NAME, None)))
             assert archiving.read_record(record.read_text()).order == tuple(own)
+
+
+@needs_git
+def test_remote_list_counts_the_stores_holding_an_archive(  # type: ignore[no-untyped-def]
+    tmp_path: Path, ws: Path, make, lowered: None
+) -> None:
+    """It cannot count archived snapshots without fetching the archives: it shows
+    the listed snapshot refs and how many stores hold an archive there."""
+    import json
+
+    from conftest import run_command
+
+    with serving("folder", tmp_path) as location:
+        mine = make()
+        second_ws = tmp_path / "second"
+        second_ws.mkdir()
+        second = make(second_ws, home=tmp_path / "home3")
+        ids: list[str] = []
+        _pushes_past_the_threshold(second, second_ws, location, 1, ids)
+        [listed] = Snapshotter.remote_workspaces(location)
+        assert (listed.snapshots, listed.hosts, listed.archives) == (4, 1, 0)
+        _pushes_past_the_threshold(mine, ws, location, 3, ids)
+        [listed] = Snapshotter.remote_workspaces(location)
+        assert (listed.snapshots, listed.hosts, listed.archives) == (
+            len(_remote_state(tmp_path / "snaps.git")[0]),
+            2,
+            1,
+        )
+        _pushes_past_the_threshold(second, second_ws, location, 2, ids)
+        [listed] = Snapshotter.remote_workspaces(location)
+        assert (listed.hosts, listed.archives) == (2, 2)
+        env = {"SNAPSHOTTER_HOME": str(tmp_path / "h")}
+        shown = run_command("remote", "list", location, env=env)
+        assert (
+            shown.returncode == 0
+            and shown.stdout == f"{NAME}  {listed.snapshots} snapshots from 2 stores, and the archives of 2 stores\n"
+        ), shown
+        as_json = run_command("remote", "list", location, "--json", env=env)
+        assert json.loads(as_json.stdout)["result"] == [
+            {"name": NAME, "snapshots": listed.snapshots, "hosts": 2, "archives": 2}
+        ]

@@ -40,10 +40,13 @@ def archive_refs(refs: Mapping[bytes, bytes], namespace: bytes) -> dict[bytes, b
     """Of ``refs`` (a listing of ``namespace``, ``refs/snapshotter/<name>/``),
     the hosts' ``archive`` refs: ref name -> tip (hex)."""
     return {
-        name: sha
-        for name, sha in refs.items()
-        if name.startswith(namespace) and _HOST_ARCHIVE.fullmatch(name[len(namespace) :])
+        name: sha for name, sha in refs.items() if name.startswith(namespace) and is_archive(name[len(namespace) :])
     }
+
+
+def is_archive(rest: bytes) -> bool:
+    """Whether ``rest``, a ref name after ``refs/snapshotter/<name>/``, is a host's ``archive``."""
+    return _HOST_ARCHIVE.fullmatch(rest) is not None
 
 
 def cache_file(store: Store, shown: str, name: str) -> str:

@@ -356,10 +356,12 @@ def _read_file(path: str) -> str:
 
 
 def workspaces(location: str, credentials: Credentials | None) -> list[RemoteWorkspace]:
-    """The namespaces a remote holds, by name, with their snapshot counts."""
+    """The namespaces a remote holds, by name, with their snapshot refs counted,
+    the stores that pushed there, and those of them holding an archive."""
     remote = open_remote(location, credentials)
     counts: dict[str, int] = {}
     hosts: dict[str, set[str]] = {}
+    archived: dict[str, int] = {}
     try:
         refs = replication.remote_refs(remote, PREFIX, credentials)
     finally:
@@ -372,8 +374,12 @@ def workspaces(location: str, credentials: Credentials | None) -> list[RemoteWor
             counts[name] = counts.get(name, 0) + 1
         elif rest.startswith("hosts/"):
             hosts.setdefault(name, set()).add(rest.split("/")[1])
+            if archivewalk.is_archive(ref[len(PREFIX) + len(name) + 1 :]):
+                archived[name] = archived.get(name, 0) + 1
     names = sorted(set(counts) | set(hosts))
-    return [RemoteWorkspace(name, counts.get(name, 0), len(hosts.get(name, ()))) for name in names]
+    return [
+        RemoteWorkspace(name, counts.get(name, 0), len(hosts.get(name, ())), archived.get(name, 0)) for name in names
+    ]
 
 
 def _taken_in_order(content: bytes) -> tuple[int, int]:
