@@ -297,7 +297,9 @@ def test_the_command_line_pushes_lists_fetches_and_clones(tmp_path: Path, ws: Pa
     cli("-C", str(ws), "snapshot", "-m", "one", "--label", "v1")
     pushed = cli("-C", str(ws), "push", str(server), "--name", "proj")
     assert pushed["snapshots_sent"] == 1 and pushed["name"] == "proj"
-    assert cli("-C", str(ws), "remote", "list", str(server)) == [{"name": "proj", "snapshots": 1, "hosts": 1}]
+    assert cli("-C", str(ws), "remote", "list", str(server)) == [
+        {"name": "proj", "snapshots": 1, "hosts": 1, "archives": 0}
+    ]
     with_setting = cli("-C", str(ws), "push", "--name", "proj", SNAPSHOTTER_REMOTE=str(server))
     assert with_setting["snapshots_sent"] == 0
     other = tmp_path / "other"

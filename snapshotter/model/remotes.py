@@ -54,3 +54,7 @@ class RemoteWorkspace:
     snapshots: int
     hosts: int
     """How many stores (machines) pushed their state there."""
+    archives: int = 0
+    """How many of those stores hold an archive there (``hosts/<id>/archive``):
+    the snapshots archived are not in ``snapshots``, which counts the snapshot
+    refs listed (counting them would mean fetching the archives)."""

@@ -7,10 +7,17 @@ and nothing else there is ever touched (branches, tags, other namespaces):
   machines pushing different workspaces, or the same one, can never name two
   snapshots alike, and no push ever moves a ref another made (add only;
   ``prune`` deletes only refs this store created there and retention dropped
-  since, never one of a snapshot it found there, fetched or not);
-- ``hosts/<host id>/...``: this store's base, pins, undo, redo and turn stacks
-  and its sessions' (labels and sessions travel inside the commits), replaced
-  by each push of this store and of no other (each store has its own host id).
+  since, never one of a snapshot it found there, fetched or not; nor does a
+  push send one it fetched from that remote and name, recorded in
+  ``meta/fetched-from/<key>``: another store's, which it may have archived
+  or pruned there since);
+- ``hosts/<host id>/...``: this store's base, pins, and the newest entries of
+  its undo, redo and turn stacks and of its newest sessions' (``hoststate``:
+  bounded, whatever the history; labels and sessions travel inside the
+  commits), replaced by each push of this store and of no other (each store
+  has its own host id);
+  its ``archive`` keeps reachable the snapshots it archived there once its own
+  ``snapshots/`` refs grew over ``archives.ARCHIVE_AFTER`` (see ``archiving``).
 
 The default name is the folder's name and a short hash of its path, so one
 remote can hold many workspaces. A fetch brings a namespace's snapshots in:
@@ -43,7 +50,7 @@ from snapshotter.engine.worktree.ignore import IgnoreStack
 from snapshotter.engine.worktree.statcache import write_atomically
 from snapshotter.errors import InvalidInput, RemoteError, StoreError
 from snapshotter.model import PushResult, RemoteWorkspace, SkippedSnapshot, SnapshotInfo
-from snapshotter.remote import outgoing
+from snapshotter.remote import archivewalk, archiving, hoststate, outgoing
 
 PREFIX = b"refs/snapshotter/"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -51,6 +58,8 @@ _HOST_FILE = "host-id"
 _PUSHED = "pushed"
 _LIST_CAP = 64 << 20
 _ARRIVALS = "fetched"
+_FETCHED_FROM = "fetched-from"
+_ID = re.compile(r"[0-9a-f]{40}")
 _PUSH_LOCK = "push.lock"
 PUSH_LOCK_WAIT = 600.0
 """Seconds a push waits for another push of the same store (a first push of a
@@ -146,10 +155,25 @@ def _push(
 ) -> PushResult:
     new_there = replication.missing_local_repository(to.remote)
     there = {} if new_there else replication.remote_refs(to.remote, PREFIX + to.name.encode() + b"/", to.credentials)
-    local = {sha.hex() for sha in store.snapshot_refs().values()}
-    new = sorted(sha for sha in local if to.snapshots + sha.encode() not in there)
+    ordered = [sha.hex() for _, sha in sorted(store.snapshot_refs().items())]  # oldest first: the record's order
+    local = set(ordered)
+    record = _pushed_file(store, to)
+    made = archiving.read_record(_read_file(record))
+    # Never one its record marks archived (the listing no longer names it, an archive holds it there),
+    # nor one fetched from there: another store's, which it may have archived (or pruned) since.
+    theirs = _fetched_from(store, to)
+    new = [
+        sha
+        for sha in ordered
+        if to.snapshots + sha.encode() not in there and sha not in made.archived and sha not in theirs
+    ]
     host_prefix = PREFIX + to.name.encode() + b"/hosts/" + host_id(store).encode() + b"/"
-    state = _state_refs(store, host_prefix)
+    prunable = set(made.unarchived) - local if prune else set()  # never in this push's archive
+    taken = {sha: n for n, sha in enumerate(ordered)}
+    step = archiving.choose(
+        made, there, to.snapshots, host_prefix + archiving.ARCHIVE, int(time.time()), prunable, taken
+    )
+    state = hoststate.state_refs(store, host_prefix, taken)
     held = {value.decode() for value in there.values()}
     outgoing_commits = sorted((set(new) | {value.decode() for value in state.values()}) - held)
     skipped = outgoing.policy_refusals(store, [bytes.fromhex(sha) for sha in outgoing_commits], checks.policy)
@@ -158,10 +182,13 @@ def _push(
             raise outgoing.refuse(skipped[0], checks.max_file_size)  # before a byte goes
         left_out = {entry.id for entry in skipped}
         sending = [sha for sha in new if sha not in left_out]
-        updates = _updates(store, to, there, sending, local, prune, state, left_out)
+        updates = _updates(store, to, there, sending, prunable, state, left_out)
+        if step.tip is not None:
+            updates[step.ref] = step.tip  # round 1: the archive moves with the rest
         if not updates:
             break
-        plan = replication.plan(store, [v for v in updates.values() if v is not None], list(there.values()))
+        wants = [v for v in updates.values() if v is not None and v != step.tip]
+        plan = replication.plan(store, wants, list(there.values()), step.extra)
         big = outgoing.oversized(store, plan.objects, checks.max_file_size)
         if not big:
             break
@@ -170,27 +197,36 @@ def _push(
         if not more:  # reached only through a commit the remote holds: no snapshot to leave out
             raise outgoing.refuse(SkippedSnapshot("", f"{next(iter(big)).hex()}", "too large"), checks.max_file_size)
         skipped += more
-    if not updates:
+    if not updates and not step.finish:
         return PushResult(to.remote.shown, to.name, 0, 0, 0, 0, tuple(skipped))
     if new_there:
         replication.ensure_local_repository(to.remote)
-    sent = replication.send(store, to.remote, updates, to.credentials, plan, progress)
-    refused = _still_refused(to, sent.refused, updates)
+    sent = replication.Sent(0, 0, {})
+    if updates:
+        expected = {step.ref: step.listed} if step.tip is not None else None
+        sent = replication.send(store, to.remote, updates, to.credentials, plan, progress, expected)
+    archive_refused = sent.refused.get(step.ref.decode())
+    refused = _still_refused(to, {k: v for k, v in sent.refused.items() if k != step.ref.decode()}, updates)
     if refused:
         first = next(iter(refused.items()))
         raise RemoteError(f"{to.remote.shown} refused {len(refused)} refs ({first[0]}: {first[1]})")
     # Only what this push created there, never a snapshot that was there already (another
     # store's, fetched here): a later prune deletes only what this store made.
     # Added to as snapshots go (one line each), rewritten whole only when a prune takes some out.
-    record = _pushed_file(store, to)
     dropped = {
         ref[len(to.snapshots) :].decode() for ref, v in updates.items() if v is None and ref.startswith(to.snapshots)
     }
+    archived = list(step.snapshots) if step.tip is not None and archive_refused is None else []
     if dropped:
-        _write_text(record, "".join(f"{sha}\n" for sha in sorted((_read_lines(record) | set(sending)) - dropped)))
-    elif sending:
-        _append_text(record, "".join(f"{sha}\n" for sha in sending))
-    counts = (len(sending), sent.objects, sent.refs_updated, len(dropped))
+        made = archiving.Record(made.order, made.archived | set(archived))
+        _write_text(record, made.text(dropped, sending))
+    elif sending or archived:
+        _append_text(record, "".join(f"{sha}\n" for sha in sending) + "".join(f"{sha} archived\n" for sha in archived))
+    # Round 2, only once the remote took the archive and the record says so: every ref deleted is named by it.
+    finished = archiving.delete_refs(
+        store, to.remote, [to.snapshots + sha.encode() for sha in (*step.finish, *archived)], to.credentials
+    )
+    counts = (len(sending), sent.objects, sent.refs_updated + finished, len(dropped))
     return PushResult(to.remote.shown, to.name, *counts, tuple(skipped))
 
 
@@ -199,27 +235,25 @@ def _updates(
     to: Target,
     there: replication.Refs,
     sending: list[str],
-    local: set[str],
-    prune: bool,
+    prunable: set[str],
     state: dict[bytes, bytes],
     left_out: set[str],
 ) -> dict[bytes, bytes | None]:
     """The ref updates of a push: each snapshot to send, each this store made
-    there and dropped since (``prune``), and this store's state refs, less those
-    naming a snapshot ``left_out``."""
+    there, not archived, and dropped since (``prunable``), and this store's
+    state refs, less those naming a snapshot ``left_out``."""
     updates: dict[bytes, bytes | None] = {to.snapshots + sha.encode(): sha.encode() for sha in sending}
-    if prune:
-        for sha in _read_lines(_pushed_file(store, to)) - local:
-            if to.snapshots + sha.encode() in there:
-                updates[to.snapshots + sha.encode()] = None
+    for sha in prunable:
+        if to.snapshots + sha.encode() in there:
+            updates[to.snapshots + sha.encode()] = None
     host_prefix = PREFIX + to.name.encode() + b"/hosts/" + host_id(store).encode() + b"/"
     kept = {ref: value for ref, value in state.items() if value.decode() not in left_out}
     for ref, value in kept.items():
         if there.get(ref) != value:
             updates[ref] = value
     for ref in there:
-        if ref.startswith(host_prefix) and ref not in state:
-            updates[ref] = None  # this store's state only: no other store's is ever touched
+        if ref.startswith(host_prefix) and ref not in state and ref != host_prefix + archiving.ARCHIVE:
+            updates[ref] = None  # this store's state only: no other store's is ever touched, nor its archive
     return updates
 
 
@@ -237,22 +271,34 @@ def fetch(engine: Engine, source: Target) -> list[SnapshotInfo]:
     commits, with refs numbered after this store's; returns the new ones, oldest first.
     This store's snapshot refs are read once, and only what they do not name is
     asked for or looked at (each of the remote's was looked up in the store,
-    and the refs read twice more: 1.5 s of a 2.2 s fetch at 10,000 snapshots)."""
+    and the refs read twice more: 1.5 s of a 2.2 s fetch at 10,000 snapshots).
+    The snapshots the hosts archived there come too (``archivewalk``), the
+    archive commits without a ref."""
     store = engine.store
     have = set(store.snapshot_refs().values())
+    namespace = PREFIX + source.name.encode() + b"/"
+    cache = archivewalk.cache_file(store, source.remote.shown, source.name)
+    seen = archivewalk.read_seen(cache)
     try:
-        there = replication.remote_refs(source.remote, source.snapshots, source.credentials)
-        if not there:
+        listed = replication.remote_refs(source.remote, namespace, source.credentials)
+        there = {name: value for name, value in listed.items() if name.startswith(source.snapshots)}
+        tips = archivewalk.archive_refs(listed, namespace)  # the snapshots no snapshots/ ref names any more
+        if not there and not tips:
             raise RemoteError(
                 f"{source.remote.shown} holds no snapshots named {source.name!r}; `remote list` shows them"
             )
         held = {sha.hex().encode() for sha in have}
         missing = {name: value for name, value in there.items() if value not in held}
-        replication.receive(store, source.remote, missing, source.credentials)
+        new_tips = {name: tip for name, tip in tips.items() if seen.tips.get(name) != tip}
+        named = set(there.values())
+        more = archivewalk.more_haves(store, seen, new_tips, named, held) if new_tips else []
+        replication.receive(store, source.remote, {**missing, **new_tips}, source.credentials, more)
     finally:
         source.remote.release()
+    candidates = {bytes.fromhex(value.decode()) for value in missing.values()}
+    candidates |= archivewalk.walk(store, new_tips, seen) - have
     arrived: list[tuple[tuple[int, int], bytes]] = []
-    for sha in {bytes.fromhex(value.decode()) for value in missing.values()}:
+    for sha in candidates:
         try:
             kind, content = store.read_raw(sha)
         except (KeyError, StoreError):
@@ -262,11 +308,16 @@ def fetch(engine: Engine, source: Target) -> list[SnapshotInfo]:
     made: list[SnapshotInfo] = []
     new = [sha for _, sha in arrived]
     _note_arrivals(store, new, have | set(new))  # before their refs: retention counts their age from now
+    if new:  # before their refs too: killed after, a push would send them back as this store's
+        _append_text(_record_path(store, _FETCHED_FROM, source), "".join(f"{sha.hex()}\n" for sha in new))
     for _, sha in sorted(arrived):
         seq = store.next_seq()
         while not store.add_snapshot_ref(seq, sha):
             seq += 1
         made.append(engine.catalog.info(seq, sha))
+    now = archivewalk.Seen(tips, frozenset(named))
+    if now != seen:  # after the refs: killed before, the next fetch walks again
+        archivewalk.write_seen(cache, now)
     return made
 
 
@@ -305,10 +356,12 @@ def _read_file(path: str) -> str:
 
 
 def workspaces(location: str, credentials: Credentials | None) -> list[RemoteWorkspace]:
-    """The namespaces a remote holds, by name, with their snapshot counts."""
+    """The namespaces a remote holds, by name, with their snapshot refs counted,
+    the stores that pushed there, and those of them holding an archive."""
     remote = open_remote(location, credentials)
     counts: dict[str, int] = {}
     hosts: dict[str, set[str]] = {}
+    archived: dict[str, int] = {}
     try:
         refs = replication.remote_refs(remote, PREFIX, credentials)
     finally:
@@ -321,26 +374,12 @@ def workspaces(location: str, credentials: Credentials | None) -> list[RemoteWor
             counts[name] = counts.get(name, 0) + 1
         elif rest.startswith("hosts/"):
             hosts.setdefault(name, set()).add(rest.split("/")[1])
+            if archivewalk.is_archive(ref[len(PREFIX) + len(name) + 1 :]):
+                archived[name] = archived.get(name, 0) + 1
     names = sorted(set(counts) | set(hosts))
-    return [RemoteWorkspace(name, counts.get(name, 0), len(hosts.get(name, ()))) for name in names]
-
-
-def _state_refs(store: Store, prefix: bytes) -> dict[bytes, bytes]:
-    """This store's base, pins and stacks as refs under ``prefix``."""
-    out: dict[bytes, bytes] = {}
-    base = store.base()
-    if base is not None:
-        out[prefix + b"base"] = base.hex().encode()
-    for sha in store.pinned():
-        out[prefix + b"pins/" + sha.hex().encode()] = sha.hex().encode()
-    stacks = [*_STACKS, *(f"sessions/{s}/{n}" for s in store.sessions() for n in _STACKS)]
-    for name in stacks:
-        for number, sha in enumerate(store.stack(name), 1):
-            out[prefix + name.encode() + b"/%04d" % number] = sha.hex().encode()
-    return out
-
-
-_STACKS = ("undo", "redo", "turns")
+    return [
+        RemoteWorkspace(name, counts.get(name, 0), len(hosts.get(name, ())), archived.get(name, 0)) for name in names
+    ]
 
 
 def _taken_in_order(content: bytes) -> tuple[int, int]:
@@ -358,18 +397,27 @@ def _taken_in_order(content: bytes) -> tuple[int, int]:
 
 
 def _pushed_file(store: Store, to: Target) -> str:
+    return _record_path(store, _PUSHED, to)
+
+
+def _record_path(store: Store, folder: str, to: Target) -> str:
+    """This store's record in ``folder`` for one remote and name."""
     key = hashlib.sha256(f"{to.remote.shown}\0{to.name}".encode()).hexdigest()[:16]
-    return os.path.join(store.meta_dir, _PUSHED, key)
+    return os.path.join(store.meta_dir, folder, key)
 
 
-def _read_lines(path: str) -> set[str]:
-    return {line.strip() for line in _read_file(path).splitlines() if re.fullmatch(r"[0-9a-f]{40}", line.strip())}
+def _fetched_from(store: Store, source: Target) -> set[str]:
+    """The snapshots (hex) fetches brought from ``source``'s remote and name: another
+    store's, never pushed there by this one (``fetched-from/<key>``, one id a line,
+    appended by each fetch; a line cut short by a crash is no id and is passed over)."""
+    lines = _read_file(_record_path(store, _FETCHED_FROM, source)).splitlines()
+    return {line for line in lines if _ID.fullmatch(line)}
 
 
 def _append_text(path: str, text: str) -> None:
     """Add ``text`` to a list kept here (made if missing; never through a
     symlink or into a pipe). A line cut short by a crash is no id and is
-    passed over by :func:`_read_lines`: that snapshot is then not pruned,
+    passed over by ``archiving.read_record``: that snapshot is then not pruned,
     never one pruned that this store did not make."""
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     fd, _ = open_side_file(path, follow=False, append=True)

@@ -6,7 +6,7 @@ bounded by what is fetched, never by the length of the history (issue #50).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from snapshotter.engine.gitstore.store import Store
@@ -24,11 +24,13 @@ class Haves:
     """dulwich's graph walker over this store: its newest :data:`HAVES`
     snapshot commits, newest first, as the "haves" a server sends less for
     (every commit of a store is a snapshot a ref names, so no parents need
-    walking). Only those refs are read (``iter_snapshot_ids`` is lazy)."""
+    walking). Only those refs are read (``iter_snapshot_ids`` is lazy).
+    ``more`` (hex ids of commits held here: archive tips a fetch saw before)
+    come first: the server then sends nothing of the chain they end."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, more: Sequence[bytes] = ()) -> None:
         newest = itertools.islice(store.iter_snapshot_ids(), HAVES)
-        self._left = [sha.hex().encode() for _, sha in newest]
+        self._left = [*more, *(sha.hex().encode() for _, sha in newest)]
 
     def __next__(self) -> bytes | None:
         return self._left.pop(0) if self._left else None

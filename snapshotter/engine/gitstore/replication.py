@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import re
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -59,6 +59,8 @@ from snapshotter.errors import VERIFY, InvalidInput, RemoteAuthError, RemoteErro
 
 Refs = dict[bytes, bytes]
 """Ref name -> commit id (hex, as git sends them)."""
+RawObject = tuple[int, bytes, bytes]
+"""(type number, raw id, content) of an object held in no store (an archive commit)."""
 _KINDS = {1: b"commit", 2: b"tree", 3: b"blob"}
 _SHA1_HEX = re.compile(rb"[0-9a-f]{40}")
 
@@ -134,20 +136,28 @@ class Plan:
     """What a push will send, worked out before connecting to send it: the objects
     the ``wants`` reach and the ``haves`` (commits the remote holds, and so
     does this store: the newest of them, see ``negotiation.nearest_held``) do
-    not. ``listed``: every commit the remote's refs named then. Checks run on
-    it before any byte goes."""
+    not. ``listed``: every commit the remote's refs named then. ``extra``:
+    objects in no store that go in the same pack, after the store's (an
+    archive commit and the empty tree, see ``archives``); an update may name
+    one of them. Checks run on it before any byte goes."""
 
     wants: frozenset[bytes]
     haves: frozenset[bytes]
     objects: list[tuple[int, bytes]]
     listed: frozenset[bytes] = frozenset()
+    extra: tuple[RawObject, ...] = ()
 
 
-def plan(store: Store, wants: list[bytes], haves: list[bytes]) -> Plan:
-    """The :class:`Plan` for commits ``wants`` over ``haves`` (both hex, as refs hold them)."""
+def plan(store: Store, wants: list[bytes], haves: list[bytes], extra: Sequence[RawObject] = ()) -> Plan:
+    """The :class:`Plan` for commits ``wants`` over ``haves`` (both hex, as refs
+    hold them), with the ``extra`` objects; InvalidInput for one whose content
+    is not what its id names (only true objects leave)."""
+    for kind, sha, content in extra:
+        if kind not in _KINDS or object_id(_KINDS[kind], content) != sha:
+            raise InvalidInput(f"the extra object {sha.hex()} is not the object its id names; nothing was pushed")
     listed = frozenset(_hex_set(haves))
     held = nearest_held(store, listed)
-    return Plan(frozenset(_hex_set(wants)), held, _objects(store, held, _hex_set(wants)), listed)
+    return Plan(frozenset(_hex_set(wants)), held, _objects(store, held, _hex_set(wants)), listed, tuple(extra))
 
 
 def _objects(store: Store, haves: set[bytes] | frozenset[bytes], wants: set[bytes]) -> list[tuple[int, bytes]]:
@@ -163,18 +173,26 @@ def send(
     credentials: Credentials | None = None,
     planned: Plan | None = None,
     progress: Callable[[int, int], None] | None = None,
+    expected: Mapping[bytes, bytes | None] | None = None,
 ) -> Sent:
     """Push ``updates`` (ref -> commit id in hex, None to delete) to ``remote``,
     with the objects it lacks: the ``planned`` ones (less any that refs the
-    remote shows only now already reach), else worked out here; ``progress(done,
-    total)`` is told as objects go."""
+    remote shows only now already reach), else worked out here, and the plan's
+    ``extra`` ones after them; ``progress(done, total)`` is told as objects go.
+    A ref in ``expected`` moves only from that value (hex, None: absent), the
+    one a listing read: moved since, it is refused, never overwritten."""
     sent = [0]
+    moved: set[bytes] = set()
+    extra = planned.extra if planned is not None else ()
+    extra_ids = {sha.hex().encode() for _, sha, _ in extra}  # wanted by an update, read from no store
     report = progress  # the inner function's own ``progress`` is dulwich's
 
     def update_refs(old: dict[Any, Any]) -> dict[Any, Any]:
         new = dict(old)
         for name, value in updates.items():
-            if value is None:
+            if expected is not None and name in expected and old.get(name) != expected[name]:
+                moved.add(name)  # receive-pack checks only the value it advertised
+            elif value is None:
                 if name in new:
                     new[name] = ZERO_SHA
             else:
@@ -185,7 +203,7 @@ def send(
         have: object, want: object, ofs_delta: bool = True, progress: object = None
     ) -> tuple[int, Iterator[UnpackedObject]]:
         remote.meter.sending()
-        wants = _hex_set(want)
+        wants = _hex_set(want) - extra_ids
         if planned is None or not wants <= planned.wants:
             objects = plan(store, sorted(wants), sorted(_hex_set(have))).objects
         else:  # the refs the remote shows only now: what they reach is not sent
@@ -193,21 +211,25 @@ def send(
             skip: set[bytes] = set()
             reachable(store, [bytes.fromhex(sha.decode()) for sha in fresh], skip)
             objects = [entry for entry in planned.objects if entry[1] not in skip] if skip else planned.objects
-        sent[0] = len(objects)
-        return len(objects), _streamed(store, objects, report)
+        sent[0] = len(objects) + len(extra)
+        return sent[0], _streamed(store, objects, report, extra)
 
     remote.meter.begin()
     with remote_errors(remote, credentials):
         result = remote.client.send_pack(remote.path.encode(), update_refs, generate_pack_data)
     status = result.ref_status or {}
+    status = {**status, **{name: "moved since it was listed" for name in moved}}
     refused = {printable(name.decode("utf-8", "replace")): printable(str(why)) for name, why in status.items() if why}
     return Sent(sent[0], sum(1 for name in updates if name.decode("utf-8", "replace") not in refused), refused)
 
 
-def receive(store: Store, remote: Remote, refs: Refs, credentials: Credentials | None = None) -> int:
+def receive(
+    store: Store, remote: Remote, refs: Refs, credentials: Credentials | None = None, more_haves: Sequence[bytes] = ()
+) -> int:
     """Fetch the commits ``refs`` name that this store lacks, with what they
-    reach, as one pack checked before it enters the store (see ``incoming``;
-    the remote's budget caps its bytes and its objects' inflated size); returns
+    reach (less what ``more_haves``, hex ids of commits held here, reach), as
+    one pack checked before it enters the store (see ``incoming``; the
+    remote's budget caps its bytes and its objects' inflated size); returns
     how many commits were asked for. A RemoteError, and the store as it was,
     if the pack does not check out or lacks one of them."""
     wanted = sorted({sha for sha in refs.values() if not store.has_object(bytes.fromhex(sha.decode()))})
@@ -217,7 +239,7 @@ def receive(store: Store, remote: Remote, refs: Refs, credentials: Credentials |
     incoming = IncomingPack(store.packs.dir)
     try:
         with remote_errors(remote, credentials):
-            haves: Any = Haves(store)  # dulwich's GraphWalker protocol, typed with its ObjectID
+            haves: Any = Haves(store, more_haves)  # dulwich's GraphWalker protocol, typed with its ObjectID
             result = remote.client.fetch_pack(
                 remote.path.encode(),
                 wanting(wanted, remote.meter),
@@ -299,14 +321,22 @@ def _hex_set(values: object) -> set[bytes]:
 
 
 def _streamed(
-    store: Store, objects: list[tuple[int, bytes]], progress: Callable[[int, int], None] | None
+    store: Store,
+    objects: list[tuple[int, bytes]],
+    progress: Callable[[int, int], None] | None,
+    extra: tuple[RawObject, ...] = (),
 ) -> Iterator[UnpackedObject]:
-    """The objects as the pack writer takes them, read one at a time."""
-    total = len(objects)
+    """The objects as the pack writer takes them, read one at a time, then the
+    ``extra`` ones (checked by :func:`plan`) as given."""
+    total = len(objects) + len(extra)
     for done, (kind, sha) in enumerate(objects, 1):
         if progress is not None and (done % 256 == 0 or done == total):
             progress(done, total)
         yield _unpacked(store, kind, sha)
+    for kind, sha, content in extra:
+        yield _entry(kind, sha, content, entry_header(kind, len(content)) + deflate(content))
+    if extra and progress is not None:
+        progress(total, total)
 
 
 _UNREADABLE: tuple[type[Exception], ...] = (OSError, *MISSING_OR_DAMAGED)

@@ -60,7 +60,7 @@ def list_remote(location: str | None, creds: Any, say: Printer) -> tuple[Any, Ca
     if location is None:
         raise InvalidInput("no remote: pass one, or set remote (SNAPSHOTTER_REMOTE, the user config file)")
     found = Snapshotter.remote_workspaces(location, credentials=creds)
-    rows = [f"{w.name}  {w.snapshots} snapshots from {w.hosts} {'store' if w.hosts == 1 else 'stores'}" for w in found]
+    rows = [f"{w.name}  {w.snapshots} snapshots from {_stores(w.hosts)}{_archived(w.archives)}" for w in found]
     return [rendering.plain_json(w) for w in found], lambda: _lines(say, rows)
 
 
@@ -84,3 +84,12 @@ def clone(
 def _lines(say: Printer, lines: list[str]) -> None:
     for line in lines:
         say(line)
+
+
+def _stores(count: int) -> str:
+    return f"{count} {'store' if count == 1 else 'stores'}"
+
+
+def _archived(count: int) -> str:
+    """What ``remote list`` adds for a namespace where stores archived snapshots (not in its count)."""
+    return f", and the archives of {_stores(count)}" if count else ""
