@@ -173,3 +173,31 @@ def test_a_pack_left_without_its_index_goes_after_an_hour_if_its_objects_are_els
     assert result.temp_files_removed == 1 and not old.exists() and young.exists() and garbage.exists()
     problems = snap.verify().problems
     assert len(problems) == 1 and garbage.name in problems[0] and "cannot be indexed" in problems[0], problems
+
+
+def test_a_pack_another_instance_consolidated_away_is_passed_over_without_a_warning(
+    ws: Path, home: Path, make, caplog: pytest.LogCaptureFixture  # type: ignore[no-untyped-def]
+) -> None:
+    """Two Snapshotters of one store (a hook beside a watcher, or one process
+    holding two): the second listed the packs, the first consolidates them,
+    and the second then reads every snapshot. A pack gone since its listing
+    is merged elsewhere, not damaged: nothing is logged (each one was, as
+    "cannot be indexed: it cannot be opened"), and no pack is set aside."""
+    first = make(retention=UNLIMITED)
+    ids = []
+    for round_ in range(4):
+        write(ws, {f"r{round_}/f{i}.txt": f"{round_} {i}\n" for i in range(60)})  # a pack each
+        ids.append(first.snapshot(f"packed {round_}").id)
+    second = Snapshotter(ws, home=home, retention=UNLIMITED)
+    packs = second._engine_ok().store.packs
+    listed = packs.bases(again=True)
+    assert len(listed) >= 4
+    with first._engine_ok().lock:
+        consolidate(first._engine_ok().store)
+    assert not any(os.path.exists(base + ".pack") for base in listed[:2])  # merged away
+    with caplog.at_level("WARNING", logger="snapshotter"):
+        for older, newer in zip(ids, ids[1:]):
+            assert len(second.diff(older, newer)) == 60
+    assert not [r.getMessage() for r in caplog.records if "pack" in r.getMessage()]
+    assert not packs._broken
+    second.close()

@@ -17,6 +17,7 @@ aside and reported by ``check``. Nothing here checks content against ids:
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
@@ -104,21 +105,29 @@ class PackSet:
             found = self._indexes.get(base)
             if found is not None or base in self._broken:
                 return found
-        try:
-            found = load_index(base, self.checked)
-        except IndexDamaged as damage:
-            found = self._rebuild(base, str(damage))[0]
+        found = self._loaded(base, self.checked)[0]
         if found is not None:
             with self._guard:
                 self._indexes[base] = found
         return found
 
+    def _loaded(self, base: str, checked: CheckedIndexes | None = None) -> tuple[PackIndex | None, str | None]:
+        """A pack's index loaded and checked (unless ``checked`` says this very file
+        was), or rebuilt from the pack, with what was done; OSError if the pack is gone."""
+        try:
+            return load_index(base, checked), None
+        except IndexDamaged as damage:
+            return self._rebuild(base, str(damage))
+
     def _rebuild(self, base: str, why: str) -> tuple[PackIndex | None, str]:
-        """Index a pack again from its content: (the index or None, what was done)."""
+        """Index a pack again from its content: (the index or None, what was done);
+        FileNotFoundError if the pack is gone (an upkeep elsewhere merged it)."""
         name = os.path.basename(base)
         try:
             contents = read_through(base + ".pack")
         except PackDamaged as exc:
+            if not os.path.lexists(base + ".pack"):  # deleted since the listing (merged elsewhere): not damage
+                raise FileNotFoundError(errno.ENOENT, "the pack is gone", base + ".pack") from None
             note = f"pack index {name}.idx {why}, and {name}.pack cannot be indexed: it {exc}"
             log.warning("snapshotter: %s", note)
             with self._guard:
@@ -174,17 +183,14 @@ class PackSet:
         problems: list[str] = []
         for base in self.bases(again=True):
             name = os.path.basename(base)
-            index: PackIndex | None
             try:
-                index = load_index(base)
-            except IndexDamaged as damage:
-                index, note = self._rebuild(base, str(damage))
-                problems.append(note)
+                index, note = self._loaded(base)
             except OSError:
                 continue  # deleted meanwhile
-            else:
-                if full and not _checksum_holds(base + ".pack"):
-                    problems.append(f"pack {name}.pack fails its checksum")
+            if note is not None:
+                problems.append(note)
+            elif full and not _checksum_holds(base + ".pack"):
+                problems.append(f"pack {name}.pack fails its checksum")
             if index is not None:
                 with self._guard:
                     self._indexes[base] = index
