@@ -10,17 +10,18 @@ sends, not with the history"):
 - ``session's listing``: ``list(limit=20, session=...)`` of the newest turn's session;
 - ``fork``: ``fork()`` of the newest checkpoint into a new folder (the new
   folder's store and files removed after, untimed);
-- ``push 10 new``: 10 snapshots taken (untimed), then ``push()`` to a real
-  ``git daemon`` on the loopback interface whose repository holds every other
-  snapshot already;
+- ``push 10 new``: 10 snapshots taken (untimed), then ``push()`` (timed
+  alone, the store open) to a real ``git daemon`` on the loopback interface
+  whose repository holds every other snapshot already;
 - ``fetch 10 new``: another workspace pushes 10 snapshots to the same namespace
   (untimed), then ``fetch()`` brings them in.
 
-The remote is made to hold the history the way a push of it would leave it
-(one ref per snapshot under ``refs/snapshotter/<name>/snapshots/``, and this
-store's record of what it pushed), written directly: its objects come through
-``objects/info/alternates`` to the store's, so no 100,000-snapshot first push is
-timed or waited for. Besides the commits parsed, each row counts bytes no load
+The remote is made to hold the history the way pushes of it would leave it
+(``longhistory.remote_holds``: the newest ``LISTED`` snapshots as refs under
+``refs/snapshotter/<name>/snapshots/``, the older ones in this store's chain of
+archives, and this store's record of what it pushed), written directly: its
+objects come through ``objects/info/alternates`` to the store's, so no
+100,000-snapshot first push is timed or waited for. Besides the commits parsed, each row counts bytes no load
 disturbs: ``packed-refs`` bytes rewritten, and bytes read from and written to
 the server.
 """
@@ -42,12 +43,17 @@ import longhistory  # noqa: E402
 import remote_servers  # noqa: E402
 
 from snapshotter import Retention, Snapshotter  # noqa: E402
-from snapshotter.engine.gitstore import packedrewrite, wirebudget  # noqa: E402
+from snapshotter.engine.gitstore import archives, packedrewrite, wirebudget  # noqa: E402
 from snapshotter.engine.gitstore.location import store_path_for  # noqa: E402
 
 NAME = "bench-history"
 DROPPED = 10
 SENT = 10
+LISTED = (archives.ARCHIVE_AFTER + archives.ARCHIVE_BATCH) // 2
+"""Snapshot refs the remote holds for this store beyond its archives: a store
+that keeps pushing holds between ARCHIVE_AFTER - ARCHIVE_BATCH and
+ARCHIVE_AFTER of them (1,000 to 2,000); the middle, so a push of 10 archives
+nothing."""
 
 
 class Wire:
@@ -123,7 +129,7 @@ class OpsRows:
     def sync(self) -> None:
         """At each size, before its rows: the remote holds the whole history."""
         with self.rows._open() as snap:
-            longhistory.remote_holds(self.bare, snap, self.url, NAME)
+            longhistory.remote_holds(self.bare, snap, self.url, NAME, listed=LISTED, batch=archives.ARCHIVE_BATCH)
             snap.push(self.url, name=NAME)  # this store's state refs, as its last push left them
 
     def calls(self) -> dict[str, Callable[[], object]]:
@@ -189,11 +195,14 @@ class OpsRows:
                 for _ in range(SENT):
                     rows._edit()
                     snap.snapshot("to push")
-            with open_() as snap:
+
+            def use(snap: Snapshotter) -> None:
                 done = snap.push(self.url, name=NAME)
-            if done.snapshots_sent < SENT:  # the warm run sends the snapshots other rows took too
-                raise SystemExit(f"push sent {done.snapshots_sent} snapshots, not {SENT}")
-            return None
+                if done.snapshots_sent < SENT:  # the warm run sends the snapshots other rows took too
+                    raise SystemExit(f"push sent {done.snapshots_sent} snapshots, not {SENT}")
+
+            with open_() as snap:
+                return timed(lambda: snap, use, lambda _: None)
 
         def fetch() -> object:
             with (

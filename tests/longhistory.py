@@ -179,27 +179,57 @@ class _Writer:
         return sha
 
 
-def remote_holds(bare: Path, snap: Snapshotter, url: str, name: str) -> None:
+def remote_holds(
+    bare: Path, snap: Snapshotter, url: str, name: str, listed: int | None = None, batch: int = 1000, when: int = 0
+) -> None:
     """Make the bare repository ``bare`` (reached at ``url``) hold every snapshot
     of ``snap``'s store under the namespace ``name`` as pushes would have left
-    it (its objects through alternates to the store's; one packed ref a
-    snapshot), and this store's record of having pushed them: a long history
-    on a remote without a long first push."""
-    from snapshotter.remote import remotes
+    it, and this store's record of having pushed them: a long history on a
+    remote without a long first push. Objects come through alternates to the
+    store's, with ``core.alternateRefsCommand`` off: receive-pack would
+    otherwise advertise every ref of the store as a ``.have`` line, which no
+    real server holding the snapshots does.
+
+    ``listed`` None: one packed ref a snapshot (a remote before archives). A
+    number: the newest ``listed`` as snapshot refs and the rest in a chain of
+    archives of ``batch`` snapshots each under this store's ``archive`` ref
+    (archive commits dated ``when`` onwards), the record marking them archived:
+    what archiving pushes leave (docs/remotes.md, "Archives")."""
+    from dulwich.objects import ShaFile
+    from dulwich.repo import Repo
+
+    from snapshotter.engine.gitstore import archives
+    from snapshotter.remote import archiving, remotes
 
     store = snap._engine_ok().store
     (bare / "objects" / "info").mkdir(exist_ok=True)
     (bare / "objects" / "info" / "alternates").write_text(os.path.join(snap.store_path, "objects") + "\n")
-    prefix = remotes.PREFIX + name.encode() + b"/snapshots/"
-    shas = sorted(sha.hex() for sha in store.snapshot_refs().values())
+    config = (bare / "config").read_text()
+    if "alternateRefsCommand" not in config:
+        (bare / "config").write_text(config + "[core]\n\talternateRefsCommand = true\n")
+    oldest_first = [sha for _, sha in store.iter_oldest_first()]
+    cut = 0 if listed is None else max(0, len(oldest_first) - listed)
+    archived, kept = oldest_first[:cut], oldest_first[cut:]
+    namespace = remotes.PREFIX + name.encode() + b"/"
+    archive_ref = namespace + b"hosts/" + remotes.host_id(store).encode() + b"/" + archiving.ARCHIVE
+    tip: bytes | None = None
+    with Repo(str(bare)) as repo:
+        for start in range(0, len(archived), batch):
+            for kind, sha, content in archives.archive_objects(tip, archived[start : start + batch], when + start):
+                repo.object_store.add_object(ShaFile.from_raw_string(kind, content, sha.hex().encode()))
+                tip = sha
+    for loose in [*(bare / "refs/snapshotter" / name / "snapshots").glob("*"), bare / archive_ref.decode()]:
+        loose.unlink(missing_ok=True)
     held: dict[bytes, bytes] = {}
     packed = bare / "packed-refs"
     if packed.exists():
         for line in packed.read_bytes().splitlines():
-            if line and not line.startswith(b"#"):
-                sha, _, ref = line.partition(b" ")
+            sha, _, ref = line.partition(b" ")
+            if line and not line.startswith(b"#") and not ref.startswith(namespace + b"snapshots/"):
                 held[ref] = sha
-    held.update({prefix + sha.encode(): sha.encode() for sha in shas})
+    held.update({namespace + b"snapshots/" + sha.hex().encode(): sha.hex().encode() for sha in kept})
+    if tip is not None:
+        held[archive_ref] = tip.hex().encode()
     lines = [
         b"# pack-refs with: peeled fully-peeled sorted \n",
         *(held[ref] + b" " + ref + b"\n" for ref in sorted(held)),
@@ -207,4 +237,4 @@ def remote_holds(bare: Path, snap: Snapshotter, url: str, name: str) -> None:
     packed.write_bytes(b"".join(lines))
     record = Path(remotes._pushed_file(store, remotes.Target(remotes.open_remote(url), name, None)))
     record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text("".join(f"{sha}\n" for sha in shas))
+    record.write_text("".join(f"{sha.hex()} archived\n" for sha in archived) + "".join(f"{s.hex()}\n" for s in kept))

@@ -65,54 +65,20 @@ def git(bare: Path, *args: str) -> str:
 
 def _remote_holds_the_history_archived(bare: Path, snap: Snapshotter, url: str) -> None:
     """The remote holds every snapshot of ``snap``'s store under ``NAME`` as
-    archiving pushes would have left it: all but the newest ``LISTED`` in a
-    chain of archives of ``BATCH`` each under this store's ``archive`` ref, the
-    newest ``LISTED`` as snapshot refs; the store's record says which were
-    archived. Objects through alternates to the store's (git's receive-pack
-    would advertise the store's refs as ``.have`` lines, 2,000 of them: none
-    here, as on a real server). Each of the store's stacks is cut to its newest
-    ``STACK`` entries: the host refs (one an entry of an undo or turns stack,
-    up to ``hoststate.KEPT_ENTRIES`` a stack) differ between 300 and 2,000
-    until both are past that bound, a cost of their own
-    (``tests/test_remote_host_state.py``), not this test's."""
-    from dulwich.objects import ShaFile
-    from dulwich.repo import Repo
+    archiving pushes would have left it (``longhistory.remote_holds``): all but
+    the newest ``LISTED`` in a chain of archives of ``BATCH`` each. Each of the
+    store's stacks is cut to its newest ``STACK`` entries first: the host refs
+    (one an entry of an undo or turns stack, up to ``hoststate.KEPT_ENTRIES`` a
+    stack) differ between 300 and 2,000 until both are past that bound, a cost
+    of their own (``tests/test_remote_host_state.py``), not this test's."""
+    import longhistory
 
-    from snapshotter.remote import hoststate, remotes
+    from snapshotter.remote import hoststate
 
     store = snap._engine_ok().store
     for stack in [*hoststate.STACKS, *(f"sessions/{s}/{n}" for s in store.sessions() for n in hoststate.STACKS)]:
         store.drop_from_stacks([stack], set(store.stack(stack)[:-STACK]))
-    (bare / "objects" / "info" / "alternates").write_text(str(Path(snap.store_path) / "objects") + "\n")
-    git(bare, "config", "core.alternateRefsCommand", "true")
-    oldest_first = [sha for _, sha in store.iter_oldest_first()]
-    archived, listed = oldest_first[:-LISTED], oldest_first[-LISTED:]
-    namespace = b"refs/snapshotter/" + NAME.encode() + b"/"
-    archive_ref = namespace + b"hosts/" + remotes.host_id(store).encode() + b"/archive"
-    tip: bytes | None = None
-    with Repo(str(bare)) as repo:
-        for start in range(0, len(archived), BATCH):
-            for kind, sha, content in archives.archive_objects(tip, archived[start : start + BATCH], WHEN + start):
-                repo.object_store.add_object(ShaFile.from_raw_string(kind, content, sha.hex().encode()))
-                tip = sha
-    for loose in [*(bare / "refs/snapshotter" / NAME / "snapshots").glob("*"), bare / archive_ref.decode()]:
-        loose.unlink(missing_ok=True)
-    held: dict[bytes, bytes] = {}
-    packed = bare / "packed-refs"
-    if packed.exists():
-        for line in packed.read_bytes().splitlines():
-            sha, _, name = line.partition(b" ")
-            if line and not line.startswith(b"#") and not name.startswith(namespace + b"snapshots/"):
-                held[name] = sha
-    held.update({namespace + b"snapshots/" + sha.hex().encode(): sha.hex().encode() for sha in listed})
-    if tip is not None:
-        held[archive_ref] = tip.hex().encode()
-    lines = [b"# pack-refs with: peeled fully-peeled sorted \n", *(held[n] + b" " + n + b"\n" for n in sorted(held))]
-    packed.write_bytes(b"".join(lines))
-    to = remotes.Target(remotes.open_remote(url), NAME, None)
-    record = Path(remotes._pushed_file(store, to))
-    record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text("".join(f"{sha.hex()} archived\n" for sha in archived) + "".join(f"{s.hex()}\n" for s in listed))
+    longhistory.remote_holds(bare, snap, url, NAME, listed=LISTED, batch=BATCH, when=WHEN)
 
 
 def test_an_archiving_push_of_10_reads_and_sends_as_much_at_2000_as_at_300(
