@@ -29,7 +29,6 @@ hosted servers refuse) and refuses, naming the file, before a byte is sent.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 import secrets
@@ -37,7 +36,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from snapshotter.engine.fsutil import SMALL_FILE_CAP, open_side_file, read_side_file
+from snapshotter.engine.fsutil import SMALL_FILE_CAP, read_side_file
 from snapshotter.engine.gitstore import replication
 from snapshotter.engine.gitstore.location import store_key
 from snapshotter.engine.gitstore.locking import StoreLock
@@ -47,19 +46,16 @@ from snapshotter.engine.gitstore.transport import Credentials, Remote, open_remo
 from snapshotter.engine.gitstore.wirebudget import Budget
 from snapshotter.engine.session.engine import Engine
 from snapshotter.engine.worktree.ignore import IgnoreStack
-from snapshotter.engine.worktree.statcache import write_atomically
 from snapshotter.errors import InvalidInput, RemoteError, StoreError
 from snapshotter.model import PushResult, RemoteWorkspace, SkippedSnapshot, SnapshotInfo
-from snapshotter.remote import archivewalk, archiving, hoststate, outgoing
+from snapshotter.remote import archivewalk, archiving, hoststate, outgoing, pushstate, records
 
 PREFIX = b"refs/snapshotter/"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _HOST_FILE = "host-id"
 _PUSHED = "pushed"
-_LIST_CAP = 64 << 20
 _ARRIVALS = "fetched"
 _FETCHED_FROM = "fetched-from"
-_ID = re.compile(r"[0-9a-f]{40}")
 _PUSH_LOCK = "push.lock"
 PUSH_LOCK_WAIT = 600.0
 """Seconds a push waits for another push of the same store (a first push of a
@@ -155,24 +151,22 @@ def _push(
 ) -> PushResult:
     new_there = replication.missing_local_repository(to.remote)
     there = {} if new_there else replication.remote_refs(to.remote, PREFIX + to.name.encode() + b"/", to.credentials)
-    ordered = [sha.hex() for _, sha in sorted(store.snapshot_refs().items())]  # oldest first: the record's order
-    local = set(ordered)
-    record = _pushed_file(store, to)
-    made = archiving.read_record(_read_file(record))
+    host_prefix = PREFIX + to.name.encode() + b"/hosts/" + host_id(store).encode() + b"/"
+    where = _where(store, to, host_prefix)
+    # This store's snapshots since its last push here, and the live end of its records (``pushstate``);
+    # everything where it has no state (a prune, a new remote, a remote that lost refs).
+    view = pushstate.look(store, where, there, use_state=not (prune or new_there))
+    made, prefix = view.record, to.snapshots
     # Never one its record marks archived (the listing no longer names it, an archive holds it there),
     # nor one fetched from there: another store's, which it may have archived (or pruned) since.
-    theirs = _fetched_from(store, to)
     new = [
         sha
-        for sha in ordered
-        if to.snapshots + sha.encode() not in there and sha not in made.archived and sha not in theirs
+        for sha in view.candidates
+        if prefix + sha.encode() not in there and sha not in made.archived and sha not in view.theirs
     ]
-    host_prefix = PREFIX + to.name.encode() + b"/hosts/" + host_id(store).encode() + b"/"
-    prunable = set(made.unarchived) - local if prune else set()  # never in this push's archive
-    taken = {sha: n for n, sha in enumerate(ordered)}
-    step = archiving.choose(
-        made, there, to.snapshots, host_prefix + archiving.ARCHIVE, int(time.time()), prunable, taken
-    )
+    prunable = set(made.unarchived) - set(view.positions) if prune else set()  # never in this push's archive
+    taken = view.positions
+    step = archiving.choose(made, there, prefix, where.archive, int(time.time()), prunable, taken)
     state = hoststate.state_refs(store, host_prefix, taken)
     held = {value.decode() for value in there.values()}
     outgoing_commits = sorted((set(new) | {value.decode() for value in state.values()}) - held)
@@ -198,6 +192,8 @@ def _push(
             raise outgoing.refuse(SkippedSnapshot("", f"{next(iter(big)).hex()}", "too large"), checks.max_file_size)
         skipped += more
     if not updates and not step.finish:
+        live = {sha for sha in made.unarchived if prefix + sha.encode() in there}
+        pushstate.settle(where, view, live, [entry.id for entry in skipped], step.listed)
         return PushResult(to.remote.shown, to.name, 0, 0, 0, 0, tuple(skipped))
     if new_there:
         replication.ensure_local_repository(to.remote)
@@ -213,19 +209,25 @@ def _push(
     # Only what this push created there, never a snapshot that was there already (another
     # store's, fetched here): a later prune deletes only what this store made.
     # Added to as snapshots go (one line each), rewritten whole only when a prune takes some out.
-    dropped = {
-        ref[len(to.snapshots) :].decode() for ref, v in updates.items() if v is None and ref.startswith(to.snapshots)
-    }
+    dropped = {ref[len(prefix) :].decode() for ref, v in updates.items() if v is None and ref.startswith(prefix)}
     archived = list(step.snapshots) if step.tip is not None and archive_refused is None else []
     if dropped:
+        pushstate.write_state(where.state, None)  # a state names offsets in the record it replaces
         made = archiving.Record(made.order, made.archived | set(archived))
-        _write_text(record, made.text(dropped, sending))
+        _write_text(where.pushed, made.text(dropped, sending))
     elif sending or archived:
-        _append_text(record, "".join(f"{sha}\n" for sha in sending) + "".join(f"{sha} archived\n" for sha in archived))
+        _append_text(
+            where.pushed, "".join(f"{sha}\n" for sha in sending) + "".join(f"{sha} archived\n" for sha in archived)
+        )
     # Round 2, only once the remote took the archive and the record says so: every ref deleted is named by it.
-    finished = archiving.delete_refs(
-        store, to.remote, [to.snapshots + sha.encode() for sha in (*step.finish, *archived)], to.credentials
-    )
+    deleting = [prefix + sha.encode() for sha in (*step.finish, *archived)]
+    finished = archiving.delete_refs(store, to.remote, deleting, to.credentials)
+    if finished == len(deleting) and archive_refused is None:  # else the next push reads everything
+        live = {sha for sha in made.unarchived if prefix + sha.encode() in there} - dropped - set(archived)
+        tip = step.tip if step.tip is not None else step.listed
+        pushstate.settle(where, view, live | set(sending), left_out, tip)
+    else:
+        pushstate.write_state(where.state, None)
     counts = (len(sending), sent.objects, sent.refs_updated + finished, len(dropped))
     return PushResult(to.remote.shown, to.name, *counts, tuple(skipped))
 
@@ -346,13 +348,12 @@ def _note_arrivals(store: Store, shas: list[bytes], snapshots: set[bytes]) -> No
     _write_text(path, "".join(f"{line}\n" for sha, line in sorted(known.items()) if sha in live))
 
 
-def _read_file(path: str) -> str:
-    """One of the store's lists kept here, read guarded (``fsutil.read_side_file``:
-    a line is some 50 bytes a snapshot, so 64 MiB is far more than a store holds)."""
-    try:
-        return read_side_file(path, _LIST_CAP, follow=False).decode("ascii")
-    except (OSError, UnicodeDecodeError):
-        return ""
+_read_file = records.read_file
+_append_text = records.append_text
+"""Appends a list kept here. A line cut short by a crash is no id and is
+passed over by ``archiving.read_record``: that snapshot is then not pruned,
+never one pruned that this store did not make."""
+_write_text = records.write_text
 
 
 def workspaces(location: str, credentials: Credentials | None) -> list[RemoteWorkspace]:
@@ -400,34 +401,12 @@ def _pushed_file(store: Store, to: Target) -> str:
     return _record_path(store, _PUSHED, to)
 
 
+def _where(store: Store, to: Target, host_prefix: bytes) -> pushstate.Where:
+    """Where a push to ``to`` keeps its state and records (``pushstate``)."""
+    state, pushed, fetched = (_record_path(store, folder, to) for folder in (pushstate.FOLDER, _PUSHED, _FETCHED_FROM))
+    return pushstate.Where(state, pushed, fetched, to.snapshots, host_prefix + archiving.ARCHIVE)
+
+
 def _record_path(store: Store, folder: str, to: Target) -> str:
     """This store's record in ``folder`` for one remote and name."""
-    key = hashlib.sha256(f"{to.remote.shown}\0{to.name}".encode()).hexdigest()[:16]
-    return os.path.join(store.meta_dir, folder, key)
-
-
-def _fetched_from(store: Store, source: Target) -> set[str]:
-    """The snapshots (hex) fetches brought from ``source``'s remote and name: another
-    store's, never pushed there by this one (``fetched-from/<key>``, one id a line,
-    appended by each fetch; a line cut short by a crash is no id and is passed over)."""
-    lines = _read_file(_record_path(store, _FETCHED_FROM, source)).splitlines()
-    return {line for line in lines if _ID.fullmatch(line)}
-
-
-def _append_text(path: str, text: str) -> None:
-    """Add ``text`` to a list kept here (made if missing; never through a
-    symlink or into a pipe). A line cut short by a crash is no id and is
-    passed over by ``archiving.read_record``: that snapshot is then not pruned,
-    never one pruned that this store did not make."""
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    fd, _ = open_side_file(path, follow=False, append=True)
-    try:
-        os.write(fd, ("\n" + text).encode("ascii"))  # on a line of its own after any cut short
-    finally:
-        os.close(fd)
-
-
-def _write_text(path: str, text: str) -> None:
-    folder = os.path.dirname(path)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    write_atomically(path, text.encode("ascii"))  # a temporary file of its own (O_EXCL), never a planted pipe
+    return records.record_path(store.meta_dir, folder, to.remote.shown, to.name)
