@@ -122,3 +122,40 @@ def test_a_push_of_10_reads_as_many_local_refs_and_record_bytes_at_2000_as_at_30
     (refs, record), (refs_long, record_long) = counts
     assert refs_long <= refs + 64, f"(snapshot refs read, record bytes read) at 300 and 2,000: {counts}"
     assert record_long <= record + 4096, f"(snapshot refs read, record bytes read) at 300 and 2,000: {counts}"
+
+
+def test_a_fetch_of_10_reads_as_many_local_refs_at_2000_as_at_300(
+    tmp_path: Path, served: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The remote holds this workspace's history as archiving pushes leave it;
+    another machine pushes 10 snapshots there, which a first fetch brings; then
+    10 more: their fetch goes through as many of this store's snapshot refs at
+    2,000 snapshots as at 300 (it read every one, to know which listed
+    snapshots it held), and brings the 10."""
+    import longhistory
+    from test_long_history_ops import _elsewhere
+
+    monkeypatch.setattr(archives, "ARCHIVE_AFTER", AFTER, raising=False)
+    monkeypatch.setattr(archives, "ARCHIVE_BATCH", BATCH, raising=False)
+    monkeypatch.setattr(negotiation, "HAVES", 16)
+    bare = tmp_path / "remotes" / "shared.git"
+    history = longhistory.History(tmp_path / "ws", tmp_path / "home", folders=2, files=5)
+    other, other_home = tmp_path / "other", tmp_path / "other-home"
+    counts: list[int] = []
+    for size in (300, 2000):
+        history.build(size)
+        with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
+            _remote_holds_the_history_archived(bare, snap, served)
+            snap.push(served, name=NAME)
+            _elsewhere(other, other_home, served, 10)
+            snap.fetch(served, name=NAME)
+            _ten_more(snap, history, f"pushed at {size}")
+            snap.push(served, name=NAME)
+        _elsewhere(other, other_home, served, 10)
+        with pytest.MonkeyPatch.context() as patch:
+            reads = _LocalReads(patch)
+            with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
+                got = snap.fetch(served, name=NAME)
+        assert len(got.snapshots) == 10
+        counts.append(reads.refs)
+    assert counts[1] <= counts[0] + 64, f"snapshot refs read at 300 and 2,000: {counts}"
