@@ -301,8 +301,8 @@ def fetch(engine: Engine, source: Target) -> list[SnapshotInfo]:
         named = set(there.values())
         # One the last listing named was brought (or held) by the fetch that saw it: its cache is
         # written after its refs, so a fetch killed before them left those unseen, to look up again.
-        held = holdings.held(store, named - seen.named)
-        missing = {name: value for name, value in there.items() if value not in seen.named | held}
+        known = seen.named | holdings.held(store, named - seen.named)
+        missing = {name: value for name, value in there.items() if value not in known}
         new_tips = {name: tip for name, tip in tips.items() if seen.tips.get(name) != tip and name != own}
         gone = holdings.held(store, seen.named - named, exact=False) if new_tips else set()
         more = archivewalk.more_haves(store, seen, new_tips, named, gone) if new_tips else []
