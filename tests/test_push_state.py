@@ -203,3 +203,49 @@ def test_a_snapshot_left_out_is_judged_again_by_each_push(tmp_path: Path, ws: Pa
     assert allowed.push(str(bare), name=NAME).snapshots_sent == 1
     listed, _ = _remote_state(bare)
     assert big in listed | _marked(allowed, bare)
+
+
+def test_a_push_between_a_fetchs_record_and_its_refs_never_sends_those_snapshots_back(
+    tmp_path: Path, ws: Path, make: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A push of this store runs while a fetch of it is between writing
+    ``fetched-from`` and adding the new snapshots' refs (a background push, say):
+    it does not see them, and the push after it, once the other store archived
+    them there, sends none of them back as this store's."""
+    from snapshotter.engine.gitstore import store as store_module
+    from snapshotter.engine.gitstore.store import Store
+
+    monkeypatch.setattr(archives, "ARCHIVE_AFTER", 2)
+    monkeypatch.setattr(archives, "ARCHIVE_BATCH", 2)
+    bare = bare_repository(tmp_path / "r.git")
+    theirs = make()
+    (tmp_path / "ours").mkdir()
+    ours = make(tmp_path / "ours")
+    write(tmp_path / "ours", {"b.txt": "ours\n"})
+    ours.snapshot("ours")
+    ours.push(str(bare), name=NAME)
+    fetched: list[str] = []
+    _take(theirs, ws, fetched, 4)
+    theirs.push(str(bare), name=NAME)
+    real = store_module.Store.add_snapshot_ref
+    checks = remotes.PushChecks(ours._push_checks(False).policy, 0)
+
+    def push_first(store: Any, seq: int, sha: bytes) -> bool:
+        monkeypatch.setattr(store_module.Store, "add_snapshot_ref", real)
+        other = Store.open_or_create(ours.store_path, ours._engine_ok().workspace)
+        try:
+            remotes.push(other, remotes.target(str(bare), NAME, None), checks, prune=False)
+        finally:
+            other.close()
+        return real(store, seq, sha)
+
+    monkeypatch.setattr(store_module.Store, "add_snapshot_ref", push_first)
+    assert len(ours.fetch(str(bare), name=NAME).snapshots) == 4
+    _take(theirs, ws, fetched, 4)
+    for _ in range(3):
+        theirs.push(str(bare), name=NAME)  # one archiving step a push
+    listed, _ = _remote_state(bare)
+    assert not set(fetched[:4]) & listed, "the other store archived them"
+    assert ours.push(str(bare), name=NAME).snapshots_sent == 0
+    listed, _ = _remote_state(bare)
+    assert not set(fetched[:4]) & listed

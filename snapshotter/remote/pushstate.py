@@ -15,7 +15,12 @@ the truth, never ahead (the next push reads more, and skips nothing).
   ``dead``: the unarchived ids after that start whose ref was not there
   either (a remote that lost it, a snapshot dropped here): all the others must
   be listed, or the remote lost refs and the push reads everything;
-- ``fetched``: the tail of the ``fetched-from`` record, read to its end;
+- ``fetched``: the tail of the ``fetched-from`` record, from its last
+  :data:`SETTLED` line (a fetch adds one after the new snapshots' refs) as it
+  was before the push looked at this store's refs: every line before it names
+  a snapshot numbered up to ``seq`` (or never added), so the next push need
+  not read it; a fetch between its lines and its refs, or killed there,
+  leaves its lines after it;
 - ``archive``: the value this store's ``archive`` ref was left at there (``-``: none).
 """
 
@@ -32,6 +37,9 @@ from snapshotter.remote import archiving, hoststate
 from snapshotter.remote.records import Tail, read_after, read_from, tail_at, write_text
 
 FOLDER = "push-state"
+SETTLED = "settled"
+"""The line a fetch adds to ``fetched-from`` once the new snapshots' refs are
+in (no id: older releases' readers pass it over)."""
 _HEADER = "snapshotter push state 1"
 _SHA = re.compile(r"[0-9a-f]{40}")
 _CAP = max(SMALL_FILE_CAP, 4 << 20)
@@ -170,7 +178,8 @@ class View:
     """What a push knows of this store: its ``pushed`` ``record`` (read from
     byte ``pushed_from``), the snapshots it may send (``candidates``, oldest
     first), the numbers of those it looked at (``positions``), those fetched
-    from there (``theirs``, read to ``fetched_end``), the ``newest`` number,
+    from there (``theirs``, read to ``fetched_end``; its lines from
+    ``fetched_start`` are those the next push reads), the ``newest`` number,
     and whether it read everything (``whole``: no state, or one not matching)."""
 
     record: archiving.Record
@@ -178,6 +187,7 @@ class View:
     candidates: tuple[str, ...]
     positions: dict[str, int]
     theirs: frozenset[str]
+    fetched_start: int
     fetched_end: int
     newest: int
     whole: bool
@@ -198,8 +208,9 @@ class Where:
 def look(store: Store, where: Where, there: Mapping[bytes, bytes], use_state: bool) -> View:
     """This push's :class:`View`: from the state where it can (see the module's
     docstring), else from everything. This store's refs are read before
-    ``fetched-from`` (a fetch appends there before it adds its refs: no
-    snapshot scanned is missed there)."""
+    ``fetched-from`` is read to its end (a fetch appends there before it adds
+    its refs: no snapshot scanned is missed there), and after its last
+    :data:`SETTLED` line as read before (see the module's docstring)."""
     state = read_state(where.state) if use_state else None
     if state is not None:
         view = _from_state(store, where, there, state)
@@ -207,10 +218,12 @@ def look(store: Store, where: Where, there: Mapping[bytes, bytes], use_state: bo
             return view
     got = read_after(where.pushed, None)
     record = archiving.read_record(got[0] if got is not None else "")
+    before = read_after(where.fetched, None) or ("", 0)
     scanned = scan(store, None, (), 0)
-    fetched = read_after(where.fetched, None) or ("", 0)
+    after = read_from(where.fetched, before[1]) or ("", before[1])
     candidates = tuple(sha for _, sha in reversed(scanned.above))
-    return View(record, 0, candidates, scanned.positions, _ids(fetched[0]), fetched[1], scanned.newest, True)
+    theirs = _ids(before[0] + after[0])
+    return View(record, 0, candidates, scanned.positions, theirs, _settled(before[0]), after[1], scanned.newest, True)
 
 
 def _from_state(store: Store, where: Where, there: Mapping[bytes, bytes], state: State) -> View | None:
@@ -228,16 +241,27 @@ def _from_state(store: Store, where: Where, there: Mapping[bytes, bytes], state:
         elif sha not in state.dead:
             return None  # the remote lost a ref this store made there: read everything, send it again
     wanted = {*own, *(top for tops in hoststate.session_tops(store).values() for top in tops)}
+    before = read_after(where.fetched, state.fetched)
+    if before is None:
+        return None
     scanned = scan(store, state.seq, wanted, BOUND)
-    if scanned.newest < state.seq:
+    after = read_from(where.fetched, before[1])
+    if scanned.newest < state.seq or after is None:
         return None  # numbers this store never reached: not its state
     skipped = still_held(store, state.skipped, scanned)
-    fetched = read_after(where.fetched, state.fetched)
-    if fetched is None:
-        return None
     positions = {**scanned.positions, **{sha: seq for seq, sha in skipped}}
     candidates = (*(sha for _, sha in sorted(skipped)), *(sha for _, sha in reversed(scanned.above)))
-    return View(record, state.pushed.start, candidates, positions, _ids(fetched[0]), fetched[1], scanned.newest, False)
+    theirs = _ids(before[0] + after[0])
+    start = state.fetched.start + _settled(before[0])
+    return View(record, state.pushed.start, candidates, positions, theirs, start, after[1], scanned.newest, False)
+
+
+def _settled(text: str) -> int:
+    """The offset in ``text`` (ascii) just after its last :data:`SETTLED` line (0: none)."""
+    at = text.rfind(SETTLED + "\n")
+    while at > 0 and text[at - 1] != "\n":
+        at = text.rfind(SETTLED + "\n", 0, at)
+    return at + len(SETTLED) + 1 if at >= 0 else 0
 
 
 def _ids(text: str) -> frozenset[str]:
@@ -255,7 +279,7 @@ def settle(where: Where, view: View, live: Collection[str], skipped: Collection[
     if got is not None:
         start, dead = live_part(got[0], live)
         pushed = tail_at(where.pushed, view.pushed_from + start, got[1])
-        fetched = tail_at(where.fetched, view.fetched_end, view.fetched_end)
+        fetched = tail_at(where.fetched, view.fetched_start, view.fetched_end)
         left_out = tuple(sorted((view.positions[sha], sha) for sha in set(skipped) if sha in view.positions))
         if pushed is not None and fetched is not None:
             state = State(view.newest, pushed, fetched, tip.decode("ascii") if tip else None, left_out, dead)

@@ -330,6 +330,8 @@ def fetch(engine: Engine, source: Target) -> list[SnapshotInfo]:
         while not store.add_snapshot_ref(seq, sha):
             seq += 1
         made.append(engine.catalog.info(seq, sha))
+    if new:  # after their refs: a push need not read the lines before it again (``pushstate``)
+        _append_text(_record_path(store, _FETCHED_FROM, source), pushstate.SETTLED + "\n")
     now = archivewalk.Seen(tips, frozenset(named))
     if now != seen:  # after the refs: killed before, the next fetch walks again
         archivewalk.write_seen(cache, now)
