@@ -13,8 +13,9 @@ the truth, never ahead (the next push reads more, and skips nothing).
 - ``pushed``: the :class:`records.Tail` of the ``pushed`` record, starting at
   the first line of a snapshot whose ref this store keeps there (unarchived);
   ``dead``: the unarchived ids after that start whose ref was not there
-  either (a remote that lost it, a snapshot dropped here): all the others must
-  be listed, or the remote lost refs and the push reads everything;
+  either (the remote lost it, and a push that read everything did not send it
+  again: dropped here, or left out): all the others must be listed, or the
+  remote lost refs and the push reads everything;
 - ``fetched``: the tail of the ``fetched-from`` record, from its last
   :data:`SETTLED` line (a fetch adds one after the new snapshots' refs) as it
   was before the push looked at this store's refs: every line before it names
