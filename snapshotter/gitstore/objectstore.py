@@ -16,18 +16,26 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 import zlib
 from collections.abc import Generator, Iterator
 
 from dulwich.objects import Commit
 
 from snapshotter.errors import VERIFY, StoreError
-from snapshotter.gitstore.inflate import MAX_WHOLE, ObjectTooLarge
-from snapshotter.gitstore.loose import loose_header, read_loose, stream_loose
+from snapshotter.gitstore import chainpack
+from snapshotter.gitstore.inflate import MAX_WHOLE, ObjectTooLarge, Stream
+from snapshotter.gitstore.loose import loose_header, open_loose, read_loose, stream_loose
 from snapshotter.gitstore.objects import STREAM_THRESHOLD, TYPE_NAMES, object_id
 from snapshotter.gitstore.objectwriter import ObjectWriter
 from snapshotter.gitstore.packread import MAX_CHAIN, BaseById
 from snapshotter.gitstore.packset import PackSet
+
+_APPEND_WAITS = 40
+_APPEND_WAIT = 0.05
+"""A reader missing an object while a chain pack is appended to looks again,
+every 50 ms for up to 2 s (an append takes its pack out of sight for the few
+milliseconds it writes and syncs it)."""
 
 
 class StoredObjects:
@@ -74,12 +82,14 @@ class StoredObjects:
         if found is None:
             loose = read_loose(self.writer.loose_path(sha), sha, limit)
             found = (*loose, "") if loose is not None else None
-        if found is None:
+        attempt = 0
+        while found is None:
             found = self._from_packs(sha, True, limit, base_by_id)
-        if found is None and self.packs.index_unindexed():
-            found = self._from_packs(sha, True, limit, base_by_id)
-        if found is None:
-            raise KeyError(sha.hex())
+            if found is None and self.packs.index_unindexed():
+                found = self._from_packs(sha, True, limit, base_by_id)
+            if found is None and not self._appending(attempt):
+                raise KeyError(sha.hex())
+            attempt += 1
         kind, content, where = found
         name = TYPE_NAMES.get(kind)
         if name is None or object_id(name, content) != sha:
@@ -129,27 +139,38 @@ class StoredObjects:
     def _stream(self, sha: bytes) -> tuple[int, int, Iterator[bytes], str]:
         """(type number, size, content in pieces, the pack's path or "" if
         loose) of an object, not checked against its id; StoreError if the
-        store lacks it."""
-
-        def base_by_id(base: bytes) -> tuple[int, bytes]:
-            return self._read(base, MAX_WHOLE, 1)
-
-        for relist in (False, True):
-            try:
-                found = self.packs.stream(sha, relist, base_by_id)
-            except OSError:
-                found = None
-            if found is not None:
-                return found
-            if not relist:
-                loose = stream_loose(self.writer.loose_path(sha), sha)
-                if loose is not None:
-                    return (*loose, "")
-        if self.packs.index_unindexed():
-            found = self.packs.stream(sha, True, base_by_id)
-            if found is not None:
-                return found
+        store lacks it. A delta is read a piece at a time (``chainread``),
+        whatever its size."""
+        for attempt in range(_APPEND_WAITS):
+            for relist in (False, True):
+                try:
+                    found = self.packs.stream(sha, relist, self._open_loose)
+                except OSError:
+                    found = None
+                if found is not None:
+                    return found
+                if not relist:
+                    loose = stream_loose(self.writer.loose_path(sha), sha)
+                    if loose is not None:
+                        return (*loose, "")
+            if self.packs.index_unindexed():
+                found = self.packs.stream(sha, True, self._open_loose)
+                if found is not None:
+                    return found
+            if not self._appending(attempt):
+                break
         raise StoreError(f"object {sha.hex()} is missing from the store", VERIFY)
+
+    def _open_loose(self, sha: bytes) -> tuple[int, int, Stream] | None:
+        return open_loose(self.writer.loose_path(sha), sha)
+
+    def _appending(self, attempt: int) -> bool:
+        """Whether a chain pack is being appended to (its objects out of sight
+        for a moment, see ``chainpack``): then wait a little and look again."""
+        if attempt + 1 >= _APPEND_WAITS or not chainpack.appending(self.packs.dir):
+            return False
+        time.sleep(_APPEND_WAIT)
+        return True
 
     def copy_to_loose(self, sha: bytes) -> None:
         """Store a packed object as a loose one, streamed a piece at a time and
@@ -160,11 +181,19 @@ class StoredObjects:
 
     def object_header(self, sha: bytes) -> tuple[int, int]:
         """(type number, size) of an object, from its header where it can be
-        (a delta in a pack is resolved to learn its type); KeyError if missing."""
+        (a delta in a pack: its type from its chain's headers, its size from
+        the delta's); KeyError if missing."""
         found = self._header(sha)
         if found is None or found[0] in (6, 7):
-            kind, content = self.read_raw(sha)
-            return kind, len(content)
+            for relist in (False, True):
+                try:
+                    kind = self.packs.kind_of(sha, relist, self._open_loose)
+                except OSError:
+                    kind = None
+                if kind is not None and found is not None:
+                    return kind, found[1]
+            kind_found, content = self.read_raw(sha)
+            return kind_found, len(content)
         return found
 
     def blob_size(self, sha: bytes) -> int:

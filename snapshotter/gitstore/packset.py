@@ -23,7 +23,8 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 
-from snapshotter.gitstore.inflate import MAX_WHOLE, PIECE
+from snapshotter.gitstore.chainread import OpenLoose, base_kind, stream_object
+from snapshotter.gitstore.inflate import PIECE
 from snapshotter.gitstore.packindex import IndexDamaged, PackDamaged, load_index, read_through, write_index
 from snapshotter.gitstore.packread import (
     BaseById,
@@ -242,28 +243,58 @@ class PackSet:
         with self._guard:
             return peek_entry(self._file(found[0]), found[1], sha)
 
-    def stream(self, sha: bytes, relist: bool, base_by_id: BaseById) -> Opened | None:
-        """A packed object a piece at a time, through a handle of its own (the
-        pieces are read long after this returns); a delta is resolved whole
-        (``MAX_WHOLE`` at most). None if it is in no pack."""
+    def stream(self, sha: bytes, relist: bool, open_loose: OpenLoose) -> Opened | None:
+        """A packed object a piece at a time, through handles of its own (the
+        pieces are read long after this returns); a delta is resolved a piece
+        at a time too (``chainread``). None if it is in no pack."""
         found = self.locate(sha, relist)
         if found is None:
             return None
         base, offset = found
-        where = base
-        own = PackFile(base + ".pack")
+        handles: dict[str, PackFile] = {}
+
+        def open_pack(path: str) -> PackFile:
+            opened = handles.get(path)
+            if opened is None:
+                opened = handles[path] = PackFile(path + ".pack")
+            return opened
+
+        def close_all() -> None:
+            for handle in handles.values():
+                handle.close()
+            handles.clear()
+
         try:
-            opened = stream_entry(own, offset, sha)
+            opened = stream_entry(open_pack(base), offset, sha)
+            if opened is None:
+                opened = stream_object((base, offset), sha, open_pack, self._locate_quietly, open_loose)
         except BaseException:
-            own.close()
+            close_all()
             raise
-        if opened is None:
-            own.close()
-            with self._guard:
-                kind, content = read_entry(self._file(base), offset, sha, MAX_WHOLE, base_by_id)
-            return kind, len(content), iter((content,)), where
         kind, size, pieces = opened
-        return kind, size, closing(pieces, own.close), where
+        return kind, size, closing(pieces, close_all), base
+
+    def kind_of(self, sha: bytes, relist: bool, open_loose: OpenLoose) -> int | None:
+        """The type of a packed object, a delta's found from headers alone."""
+        found = self.locate(sha, relist)
+        if found is None:
+            return None
+        handles: dict[str, PackFile] = {}
+
+        def open_pack(path: str) -> PackFile:
+            opened = handles.get(path)
+            if opened is None:
+                opened = handles[path] = PackFile(path + ".pack")
+            return opened
+
+        try:
+            return base_kind(found, sha, open_pack, self._locate_quietly, open_loose)
+        finally:
+            for handle in handles.values():
+                handle.close()
+
+    def _locate_quietly(self, sha: bytes) -> tuple[str, int] | None:
+        return self.locate(sha, False) or self.locate(sha, True)
 
 
 def closing(pieces: Iterator[bytes], close: Callable[[], None]) -> Iterator[bytes]:
