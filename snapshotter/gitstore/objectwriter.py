@@ -25,6 +25,10 @@ from snapshotter.gitstore.deflate import compressor, deflate
 from snapshotter.gitstore.objects import BINARY_PROBE, STREAM_THRESHOLD, describe_lines, is_binary, object_id
 from snapshotter.gitstore.packs import PackBuilder
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from snapshotter.gitstore.bigstore import BigFiles
+
 CHUNK = 1 << 20
 
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
@@ -72,6 +76,8 @@ class ObjectWriter:
         self.written = (0, 0, 0)
         """(bytes, loose objects, packs) this writer has added to the store: lets
         the retention pass estimate the store's size instead of walking it."""
+        self.big: BigFiles | None = None
+        """Where big files' versions go (chain packs), set by the store."""
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
@@ -273,7 +279,7 @@ class ObjectWriter:
         (None if binary). The id is None if the file's size changed meanwhile."""
         header = b"blob %d\0" % size
         digest = hashlib.sha1(header)
-        counter = _LineCounter()
+        counter = LineTally()
         squeezer = compressor() if write else None
         tmp_fd, tmp = self._tmp_in(self.objects_dir) if write else (-1, "")
         out = os.fdopen(tmp_fd, "wb") if write else None
@@ -310,7 +316,7 @@ class ObjectWriter:
                 unlink_quietly(tmp)  # gone already once moved into place
 
 
-class _LineCounter:
+class LineTally:
     """Counts lines over chunks, with git's binary rule (NUL in the first 8,000 bytes)."""
 
     def __init__(self) -> None:

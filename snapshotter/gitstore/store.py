@@ -28,6 +28,8 @@ from dulwich.repo import Repo
 
 from snapshotter.errors import StoreError
 from snapshotter.fsutil import USE_CTIME, settled, sync_folder, unlink_quietly
+from snapshotter.gitstore import chainpack
+from snapshotter.gitstore.bigstore import BigFiles
 from snapshotter.gitstore.objectstore import StoredObjects
 from snapshotter.gitstore.refreading import LooseRefs
 
@@ -42,7 +44,9 @@ DAMAGED_OBJECT: tuple[type[Exception], ...] = (
 MISSING_OR_DAMAGED: tuple[type[Exception], ...] = (KeyError, *DAMAGED_OBJECT)
 SNAPSHOT_REF_PREFIX = b"refs/snapshots/"
 _HEX40 = re.compile(rb"[0-9a-f]{40}")
-TEMP_NAME = re.compile(r"tmp_obj_|tmp_pack_|tmp_idx_|\.(statcache|generation|line-counts)-.*\.tmp$")
+TEMP_NAME = re.compile(
+    r"tmp_obj_|tmp_pack_|tmp_idx_|\.(statcache|generation|line-counts|signature)-.*\.tmp$|pack-chain-.*\.idx\.tmp$"
+)
 """Temporary files writers make in the store (then rename into place)."""
 _STACK_PREFIX = b"refs/snapshotter/"
 STACK_NAMES = ("undo", "redo", "turns")
@@ -72,6 +76,8 @@ class Store(StoredObjects):
         # prints a traceback when it runs during shutdown (a Snapshotter never closed).
         self._finalizer = weakref.finalize(self, repo.close)
         self.meta_dir = os.path.join(path, "snapshotter")
+        self.big = BigFiles(self.packs, self.meta_dir, self.has_object)
+        self.writer.big = self.big
         self._refs_read: dict[bytes, tuple[tuple[int, ...], dict[int, bytes], list[str]]] = {}
         """Ref folder -> (its stamp, the numbered refs and the other names read then)."""
         self._loose_refs = LooseRefs(self.path)
@@ -356,7 +362,8 @@ class Store(StoredObjects):
         writer of those holds it, so any found then is stale. Returns how many
         files were removed."""
         removed = self.clear_stale_ref_locks()
-        folders = [os.path.join(self.path, "objects"), self.packs.dir, self.meta_dir]
+        removed += chainpack.recover(self.packs.dir)  # before temporary files go: a journal names some
+        folders = [os.path.join(self.path, "objects"), self.packs.dir, self.meta_dir, self.big.signatures.folder]
         objects_dir = folders[0]
         try:
             folders += [os.path.join(objects_dir, n) for n in os.listdir(objects_dir) if len(n) == 2]

@@ -14,9 +14,11 @@ import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
+from snapshotter.gitstore.bigstore import fits
 from snapshotter.gitstore.objects import MODE_TREE, describe_lines, object_id, serialize_tree
 from snapshotter.gitstore.objectwriter import FileChanged, Hashed, ObjectWriter
 from snapshotter.model import SkippedPath, SkipReason
+from snapshotter.worktree.bigfile import store_big_file
 from snapshotter.worktree.splithash import SplitHashing
 from snapshotter.worktree.statcache import Record, StatCache
 from snapshotter.worktree.walkstate import DirNode, Pending, Walk, git_mode_of
@@ -48,6 +50,10 @@ def _hash_one(item: Pending, writer: ObjectWriter, write: bool) -> Hashed:
         target = os.fsencode(os.readlink(item.path))
         sha = writer.write(b"blob", target) if write else object_id(b"blob", target)
         return Hashed(sha, item.link_key, len(target), describe_lines(target))
+    if write and writer.big is not None and fits(item.size):
+        found = store_big_file(item.path, writer.big, item.record[5] if item.record is not None else None)
+        if found is not None:
+            return found
     return writer.hash_file(item.path, write)
 
 

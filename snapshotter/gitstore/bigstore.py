@@ -1,0 +1,115 @@
+"""What a store offers for big files: where a new version goes, and its signatures.
+
+A new version of a big file is a delta appended to the chain pack holding its
+previous version, when that version is in one that may grow (``chainpack.tip_of``)
+and its signature is known; otherwise it starts a new chain pack, whole. The
+reading of the workspace file is ``worktree/bigfile.py``'s; the format, the
+packs and the matching are here, in ``gitstore``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import IO
+
+from snapshotter.gitstore import chainpack
+from snapshotter.gitstore.chainpack import NewChain, PackRehash, Tip
+from snapshotter.gitstore.packset import PackSet
+from snapshotter.gitstore.signature import Signature, Signatures
+
+THRESHOLD = 8 << 20
+"""Files above this many bytes are kept in chain packs (the streaming threshold:
+nothing above it is held whole, and below it gc's deltas serve)."""
+MAX_SIZE = (4 << 30) - (64 << 20)
+"""Files from here on stay loose objects: a delta addresses 32-bit offsets."""
+
+
+@dataclass(frozen=True)
+class Base:
+    """The version a new one can be a delta of: where it is, and its signature."""
+
+    tip: Tip
+    signature: Signature
+
+
+class BigFiles:
+    """The chain packs and signatures of one store."""
+
+    def __init__(self, packs: PackSet, meta_dir: str, exists: Callable[[bytes], bool]) -> None:
+        self.packs = packs
+        self.signatures = Signatures(meta_dir)
+        self.exists = exists
+
+    def base_for(self, previous: bytes | None) -> Base | None:
+        """Where a new version of a file whose last version was ``previous`` may
+        be appended as a delta; None: it starts a new chain."""
+        if previous is None:
+            return None
+        signature = self.signatures.load(previous)
+        if signature is None:
+            return None
+        try:
+            found = self.packs.locate(previous, relist=True)
+        except OSError:
+            return None
+        if found is None:
+            return None
+        tip = chainpack.tip_of(*found)
+        return Base(tip, signature) if tip is not None else None
+
+    def new_chain(self, size: int) -> NewChain:
+        return NewChain(self.packs.dir, size)
+
+    def rehash(self, tip: Tip) -> PackRehash:
+        return PackRehash(tip)
+
+    def append(self, rehash: PackRehash, sha: bytes, delta_size: int, delta: IO[bytes]) -> bool:
+        """Append ``sha`` to the chain of ``rehash.tip``; False if it may not be
+        (the caller starts a new chain)."""
+        self.packs.close()  # no handle of ours stays open on a pack about to be renamed
+        return chainpack.append(rehash, sha, delta_size, delta) is not None
+
+    def remember(self, signature: Signature, replaces: bytes | None) -> None:
+        """Keep the new version's signature; the one it was matched against goes
+        (the next version is matched against this one)."""
+        self.signatures.save(signature)
+        if replaces is not None and replaces != signature.blob:
+            self.signatures.drop(replaces)
+
+
+class ThreadedDigest:
+    """A SHA-1 computed on a thread of its own, fed in pieces (hashlib lets go
+    of the GIL while it hashes, so the caller reads or matches meanwhile)."""
+
+    def __init__(self, header: bytes) -> None:
+        self._digest = hashlib.sha1(header)
+        self._pieces: queue.Queue[bytes | memoryview | None] = queue.Queue(maxsize=8)
+        self._thread = threading.Thread(target=self._run, name="snapshotter-sha1", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (piece := self._pieces.get()) is not None:
+            self._digest.update(piece)
+
+    def update(self, piece: bytes | memoryview) -> None:
+        self._pieces.put(piece)
+
+    def digest(self) -> bytes:
+        self._pieces.put(None)
+        self._thread.join()
+        return self._digest.digest()
+
+    def close(self) -> None:
+        """Stop the thread (the result is not wanted)."""
+        if self._thread.is_alive():
+            self._pieces.put(None)
+            self._thread.join()
+
+
+def fits(size: int) -> bool:
+    """Whether a file of ``size`` bytes is kept in a chain pack."""
+    return THRESHOLD < size < MAX_SIZE
