@@ -14,6 +14,7 @@ import time
 from datetime import datetime, timezone
 
 from snapshotter.errors import SnapshotError
+from snapshotter.gitstore import chainpack
 from snapshotter.history import REDO, REDO_TO, SESSIONS, UNDO, all_stacks
 from snapshotter.model import GcResult, PruneResult, SnapshotInfo, StoreStats
 from snapshotter.remotes import recently_fetched
@@ -76,11 +77,13 @@ def _drop(engine: Engine, info: SnapshotInfo) -> bytes:
 
 
 def usage(engine: Engine) -> tuple[int, int, int]:
-    """(bytes on disk, loose objects, packs) of the store."""
+    """(bytes on disk, loose objects, packs) of the store (chain packs, which
+    consolidation never merges, are not counted among the packs)."""
     objects_dir = os.path.join(engine.store_path, "objects")
     loose = sum(1 for _ in compaction.loose_objects(objects_dir))
     try:
-        packs = sum(1 for name in os.listdir(os.path.join(objects_dir, "pack")) if name.endswith(".pack"))
+        names = os.listdir(os.path.join(objects_dir, "pack"))
+        packs = sum(1 for name in names if name.endswith(".pack") and not name.startswith(chainpack.PREFIX))
     except FileNotFoundError:
         packs = 0
     return compaction.disk_usage(engine.store), loose, packs

@@ -10,6 +10,7 @@ packs and the matching are here, in ``gitstore``.
 from __future__ import annotations
 
 import hashlib
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -39,10 +40,19 @@ class Base:
 class BigFiles:
     """The chain packs and signatures of one store."""
 
-    def __init__(self, packs: PackSet, meta_dir: str, exists: Callable[[bytes], bool]) -> None:
+    def __init__(
+        self,
+        packs: PackSet,
+        meta_dir: str,
+        exists: Callable[[bytes], bool],
+        count_written: Callable[[int, int, int], None],
+    ) -> None:
         self.packs = packs
         self.signatures = Signatures(meta_dir)
         self.exists = exists
+        self._count_written = count_written
+        """Tells the store's writer what was added (bytes, loose objects, packs),
+        for the retention pass's estimate of the store's size."""
 
     def base_for(self, previous: bytes | None) -> Base | None:
         """Where a new version of a file whose last version was ``previous`` may
@@ -64,6 +74,10 @@ class BigFiles:
     def new_chain(self, size: int) -> NewChain:
         return NewChain(self.packs.dir, size)
 
+    def finish_chain(self, chain: NewChain, sha: bytes) -> None:
+        base = chain.finish(sha)
+        self._count_written(_size_of(base + ".pack") + _size_of(base + ".idx"), 0, 1)
+
     def rehash(self, tip: Tip) -> PackRehash:
         return PackRehash(tip)
 
@@ -71,7 +85,11 @@ class BigFiles:
         """Append ``sha`` to the chain of ``rehash.tip``; False if it may not be
         (the caller starts a new chain)."""
         self.packs.close()  # no handle of ours stays open on a pack about to be renamed
-        return chainpack.append(rehash, sha, delta_size, delta) is not None
+        base = chainpack.append(rehash, sha, delta_size, delta)
+        if base is None:
+            return False
+        self._count_written(_size_of(base + ".pack") - rehash.tip.size, 0, 0)
+        return True
 
     def remember(self, signature: Signature, replaces: bytes | None) -> None:
         """Keep the new version's signature; the one it was matched against goes
@@ -113,3 +131,10 @@ class ThreadedDigest:
 def fits(size: int) -> bool:
     """Whether a file of ``size`` bytes is kept in a chain pack."""
     return THRESHOLD < size < MAX_SIZE
+
+
+def _size_of(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0

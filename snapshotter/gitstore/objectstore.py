@@ -172,13 +172,6 @@ class StoredObjects:
         time.sleep(_APPEND_WAIT)
         return True
 
-    def copy_to_loose(self, sha: bytes) -> None:
-        """Store a packed object as a loose one, streamed a piece at a time and
-        checked against its id as it is written: gc and consolidation keep big
-        blobs loose, and a pack (forged, or written by another tool) may hold one."""
-        kind, size, pieces, _ = self._stream(sha)
-        self.writer.write_stream(TYPE_NAMES[kind], size, pieces, sha)
-
     def object_header(self, sha: bytes) -> tuple[int, int]:
         """(type number, size) of an object, from its header where it can be
         (a delta in a pack: its type from its chain's headers, its size from

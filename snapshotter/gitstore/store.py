@@ -76,7 +76,7 @@ class Store(StoredObjects):
         # prints a traceback when it runs during shutdown (a Snapshotter never closed).
         self._finalizer = weakref.finalize(self, repo.close)
         self.meta_dir = os.path.join(path, "snapshotter")
-        self.big = BigFiles(self.packs, self.meta_dir, self.has_object)
+        self.big = BigFiles(self.packs, self.meta_dir, self.has_object, self.writer.count_written)
         self.writer.big = self.big
         self._refs_read: dict[bytes, tuple[tuple[int, ...], dict[int, bytes], list[str]]] = {}
         """Ref folder -> (its stamp, the numbered refs and the other names read then)."""

@@ -1,0 +1,203 @@
+"""Big files kept as deltas of their last version (issue #53).
+
+A changed big file costs what changed: its new version is a git delta of the
+last, appended to the file's chain pack. git is the oracle: ``git cat-file -p``
+prints every version byte for byte and ``git fsck --strict`` is clean, after
+snapshots, restores, a compaction, and retention dropping the chain's first
+version. The files are just over the big-file threshold (8 MiB), random bytes
+(so a full copy costs its whole size: no compression hides it).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+from conftest import GIT, git, git_env, needs_git
+
+from snapshotter import Retention, Snapshotter
+from snapshotter.gitstore import chainpack
+from snapshotter.upkeep.compaction import disk_usage
+
+SIZE = 10 << 20
+CHANGE = 64 << 10
+
+
+def _store_bytes(snap: Snapshotter) -> int:
+    return disk_usage(snap._engine_ok().store)
+
+
+def _chain_packs(snap: Snapshotter) -> list[str]:
+    pack_dir = os.path.join(snap.store_path, "objects", "pack")
+    return sorted(name for name in os.listdir(pack_dir) if name.startswith(chainpack.PREFIX) and name.endswith(".pack"))
+
+
+def _overwrite(data: bytearray, rng: random.Random, count: int = 3) -> None:
+    for _ in range(count):
+        at = rng.randrange(0, len(data) - CHANGE)
+        data[at : at + CHANGE] = rng.randbytes(CHANGE)
+
+
+def _git_blob(snap: Snapshotter, tree: str, path: str, tmp: Path) -> bytes:
+    env = git_env(tmp)
+    blob = git("--git-dir", snap.store_path, "rev-parse", f"{tree}:{path}", env=env).strip()
+    assert GIT is not None
+    import subprocess
+
+    done = subprocess.run([GIT, "--git-dir", snap.store_path, "cat-file", "-p", blob], capture_output=True, env=env)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _fsck(snap: Snapshotter, tmp: Path) -> None:
+    git("--git-dir", snap.store_path, "fsck", "--strict", "--no-dangling", "--no-progress", env=git_env(tmp))
+
+
+@needs_git
+def test_a_changed_big_file_costs_what_changed(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    rng = random.Random(53)
+    data = bytearray(rng.randbytes(SIZE))
+    (ws / "db.bin").write_bytes(data)
+    snap = make(max_new_file_size=1 << 30, retention=Retention.unlimited())
+    versions = [(snap.snapshot("v0"), bytes(data))]
+    for i in range(1, 4):
+        _overwrite(data, rng)
+        (ws / "db.bin").write_bytes(data)
+        before = _store_bytes(snap)
+        info = snap.snapshot(f"v{i}")
+        grew = _store_bytes(snap) - before
+        assert grew < 1 << 20, f"snapshot {i} added {grew:,} bytes for 3 changes of 64 KiB"  # a full copy adds 10 MiB
+        versions.append((info, bytes(data)))
+    assert len(_chain_packs(snap)) == 1
+    for info, content in versions:
+        assert _git_blob(snap, info.tree_id, "db.bin", tmp_path) == content
+    _fsck(snap, tmp_path)
+    for info, content in reversed(versions):
+        snap.restore(info.id)
+        assert (ws / "db.bin").read_bytes() == content
+
+
+@needs_git
+def test_insertions_deletions_appends_and_truncations_round_trip(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    rng = random.Random(7)
+    data = bytearray(rng.randbytes(SIZE))
+    edits = [
+        lambda d: d.__setitem__(slice(5000, 5000), rng.randbytes(777)),  # an insertion: the rest shifts
+        lambda d: d.__delitem__(slice(3 << 20, (3 << 20) + 100_003)),  # a deletion
+        lambda d: d.extend(rng.randbytes(300_000)),  # an append
+        lambda d: d.__delitem__(slice(len(d) - 1_234_567, None)),  # a truncation
+        lambda d: d.__setitem__(slice(0, 0), d[4 << 20 : (4 << 20) + 200_000]),  # content copied to the front
+    ]
+    snap = make(max_new_file_size=1 << 30, retention=Retention.unlimited())
+    (ws / "data.bin").write_bytes(data)
+    versions = [(snap.snapshot("v0"), bytes(data))]
+    for i, edit in enumerate(edits, 1):
+        edit(data)
+        (ws / "data.bin").write_bytes(data)
+        before = _store_bytes(snap)
+        info = snap.snapshot(f"v{i}")
+        assert _store_bytes(snap) - before < 2 << 20, f"edit {i} cost a full copy"
+        versions.append((info, bytes(data)))
+    for info, content in versions:
+        assert _git_blob(snap, info.tree_id, "data.bin", tmp_path) == content
+    _fsck(snap, tmp_path)
+    for info, content in versions:
+        snap.restore(info.id)
+        assert (ws / "data.bin").read_bytes() == content
+    assert snap.verify(full=True).ok
+
+
+@needs_git
+def test_compaction_keeps_the_chain_as_it_is(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    rng = random.Random(11)
+    data = bytearray(rng.randbytes(SIZE))
+    snap = make(max_new_file_size=1 << 30, retention=Retention.unlimited())
+    versions = []
+    for i in range(4):
+        _overwrite(data, rng)
+        (ws / "db.bin").write_bytes(data)
+        (ws / f"small{i}.txt").write_text(f"small {i}\n")
+        versions.append((snap.snapshot(f"v{i}"), bytes(data)))
+    chains = _chain_packs(snap)
+    before = _store_bytes(snap)
+    snap.gc()
+    assert _chain_packs(snap) == chains  # not rewritten, not inflated into full copies
+    assert _store_bytes(snap) <= before + (64 << 10)
+    objects = os.path.join(snap.store_path, "objects")
+    assert not [name for name in os.listdir(objects) if len(name) == 2 and os.listdir(os.path.join(objects, name))]
+    for info, content in versions:
+        assert _git_blob(snap, info.tree_id, "db.bin", tmp_path) == content
+    _fsck(snap, tmp_path)
+    for info, content in versions:
+        snap.restore(info.id)
+        assert (ws / "db.bin").read_bytes() == content
+
+
+@needs_git
+def test_dropping_the_first_versions_snapshot_keeps_every_later_version(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    rng = random.Random(13)
+    data = bytearray(rng.randbytes(SIZE))
+    snap = make(max_new_file_size=1 << 30, retention=Retention.unlimited())
+    versions = []
+    for i in range(4):
+        if i:
+            _overwrite(data, rng)
+        (ws / "db.bin").write_bytes(data)
+        versions.append((snap.snapshot(f"v{i}"), bytes(data)))
+    snap.close()
+    pruner = make(max_new_file_size=1 << 30, retention=Retention(max_snapshots=2, max_age=None, max_undo=0))
+    dropped = pruner.prune()
+    assert {info.id for info in dropped.pruned} >= {versions[0][0].id, versions[1][0].id}
+    pruner.gc()
+    kept = {info.id for info in pruner.list(limit=None)}
+    for info, content in versions:
+        if info.id in kept:
+            assert _git_blob(pruner, info.tree_id, "db.bin", tmp_path) == content
+            pruner.restore(info.id)
+            assert (ws / "db.bin").read_bytes() == content
+    _fsck(pruner, tmp_path)
+    assert pruner.verify(full=True).ok
+
+
+def test_consolidation_never_merges_a_chain(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    from snapshotter.upkeep.consolidation import consolidate
+
+    rng = random.Random(17)
+    data = bytearray(rng.randbytes(SIZE))
+    snap = make(max_new_file_size=1 << 30, retention=Retention.unlimited())
+    (ws / "db.bin").write_bytes(data)
+    snap.snapshot("v0")
+    for i in range(70):  # many small files: a pack each snapshot
+        (ws / f"f{i}.txt").write_text(f"{i}\n" * 10)
+    snap.snapshot("many")
+    _overwrite(data, rng)
+    (ws / "db.bin").write_bytes(data)
+    snap.snapshot("v1")
+    chains = _chain_packs(snap)
+    consolidate(snap._engine_ok().store)
+    assert _chain_packs(snap) == chains
+    (ws / "db.bin").write_bytes(b"")
+    snap.restore(snap.list()[0].id)
+    assert (ws / "db.bin").read_bytes() == data
+
+
+@pytest.mark.parametrize("depth", [3])
+def test_a_chain_is_bounded_and_a_full_copy_starts_the_next(  # type: ignore[no-untyped-def]
+    ws: Path, make, monkeypatch: pytest.MonkeyPatch, depth: int
+) -> None:
+    monkeypatch.setattr(chainpack, "MAX_DEPTH", depth)
+    rng = random.Random(19)
+    data = bytearray(rng.randbytes(SIZE))
+    snap = make(max_new_file_size=1 << 30, retention=Retention.unlimited())
+    versions = []
+    for i in range(depth + 3):
+        if i:
+            _overwrite(data, rng, 1)
+        (ws / "db.bin").write_bytes(data)
+        versions.append((snap.snapshot(f"v{i}"), bytes(data)))
+    assert len(_chain_packs(snap)) == 2  # the key frame and ``depth`` deltas, then a full copy and the rest
+    for info, content in versions:
+        snap.restore(info.id)
+        assert (ws / "db.bin").read_bytes() == content
