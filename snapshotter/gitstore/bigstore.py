@@ -13,14 +13,16 @@ import hashlib
 import os
 import queue
 import threading
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import IO
 
+from snapshotter.errors import StoreError
 from snapshotter.gitstore import chainpack
 from snapshotter.gitstore.chainpack import NewChain, PackRehash, Tip
 from snapshotter.gitstore.packset import PackSet
-from snapshotter.gitstore.signature import Signature, Signatures
+from snapshotter.gitstore.signature import Signature, SignatureBuilder, Signatures, block_size_for
 
 THRESHOLD = 8 << 20
 """Files above this many bytes are kept in chain packs (the streaming threshold:
@@ -46,30 +48,54 @@ class BigFiles:
         meta_dir: str,
         exists: Callable[[bytes], bool],
         count_written: Callable[[int, int, int], None],
+        read_blob: Callable[[bytes], Iterable[bytes]],
+        blob_size: Callable[[bytes], int],
     ) -> None:
         self.packs = packs
         self.signatures = Signatures(meta_dir)
         self.exists = exists
+        self._read_blob = read_blob
+        self._blob_size = blob_size
         self._count_written = count_written
         """Tells the store's writer what was added (bytes, loose objects, packs),
         for the retention pass's estimate of the store's size."""
 
     def base_for(self, previous: bytes | None) -> Base | None:
         """Where a new version of a file whose last version was ``previous`` may
-        be appended as a delta; None: it starts a new chain."""
+        be appended as a delta; None: it starts a new chain. A version without
+        its signature kept (restored by an undo, then changed; or its signature
+        lost) has it made again from the store, at the cost of reading it."""
         if previous is None:
-            return None
-        signature = self.signatures.load(previous)
-        if signature is None:
             return None
         try:
             found = self.packs.locate(previous, relist=True)
         except OSError:
             return None
-        if found is None:
+        tip = chainpack.tip_of(*found) if found is not None else None
+        if tip is None:
             return None
-        tip = chainpack.tip_of(*found)
-        return Base(tip, signature) if tip is not None else None
+        signature = self.signatures.load(previous) or self._signature_of(previous)
+        return Base(tip, signature) if signature is not None else None
+
+    def _signature_of(self, blob: bytes) -> Signature | None:
+        """A stored version's signature, made by reading it (checked against its id)."""
+        try:
+            size = self._blob_size(blob)
+            builder = SignatureBuilder(size, block_size_for(size))
+            block = builder.block_size
+            pending = b""
+            for piece in self._read_blob(blob):
+                pending += piece
+                whole = len(pending) - len(pending) % block
+                view = memoryview(pending)
+                for at in range(0, whole, block):
+                    builder.add(view[at : at + block])
+                pending = pending[whole:]
+            if pending:
+                builder.add(pending)
+            return builder.finish(blob)
+        except (StoreError, OSError, ValueError, KeyError, zlib.error):
+            return None  # unreadable: the new version starts a new chain
 
     def new_chain(self, size: int) -> NewChain:
         return NewChain(self.packs.dir, size)

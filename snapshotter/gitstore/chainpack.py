@@ -39,10 +39,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO
 
-from snapshotter.errors import StoreError, what_to_check
+from snapshotter.errors import StoreError, StoreLocked, what_to_check
 from snapshotter.fsutil import read_side_file, sync_folder, unlink_quietly
 from snapshotter.gitstore.deflate import compressor
 from snapshotter.gitstore.inflate import PIECE
+from snapshotter.gitstore.locking import StoreLock
 from snapshotter.gitstore.packindex import load_index
 from snapshotter.gitstore.packread import PackFile, _entry_header
 from snapshotter.gitstore.packs import OFS_DELTA, entry_header, index_v2, offset_bytes
@@ -57,6 +58,11 @@ _TMP = "chain-tmp-"
 _OLD_INDEX = "chain-old-"
 _HEADER = struct.Struct(">4sII")
 _append_lock = threading.Lock()
+
+
+def _stage(name: str) -> None:
+    """Called between the steps of an append: the crash tests' seam (a test
+    process replaces it to stop, and be killed, at one of them)."""
 
 
 def is_chain(base: str) -> bool:
@@ -297,6 +303,7 @@ def _apply(
         }
         _write_file(journal, json.dumps(record).encode())
         sync_folder(pack_dir)
+        _stage("journal")
         os.rename(tip.base + ".pack", tmp_pack)
     except OSError:
         unlink_quietly(new_index_tmp)
@@ -304,20 +311,26 @@ def _apply(
         return None
     try:
         os.rename(tip.base + ".idx", kept_index)
+        _stage("aside")
         with open(tmp_pack, "r+b") as handle:
             if os.fstat(handle.fileno()).st_nlink != 1:
                 raise _Shared
             handle.seek(tip.size - 20)
             for piece in pieces():
                 handle.write(piece)
+            handle.flush()
+            _stage("writing")
             handle.write(checksum)
             handle.seek(8)
             handle.write(struct.pack(">I", tip.count + 1))
             handle.flush()
             os.fsync(handle.fileno())
+        _stage("written")
         os.rename(tmp_pack, new_base + ".pack")
+        _stage("renamed")
         os.rename(new_index_tmp, new_base + ".idx")
         sync_folder(pack_dir)
+        _stage("indexed")
     except (OSError, _Shared):
         _roll_back(pack_dir, record)
         return None
@@ -328,6 +341,21 @@ def _apply(
 
 class _Shared(Exception):
     """The pack turned out to have another hard link."""
+
+
+def settle(pack_dir: str, lock_path: str, on_recover: Callable[[], object]) -> None:
+    """Recover an append a killed writer left, if one did and no writer holds
+    the store lock now (one that does is mid-append and finishes it): the lock
+    is taken without waiting, with ``on_recover`` (the store's whole recovery)
+    if its holder died. Readers call it too, so that a store opened after a
+    crash reads every object at once, and git does."""
+    if not appending(pack_dir):
+        return
+    try:
+        with StoreLock(lock_path, 0.0, on_recover=on_recover):
+            recover(pack_dir)
+    except (StoreLocked, OSError):
+        pass
 
 
 def recover(pack_dir: str) -> int:

@@ -166,11 +166,18 @@ class StoredObjects:
 
     def _appending(self, attempt: int) -> bool:
         """Whether a chain pack is being appended to (its objects out of sight
-        for a moment, see ``chainpack``): then wait a little and look again."""
+        for a moment, see ``chainpack``): then wait a little and look again.
+        An append a killed writer left is recovered first (``settle``)."""
         if attempt + 1 >= _APPEND_WAITS or not chainpack.appending(self.packs.dir):
             return False
+        if attempt == 0:
+            self.settle_appends()
+            return True
         time.sleep(_APPEND_WAIT)
         return True
+
+    def settle_appends(self) -> None:
+        """Recover an append a killed writer left (``Store`` knows the lock)."""
 
     def object_header(self, sha: bytes) -> tuple[int, int]:
         """(type number, size) of an object, from its header where it can be

@@ -76,7 +76,9 @@ class Store(StoredObjects):
         # prints a traceback when it runs during shutdown (a Snapshotter never closed).
         self._finalizer = weakref.finalize(self, repo.close)
         self.meta_dir = os.path.join(path, "snapshotter")
-        self.big = BigFiles(self.packs, self.meta_dir, self.has_object, self.writer.count_written)
+        self.big = BigFiles(
+            self.packs, self.meta_dir, self.has_object, self.writer.count_written, self.blob_chunks, self.blob_size
+        )
         self.writer.big = self.big
         self._refs_read: dict[bytes, tuple[tuple[int, ...], dict[int, bytes], list[str]]] = {}
         """Ref folder -> (its stamp, the numbered refs and the other names read then)."""
@@ -93,7 +95,12 @@ class Store(StoredObjects):
             repo = Repo(path)
         except (NotGitRepository, OSError, ValueError, KeyError) as exc:
             raise StoreError(f"cannot open store {path} ({exc}); remove it to start afresh") from None
-        return cls(path, repo)
+        store = cls(path, repo)
+        store.settle_appends()  # a killed writer's half-done append: put back before anything is read
+        return store
+
+    def settle_appends(self) -> None:
+        chainpack.settle(self.packs.dir, os.path.join(self.meta_dir, "lock"), self.recover)
 
     def release_packs(self) -> None:
         """Close every open pack (before gc deletes them: Windows cannot delete open files)."""

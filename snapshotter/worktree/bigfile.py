@@ -99,7 +99,7 @@ class _Work:
         self.chain: NewChain | None = None
         if base is not None:
             old = base.signature
-            delta = DeltaWriter(old.size, size, size // 2, big.packs.dir)
+            delta = DeltaWriter(old.size, size, max(size // 2, 4096), big.packs.dir)
             self.matcher = Matcher(old, size, delta, block_size_for(size))
             self.rehash = big.rehash(base.tip)
         else:
