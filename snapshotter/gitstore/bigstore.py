@@ -9,10 +9,7 @@ packs and the matching are here, in ``gitstore``.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import queue
-import threading
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -21,6 +18,9 @@ from typing import IO
 from snapshotter.errors import StoreError
 from snapshotter.gitstore import chainpack
 from snapshotter.gitstore.chainpack import NewChain, PackRehash, Tip
+from snapshotter.gitstore.digest import ThreadedDigest
+
+__all__ = ["Base", "BigFiles", "ThreadedDigest", "fits"]
 from snapshotter.gitstore.packset import PackSet
 from snapshotter.gitstore.signature import Signature, SignatureBuilder, Signatures, block_size_for
 
@@ -123,35 +123,6 @@ class BigFiles:
         self.signatures.save(signature)
         if replaces is not None and replaces != signature.blob:
             self.signatures.drop(replaces)
-
-
-class ThreadedDigest:
-    """A SHA-1 computed on a thread of its own, fed in pieces (hashlib lets go
-    of the GIL while it hashes, so the caller reads or matches meanwhile)."""
-
-    def __init__(self, header: bytes) -> None:
-        self._digest = hashlib.sha1(header)
-        self._pieces: queue.Queue[bytes | memoryview | None] = queue.Queue(maxsize=8)
-        self._thread = threading.Thread(target=self._run, name="snapshotter-sha1", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while (piece := self._pieces.get()) is not None:
-            self._digest.update(piece)
-
-    def update(self, piece: bytes | memoryview) -> None:
-        self._pieces.put(piece)
-
-    def digest(self) -> bytes:
-        self._pieces.put(None)
-        self._thread.join()
-        return self._digest.digest()
-
-    def close(self) -> None:
-        """Stop the thread (the result is not wanted)."""
-        if self._thread.is_alive():
-            self._pieces.put(None)
-            self._thread.join()
 
 
 def fits(size: int) -> bool:

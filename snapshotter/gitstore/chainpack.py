@@ -41,7 +41,7 @@ from typing import IO
 
 from snapshotter.errors import StoreError, StoreLocked, what_to_check
 from snapshotter.fsutil import read_side_file, sync_folder, unlink_quietly
-from snapshotter.gitstore.deflate import compressor
+from snapshotter.gitstore.deflate import SegmentDeflater
 from snapshotter.gitstore.inflate import PIECE
 from snapshotter.gitstore.locking import StoreLock
 from snapshotter.gitstore.packindex import load_index
@@ -154,7 +154,7 @@ class NewChain:
                 unlink_quietly(self._tmp)
             raise StoreError(f"cannot write a pack in {pack_dir}: {exc.strerror}; {what_to_check(exc)}") from None
         self._digest = hashlib.sha1()
-        self._squeezer = compressor()
+        self._squeezer = SegmentDeflater()
         self._crc = 0
         self._fed = 0
         self._put(_HEADER.pack(b"PACK", 2, 1), entry=False)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from snapshotter.gitstore.deltaformat import Copy, DeltaDamaged, OpReader
 from snapshotter.gitstore.inflate import PIECE, Stream
 from snapshotter.gitstore.packread import MAX_CHAIN, PackFile, _entry_header, _entry_stream
+from snapshotter.gitstore.storedblocks import StoredBlocks, blocks_of
 
 LITERALS_IN_MEMORY = 16 << 20
 RECENT = 32 << 20
@@ -111,7 +112,21 @@ def _walk(
 def _packed_base(
     at: _Entry, head: bytes, used: int, size: int, sha: bytes, open_pack: OpenPack
 ) -> Callable[[], Stream]:
-    return lambda: _entry_stream(open_pack(at.pack), at.offset, head, used, size, sha)
+    opener = _Opener(lambda: _entry_stream(open_pack(at.pack), at.offset, head, used, size, sha))
+    opener.stored = lambda: blocks_of(open_pack(at.pack), at.offset + used, size)
+    return opener
+
+
+class _Opener:
+    """Opens a base's stream; ``stored``, where set, finds its stored blocks
+    (a base read from the pack as it is, see ``storedblocks``)."""
+
+    def __init__(self, opener: Callable[[], Stream]) -> None:
+        self._opener = opener
+        self.stored: Callable[[], StoredBlocks | None] | None = None
+
+    def __call__(self) -> Stream:
+        return self._opener()
 
 
 def _loose_base(base_id: bytes, first: Stream, open_loose: OpenLoose) -> Callable[[], Stream]:
@@ -211,13 +226,26 @@ def _copy_pieces(
     return made
 
 
-class _Base:
-    """The base read forward once; a step back is served from the last
-    ``RECENT`` bytes, or by reading it again from its start."""
+def _backwards(pieces: list[tuple[int, int, int]]) -> bool:
+    """Whether some piece of the base comes before one already read."""
+    reached = 0
+    for length, kind, where in pieces:
+        if kind == _BASE:
+            if where < reached:
+                return True
+            reached = where + length
+    return False
 
-    def __init__(self, open_stream: Callable[[], Stream], size: int) -> None:
+
+class _Base:
+    """The base inflated forward once; a step back (``backwards``: the pieces
+    hold one) is served from the last ``RECENT`` bytes, or by reading it again
+    from its start."""
+
+    def __init__(self, open_stream: Callable[[], Stream], size: int, backwards: bool) -> None:
         self._open = open_stream
         self._size = size
+        self._keep_recent = backwards
         self._stream = open_stream()
         self._at = 0
         self._recent: deque[tuple[int, bytes]] = deque()
@@ -255,6 +283,9 @@ class _Base:
         return None
 
     def _keep(self, piece: bytes) -> None:
+        if not self._keep_recent:
+            self._at += len(piece)
+            return
         self._recent.append((self._at, piece))
         self._recent_bytes += len(piece)
         self._at += len(piece)
@@ -278,7 +309,8 @@ def _assemble(
 ) -> Iterator[bytes]:
     """The object's content, piece by piece."""
     try:
-        base = _Base(open_base, base_size)
+        stored = open_base.stored() if isinstance(open_base, _Opener) and open_base.stored is not None else None
+        base: _Base | StoredBlocks = stored if stored is not None else _Base(open_base, base_size, _backwards(pieces))
         for length, kind, where in pieces:
             if kind == _BASE:
                 yield from base.read(where, length)

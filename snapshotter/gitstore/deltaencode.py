@@ -97,15 +97,15 @@ class Matcher:
     def _run(self, final: bool) -> None:
         block = self._block
         end = self._buffer_at + len(self._buffer)
-        if self.writer is None:
-            self._next = end
+        if self.writer is None:  # only the signature is made: nothing is kept for a delta
+            self._next = self._literal_at = end
         while self._next < end:
             need = block * (ROLL_AHEAD + 1) if self._misses + 1 >= self._next_roll else block
             if end - self._next < need and not final:
                 break
             self._step(end)
             if self.writer is None:
-                self._next = end
+                self._next = self._literal_at = end
         self._sign(end if self.writer is None else self._next, final=False)
 
     def _sign(self, end: int, final: bool) -> None:

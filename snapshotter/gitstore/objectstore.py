@@ -14,7 +14,6 @@ per object, on what it reads anyway.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 import zlib
@@ -24,6 +23,7 @@ from dulwich.objects import Commit
 
 from snapshotter.errors import VERIFY, StoreError
 from snapshotter.gitstore import chainpack
+from snapshotter.gitstore.digest import ThreadedDigest
 from snapshotter.gitstore.inflate import MAX_WHOLE, ObjectTooLarge, Stream
 from snapshotter.gitstore.loose import loose_header, open_loose, read_loose, stream_loose
 from snapshotter.gitstore.objects import STREAM_THRESHOLD, TYPE_NAMES, object_id
@@ -123,16 +123,17 @@ class StoredObjects:
 
     def _checked_stream(self, sha: bytes) -> Iterator[bytes]:
         kind, size, pieces, where = self._stream(sha)
+        digest = ThreadedDigest(b"blob %d\0" % size)  # hashed on a thread while the caller writes
         try:
             if kind != 3:
                 raise StoreError(f"object {sha.hex()} should be a blob; the store is damaged", VERIFY)
-            digest = hashlib.sha1(b"blob %d\0" % size)
             for piece in pieces:
                 digest.update(piece)
                 yield piece
             if digest.digest() != sha:
                 raise _mismatch(sha, where)
         finally:
+            digest.close()
             if isinstance(pieces, Generator):
                 pieces.close()
 

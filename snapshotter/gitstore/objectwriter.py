@@ -317,21 +317,28 @@ class ObjectWriter:
 
 
 class LineTally:
-    """Counts lines over chunks, with git's binary rule (NUL in the first 8,000 bytes)."""
+    """Counts lines over chunks, with git's binary rule (NUL in the first 8,000
+    bytes): once a NUL is seen there, nothing more is counted."""
 
     def __init__(self) -> None:
         self.count = 0
         self.head = b""
         self.last = b""
+        self.binary = False
 
     def feed(self, chunk: bytes) -> None:
+        if self.binary:
+            return
         if len(self.head) < BINARY_PROBE:
             self.head += chunk[: BINARY_PROBE - len(self.head)]
+            if is_binary(self.head):
+                self.binary = True
+                return
         self.count += chunk.count(b"\n")
         self.last = chunk[-1:]
 
     def lines(self) -> int | None:
-        if is_binary(self.head):
+        if self.binary or is_binary(self.head):
             return None
         return self.count + (1 if self.last and self.last != b"\n" else 0)
 

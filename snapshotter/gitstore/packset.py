@@ -30,11 +30,13 @@ from snapshotter.gitstore.packread import (
     BaseById,
     PackFile,
     PackIndex,
+    _entry_header,
     peek_entry,
     read_entry,
     stream_entry,
     whole_entry,
 )
+from snapshotter.gitstore.storedblocks import blocks_of
 
 log = logging.getLogger("snapshotter")
 
@@ -265,7 +267,7 @@ class PackSet:
             handles.clear()
 
         try:
-            opened = stream_entry(open_pack(base), offset, sha)
+            opened = _stored(open_pack(base), offset, sha) or stream_entry(open_pack(base), offset, sha)
             if opened is None:
                 opened = stream_object((base, offset), sha, open_pack, self._locate_quietly, open_loose)
         except BaseException:
@@ -295,6 +297,15 @@ class PackSet:
 
     def _locate_quietly(self, sha: bytes) -> tuple[str, int] | None:
         return self.locate(sha, False) or self.locate(sha, True)
+
+
+def _stored(pack: PackFile, offset: int, sha: bytes) -> tuple[int, int, Iterator[bytes]] | None:
+    """A big whole entry kept in stored blocks, read from the pack as it is."""
+    kind, size, used, distance = _entry_header(pack.read_at(64, offset), sha)
+    if distance is not None or kind not in (1, 2, 3, 4) or size <= PIECE:
+        return None
+    blocks = blocks_of(pack, offset + used, size)
+    return (kind, size, blocks.read(0, size)) if blocks is not None else None
 
 
 def closing(pieces: Iterator[bytes], close: Callable[[], None]) -> Iterator[bytes]:

@@ -25,10 +25,11 @@ from dataclasses import dataclass
 
 from snapshotter.fsutil import stat_key
 from snapshotter.gitstore import objectwriter
-from snapshotter.gitstore.bigstore import Base, BigFiles, ThreadedDigest, fits
+from snapshotter.gitstore.bigstore import Base, BigFiles, fits
 from snapshotter.gitstore.chainpack import NewChain, PackRehash
 from snapshotter.gitstore.deltaencode import Matcher
 from snapshotter.gitstore.deltaformat import DeltaWriter
+from snapshotter.gitstore.digest import ThreadedDigest
 from snapshotter.gitstore.objectwriter import CHUNK, FileChanged, Hashed, LineTally
 from snapshotter.gitstore.signature import Signature, block_size_for
 

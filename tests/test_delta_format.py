@@ -1,0 +1,150 @@
+"""The pieces under big files' deltas, each against an oracle.
+
+- deltas made by the matcher apply, with dulwich's ``apply_delta`` (git's
+  algorithm), to exactly the new version, over random edits and piece sizes;
+- our reading of delta instructions equals dulwich's application;
+- ``SegmentDeflater``'s streams inflate, with zlib, to their content, whatever
+  mixes of compressible and random segments;
+- content in stored blocks (ours, and zlib's level 0 of any block sizes) reads
+  back at any offset and length.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import tempfile
+import zlib
+
+import pytest
+from dulwich.pack import apply_delta
+
+from snapshotter.gitstore.deflate import SegmentDeflater
+from snapshotter.gitstore.deltaencode import Matcher
+from snapshotter.gitstore.deltaformat import DeltaWriter, apply_small
+from snapshotter.gitstore.packread import PackFile
+from snapshotter.gitstore.signature import Signature, SignatureBuilder
+from snapshotter.gitstore.storedblocks import blocks_of
+
+
+def _sign(data: bytes, block: int) -> Signature:
+    builder = SignatureBuilder(len(data), block)
+    for at in range(0, len(data), block):
+        builder.add(data[at : at + block])
+    return builder.finish(hashlib.sha1(data).digest())
+
+
+def _delta(old: bytes, new: bytes, block: int, piece: int) -> tuple[bytes | None, Matcher]:
+    writer = DeltaWriter(len(old), len(new), max(len(new) // 2, 4096))
+    matcher = Matcher(_sign(old, block), len(new), writer, block)
+    for at in range(0, len(new), piece):
+        matcher.feed(new[at : at + piece])
+    assert matcher.finish()
+    if matcher.writer is None:
+        return None, matcher
+    size, stream = matcher.writer.finish()
+    with stream:
+        delta = zlib.decompress(stream.read())
+    assert len(delta) == size
+    return delta, matcher
+
+
+def _edit(rng: random.Random, data: bytes) -> bytes:
+    new = bytearray(data)
+    for _ in range(rng.randrange(0, 5)):
+        kind = rng.choice("idatrm")
+        at = rng.randrange(0, len(new) + 1)
+        size = rng.randrange(0, 20_000)
+        if kind == "i":
+            new[at:at] = rng.randbytes(size)
+        elif kind == "d":
+            del new[at : at + size]
+        elif kind == "a":
+            new += rng.randbytes(size)
+        elif kind == "t":
+            del new[at:]
+        elif kind == "r":
+            new[at : at + size] = rng.randbytes(min(size, len(new) - at))
+        else:
+            source = rng.randrange(0, len(new) + 1)
+            new[at:at] = new[source : source + size]
+    return bytes(new)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_matcher_deltas_apply_as_git_applies_them(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(40):
+        size = rng.randrange(0, 150_000)
+        old = rng.randbytes(size) if rng.random() < 0.7 else bytes(rng.randrange(3) for _ in range(size))
+        new = _edit(rng, old)
+        block = rng.choice([64, 512, 4096])
+        delta, matcher = _delta(old, new, block, rng.choice([1, 333, 4096, 1 << 16]) if size < 20_000 else 1 << 16)
+        if delta is not None:
+            assert b"".join(apply_delta(old, delta)) == new
+            assert apply_small(old, delta) == new
+        signature = matcher.signature.finish(hashlib.sha1(new).digest())
+        assert signature == _sign(new, matcher.signature.block_size)
+
+
+def test_an_unchanged_or_lightly_changed_file_makes_a_small_delta() -> None:
+    rng = random.Random(1)
+    old = rng.randbytes(8 << 20)
+    same, _ = _delta(old, old, 16 << 10, 1 << 20)
+    assert same is not None and len(same) < 64
+    new = bytearray(old)
+    new[1000:1000] = b"inserted"  # everything after shifts by 8 bytes
+    del new[5_000_000:5_000_100]
+    delta, _ = _delta(old, bytes(new), 16 << 10, 1 << 20)
+    assert delta is not None and len(delta) < 100_000
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_segment_deflater_streams_inflate_with_zlib(seed: int) -> None:
+    rng = random.Random(seed)
+    parts = []
+    for _ in range(rng.randrange(0, 6)):
+        size = rng.randrange(0, 3 << 20)
+        parts.append(rng.randbytes(size) if rng.random() < 0.5 else b"row %d, " % rng.randrange(99) * (size // 8))
+    data = b"".join(parts)
+    squeezer = SegmentDeflater()
+    step = rng.choice([1000, 1 << 20, 3 << 20])
+    stream = b"".join(squeezer.compress(data[at : at + step]) for at in range(0, len(data), step)) + squeezer.flush()
+    assert zlib.decompress(stream) == data
+
+
+@pytest.mark.parametrize("maker", ["ours", "zlib-0"])
+def test_stored_blocks_read_at_any_offset(maker: str) -> None:
+    rng = random.Random(maker)
+    data = rng.randbytes(3_500_000)
+    if maker == "ours":
+        squeezer = SegmentDeflater()
+        stream = squeezer.compress(data) + squeezer.flush()
+    else:
+        squeezer0 = zlib.compressobj(0)
+        stream = b"".join(squeezer0.compress(data[at : at + 70_001]) for at in range(0, len(data), 70_001))
+        stream += squeezer0.flush()
+    with tempfile.NamedTemporaryFile() as handle:
+        handle.write(b"x" * 123 + stream)
+        handle.flush()
+        pack = PackFile(handle.name)
+        try:
+            blocks = blocks_of(pack, 123, len(data))
+            assert blocks is not None
+            assert b"".join(blocks.read(0, len(data))) == data
+            for _ in range(200):
+                at = rng.randrange(0, len(data))
+                size = rng.randrange(0, min(len(data) - at, 3 << 20) + 1)
+                assert b"".join(blocks.read(at, size)) == data[at : at + size]
+            assert blocks_of(pack, 123, len(data) + 1) is None
+        finally:
+            pack.close()
+    compressed = zlib.compress(b"abc" * 100_000)
+    with tempfile.NamedTemporaryFile() as handle:
+        handle.write(compressed)
+        handle.flush()
+        pack = PackFile(handle.name)
+        try:
+            assert blocks_of(pack, 0, 300_000) is None  # not stored blocks: inflated instead
+        finally:
+            pack.close()
