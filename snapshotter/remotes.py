@@ -185,7 +185,7 @@ def _push(
     }
     _write_text(record, "".join(f"{sha}\n" for sha in sorted((made_there | set(sending)) - dropped)))
     counts = (len(sending), sent.objects, sent.refs_updated, len(dropped))
-    return PushResult(to.remote.shown, to.name, *counts, tuple(skipped))
+    return PushResult(to.remote.shown, to.name, *counts, tuple(skipped), bytes_sent=sent.bytes)
 
 
 def _updates(

@@ -45,6 +45,7 @@ from snapshotter.errors import VERIFY, RemoteAuthError, RemoteError, StoreError
 from snapshotter.gitstore.deflate import compressor, deflate
 from snapshotter.gitstore.inflate import ObjectTooLarge
 from snapshotter.gitstore.objects import MODE_TREE, TYPE_NAMES, object_id, parse_tree
+from snapshotter.gitstore.outdeltas import DeltaSender
 from snapshotter.gitstore.packs import entry_header
 from snapshotter.gitstore.store import MISSING_OR_DAMAGED, Store
 from snapshotter.gitstore.transport import Credentials, Remote, without_secrets
@@ -62,6 +63,8 @@ class Sent:
     objects: int
     refs_updated: int
     refused: Mapping[str, str]
+    bytes: int = 0
+    """Bytes of objects as they went into the pack (their entries, headers included)."""
 
 
 def remote_refs(remote: Remote, prefix: bytes = b"", credentials: Credentials | None = None) -> Refs:
@@ -112,18 +115,24 @@ class Plan:
     wants: frozenset[bytes]
     haves: frozenset[bytes]
     objects: list[tuple[int, bytes]]
+    known: frozenset[bytes] = frozenset()
+    """Every object the remote holds or the push sends (a delta's base may be any of them)."""
 
 
 def plan(store: Store, wants: list[bytes], haves: list[bytes]) -> Plan:
     """The :class:`Plan` for commits ``wants`` over ``haves`` (both hex, as refs hold them)."""
     held = frozenset(sha for sha in _hex_set(haves) if store.has_object(bytes.fromhex(sha.decode())))
-    return Plan(frozenset(_hex_set(wants)), held, _objects(store, held, _hex_set(wants)))
+    objects, known = _objects(store, held, _hex_set(wants))
+    return Plan(frozenset(_hex_set(wants)), held, objects, frozenset(known))
 
 
-def _objects(store: Store, haves: set[bytes] | frozenset[bytes], wants: set[bytes]) -> list[tuple[int, bytes]]:
+def _objects(
+    store: Store, haves: set[bytes] | frozenset[bytes], wants: set[bytes]
+) -> tuple[list[tuple[int, bytes]], set[bytes]]:
+    """The objects to send, and every object the remote then holds."""
     known: set[bytes] = set()
     reachable(store, [bytes.fromhex(sha.decode()) for sha in haves], known)
-    return reachable(store, [bytes.fromhex(sha.decode()) for sha in sorted(wants)], known)
+    return reachable(store, [bytes.fromhex(sha.decode()) for sha in sorted(wants)], known), known
 
 
 def send(
@@ -138,7 +147,7 @@ def send(
     with the objects it lacks: the ``planned`` ones (less any that refs the
     remote shows only now already reach), else worked out here; ``progress(done,
     total)`` is told as objects go."""
-    sent = [0]
+    sent = [0, 0]
     report = progress  # the inner function's own ``progress`` is dulwich's
 
     def update_refs(old: dict[Any, Any]) -> dict[Any, Any]:
@@ -156,22 +165,25 @@ def send(
     ) -> tuple[int, Iterator[UnpackedObject]]:
         haves = {sha for sha in _hex_set(have) if store.has_object(bytes.fromhex(sha.decode()))}
         wants = _hex_set(want)
+        known: set[bytes] | frozenset[bytes]
         if planned is None or not wants <= planned.wants:
-            objects = _objects(store, haves, wants)
+            objects, known = _objects(store, haves, wants)
         elif haves - planned.haves:  # the remote holds more than the plan knew: send none of that
             skip: set[bytes] = set()
             reachable(store, [bytes.fromhex(sha.decode()) for sha in haves - planned.haves], skip)
             objects = [entry for entry in planned.objects if entry[1] not in skip]
+            known = planned.known | skip
         else:
-            objects = planned.objects
+            objects, known = planned.objects, planned.known
         sent[0] = len(objects)
-        return len(objects), _streamed(store, objects, report)
+        return len(objects), _counted(_streamed(store, objects, report, known.__contains__), sent)
 
     with remote_errors(remote, credentials):
         result = remote.client.send_pack(remote.path.encode(), update_refs, generate_pack_data)
     status = result.ref_status or {}
     refused = {name.decode("utf-8", "replace"): why for name, why in status.items() if why}
-    return Sent(sent[0], sum(1 for name in updates if name.decode("utf-8", "replace") not in refused), refused)
+    updated = sum(1 for name in updates if name.decode("utf-8", "replace") not in refused)
+    return Sent(sent[0], updated, refused, sent[1])
 
 
 def receive(store: Store, remote: Remote, refs: Refs, credentials: Credentials | None = None) -> int:
@@ -216,15 +228,40 @@ def _hex_set(values: object) -> set[bytes]:
     return {bytes(v) for v in values if v and bytes(v) != ZERO_SHA}  # type: ignore[attr-defined]
 
 
+def _counted(objects: Iterator[UnpackedObject], sent: list[int]) -> Iterator[UnpackedObject]:
+    """``objects``, adding the bytes of their entries to ``sent[1]`` as they go."""
+    for unpacked in objects:
+        chunks = unpacked.comp_chunks
+        if isinstance(chunks, list):
+            sent[1] += sum(len(chunk) for chunk in chunks)
+        elif chunks is not None:
+            unpacked.comp_chunks = _adding(chunks, sent)
+        yield unpacked
+
+
+def _adding(chunks: Iterator[bytes], sent: list[int]) -> Iterator[bytes]:
+    for chunk in chunks:
+        sent[1] += len(chunk)
+        yield chunk
+
+
 def _streamed(
-    store: Store, objects: list[tuple[int, bytes]], progress: Callable[[int, int], None] | None
+    store: Store,
+    objects: list[tuple[int, bytes]],
+    progress: Callable[[int, int], None] | None,
+    known: Callable[[bytes], bool],
 ) -> Iterator[UnpackedObject]:
-    """The objects as the pack writer takes them, read one at a time."""
+    """The objects as the pack writer takes them, read one at a time; a big
+    file's version kept as a delta goes as that delta (``outdeltas``)."""
     total = len(objects)
-    for done, (kind, sha) in enumerate(objects, 1):
-        if progress is not None and (done % 256 == 0 or done == total):
-            progress(done, total)
-        yield _unpacked(store, kind, sha)
+    deltas = DeltaSender(store, known)
+    try:
+        for done, (kind, sha) in enumerate(objects, 1):
+            if progress is not None and (done % 256 == 0 or done == total):
+                progress(done, total)
+            yield deltas.entry(kind, sha) or _unpacked(store, kind, sha)
+    finally:
+        deltas.close()
 
 
 _UNREADABLE: tuple[type[Exception], ...] = (OSError, *MISSING_OR_DAMAGED)
