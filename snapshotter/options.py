@@ -100,6 +100,13 @@ class Options:
     lock_timeout: float = setting(30.0, "seconds to wait for another writer", workspace="any")
     retention: Retention = Retention()
     allow_unsafe_root: bool = setting(False, "allow home, Desktop, Documents, Downloads or a filesystem root")
+    sparse_files: bool = setting(
+        False,
+        "snapshot new sparse files (mostly holes, read as zeros) instead of leaving them out",
+        workspace="only-off",
+    )
+    """A new file over 8 MiB that is mostly holes (a disk image made with ``truncate``) is left out as too large
+    unless this is on: reading it costs its whole apparent size."""
     max_workspace_bytes: int = setting(2 * 2**30, "refuse bigger workspaces (0: no cap)", workspace="lower")
     max_workspace_entries: int = setting(200_000, "refuse workspaces with more entries (0: no cap)", workspace="lower")
     watch: bool = False
@@ -159,6 +166,7 @@ class Options:
             "trust_folder_mtimes",
             "second_core",
             "auto_push",
+            "sparse_files",
         )
         for flag in flags:
             given = getattr(self, flag)

@@ -201,3 +201,22 @@ def test_a_chain_is_bounded_and_a_full_copy_starts_the_next(  # type: ignore[no-
     for info, content in versions:
         snap.restore(info.id)
         assert (ws / "db.bin").read_bytes() == content
+
+
+def test_a_new_sparse_file_is_one_skipped_file_unless_the_caller_asks(ws: Path, tmp_path: Path) -> None:
+    with open(ws / "disk.img", "wb") as handle:
+        handle.write(b"boot sector")
+        handle.truncate(64 << 20)  # 64 MiB, nearly all holes
+    if os.stat(ws / "disk.img").st_blocks * 512 >= 1 << 20:
+        pytest.skip("this filesystem does not keep sparse files sparse")
+    (ws / "a.txt").write_text("a\n")
+    with Snapshotter(ws, home=tmp_path / "home", max_new_file_size=1 << 40) as snap:
+        info = snap.snapshot()
+        assert [(s.path, s.reason.value) for s in info.skipped] == [("disk.img", "too-large")]  # not read at all
+    with Snapshotter(ws, home=tmp_path / "home2", max_new_file_size=1 << 40, sparse_files=True) as snap:
+        info = snap.snapshot()
+        assert info.skipped == ()
+        expected = (ws / "disk.img").read_bytes()
+        (ws / "disk.img").unlink()
+        snap.restore(info.id)
+        assert (ws / "disk.img").read_bytes() == expected
