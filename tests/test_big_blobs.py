@@ -56,7 +56,7 @@ def now_mib():
         return peak_mib()
 
 ws, home, big, step = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-with Snapshotter(ws, home=home, max_new_file_size=1 << 40) as snap:
+with Snapshotter(ws, home=home, max_new_file_size=1 << 40, sparse_files=True) as snap:
     big_one, small_one = snap.list()[-1], snap.list()[-2]
     start = now_mib()
     if step == "restore":
@@ -122,7 +122,7 @@ def test_big_zero_blob_memory_stays_flat(tmp_path: Path, where: str, request: py
     ws.mkdir()
     (ws / "small.txt").write_text("small\n")
     _zeros(ws / "zeros.bin", size)
-    with Snapshotter(ws, home=tmp_path / "home", max_new_file_size=1 << 40) as snap:
+    with Snapshotter(ws, home=tmp_path / "home", max_new_file_size=1 << 40, sparse_files=True) as snap:
         snap.snapshot("big")
         (ws / "zeros.bin").write_text("not zeros any more\n")
         snap.snapshot("small")

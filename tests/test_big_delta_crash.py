@@ -21,7 +21,7 @@ import pytest
 from conftest import GIT, git, git_env
 
 from snapshotter import Retention, Snapshotter
-from snapshotter.gitstore import chainpack
+from snapshotter.gitstore import chainappend
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")
 
@@ -30,7 +30,7 @@ SIZE = 9 << 20
 _CHILD = r"""
 import os, sys, time
 from snapshotter import Retention, Snapshotter
-from snapshotter.gitstore import chainpack
+from snapshotter.gitstore import chainappend
 
 ws, home, stage = sys.argv[1], sys.argv[2], sys.argv[3]
 
@@ -39,7 +39,7 @@ def stop(name):
         print("at", name, flush=True)
         time.sleep(60)
 
-chainpack._stage = stop
+chainappend._stage = stop
 with Snapshotter(ws, home=home, retention=Retention.unlimited(), max_new_file_size=1 << 30) as snap:
     snap.snapshot("changed")
 print("done", flush=True)
@@ -76,10 +76,10 @@ def test_a_writer_killed_mid_append_loses_nothing(tmp_path: Path, stage: str) ->
     child.send_signal(signal.SIGKILL)
     child.wait()
     child.stdout.close()
-    assert chainpack.appending(os.path.join(store, "objects", "pack"))
+    assert chainappend.appending(os.path.join(store, "objects", "pack"))
 
     with Snapshotter(ws, home=home, retention=Retention.unlimited(), max_new_file_size=1 << 30) as snap:
-        assert not chainpack.appending(os.path.join(store, "objects", "pack"))  # put back (or completed) at once
+        assert not chainappend.appending(os.path.join(store, "objects", "pack"))  # put back (or completed) at once
         verified = snap.verify(full=True)
         assert verified.ok, verified.problems
         if GIT is not None:

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import IO
 
 from snapshotter.errors import StoreError
-from snapshotter.gitstore import chainpack
-from snapshotter.gitstore.chainpack import NewChain, PackRehash, Tip
+from snapshotter.gitstore import chainappend, chainpack
+from snapshotter.gitstore.chainappend import PackDigest
+from snapshotter.gitstore.chainpack import NewChain, Tip
 from snapshotter.gitstore.digest import ThreadedDigest
 
 __all__ = ["Base", "BigFiles", "ThreadedDigest", "fits"]
@@ -53,6 +54,7 @@ class BigFiles:
     ) -> None:
         self.packs = packs
         self.signatures = Signatures(meta_dir)
+        self.states = os.path.join(meta_dir, chainpack.STATES)
         self.exists = exists
         self._read_blob = read_blob
         self._blob_size = blob_size
@@ -98,23 +100,23 @@ class BigFiles:
             return None  # unreadable: the new version starts a new chain
 
     def new_chain(self, size: int) -> NewChain:
-        return NewChain(self.packs.dir, size)
+        return NewChain(self.packs.dir, size, self.states)
 
     def finish_chain(self, chain: NewChain, sha: bytes) -> None:
         base = chain.finish(sha)
         self._count_written(_size_of(base + ".pack") + _size_of(base + ".idx"), 0, 1)
 
-    def rehash(self, tip: Tip) -> PackRehash:
-        return PackRehash(tip)
+    def digest(self, tip: Tip) -> PackDigest:
+        return PackDigest(tip, self.states)
 
-    def append(self, rehash: PackRehash, sha: bytes, delta_size: int, delta: IO[bytes]) -> bool:
-        """Append ``sha`` to the chain of ``rehash.tip``; False if it may not be
+    def append(self, digest: PackDigest, sha: bytes, delta_size: int, delta: IO[bytes]) -> bool:
+        """Append ``sha`` to the chain of ``digest.tip``; False if it may not be
         (the caller starts a new chain)."""
         self.packs.close()  # no handle of ours stays open on a pack about to be renamed
-        base = chainpack.append(rehash, sha, delta_size, delta)
+        base = chainappend.append(digest, sha, delta_size, delta)
         if base is None:
             return False
-        self._count_written(_size_of(base + ".pack") - rehash.tip.size, 0, 0)
+        self._count_written(_size_of(base + ".pack") - digest.tip.size, 0, 0)
         return True
 
     def remember(self, signature: Signature, replaces: bytes | None) -> None:

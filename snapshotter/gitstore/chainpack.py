@@ -1,68 +1,60 @@
 """Chain packs: one big file's versions, a full copy and then deltas, in one pack that grows.
 
-git reads a delta only when its base is in the same pack, and a pack ends
-with the SHA-1 of all that comes before. So the versions of a big file live
-in one pack, ``pack-chain-<checksum>.pack``: first the file whole (the *key
-frame*), then each later version as an ``OFS_DELTA`` of the version it was
-made from. A new version is appended in place (a new pack holding the key
-frame again would cost the file's size in writes at every snapshot):
+git reads a delta only when its base is in the same pack (checked with git
+2.39: a ``REF_DELTA`` to another pack fails ``cat-file`` and ``fsck``), and a
+pack ends with the SHA-1 of all that comes before. So the versions of a big
+file live in one pack, ``pack-chain-<checksum>.pack``:
 
-1. everything is prepared aside: the delta's entry, the new trailer (the
-   SHA-1 of the new header, the old body and the entry, ``PackRehash``, on a
-   thread while the file is read) and the new index, synced;
-2. a journal (``chain-append-<old name>``) records the old size, entry
-   count and trailer, synced;
-3. the pack is renamed out of git's sight (``chain-tmp-*``), its index
-   set aside (``chain-old-*``): readers that miss an object while a journal
-   exists look again (``objectstore``);
-4. the entry and trailer are written over the old trailer, the count over
-   the old one, synced; the pack is renamed to its new checksum's name and the
-   new index put in place; the journal goes.
+    header (PACK, 2, 1 + PLACES) | key frame | delta | delta | ... | place | place | ... | SHA-1
 
-The next writer after a crash (``recover``, under the store lock) completes an
-append whose pack and index are both in place, and otherwise rolls the pack
-back to its old size, count and trailer, byte for byte. A pack with another
-hard link (shared with a fork) is never written to. Appends are made under
-the store lock, one at a time in a process.
+first the file whole (the *key frame*), then each later version as an
+``OFS_DELTA`` of the version it was made from, then the free *places*: small
+blobs (``snapshotter chain <key frame id>: place <n>, free``) that hold the
+entry count fixed. A new version is appended in place of the first free
+place (``chainappend``): everything before it never changes, so neither does
+the SHA-1's state there, which is kept beside the store
+(``snapshotter/chains/<pack name>``, see ``sha1state``) and taken up again:
+an append hashes what it writes, not the gigabyte before it. Without a
+state kept (lost, or no OpenSSL to take it up with) the pack is hashed again
+from its start, on a thread while the file is read.
+
+The free places are unreachable objects (``git fsck`` lists them as dangling
+blobs, as it lists the objects of a dropped snapshot until a gc). A chain
+is full when its places are used, or it is ``MAX_DEPTH`` deltas deep where a
+version would go, or its deltas weigh half its key frame; the next version
+then starts a new chain, whole (a full copy now and then).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import struct
 import tempfile
-import threading
 import zlib
-from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import IO
+from typing import Any
 
-from snapshotter.errors import StoreError, StoreLocked, what_to_check
+from snapshotter.errors import StoreError, what_to_check
 from snapshotter.fsutil import read_side_file, sync_folder, unlink_quietly
-from snapshotter.gitstore.deflate import SegmentDeflater
-from snapshotter.gitstore.inflate import PIECE
-from snapshotter.gitstore.locking import StoreLock
+from snapshotter.gitstore import sha1state
+from snapshotter.gitstore.deflate import SegmentDeflater, deflate
 from snapshotter.gitstore.packindex import load_index
 from snapshotter.gitstore.packread import PackFile, _entry_header
-from snapshotter.gitstore.packs import OFS_DELTA, entry_header, index_v2, offset_bytes
+from snapshotter.gitstore.packs import entry_header, index_v2
 
 PREFIX = "pack-chain-"
-MAX_DEPTH = 50
-"""Deltas in a row (git's own ``pack.depth``: git applies them one by one)."""
+PLACES = 127
+"""Versions a chain takes after its key frame (the entry count is 1 + PLACES, fixed)."""
+MAX_DEPTH = 100
+"""Deltas in a row, at most: git applies a chain's deltas one by one, so ``git
+cat-file`` of the deepest version of a 1 GiB file makes 100 copies of it
+(snapshotter's own reads compose them and read the key frame once)."""
 MAX_PACK = (4 << 30) - (64 << 20)
 """A chain pack stays under 4 GiB: a delta addresses its base with 32-bit offsets."""
-_JOURNAL = "chain-append-"
-_TMP = "chain-tmp-"
-_OLD_INDEX = "chain-old-"
+STATES = "chains"
 _HEADER = struct.Struct(">4sII")
-_append_lock = threading.Lock()
-
-
-def _stage(name: str) -> None:
-    """Called between the steps of an append: the crash tests' seam (a test
-    process replaces it to stop, and be killed, at one of them)."""
+_STATE = struct.Struct(">4sQ")
 
 
 def is_chain(base: str) -> bool:
@@ -70,12 +62,14 @@ def is_chain(base: str) -> bool:
     return os.path.basename(base).startswith(PREFIX)
 
 
-def appending(pack_dir: str) -> bool:
-    """Whether an append is under way (or was cut short and not yet recovered)."""
-    try:
-        return any(name.startswith(_JOURNAL) for name in os.listdir(pack_dir))
-    except OSError:
-        return False
+def place(key: bytes, number: int) -> bytes:
+    """The content of the free place ``number`` of the chain whose key frame is ``key``."""
+    return b"snapshotter chain %s: place %d, free\n" % (key.hex().encode(), number)
+
+
+def place_id(key: bytes, number: int) -> bytes:
+    content = place(key, number)
+    return hashlib.sha1(b"blob %d\0" % len(content) + content).digest()
 
 
 @dataclass(frozen=True)
@@ -88,18 +82,21 @@ class Tip:
     """The version's entry."""
     depth: int
     """Deltas between it and the key frame."""
-    key_length: int
-    """The key frame's entry, as stored."""
     size: int
     """The pack's size."""
-    count: int
+    end: int
+    """Where the free places begin: the new version goes there."""
+    entries: tuple[tuple[bytes, int, int], ...]
+    """Every entry of the index: (id, offset, CRC-32)."""
+    free: tuple[bytes, ...]
+    """The free places' ids, in the pack's order."""
 
 
 def tip_of(base: str, offset: int) -> Tip | None:
-    """The version at ``offset`` of the chain pack ``base`` as a place to
-    append to, or None where a full copy must start a new chain: the chain is
-    ``MAX_DEPTH`` deep there, its deltas already weigh half its key frame, it
-    is near 4 GiB, or it has another hard link."""
+    """The version at ``offset`` of the chain pack ``base`` as one to append to,
+    or None where a full copy must start a new chain: no free place, ``MAX_DEPTH``
+    deltas deep there, deltas weighing half the key frame, near 4 GiB, another
+    hard link, or not a chain pack laid out as this module writes them."""
     if not is_chain(base):
         return None
     try:
@@ -110,10 +107,6 @@ def tip_of(base: str, offset: int) -> Tip | None:
         st = os.fstat(pack.fileno())
         if st.st_nlink != 1 or st.st_size > MAX_PACK:
             return None
-        head = pack.read_at(12, 0)
-        if len(head) != 12:
-            return None
-        _, _, count = _HEADER.unpack(head)
         depth, at = 0, offset
         while True:
             kind, _, _, distance = _entry_header(pack.read_at(64, at), b"\0" * 20)
@@ -123,26 +116,37 @@ def tip_of(base: str, offset: int) -> Tip | None:
             at -= distance
             if depth >= MAX_DEPTH or at < 12:
                 return None
-        if at != 12 or kind != 3:
+        if at != 12 or kind != 3 or _HEADER.unpack(pack.read_at(12, 0))[2] != 1 + PLACES:
             return None  # every chain starts with its key frame, whole
-        index = load_index(base)
-        following = [found for _, found, _ in index.entries() if found > 12]
-        key_length = min(following, default=st.st_size - 20) - 12
-        if 2 * (st.st_size - 20 - 12 - key_length) > key_length:
+        entries = sorted(load_index(base).entries(), key=lambda entry: entry[1])
+        key = entries[0][0]
+        places = {place_id(key, number) for number in range(PLACES)}
+        free = [entry for entry in entries if entry[0] in places]
+        if not free or any(entry[0] not in places for entry in entries if entry[1] >= free[0][1]):
+            return None  # full, or not laid out as ours
+        end = free[0][1]
+        key_length = entries[1][1] - 12
+        if 2 * (end - 12 - key_length) > key_length:
             return None  # the deltas weigh half the key frame: reading costs too much
-        return Tip(base, offset, depth, key_length, st.st_size, count)
-    except (OSError, ValueError, zlib.error):
+        return Tip(base, offset, depth, st.st_size, end, tuple(entries), tuple(entry[0] for entry in free))
+    except (OSError, ValueError, zlib.error, struct.error, IndexError):
         return None
     finally:
         pack.close()
+
+
+def _digest() -> Any:
+    """A SHA-1 whose state can be kept where the machine allows (``sha1state``), else hashlib's."""
+    return sha1state.Sha1State() if sha1state.available() else hashlib.sha1()
 
 
 class NewChain:
     """A chain pack being written around its key frame, streamed a piece at a
     time: the pack's SHA-1 and the entry's CRC-32 computed as it goes."""
 
-    def __init__(self, pack_dir: str, size: int) -> None:
+    def __init__(self, pack_dir: str, size: int, states_dir: str) -> None:
         self._dir = pack_dir
+        self._states = states_dir
         self._size = size
         self._tmp = ""
         try:
@@ -153,11 +157,12 @@ class NewChain:
             if self._tmp:
                 unlink_quietly(self._tmp)
             raise StoreError(f"cannot write a pack in {pack_dir}: {exc.strerror}; {what_to_check(exc)}") from None
-        self._digest = hashlib.sha1()
+        self._digest = _digest()
         self._squeezer = SegmentDeflater()
         self._crc = 0
         self._fed = 0
-        self._put(_HEADER.pack(b"PACK", 2, 1), entry=False)
+        self._at = 0
+        self._put(_HEADER.pack(b"PACK", 2, 1 + PLACES), entry=False)
         self._put(entry_header(3, size))
 
     def _put(self, data: bytes, entry: bool = True) -> None:
@@ -166,6 +171,7 @@ class NewChain:
         self._digest.update(data)
         if entry:
             self._crc = zlib.crc32(data, self._crc)
+        self._at += len(data)
         try:
             self._out.write(data)
         except OSError as exc:
@@ -173,14 +179,22 @@ class NewChain:
 
     def write(self, piece: bytes | memoryview) -> None:
         self._fed += len(piece)
-        self._put(self._squeezer.compress(piece if isinstance(piece, bytes) else bytes(piece)))
+        self._put(self._squeezer.compress(piece))
 
     def finish(self, sha: bytes) -> str:
-        """Seal the pack (``sha``: the key frame's id) and put it in place with
-        its index; returns its path less ``.pack``."""
+        """Seal the pack (``sha``: the key frame's id) with its free places and
+        put it in place with its index; returns its path less ``.pack``."""
         if self._fed != self._size:
             raise ValueError(f"the key frame was {self._fed:,} bytes, not {self._size:,}")
         self._put(self._squeezer.flush())
+        entries = [(sha, 12, self._crc)]
+        end = self._at
+        state = self._digest.export() if isinstance(self._digest, sha1state.Sha1State) else None
+        for number in range(PLACES):
+            content = place(sha, number)
+            data = entry_header(3, len(content)) + deflate(content)
+            entries.append((place_id(sha, number), self._at, zlib.crc32(data)))
+            self._put(data, entry=False)
         checksum = self._digest.digest()
         try:
             self._out.write(checksum)
@@ -188,16 +202,17 @@ class NewChain:
             os.fsync(self._out.fileno())
             self._out.close()
             base = os.path.join(self._dir, PREFIX + checksum.hex())
-            index = index_v2([sha], [12], [self._crc], checksum)
-            _write_file(base + ".idx.tmp", index)  # a ``.tmp`` name: no reader takes it for an index
+            write_file(base + ".idx.tmp", index_bytes(entries, checksum))  # a ``.tmp`` name: no reader takes it
             os.replace(self._tmp, base + ".pack")
             os.replace(base + ".idx.tmp", base + ".idx")
             sync_folder(self._dir)
-            return base
         except OSError as exc:
             raise StoreError(f"cannot finish a pack in {self._dir}: {exc.strerror}; {what_to_check(exc)}") from None
         finally:
             self.abort()
+        if state is not None:
+            keep_state(self._states, base, end, state)
+        return base
 
     def abort(self) -> None:
         if not self._out.closed:
@@ -205,222 +220,43 @@ class NewChain:
         unlink_quietly(self._tmp)
 
 
-class PackRehash:
-    """The SHA-1 a chain pack will end with once one more entry is appended:
-    its header with the new count and its body are hashed on a thread (started
-    at once, while the new version is still being read), the entry last."""
-
-    def __init__(self, tip: Tip) -> None:
-        self.tip = tip
-        self._digest = hashlib.sha1(_HEADER.pack(b"PACK", 2, tip.count + 1))
-        self._failed: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="snapshotter-rehash", daemon=True)
-        self._stop = False
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            pack = PackFile(self.tip.base + ".pack")
-            try:
-                at, end = 12, self.tip.size - 20
-                while at < end and not self._stop:
-                    chunk = pack.read_at(min(PIECE, end - at), at)
-                    if not chunk:
-                        raise OSError("the chain pack is shorter than it was")
-                    self._digest.update(chunk)
-                    at += len(chunk)
-            finally:
-                pack.close()
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller
-            self._failed = exc
-
-    def cancel(self) -> None:
-        self._stop = True
-        self._thread.join()
-
-    def finish(self, entry: Iterable[bytes]) -> bytes:
-        self._thread.join()
-        if self._failed is not None or self._stop:
-            raise StoreError(f"cannot read the chain pack {os.path.basename(self.tip.base)}: {self._failed}")
-        for piece in entry:
-            self._digest.update(piece)
-        return self._digest.digest()
+def index_bytes(entries: list[tuple[bytes, int, int]], checksum: bytes) -> bytes:
+    return index_v2([e[0] for e in entries], [e[1] for e in entries], [e[2] for e in entries], checksum)
 
 
-def append(rehash: PackRehash, sha: bytes, delta_size: int, delta: IO[bytes]) -> str | None:
-    """Append ``sha`` as an offset delta (``delta``: its zlib stream, of a delta
-    ``delta_size`` bytes long) of the version at ``rehash.tip``; returns the
-    pack's new path less ``.pack``, or None if the pack may not be written
-    (another hard link, or it could not be renamed: the caller starts a new
-    chain). The delta is read from its file twice, never held whole. Hold the
-    store lock."""
-    tip = rehash.tip
-    pack_dir = os.path.dirname(tip.base)
-    at = tip.size - 20
-    head = entry_header(OFS_DELTA, delta_size) + offset_bytes(at - tip.offset)
-
-    def pieces() -> Iterator[bytes]:
-        yield head
-        delta.seek(0)
-        while chunk := delta.read(PIECE):
-            yield chunk
-
-    crc = 0
-
-    def counted() -> Iterator[bytes]:
-        nonlocal crc
-        for piece in pieces():
-            crc = zlib.crc32(piece, crc)
-            yield piece
-
-    checksum = rehash.finish(counted())
-    new_base = os.path.join(pack_dir, PREFIX + checksum.hex())
-    entries = [*load_index(tip.base).entries(), (sha, at, crc)]
-    index = index_v2([e[0] for e in entries], [e[1] for e in entries], [e[2] for e in entries], checksum)
-    with _append_lock:
-        return _apply(tip, pack_dir, new_base, pieces, checksum, index)
-
-
-def _apply(
-    tip: Tip, pack_dir: str, new_base: str, pieces: Callable[[], Iterator[bytes]], checksum: bytes, index: bytes
-) -> str | None:
-    old_name = os.path.basename(tip.base)
-    journal = os.path.join(pack_dir, _JOURNAL + old_name)
-    tmp_pack = os.path.join(pack_dir, _TMP + old_name)
-    kept_index = os.path.join(pack_dir, _OLD_INDEX + old_name)
-    new_index_tmp = new_base + ".idx.tmp"
+def keep_state(states_dir: str, base: str, end: int, state: bytes) -> None:
+    """Keep the SHA-1's state at ``end`` of the chain pack ``base`` (a cache:
+    written whole under a temporary name, then renamed; lost, it is made again)."""
     try:
-        with open(tip.base + ".pack", "rb") as handle:
-            handle.seek(tip.size - 20)
-            trailer = handle.read(20)
-        _write_file(new_index_tmp, index)
-        record = {
-            "old": old_name,
-            "size": tip.size,
-            "count": tip.count,
-            "trailer": trailer.hex(),
-            "new": os.path.basename(new_base),
-        }
-        _write_file(journal, json.dumps(record).encode())
-        sync_folder(pack_dir)
-        _stage("journal")
-        os.rename(tip.base + ".pack", tmp_pack)
+        os.makedirs(states_dir, mode=0o700, exist_ok=True)
+        path = os.path.join(states_dir, os.path.basename(base))
+        data = _STATE.pack(b"SHA1", end) + state
+        write_file(path + ".tmp", data + hashlib.sha1(data).digest(), sync=False)
+        os.replace(path + ".tmp", path)
     except OSError:
-        unlink_quietly(new_index_tmp)
-        unlink_quietly(journal)
-        return None
-    try:
-        os.rename(tip.base + ".idx", kept_index)
-        _stage("aside")
-        with open(tmp_pack, "r+b") as handle:
-            if os.fstat(handle.fileno()).st_nlink != 1:
-                raise _Shared
-            handle.seek(tip.size - 20)
-            for piece in pieces():
-                handle.write(piece)
-            handle.flush()
-            _stage("writing")
-            handle.write(checksum)
-            handle.seek(8)
-            handle.write(struct.pack(">I", tip.count + 1))
-            handle.flush()
-            os.fsync(handle.fileno())
-        _stage("written")
-        os.rename(tmp_pack, new_base + ".pack")
-        _stage("renamed")
-        os.rename(new_index_tmp, new_base + ".idx")
-        sync_folder(pack_dir)
-        _stage("indexed")
-    except (OSError, _Shared):
-        _roll_back(pack_dir, record)
-        return None
-    unlink_quietly(kept_index)
-    unlink_quietly(journal)
-    return new_base
-
-
-class _Shared(Exception):
-    """The pack turned out to have another hard link."""
-
-
-def settle(pack_dir: str, lock_path: str, on_recover: Callable[[], object]) -> None:
-    """Recover an append a killed writer left, if one did and no writer holds
-    the store lock now (one that does is mid-append and finishes it): the lock
-    is taken without waiting, with ``on_recover`` (the store's whole recovery)
-    if its holder died. Readers call it too, so that a store opened after a
-    crash reads every object at once, and git does."""
-    if not appending(pack_dir):
-        return
-    try:
-        with StoreLock(lock_path, 0.0, on_recover=on_recover):
-            recover(pack_dir)
-    except (StoreLocked, OSError):
         pass
 
 
-def recover(pack_dir: str) -> int:
-    """Complete or roll back every append a killed writer left (hold the store
-    lock). Returns how many journals were settled."""
+def kept_state(states_dir: str, base: str, end: int) -> bytes | None:
+    """The SHA-1's state kept for the chain pack ``base`` at ``end``, if any."""
     try:
-        names = [name for name in os.listdir(pack_dir) if name.startswith(_JOURNAL)]
+        data = read_side_file(os.path.join(states_dir, os.path.basename(base)), cap=256)
     except OSError:
-        return 0
-    settled = 0
-    for name in names:
-        path = os.path.join(pack_dir, name)
-        try:
-            record = json.loads(read_side_file(path, cap=4096))
-            if not isinstance(record, dict):
-                raise ValueError("not a record")
-        except (OSError, ValueError):
-            unlink_quietly(path)  # torn before it was synced: nothing had been touched yet
-            settled += 1
-            continue
-        new_base = os.path.join(pack_dir, str(record.get("new", "")))
-        if os.path.exists(new_base + ".pack") and os.path.exists(new_base + ".idx"):
-            unlink_quietly(os.path.join(pack_dir, _OLD_INDEX + str(record.get("old", ""))))
-            unlink_quietly(path)
-        else:
-            _roll_back(pack_dir, record)
-        settled += 1
-    return settled
+        return None
+    if len(data) < _STATE.size + 20 or hashlib.sha1(data[:-20]).digest() != data[-20:]:
+        return None
+    magic, at = _STATE.unpack_from(data)
+    return data[_STATE.size : -20] if magic == b"SHA1" and at == end else None
 
 
-def _roll_back(pack_dir: str, record: dict[str, object]) -> None:
-    """Put a pack an append was cut short in back as it was, byte for byte."""
-    old = str(record["old"])
-    new = str(record["new"])
-    size = int(str(record["size"]))
-    count = int(str(record["count"]))
-    trailer = bytes.fromhex(str(record["trailer"]))
-    base = os.path.join(pack_dir, old)
-    tmp_pack = os.path.join(pack_dir, _TMP + old)
-    kept_index = os.path.join(pack_dir, _OLD_INDEX + old)
-    journal = os.path.join(pack_dir, _JOURNAL + old)
-    unlink_quietly(os.path.join(pack_dir, new + ".idx"))
-    unlink_quietly(os.path.join(pack_dir, new + ".idx.tmp"))
-    for found in (tmp_pack, os.path.join(pack_dir, new + ".pack"), base + ".pack"):
-        if os.path.exists(found):
-            with open(found, "r+b") as handle:
-                handle.truncate(size)
-                handle.seek(size - 20)
-                handle.write(trailer)
-                handle.seek(8)
-                handle.write(struct.pack(">I", count))
-                handle.flush()
-                os.fsync(handle.fileno())
-            if found != base + ".pack":
-                os.rename(found, base + ".pack")
-            break
-    if os.path.exists(kept_index):
-        os.replace(kept_index, base + ".idx")
-    sync_folder(pack_dir)
-    unlink_quietly(journal)
+def drop_state(states_dir: str, base: str) -> None:
+    unlink_quietly(os.path.join(states_dir, os.path.basename(base)))
 
 
-def _write_file(path: str, data: bytes) -> None:
+def write_file(path: str, data: bytes, sync: bool = True) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)
     with os.fdopen(fd, "wb") as handle:
         handle.write(data)
         handle.flush()
-        os.fsync(handle.fileno())
+        if sync:
+            os.fsync(handle.fileno())

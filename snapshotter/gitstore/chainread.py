@@ -308,6 +308,7 @@ def _assemble(
     literals: tempfile.SpooledTemporaryFile[bytes],
 ) -> Iterator[bytes]:
     """The object's content, piece by piece."""
+    stored: StoredBlocks | None = None
     try:
         stored = open_base.stored() if isinstance(open_base, _Opener) and open_base.stored is not None else None
         base: _Base | StoredBlocks = stored if stored is not None else _Base(open_base, base_size, _backwards(pieces))
@@ -324,6 +325,8 @@ def _assemble(
                 yield chunk
     finally:
         literals.close()
+        if stored is not None:
+            stored.close()
 
 
 def _whole(open_base: Callable[[], Stream], size: int) -> Iterator[bytes]:

@@ -25,7 +25,7 @@ own, unshifted places), for the version after it.
 from __future__ import annotations
 
 from snapshotter.gitstore.deltaformat import DeltaTooLarge, DeltaWriter
-from snapshotter.gitstore.signature import SAMPLE, STRONG, Signature, SignatureBuilder, strong_hash
+from snapshotter.gitstore.signature import CHUNK_BLOCKS, SAMPLE, STRONG, Signature, SignatureBuilder, strong_hash
 
 ROLL_AHEAD = 2
 """Blocks rolled through at a time when looking for shifted content."""
@@ -67,6 +67,15 @@ class Matcher:
         self._roll_budget = (1 << 20) + new_size // 256
         self._by_strong: dict[bytes, int] | None = None
         self._by_sample: dict[bytes, list[int]] | None = None
+        self._chunk = self._block * CHUNK_BLOCKS
+        self._chunk_checked = 0
+        """Chunks that start before this were looked at whole already."""
+        self._same_chunks = old is not None and old.block_size == block_size
+        """Whether the new signature's chunks are the old one's (then taken over when unchanged)."""
+        self._inherited: set[int] = set()
+        self._chunk_strongs: dict[int, bytes] = {}
+        self._block_strongs: dict[int, bytes] = {}
+        """Hashes taken while matching that the new signature takes, by chunk and block number."""
         self.fed = 0
 
     # -- input -------------------------------------------------------------------------
@@ -101,20 +110,69 @@ class Matcher:
             self._next = self._literal_at = end
         while self._next < end:
             need = block * (ROLL_AHEAD + 1) if self._misses + 1 >= self._next_roll else block
+            if self._shift == 0 and self._next % self._chunk == 0 and self._next >= self._chunk_checked:
+                need = self._chunk  # a whole chunk, to look at it in one call
             if end - self._next < need and not final:
                 break
-            self._step(end)
+            if not self._whole_chunk(end):
+                self._step(end)
             if self.writer is None:
                 self._next = self._literal_at = end
         self._sign(end if self.writer is None else self._next, final=False)
 
     def _sign(self, end: int, final: bool) -> None:
-        """Add to the new signature every block whose bytes are all in (up to ``end``)."""
-        sig_block = self.signature.block_size
-        while self._signed < self.size and (self._signed + sig_block <= end or (final and self._signed < end)):
-            stop = min(self._signed + sig_block, self.size)
-            self.signature.add(self._view(self._signed, stop))
+        """Add to the new signature every block whose bytes are all in (up to
+        ``end``): a chunk found unchanged is taken over from the old signature,
+        hashes taken while matching are used again, the rest are made here."""
+        builder = self.signature
+        sig_block, sig_chunk = builder.block_size, builder.chunk_size
+        while self._signed < self.size:
+            at = self._signed
+            if at % sig_chunk == 0:
+                number = at // sig_chunk
+                if number in self._inherited:
+                    stop = min(at + sig_chunk, self.size)
+                    if stop > end and not final:
+                        return
+                    assert self.old is not None
+                    builder.inherit(self.old, number)
+                    self._inherited.discard(number)
+                    self._signed = stop
+                    continue
+                given = self._chunk_strongs.pop(number, None)
+                if given is not None:
+                    builder.give_chunk(given)
+            stop = min(at + sig_block, self.size)
+            if stop > end and not (final and at < end):
+                return
+            builder.add(self._view(at, stop), self._block_strongs.pop(at // sig_block, None))
             self._signed = stop
+
+    def _whole_chunk(self, end: int) -> bool:
+        """At a chunk's start, in place (no shift): one hash of the whole chunk;
+        if the old chunk there is the same, it is copied whole and its entries
+        taken over for the new signature. True if so."""
+        at = self._next
+        old = self.old
+        if self._shift or at % self._chunk or at < self._chunk_checked or self.writer is None or old is None:
+            return False
+        number = at // self._chunk
+        length = min(self._chunk, self.size - at)
+        if number * self._chunk >= old.size or min(self._chunk, old.size - number * self._chunk) != length:
+            return False
+        if at + length > end:
+            return False
+        self._chunk_checked = at + length
+        strong = strong_hash(self._view(at, at + length))
+        if self._same_chunks:
+            self._chunk_strongs[number] = strong
+        if strong != old.chunk_at(number):
+            return False  # something in it changed: block by block
+        self._copy(at, at, length)
+        if self._same_chunks:
+            self._inherited.add(number)
+            self._chunk_strongs.pop(number, None)
+        return True
 
     def _step(self, end: int) -> None:
         at = self._next
@@ -122,9 +180,9 @@ class Matcher:
         length = min(self._block, self.size - at)
         piece = self._view(at, at + length)
         strong = strong_hash(piece)
-        if at == self._signed and length == min(self.signature.block_size, self.size - at):
-            self.signature.add(piece, strong)  # the same block: hashed once for both
-            self._signed = at + length
+        sig_block = self.signature.block_size
+        if at % sig_block == 0 and length == min(sig_block, self.size - at):
+            self._block_strongs[at // sig_block] = strong  # the same block: hashed once for both
         found = self._match(at, length, strong)
         if found is not None:
             self._copy(at, found, length)

@@ -22,7 +22,7 @@ from collections.abc import Generator, Iterator
 from dulwich.objects import Commit
 
 from snapshotter.errors import VERIFY, StoreError
-from snapshotter.gitstore import chainpack
+from snapshotter.gitstore import chainappend
 from snapshotter.gitstore.digest import ThreadedDigest
 from snapshotter.gitstore.inflate import MAX_WHOLE, ObjectTooLarge, Stream
 from snapshotter.gitstore.loose import loose_header, open_loose, read_loose, stream_loose
@@ -169,7 +169,7 @@ class StoredObjects:
         """Whether a chain pack is being appended to (its objects out of sight
         for a moment, see ``chainpack``): then wait a little and look again.
         An append a killed writer left is recovered first (``settle``)."""
-        if attempt + 1 >= _APPEND_WAITS or not chainpack.appending(self.packs.dir):
+        if attempt + 1 >= _APPEND_WAITS or not chainappend.appending(self.packs.dir):
             return False
         if attempt == 0:
             self.settle_appends()

@@ -261,13 +261,17 @@ class PackSet:
                 opened = handles[path] = PackFile(path + ".pack")
             return opened
 
+        closers: list[Callable[[], None]] = []
+
         def close_all() -> None:
+            for close in closers:
+                close()
             for handle in handles.values():
                 handle.close()
             handles.clear()
 
         try:
-            opened = _stored(open_pack(base), offset, sha) or stream_entry(open_pack(base), offset, sha)
+            opened = _stored(open_pack(base), offset, sha, closers) or stream_entry(open_pack(base), offset, sha)
             if opened is None:
                 opened = stream_object((base, offset), sha, open_pack, self._locate_quietly, open_loose)
         except BaseException:
@@ -299,13 +303,18 @@ class PackSet:
         return self.locate(sha, False) or self.locate(sha, True)
 
 
-def _stored(pack: PackFile, offset: int, sha: bytes) -> tuple[int, int, Iterator[bytes]] | None:
+def _stored(
+    pack: PackFile, offset: int, sha: bytes, closers: list[Callable[[], None]]
+) -> tuple[int, int, Iterator[bytes]] | None:
     """A big whole entry kept in stored blocks, read from the pack as it is."""
     kind, size, used, distance = _entry_header(pack.read_at(64, offset), sha)
     if distance is not None or kind not in (1, 2, 3, 4) or size <= PIECE:
         return None
     blocks = blocks_of(pack, offset + used, size)
-    return (kind, size, blocks.read(0, size)) if blocks is not None else None
+    if blocks is None:
+        return None
+    closers.append(blocks.close)
+    return kind, size, blocks.read(0, size)
 
 
 def closing(pieces: Iterator[bytes], close: Callable[[], None]) -> Iterator[bytes]:

@@ -28,7 +28,7 @@ from dulwich.repo import Repo
 
 from snapshotter.errors import StoreError
 from snapshotter.fsutil import USE_CTIME, settled, sync_folder, unlink_quietly
-from snapshotter.gitstore import chainpack
+from snapshotter.gitstore import chainappend
 from snapshotter.gitstore.bigstore import BigFiles
 from snapshotter.gitstore.objectstore import StoredObjects
 from snapshotter.gitstore.refreading import LooseRefs
@@ -45,7 +45,7 @@ MISSING_OR_DAMAGED: tuple[type[Exception], ...] = (KeyError, *DAMAGED_OBJECT)
 SNAPSHOT_REF_PREFIX = b"refs/snapshots/"
 _HEX40 = re.compile(rb"[0-9a-f]{40}")
 TEMP_NAME = re.compile(
-    r"tmp_obj_|tmp_pack_|tmp_idx_|\.(statcache|generation|line-counts|signature)-.*\.tmp$|pack-chain-.*\.idx\.tmp$"
+    r"tmp_obj_|tmp_pack_|tmp_idx_|\.(statcache|generation|line-counts|signature)-.*\.tmp$|pack-chain-.*\.idx\.tmp$|pack-chain-\w+\.tmp$"
 )
 """Temporary files writers make in the store (then rename into place)."""
 _STACK_PREFIX = b"refs/snapshotter/"
@@ -100,7 +100,7 @@ class Store(StoredObjects):
         return store
 
     def settle_appends(self) -> None:
-        chainpack.settle(self.packs.dir, os.path.join(self.meta_dir, "lock"), self.recover)
+        chainappend.settle(self.packs.dir, os.path.join(self.meta_dir, "lock"), self.recover)
 
     def release_packs(self) -> None:
         """Close every open pack (before gc deletes them: Windows cannot delete open files)."""
@@ -369,9 +369,9 @@ class Store(StoredObjects):
         writer of those holds it, so any found then is stale. Returns how many
         files were removed."""
         removed = self.clear_stale_ref_locks()
-        removed += chainpack.recover(self.packs.dir)  # before temporary files go: a journal names some
-        folders = [os.path.join(self.path, "objects"), self.packs.dir, self.meta_dir, self.big.signatures.folder]
-        objects_dir = folders[0]
+        removed += chainappend.recover(self.packs.dir)  # before temporary files go: a journal names some
+        objects_dir = os.path.join(self.path, "objects")
+        folders = [objects_dir, self.packs.dir, self.meta_dir, self.big.signatures.folder, self.big.states]
         try:
             folders += [os.path.join(objects_dir, n) for n in os.listdir(objects_dir) if len(n) == 2]
         except OSError:

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from snapshotter.fsutil import stat_key
 from snapshotter.gitstore import objectwriter
 from snapshotter.gitstore.bigstore import Base, BigFiles, fits
-from snapshotter.gitstore.chainpack import NewChain, PackRehash
+from snapshotter.gitstore.chainappend import PackDigest
+from snapshotter.gitstore.chainpack import NewChain
 from snapshotter.gitstore.deltaencode import Matcher
 from snapshotter.gitstore.deltaformat import DeltaWriter
 from snapshotter.gitstore.digest import ThreadedDigest
@@ -96,13 +97,13 @@ class _Work:
         self.base = base
         self.size = size
         self.digest = ThreadedDigest(b"blob %d\0" % size)
-        self.rehash: PackRehash | None = None
+        self.rehash: PackDigest | None = None
         self.chain: NewChain | None = None
         if base is not None:
             old = base.signature
             delta = DeltaWriter(old.size, size, max(size // 2, 4096), big.packs.dir)
             self.matcher = Matcher(old, size, delta, block_size_for(size))
-            self.rehash = big.rehash(base.tip)
+            self.rehash = big.digest(base.tip)
         else:
             self.matcher = Matcher(None, size, None, block_size_for(size))
             self.chain = big.new_chain(size)
