@@ -38,7 +38,7 @@ from typing import Any
 from snapshotter.errors import StoreError, what_to_check
 from snapshotter.fsutil import read_side_file, sync_folder, unlink_quietly
 from snapshotter.gitstore import sha1state
-from snapshotter.gitstore.deflate import SegmentDeflater, deflate
+from snapshotter.gitstore.deflate import SegmentDeflater, crc32, deflate
 from snapshotter.gitstore.packindex import load_index
 from snapshotter.gitstore.packread import PackFile, _entry_header
 from snapshotter.gitstore.packs import entry_header, index_v2
@@ -165,21 +165,22 @@ class NewChain:
         self._put(_HEADER.pack(b"PACK", 2, 1 + PLACES), entry=False)
         self._put(entry_header(3, size))
 
-    def _put(self, data: bytes, entry: bool = True) -> None:
+    def _put(self, data: bytes | memoryview, entry: bool = True) -> None:
         if not data:
             return
         self._digest.update(data)
         if entry:
-            self._crc = zlib.crc32(data, self._crc)
+            self._crc = crc32(data, self._crc)
         self._at += len(data)
         try:
             self._out.write(data)
         except OSError as exc:
             raise StoreError(f"cannot write to the store: {exc.strerror}; {what_to_check(exc)}") from None
 
-    def write(self, piece: bytes | memoryview) -> None:
+    def write(self, piece: bytes) -> None:
         self._fed += len(piece)
-        self._put(self._squeezer.compress(piece))
+        for part in self._squeezer.pieces(piece):
+            self._put(part)
 
     def finish(self, sha: bytes) -> str:
         """Seal the pack (``sha``: the key frame's id) with its free places and

@@ -87,52 +87,58 @@ class SegmentDeflater:
     and the Adler-32 of the content, as zlib's do."""
 
     def __init__(self) -> None:
-        self._pending = bytearray()
+        self._pending = b""
         self._adler = 1
         self._squeezer: Compressor | None = None
         self._started = False
 
-    def compress(self, data: bytes | memoryview) -> bytes:
-        self._pending += data
-        out = []
+    def compress(self, data: bytes) -> bytes:
+        return b"".join(self.pieces(data))
+
+    def pieces(self, data: bytes) -> list[bytes | memoryview]:
+        """The stream's next pieces for ``data`` (views of it where stored: no copy)."""
+        out: list[bytes | memoryview] = []
         if not self._started:
             out.append(_ZLIB_HEADER)
             self._started = True
-        while len(self._pending) >= SEGMENT:
-            segment = bytes(self._pending[:SEGMENT])
-            del self._pending[:SEGMENT]
-            out.append(self._segment(segment))
-        return b"".join(out)
+        if self._pending:
+            data = self._pending + data
+            self._pending = b""
+        whole = len(data) - len(data) % SEGMENT
+        for at in range(0, whole, SEGMENT):
+            out.extend(self._segment(data, at, at + SEGMENT))
+        self._pending = data[whole:]
+        return out
 
     def flush(self) -> bytes:
-        out = [b"" if self._started else _ZLIB_HEADER]
+        out: list[bytes | memoryview] = [b"" if self._started else _ZLIB_HEADER]
         if self._pending:
-            out.append(self._segment(bytes(self._pending)))
-            self._pending.clear()
+            out.extend(self._segment(self._pending, 0, len(self._pending)))
+            self._pending = b""
         out.append(_LAST_BLOCK + self._adler.to_bytes(4, "big"))
         return b"".join(out)
 
-    def _segment(self, segment: bytes) -> bytes:
-        self._adler = _adler32(segment, self._adler)
-        if _worth_compressing(segment[:_PROBE]):
+    def _segment(self, data: bytes, start: int, end: int) -> list[bytes | memoryview]:
+        view = memoryview(data)[start:end]
+        self._adler = _adler32(view, self._adler)
+        if _worth_compressing(view[:_PROBE]):
             if self._squeezer is None:
                 self._squeezer = _raw(SNAPSHOT_LEVEL)
-            return self._squeezer.compress(segment) + self._squeezer.flush(zlib.Z_SYNC_FLUSH)
+            return [self._squeezer.compress(view), self._squeezer.flush(zlib.Z_SYNC_FLUSH)]  # type: ignore[arg-type]
         self._squeezer = None  # the next compressed run starts afresh: it never saw these bytes
-        stored = []
-        view = memoryview(segment)
-        for at in range(0, len(segment), _STORED_MAX):
+        stored: list[bytes | memoryview] = []
+        for at in range(0, end - start, _STORED_MAX):
             block = view[at : at + _STORED_MAX]
             size = len(block)
             stored.append(b"\x00" + size.to_bytes(2, "little") + (size ^ 0xFFFF).to_bytes(2, "little"))
-            stored.append(bytes(block))
-        return b"".join(stored)
+            stored.append(block)
+        return stored
 
 
-def _worth_compressing(probe: bytes) -> bool:
+def _worth_compressing(probe: memoryview) -> bool:
     """Whether the probe shrinks by a sixteenth or more at level 1."""
     squeezer = _raw(SNAPSHOT_LEVEL)
-    size = len(squeezer.compress(probe)) + len(squeezer.flush())
+    size = len(squeezer.compress(probe)) + len(squeezer.flush())  # type: ignore[arg-type]
     return size <= len(probe) - len(probe) // 16
 
 
@@ -144,7 +150,14 @@ def _raw(level: int) -> Compressor:
     return zlib.compressobj(level, zlib.DEFLATED, -15)
 
 
-def _adler32(data: bytes, value: int) -> int:
+def _adler32(data: bytes | memoryview, value: int) -> int:
     if _isal is not None:
         return int(_isal.adler32(data, value))
     return zlib.adler32(data, value)
+
+
+def crc32(data: bytes | memoryview, value: int = 0) -> int:
+    """zlib's CRC-32 (ISA-L's where installed: several times faster on big pieces)."""
+    if _isal is not None:
+        return int(_isal.crc32(data, value))
+    return zlib.crc32(data, value)

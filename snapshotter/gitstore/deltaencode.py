@@ -25,7 +25,15 @@ own, unshifted places), for the version after it.
 from __future__ import annotations
 
 from snapshotter.gitstore.deltaformat import DeltaTooLarge, DeltaWriter
-from snapshotter.gitstore.signature import CHUNK_BLOCKS, SAMPLE, STRONG, Signature, SignatureBuilder, strong_hash
+from snapshotter.gitstore.signature import (
+    CHUNK_BLOCKS,
+    SAMPLE,
+    STRONG,
+    Signature,
+    SignatureBuilder,
+    chunk_hash,
+    strong_hash,
+)
 
 ROLL_AHEAD = 2
 """Blocks rolled through at a time when looking for shifted content."""
@@ -73,9 +81,10 @@ class Matcher:
         self._same_chunks = old is not None and old.block_size == block_size
         """Whether the new signature's chunks are the old one's (then taken over when unchanged)."""
         self._inherited: set[int] = set()
-        self._chunk_strongs: dict[int, bytes] = {}
+        self._hashed: dict[int, bytes] = {}
+        """Blocks of a changed chunk, hashed when the chunk was looked at: used by the steps."""
         self._block_strongs: dict[int, bytes] = {}
-        """Hashes taken while matching that the new signature takes, by chunk and block number."""
+        """Hashes taken while matching that the new signature takes, by block number."""
         self.fed = 0
 
     # -- input -------------------------------------------------------------------------
@@ -139,9 +148,6 @@ class Matcher:
                     self._inherited.discard(number)
                     self._signed = stop
                     continue
-                given = self._chunk_strongs.pop(number, None)
-                if given is not None:
-                    builder.give_chunk(given)
             stop = min(at + sig_block, self.size)
             if stop > end and not (final and at < end):
                 return
@@ -149,9 +155,10 @@ class Matcher:
             self._signed = stop
 
     def _whole_chunk(self, end: int) -> bool:
-        """At a chunk's start, in place (no shift): one hash of the whole chunk;
-        if the old chunk there is the same, it is copied whole and its entries
-        taken over for the new signature. True if so."""
+        """At a chunk's start, in place (no shift): its blocks' hashes, and the
+        chunk's digest of them; if the old chunk there is the same, it is copied
+        whole and its entries taken over for the new signature. True if so (else
+        the blocks' hashes serve the block-by-block steps that follow)."""
         at = self._next
         old = self.old
         if self._shift or at % self._chunk or at < self._chunk_checked or self.writer is None or old is None:
@@ -163,15 +170,16 @@ class Matcher:
         if at + length > end:
             return False
         self._chunk_checked = at + length
-        strong = strong_hash(self._view(at, at + length))
-        if self._same_chunks:
-            self._chunk_strongs[number] = strong
-        if strong != old.chunk_at(number):
+        view = self._view(at, at + length)
+        block = self._block
+        strongs = [strong_hash(view[i : i + block]) for i in range(0, length, block)]
+        if chunk_hash(b"".join(strongs)) != old.chunk_at(number):
+            first = at // block
+            self._hashed.update(zip(range(first, first + len(strongs)), strongs))
             return False  # something in it changed: block by block
         self._copy(at, at, length)
         if self._same_chunks:
             self._inherited.add(number)
-            self._chunk_strongs.pop(number, None)
         return True
 
     def _step(self, end: int) -> None:
@@ -179,7 +187,9 @@ class Matcher:
         self._sign(at, final=False)
         length = min(self._block, self.size - at)
         piece = self._view(at, at + length)
-        strong = strong_hash(piece)
+        strong = self._hashed.pop(at // self._block, None) if at % self._block == 0 else None
+        if strong is None:
+            strong = strong_hash(piece)
         sig_block = self.signature.block_size
         if at % sig_block == 0 and length == min(sig_block, self.size - at):
             self._block_strongs[at // sig_block] = strong  # the same block: hashed once for both

@@ -4,8 +4,9 @@ Per block of ``block_size`` bytes (16 KiB, more for files over 1 GiB so that
 no file has more than ``MAX_BLOCKS``): the first 12 bytes of its SHA-1 (a
 match is only ever taken on it) and its first 8 bytes (to find a shifted
 block by looking each position up, see ``deltaencode``); and per chunk of 64
-blocks (1 MiB) the SHA-1 of the chunk, so that a chunk unchanged in place is
-found with one hash call and its blocks' entries are taken over as they are.
+blocks (1 MiB) the SHA-1 of its blocks' digests, so that a chunk unchanged in
+place is found with one comparison and its blocks' entries are taken over as
+they are.
 About 20 bytes a block: 1.26 MiB for a 1 GiB file.
 
 Signatures are kept beside the store, one file per blob
@@ -22,7 +23,6 @@ import os
 import struct
 import tempfile
 from dataclasses import dataclass
-from typing import Any
 
 from snapshotter.fsutil import read_side_file, unlink_quietly
 
@@ -50,6 +50,11 @@ def block_size_for(size: int) -> int:
 def strong_hash(block: bytes | memoryview) -> bytes:
     """The digest a block is matched on."""
     return hashlib.sha1(block).digest()[:STRONG]
+
+
+def chunk_hash(strongs: bytes) -> bytes:
+    """A chunk's digest: of its blocks' digests (no second pass over its bytes)."""
+    return hashlib.sha1(strongs).digest()[:STRONG]
 
 
 @dataclass(frozen=True)
@@ -104,9 +109,8 @@ class Signature:
 
 
 class SignatureBuilder:
-    """A signature made block by block, in order; a chunk's hash is given
-    (``give_chunk``, made while matching), taken over with its blocks from the
-    last version (``inherit``), or made from its blocks as they come."""
+    """A signature made block by block, in order, or a chunk at a time taken
+    over from the last version (``inherit``)."""
 
     def __init__(self, size: int, block_size: int) -> None:
         self.size = size
@@ -114,8 +118,6 @@ class SignatureBuilder:
         self._strong: list[bytes] = []
         self._samples: list[bytes] = []
         self._chunks: list[bytes] = []
-        self._given: bytes | None = None
-        self._chunk_digest: Any = None
 
     @property
     def count(self) -> int:
@@ -129,26 +131,14 @@ class SignatureBuilder:
     def total(self) -> int:
         return -(-self.size // self.block_size)
 
-    def give_chunk(self, strong: bytes) -> None:
-        """The hash of the chunk whose blocks come next (computed already)."""
-        self._given = strong
-
     def add(self, block: bytes | memoryview, strong: bytes | None = None) -> None:
         """The next block (its strong hash if already computed)."""
-        count = len(self._strong)
-        if count % CHUNK_BLOCKS == 0 and self._given is None:
-            self._chunk_digest = hashlib.sha1()
-        if self._chunk_digest is not None:
-            self._chunk_digest.update(block)
         self._strong.append(strong if strong is not None else strong_hash(block))
         self._samples.append(bytes(block[:SAMPLE]).ljust(SAMPLE, b"\0"))
-        count += 1
+        count = len(self._strong)
         if count % CHUNK_BLOCKS == 0 or count == self.total:
-            if self._given is not None:
-                self._chunks.append(self._given)
-            else:
-                self._chunks.append(self._chunk_digest.digest()[:STRONG])
-            self._given = self._chunk_digest = None
+            first = (count - 1) // CHUNK_BLOCKS * CHUNK_BLOCKS
+            self._chunks.append(chunk_hash(b"".join(self._strong[first:count])))
 
     def inherit(self, old: Signature, chunk: int) -> None:
         """Take over chunk ``chunk`` of ``old`` (unchanged, at the same place)."""
@@ -157,7 +147,6 @@ class SignatureBuilder:
         self._strong.extend(old.strong[i * STRONG : (i + 1) * STRONG] for i in range(first, last))
         self._samples.extend(old.samples[i * SAMPLE : (i + 1) * SAMPLE] for i in range(first, last))
         self._chunks.append(old.chunk_at(chunk))
-        self._given = self._chunk_digest = None
 
     def finish(self, blob: bytes) -> Signature:
         if len(self._strong) != self.total:
