@@ -64,7 +64,9 @@ class Retention:
     max_age: timedelta | None = setting(
         timedelta(days=7), "retention: drop snapshots older than this (0: no limit)", workspace="keep-more"
     )
-    max_store_bytes: int | None = setting(500 * 2**20, "retention: store size cap (0: no limit)")
+    max_store_bytes: int | None = setting(4 * 2**30, "retention: store size cap (0: no limit)")
+    """4 GiB: a workspace at its 2 GiB cap fits twice, and a 1 GiB database kept as
+    deltas keeps days of versions (docs/store.md)."""
     max_undo: int | None = setting(
         100, "retention: undo points kept whatever the other limits say (0: all)", workspace="keep-more"
     )
@@ -93,9 +95,10 @@ class Options:
     use_default_excludes: bool = setting(
         True, "apply the built-in excludes (.env, node_modules, ...)", workspace="only-on"
     )
-    max_new_file_size: int = setting(
-        10 * 2**20, "skip new files larger than this many bytes (0: no cap)", workspace="lower"
-    )
+    max_new_file_size: int = setting(2**30, "skip new files larger than this many bytes (0: no cap)", workspace="lower")
+    """1 GiB: a big file's versions cost what changed (chain packs), and the first
+    snapshot of a new 1 GiB file takes a few seconds, a fraction of an agent
+    hook's 20 s budget (docs/store.md)."""
     on_error: OnError = "raise"
     lock_timeout: float = setting(30.0, "seconds to wait for another writer", workspace="any")
     retention: Retention = Retention()

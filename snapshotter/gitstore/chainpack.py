@@ -44,12 +44,14 @@ from snapshotter.gitstore.packread import PackFile, _entry_header
 from snapshotter.gitstore.packs import entry_header, index_v2
 
 PREFIX = "pack-chain-"
-PLACES = 127
+PLACES = 255
 """Versions a chain takes after its key frame (the entry count is 1 + PLACES, fixed)."""
-MAX_DEPTH = 100
-"""Deltas in a row, at most: git applies a chain's deltas one by one, so ``git
-cat-file`` of the deepest version of a 1 GiB file makes 100 copies of it
-(snapshotter's own reads compose them and read the key frame once)."""
+MAX_DEPTH = 250
+"""Deltas in a row, at most. snapshotter's own reads compose a chain's deltas
+and read the key frame once, whatever the depth; git applies them one by one,
+so ``git cat-file`` of the deepest version of a 1 GiB file makes 250 copies of
+it (about a minute), the price of a full copy 5 times rarer than at git's own
+``pack.depth`` of 50 (see docs/store.md: a week of agent work on a database)."""
 MAX_PACK = (4 << 30) - (64 << 20)
 """A chain pack stays under 4 GiB: a delta addresses its base with 32-bit offsets."""
 STATES = "chains"
