@@ -291,8 +291,8 @@ def run_workload(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mib", type=int, default=1024, help="the random file's size (default 1024)")
-    parser.add_argument("--db-mib", type=int, default=200, help="the SQLite database's size (default 200)")
+    parser.add_argument("--mib", type=int, default=1024, help="the random file's size (default 1024; 0: none)")
+    parser.add_argument("--db-mib", type=int, default=200, help="the SQLite database's size (default 200; 0: none)")
     parser.add_argument("--versions", type=int, default=5, help="changed versions after the first (default 5)")
     parser.add_argument("--no-git", action="store_true", help="skip git's figures")
     parser.add_argument("--json", type=Path)
@@ -312,10 +312,11 @@ def main() -> None:
                     handle.write(rng.randbytes(8 << 20))
             return path
 
-        print(f"{args.mib} MiB of random bytes, ten 64 KiB rewrites between snapshots:", flush=True)
-        out["file"] = run_workload(
-            "file", scratch, args.versions, use_git, make_file, lambda p: rewrite_in_place(p, rng), lambda p: "-"
-        )
+        if args.mib:
+            print(f"{args.mib} MiB of random bytes, ten 64 KiB rewrites between snapshots:", flush=True)
+            out["file"] = run_workload(
+                "file", scratch, args.versions, use_git, make_file, lambda p: rewrite_in_place(p, rng), lambda p: "-"
+            )
         rows_made: list[int] = []
 
         def make_db(ws: Path) -> Path:
@@ -323,12 +324,19 @@ def main() -> None:
             rows_made.append(make_database(path, args.db_mib, rng))
             return path
 
-        print(f"a {args.db_mib} MiB SQLite database, 100 rows updated between snapshots:", flush=True)
-        out["database"] = run_workload(
-            "database", scratch, args.versions, use_git, make_db, lambda p: update_rows(p, rows_made[0], rng), integrity
-        )
-        assert all(found == "ok" for found in out["database"]["checks"]), out["database"]["checks"]
-        print("every restored database passes PRAGMA integrity_check", flush=True)
+        if args.db_mib:
+            print(f"a {args.db_mib} MiB SQLite database, 100 rows updated between snapshots:", flush=True)
+            out["database"] = run_workload(
+                "database",
+                scratch,
+                args.versions,
+                use_git,
+                make_db,
+                lambda p: update_rows(p, rows_made[0], rng),
+                integrity,
+            )
+            assert all(found == "ok" for found in out["database"]["checks"]), out["database"]["checks"]
+            print("every restored database passes PRAGMA integrity_check", flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if args.json:

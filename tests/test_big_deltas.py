@@ -220,3 +220,53 @@ def test_a_new_sparse_file_is_one_skipped_file_unless_the_caller_asks(ws: Path, 
         (ws / "disk.img").unlink()
         snap.restore(info.id)
         assert (ws / "disk.img").read_bytes() == expected
+
+
+@pytest.mark.parametrize("keeps_changing", [False, True])
+def test_a_big_file_rewritten_while_it_is_read_is_one_version_or_skipped(  # type: ignore[no-untyped-def]
+    ws: Path, tmp_path: Path, make, monkeypatch: pytest.MonkeyPatch, keeps_changing: bool
+) -> None:
+    """The file is rewritten in place (its size kept, or grown) between the first
+    fstat and the read, as a delta of its last version is being made: read again
+    and recorded as the version it then is, or skipped as changing; never a
+    delta that makes other bytes than its id's."""
+    if not os.path.exists("/proc/self/fd"):
+        pytest.skip("needs /proc to recognise the file's descriptor")
+    rng = random.Random(23)
+    target = ws / "db.bin"
+    target.write_bytes(rng.randbytes(SIZE))
+    snap = make(max_new_file_size=1 << 30, retention=Retention.unlimited())
+    snap.snapshot("v0")
+    data = bytearray(target.read_bytes())
+    _overwrite(data, rng)
+    target.write_bytes(data)
+    real_fstat = os.fstat
+    changes: list[int] = []
+
+    def fstat(fd: int) -> os.stat_result:
+        st = real_fstat(fd)
+        if os.readlink(f"/proc/self/fd/{fd}") == str(target) and (keeps_changing or not changes) and len(changes) < 20:
+            changes.append(fd)
+            with open(target, "r+b") as handle:
+                handle.seek(rng.randrange(0, SIZE - 4096))
+                handle.write(rng.randbytes(4096))
+                if len(changes) % 2:
+                    handle.seek(0, os.SEEK_END)
+                    handle.write(b"grown")
+        return st
+
+    monkeypatch.setattr(os, "fstat", fstat)
+    info = snap.snapshot("v1")
+    monkeypatch.undo()
+    assert changes
+    if keeps_changing:
+        assert [(s.path, s.reason.value) for s in info.skipped] == [("db.bin", "changed-while-reading")]
+    else:
+        assert info.skipped == ()
+        final = target.read_bytes()
+        target.write_bytes(b"")
+        snap.restore(info.id)
+        assert target.read_bytes() == final
+    assert snap.verify(full=True).ok
+    if GIT is not None:
+        _fsck(snap, tmp_path)

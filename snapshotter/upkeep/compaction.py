@@ -32,6 +32,7 @@ from dulwich.errors import ApplyDeltaError, ChecksumMismatch
 from dulwich.pack import create_delta
 
 from snapshotter.errors import StoreError
+from snapshotter.fsutil import unlink_quietly
 from snapshotter.gitstore import chainpack
 from snapshotter.gitstore.inflate import ObjectTooLarge
 from snapshotter.gitstore.objects import MODE_LINK, MODE_TREE, STREAM_THRESHOLD, TYPE_NAMES, commit_tree, parse_tree
@@ -165,6 +166,7 @@ def collect(
     for blob in store.big.signatures.held():  # a version no longer kept is never a delta's base again
         if blob not in keep and blob not in in_grace:
             store.big.signatures.drop(blob)
+    _drop_states_of_gone_packs(store.big.states, pack_dir)
     present_before = set(loose) | set(packed_age)
     result = GcResult(
         objects_kept=len(keep),
@@ -191,6 +193,17 @@ def _ids(store: Store, base: str) -> list[bytes]:
     except OSError:
         return []
     return index.ids() if index is not None else []
+
+
+def _drop_states_of_gone_packs(states: str, pack_dir: str) -> None:
+    """The kept SHA-1 states of chain packs deleted (see ``chainpack``)."""
+    try:
+        names = os.listdir(states)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith(chainpack.PREFIX) and not os.path.exists(os.path.join(pack_dir, name + ".pack")):
+            unlink_quietly(os.path.join(states, name))
 
 
 def _holds(store: Store, base: str, sha: bytes) -> bool:
