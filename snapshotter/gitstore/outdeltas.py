@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dulwich.pack import UnpackedObject
 
 from snapshotter.gitstore import chainpack
+from snapshotter.gitstore.inflate import ObjectTooLarge
 from snapshotter.gitstore.objects import STREAM_THRESHOLD
 from snapshotter.gitstore.packread import StoredEntries
 from snapshotter.gitstore.packs import entry_header
@@ -37,7 +38,10 @@ class DeltaSender:
         """``sha`` as a delta entry to send, or None (send it the usual way)."""
         if kind != 3 or self._entries is None:
             return None
-        found = self._entries.get(sha)
+        try:
+            found = self._entries.get(sha)
+        except ObjectTooLarge:
+            return None  # a key frame: whole, streamed the usual way
         if found is None or found.kind != 6 or found.base is None or not self._known(found.base):
             return None
         if self._store.blob_size(sha) <= STREAM_THRESHOLD:
