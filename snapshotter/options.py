@@ -64,9 +64,10 @@ class Retention:
     max_age: timedelta | None = setting(
         timedelta(days=7), "retention: drop snapshots older than this (0: no limit)", workspace="keep-more"
     )
-    max_store_bytes: int | None = setting(4 * 2**30, "retention: store size cap (0: no limit)")
-    """4 GiB: a workspace at its 2 GiB cap fits twice, and a 1 GiB database kept as
-    deltas keeps days of versions (docs/store.md)."""
+    max_store_bytes: int | None = setting(8 * 2**30, "retention: store size cap (0: no limit)")
+    """8 GiB: a week of agent work on a 1 GiB database that one tool call in four
+    changes (about 3.4 GiB, measured: docs/store.md), with room for the rest of a
+    workspace at its 2 GiB cap."""
     max_undo: int | None = setting(
         100, "retention: undo points kept whatever the other limits say (0: all)", workspace="keep-more"
     )
