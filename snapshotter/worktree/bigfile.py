@@ -2,9 +2,10 @@
 
 One pass, in 1 MiB pieces: the blob id (SHA-1, on a thread), the line count,
 and either the delta against the previous version's signature (``gitstore.
-deltaencode``), with the chain pack's new checksum computed meanwhile on
-another thread, or, where the version starts a new chain, the new chain pack
-itself; the new version's signature in both cases. Memory stays at a few
+deltaencode``), the chain pack's SHA-1 taken up from its kept state (or, where
+none is kept, hashed again on another thread meanwhile), or, where the version
+starts a new chain, the new chain pack itself; the new version's signature in
+both cases. Memory stays at a few
 blocks and the delta's first MiBs (more spill to a temporary file).
 
 The file is ``fstat``ed before and after, and a byte past its size is asked
@@ -97,13 +98,13 @@ class _Work:
         self.base = base
         self.size = size
         self.digest = ThreadedDigest(b"blob %d\0" % size)
-        self.rehash: PackDigest | None = None
+        self.pack_digest: PackDigest | None = None
         self.chain: NewChain | None = None
         if base is not None:
             old = base.signature
             delta = DeltaWriter(old.size, size, max(size // 2, 4096), big.packs.dir)
             self.matcher = Matcher(old, size, delta, block_size_for(size))
-            self.rehash = big.digest(base.tip)
+            self.pack_digest = big.digest(base.tip)
         else:
             self.matcher = Matcher(None, size, None, block_size_for(size))
             self.chain = big.new_chain(size)
@@ -142,23 +143,23 @@ class _Work:
             self.big.remember(signature, previous)
             return True
         delta = self.matcher.writer
-        if delta is None or self.rehash is None:
+        if delta is None or self.pack_digest is None:
             return False  # it carries most of the file: a new key frame is worth more
         self.matcher.writer = None
         delta_size, stream = delta.finish()
         try:
-            appended = self.big.append(self.rehash, sha, delta_size, stream)
+            appended = self.big.append(self.pack_digest, sha, delta_size, stream)
         finally:
             stream.close()
-        self.rehash = None
+        self.pack_digest = None
         if appended:
             self.big.remember(signature, previous)
         return appended
 
     def close(self) -> None:
         self.digest.close()
-        if self.rehash is not None:
-            self.rehash.cancel()
+        if self.pack_digest is not None:
+            self.pack_digest.cancel()
         if self.chain is not None:
             self.chain.abort()
         if self.matcher.writer is not None:
