@@ -270,3 +270,33 @@ def test_a_big_file_rewritten_while_it_is_read_is_one_version_or_skipped(  # typ
     assert snap.verify(full=True).ok
     if GIT is not None:
         _fsck(snap, tmp_path)
+
+
+@needs_git
+def test_an_older_version_restored_then_changed_is_a_delta_of_it(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """An undo brings back an older version and the agent changes it again: the
+    new version is a delta of the one restored, in the same chain pack (a
+    branch off its middle), and every version reads back."""
+    rng = random.Random(29)
+    data = bytearray(rng.randbytes(SIZE))
+    snap = make(max_new_file_size=1 << 30, retention=Retention.unlimited())
+    versions = []
+    for i in range(4):
+        if i:
+            _overwrite(data, rng)
+        (ws / "db.bin").write_bytes(data)
+        versions.append((snap.snapshot(f"v{i}"), bytes(data)))
+    snap.restore(versions[1][0].id)
+    data = bytearray(versions[1][1])
+    _overwrite(data, rng)
+    (ws / "db.bin").write_bytes(data)
+    before = _store_bytes(snap)
+    versions.append((snap.snapshot("branch"), bytes(data)))
+    assert _store_bytes(snap) - before < 1 << 20
+    assert len(_chain_packs(snap)) == 1
+    for info, content in versions:
+        assert _git_blob(snap, info.tree_id, "db.bin", tmp_path) == content
+    _fsck(snap, tmp_path)
+    for info, content in versions:
+        snap.restore(info.id)
+        assert (ws / "db.bin").read_bytes() == content
