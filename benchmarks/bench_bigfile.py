@@ -62,7 +62,7 @@ def rss_now():
     return status("VmRSS:")
 
 from snapshotter import Snapshotter, Retention
-from snapshotter.upkeep.compaction import disk_usage
+from snapshotter.engine.upkeep.compaction import disk_usage
 snap = Snapshotter({ws!r}, home={home!r}, max_new_file_size=1 << 40, retention=Retention.unlimited(),
                    max_workspace_bytes=0)
 store = snap._engine_ok().store

@@ -2,6 +2,7 @@
 
     python benchmarks/bench_engine.py                                  # 20,000 and 100,000 files, big files; 3 runs
     python benchmarks/bench_engine.py --sizes 20000,big --runs 5 --json out.json --chart out.png
+    python benchmarks/bench_engine.py --new-process --sizes 100000 --runs 7   # the command line, new processes
 
 git does the same job in a bare shadow repository: ``add -A``, ``write-tree``,
 ``commit-tree``, ``update-ref`` for a snapshot, ``read-tree -u --reset`` for a
@@ -690,7 +691,7 @@ def environment(runs: int) -> dict[str, Any]:
             "git": git_version(),
             "snapshotter": getattr(snapshotter, "__version__", "?"),
             "dulwich": ".".join(str(p) for p in dulwich.__version__),
-            "compressor": snapshotter.gitstore.deflate.backend(),
+            "compressor": snapshotter.engine.gitstore.deflate.backend(),
         },
         "targets_at": TARGETS_AT,
         "targets": TARGETS,
@@ -822,6 +823,9 @@ def main() -> None:
     parser.add_argument("--json", help="also write every raw time, median and ratio to this file")
     parser.add_argument("--chart", help="also draw the ratios to git as a PNG (needs matplotlib)")
     parser.add_argument("--scratch", help="folder for workspaces and stores (default: a temp folder, removed after)")
+    parser.add_argument(
+        "--new-process", action="store_true", help="the command line's rows instead: benchmarks/bench_commands.py"
+    )
     parser.add_argument("--big-mib", type=int, default=10, help=argparse.SUPPRESS)
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: measure this workspace in this process
     parser.add_argument("--out", help=argparse.SUPPRESS)  # internal: where that child writes its results
@@ -829,6 +833,13 @@ def main() -> None:
     if args.runs < 1 or args.big_mib < 1:
         raise SystemExit("--runs and --big-mib must be at least 1")
 
+    if args.new_process:  # each size's command rows: whole processes beside git's (issue #51)
+        import bench_commands
+
+        for name in parse_sizes(args.sizes):
+            extra = ["--json", args.json] if args.json else []
+            bench_commands.main(["--files", name, "--runs", str(args.runs), *extra])
+        return
     if args.one:
         measure_one(args.one, Path(args.scratch), args.runs, args.big_mib, Path(args.out))
         return

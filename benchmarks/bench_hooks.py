@@ -3,6 +3,7 @@ and a bare interpreter, in one run.
 
     python benchmarks/bench_hooks.py                       # 10,000 and 100,000 files, 21 calls a row
     python benchmarks/bench_hooks.py --sizes 10000 --runs 11 --json out.json
+    python benchmarks/bench_hooks.py --home-bytes 200      # the long home's length (default 150)
 
 Every row is a fresh process timed from outside (wall clock, interpreter start
 included), as an agent runs a hook:
@@ -10,6 +11,10 @@ included), as an agent runs a hook:
 - ``hook, watcher``: ``PreToolUse`` and ``PostToolUse`` calls, one tool call's
   edit of one file between them (untimed), handed to the watcher the first hook
   started (``hookclient``); each call brackets a real snapshot;
+- ``hook, watcher, long home``: the same, with a snapshot home whose path is
+  ``--home-bytes`` long (150: its store's socket path is ~210 bytes, past what
+  a socket address holds, so the socket is reached through a short name for
+  its folder); its own store and watcher, on the same workspace;
 - ``hook, direct``: the same calls with ``SNAPSHOTTER_NO_WATCHER=1``: the call
   records the event itself, as it does without watchdog or on Windows;
 - ``git no-change snapshot``: ``git add -A`` then ``git write-tree`` on the same
@@ -19,8 +24,9 @@ included), as an agent runs a hook:
 
 The rows take turns within every run (the order rotates), so drift on a shared
 machine favours none. Figures are medians and 90th percentiles. Targets
-(issue #31): a watcher-served call at most 0.25x git's no-change snapshot at
-100,000 files, and at most 3x ``python -c pass`` at any size.
+(issues #31, #46): a watcher-served call at most 0.25x git's no-change snapshot
+at 100,000 files, with a short home and with a 150-byte one, and at most 3x
+``python -c pass`` at any size.
 
 This is a measurement, not a test: run it by hand on a quiet machine.
 """
@@ -44,7 +50,7 @@ from bench_engine import GitShadow, generate  # noqa: E402
 
 CONSOLE_SCRIPT = os.path.join(os.path.dirname(sys.executable), "snapshotter")
 COMMAND = [CONSOLE_SCRIPT] if os.path.exists(CONSOLE_SCRIPT) else [sys.executable, "-m", "snapshotter"]
-SIDES = ("hook, watcher", "hook, direct", "git no-change snapshot", "python -c pass")
+SIDES = ("hook, watcher", "hook, watcher, long home", "hook, direct", "git no-change snapshot", "python -c pass")
 
 
 def timed(argv: list[str], env: dict[str, str], cwd: Path, stdin: str = "") -> float:
@@ -92,8 +98,16 @@ def percentile(times: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
-def measure(files: int, runs: int) -> dict[str, Any]:
-    scratch = Path(tempfile.mkdtemp(prefix="bh-"))  # short: a Unix socket path may not pass ~100 bytes
+def long_home(scratch: Path, size: int) -> Path:
+    """A home folder whose path is ``size`` bytes long."""
+    base = str(scratch / "home-")
+    if size < len(base) + 1:
+        raise SystemExit(f"--home-bytes must be at least {len(base) + 1} here")
+    return Path(base + "h" * (size - len(base)))
+
+
+def measure(files: int, runs: int, home_bytes: int) -> dict[str, Any]:
+    scratch = Path(tempfile.mkdtemp(prefix="bh-"))  # short: the usual home; the long one is made below it
     try:
         ws = scratch / "ws"
         ws.mkdir()
@@ -103,26 +117,35 @@ def measure(files: int, runs: int) -> dict[str, Any]:
             os.environ,
             SNAPSHOTTER_HOME=str(scratch / "home"),
             SNAPSHOTTER_MAX_WORKSPACE_ENTRIES="0",  # the cap, raised explicitly
-            SNAPSHOTTER_CONFIG=os.devnull,
+            SNAPSHOTTER_CONFIG=str(scratch / "no-user-config.toml"),  # none (a device is refused as a config file)
             SNAPSHOTTER_HOOKS_LOG=str(scratch / "fallback-hooks.log"),
         )
         env.pop("SNAPSHOTTER_NO_WATCHER", None)
+        far = dict(env, SNAPSHOTTER_HOME=str(long_home(scratch, home_bytes)))
         served, direct = Session(ws, env, "served"), Session(ws, dict(env, SNAPSHOTTER_NO_WATCHER="1"), "direct")
+        far_served = Session(ws, far, "far")
         git = GitShadow(ws, scratch)
         git.reset()
         git.run("add", "-A")
-        for session in (served, direct):
+        for home_env in (env, far):  # each store's cold first snapshot (no row measures it), outside a hook's budget
+            timed([*COMMAND, "--json", "snapshot", "-m", "cold"], dict(home_env, SNAPSHOTTER_NO_WATCHER="1"), ws)
+        for session in (served, far_served, direct):
             session.call("SessionStart", source="startup")
             session.call("UserPromptSubmit", prompt=f"benchmark the {session.name} path")
         watcher_up(ws, env)
+        watcher_up(ws, far)
         for _ in range(3):  # the watcher's first snapshot walks what changed while nobody watched
             served.tool_call(paths[0])
+            far_served.tool_call(paths[0])
             direct.tool_call(paths[1])
         rows: dict[str, list[float]] = {side: [] for side in SIDES}
         for i in range(runs):
-            for side in SIDES[i % 4 :] + SIDES[: i % 4]:
+            turn = i % len(SIDES)
+            for side in SIDES[turn:] + SIDES[:turn]:
                 if side == "hook, watcher":
                     rows[side] += served.tool_call(paths[2 + i % 50])
+                elif side == "hook, watcher, long home":
+                    rows[side] += far_served.tool_call(paths[120 + i % 50])
                 elif side == "hook, direct":
                     rows[side] += direct.tool_call(paths[60 + i % 50])
                 elif side == "git no-change snapshot":
@@ -132,10 +155,10 @@ def measure(files: int, runs: int) -> dict[str, Any]:
                     rows[side].append(time.perf_counter() - start)
                 else:
                     rows[side].append(timed([sys.executable, "-c", "pass"], env, ws))
-        for session in (served, direct):
+        for session in (served, far_served, direct):
             session.call("Stop", stop_hook_active=False)
             session.call("SessionEnd", reason="other")
-        logs = [scratch / "fallback-hooks.log", *(scratch / "home").rglob("snapshotter/hooks.log")]
+        logs = [scratch / "fallback-hooks.log", *scratch.glob("home*/snapshots/*/snapshotter/hooks.log")]
         failed = [line for log in logs if log.exists() for line in log.read_text().splitlines() if " FAILED " in line]
         if failed:
             raise SystemExit(f"a hook call failed: {failed[-3:]}")
@@ -145,15 +168,18 @@ def measure(files: int, runs: int) -> dict[str, Any]:
             "runs": rows,
             "median": medians,
             "p90": {side: percentile(times, 0.9) for side, times in rows.items()},
+            "home_bytes": home_bytes,
             "watcher_ratio_to_git": medians["hook, watcher"] / medians["git no-change snapshot"],
+            "long_home_watcher_ratio_to_git": medians["hook, watcher, long home"] / medians["git no-change snapshot"],
             "watcher_ratio_to_python": medians["hook, watcher"] / medians["python -c pass"],
             "direct_ratio_to_git": medians["hook, direct"] / medians["git no-change snapshot"],
         }
         print(f"{files:,} files, {runs} runs (hook rows: {2 * runs} calls), median / p90:")
         for side in SIDES:
-            print(f"  {side:<24} {medians[side] * 1000:8.1f} ms  {result['p90'][side] * 1000:8.1f} ms")
+            print(f"  {side:<26} {medians[side] * 1000:8.1f} ms  {result['p90'][side] * 1000:8.1f} ms")
         print(
             f"  watcher call: {result['watcher_ratio_to_git']:.3f}x git no-change (target 0.25x at 100k), "
+            f"with a {home_bytes}-byte home: {result['long_home_watcher_ratio_to_git']:.3f}x; "
             f"{result['watcher_ratio_to_python']:.2f}x python -c pass (target 3x); "
             f"direct call: {result['direct_ratio_to_git']:.2f}x git",
             flush=True,
@@ -168,10 +194,11 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000", help="workspace sizes (default 10000,100000)")
     parser.add_argument("--runs", type=int, default=21, help="runs per row; each hook run is two calls (default 21)")
     parser.add_argument("--json", help="also write every raw time and ratio to this file")
+    parser.add_argument("--home-bytes", type=int, default=150, help="the long home's path length (default 150)")
     options = parser.parse_args()
     if shutil.which("git") is None:
         raise SystemExit("git is needed on PATH for the side-by-side figures")
-    results = [measure(int(size), options.runs) for size in options.sizes.split(",")]
+    results = [measure(int(size), options.runs, options.home_bytes) for size in options.sizes.split(",")]
     if options.json:
         Path(options.json).write_text(json.dumps(results, indent=2) + "\n")
 

@@ -50,8 +50,8 @@ import textcorpus  # noqa: E402
 from bench_engine import GitShadow, environment  # noqa: E402
 
 from snapshotter import Retention, Snapshotter  # noqa: E402
-from snapshotter.compare import linediff  # noqa: E402
-from snapshotter.gitstore.objects import is_binary  # noqa: E402
+from snapshotter.engine.compare import linediff  # noqa: E402
+from snapshotter.engine.gitstore.objects import is_binary  # noqa: E402
 
 KINDS = ("c", "po", "parser", "csv")
 TARGET = 1.5

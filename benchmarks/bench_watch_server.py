@@ -55,7 +55,7 @@ def spread(times: list[float]) -> str:
 
 
 def measure(files: int, runs: int) -> dict[str, Any]:
-    scratch = Path(tempfile.mkdtemp(prefix="bw-"))  # short: a Unix socket path may not pass ~100 bytes
+    scratch = Path(tempfile.mkdtemp(prefix="bw-"))  # short (a long home works too: bench_hooks.py measures one)
     try:
         ws = scratch / "ws"
         ws.mkdir()
@@ -65,7 +65,7 @@ def measure(files: int, runs: int) -> dict[str, Any]:
             os.environ,
             SNAPSHOTTER_HOME=str(scratch / "home"),
             SNAPSHOTTER_MAX_WORKSPACE_ENTRIES="0",  # the cap, raised explicitly
-            SNAPSHOTTER_CONFIG=os.devnull,
+            SNAPSHOTTER_CONFIG=str(scratch / "no-user-config.toml"),  # none (a device is refused as a config file)
         )
         env.pop("SNAPSHOTTER_NO_WATCHER", None)
         direct_env = dict(env, SNAPSHOTTER_NO_WATCHER="1")

@@ -13,8 +13,9 @@ TYPE_CHECKING = False  # not ``typing``'s: importing typing costs a command line
 if TYPE_CHECKING:
     from typing import Any
 
-    from snapshotter.api import Snapshotter, guard
-    from snapshotter.background import SnapshotHandle
+    from snapshotter.engine.gitstore.transport import Credentials
+    from snapshotter.engine.worktree.defaults import DEFAULT_EXCLUDES
+    from snapshotter.engine.worktree.watch import watch_available
     from snapshotter.errors import (
         FileInUse,
         HunkNotFound,
@@ -36,8 +37,10 @@ if TYPE_CHECKING:
         WorkspaceError,
         WorkspaceTooLarge,
     )
-    from snapshotter.gitstore.transport import Credentials
-    from snapshotter.guard import Guard
+    from snapshotter.facade.api import Snapshotter, guard
+    from snapshotter.facade.background import SnapshotHandle
+    from snapshotter.facade.guard import Guard
+    from snapshotter.facade.warnmode import ForgivingSnapshotter, forgiving
     from snapshotter.model import (
         BlameResult,
         BlameRun,
@@ -66,16 +69,13 @@ if TYPE_CHECKING:
         UndoResult,
         VerifyResult,
     )
-    from snapshotter.options import Retention
-    from snapshotter.warnmode import ForgivingSnapshotter, forgiving
-    from snapshotter.worktree.defaults import DEFAULT_EXCLUDES
-    from snapshotter.worktree.watch import watch_available
+    from snapshotter.options import Retention, WorkspaceSettings
 
 __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
-    """The public names load on first use (PEP 562): ``import snapshotter.frontends.cli``
+    """The public names load on first use (PEP 562): ``import snapshotter.frontends.cli.cli``
     then does not load the engine, so the command line can hand a command to a
     watcher (``snapshotter watch``) cheaply."""
     if name not in __all__:
@@ -87,15 +87,16 @@ def __getattr__(name: str) -> Any:
 def _load() -> None:
     """Publish every name of ``__all__`` from the module defining it (the list in
     the ``TYPE_CHECKING`` block above, for type checkers)."""
-    from snapshotter import api, background, errors, model, options, warnmode
-    from snapshotter import guard as guarding
-    from snapshotter.gitstore import transport
-    from snapshotter.worktree import ignore, watch
+    from snapshotter import errors, model, options
+    from snapshotter.engine.gitstore import transport
+    from snapshotter.engine.worktree import ignore, watch
+    from snapshotter.facade import api, background, warnmode
+    from snapshotter.facade import guard as guarding
 
     found: dict[str, object] = {}
     for module in (api, background, errors, guarding, model, options, transport, ignore, watch, warnmode):
         found.update({name: getattr(module, name) for name in __all__ if name not in found and hasattr(module, name)})
-    globals().update(found)  # after the imports: importing ``snapshotter.guard`` set ``guard`` to that module
+    globals().update(found)  # after the imports, which set the package's attributes for its submodules
 
 
 __all__ = [
@@ -104,6 +105,7 @@ __all__ = [
     "UnsafeWorkspace",
     "StoreStats",
     "Retention",
+    "WorkspaceSettings",
     "PruneResult",
     "GcResult",
     "DEFAULT_EXCLUDES",

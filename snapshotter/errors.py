@@ -41,6 +41,15 @@ HOME_OUTSIDE = Remedy(
     "set home= or SNAPSHOTTER_HOME to a folder outside it", "pass --home or set SNAPSHOTTER_HOME to a folder outside it"
 )
 BEGIN_TURN = Remedy("call begin_turn() first", "run `snapshotter turn begin` first", "call begin_turn first")
+TURN_NUMBER = Remedy(
+    "pass n >= 1", "name one as `snapshotter turn revert 1` (the last turn), 2 (the one before)...", "pass n >= 1"
+)
+NO_REMOTE = Remedy(
+    "pass one, or set remote= (or SNAPSHOTTER_REMOTE)",
+    "name one (`snapshotter push REMOTE`, `snapshotter fetch REMOTE`), or set remote in your config file"
+    " or SNAPSHOTTER_REMOTE",
+    "start the server with a remote (SNAPSHOTTER_REMOTE, or remote in the user's config file)",
+)
 FIRST_SNAPSHOT = Remedy("call snapshot() first", "run `snapshotter snapshot` first", "call snapshot first")
 LIST_SNAPSHOTS = Remedy(
     "call list() to see them", "run `snapshotter log` to list them", "call list_snapshots to see them"

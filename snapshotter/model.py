@@ -264,6 +264,8 @@ class RevertResult:
     """Conflicting text files written with git-style conflict markers (``conflicts="markers"``)."""
     skipped: tuple[SkippedPath, ...] = ()
     """Paths this platform cannot hold (see ``RestoreResult.skipped``): left as they are."""
+    unattributed: tuple[str, ...] = ()
+    """Paths another session's overlapping call may have changed (whose change is unknown): kept as they are."""
 
     def __bool__(self) -> bool:
         return self.applied

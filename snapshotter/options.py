@@ -41,6 +41,8 @@ def setting(default: Any, help: str, *, workspace: WorkspaceRule | None = None, 
 def check_path(name: str, value: object) -> None:
     if not isinstance(value, (str, os.PathLike)):
         raise InvalidInput(f"{name} must be a path (str or os.PathLike), not {type(value).__name__}")
+    if not os.fspath(value):  # not the current folder by accident: "." says that
+        raise InvalidInput(f"{name} is an empty path; name a folder (the current one is '.')")
 
 
 _SESSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -60,7 +62,10 @@ def check_session(name: object) -> str:
 class Retention:
     """How many, how old and how big. ``None`` or 0 disables a limit."""
 
-    max_snapshots: int | None = setting(50, "retention: keep at most this many (0: no limit)", workspace="keep-more")
+    max_snapshots: int | None = setting(0, "retention: keep at most this many (0: no limit)", workspace="keep-more")
+    """No count limit by default: an agent's hooks take two snapshots a tool call,
+    thousands a day, and a week of them is kept (see docs/store.md, "What a default
+    store keeps"); the age and the size limits bound the store."""
     max_age: timedelta | None = setting(
         timedelta(days=7), "retention: drop snapshots older than this (0: no limit)", workspace="keep-more"
     )
@@ -85,6 +90,45 @@ class Retention:
     @classmethod
     def unlimited(cls) -> Retention:
         return cls(max_snapshots=None, max_age=None, max_store_bytes=None, max_undo=None)
+
+
+LOCK_TIMEOUT_MAX = 86_400.0
+"""The longest wait for the store lock: a day. More (up to ``inf``, which a
+settings file can write as ``1e400``) means as long as that: the clocks and
+locks below refuse waits past about 292 years, with an untyped error."""
+
+
+@dataclass(frozen=True)
+class WorkspaceSettings:
+    """What the workspace's own settings files (``[tool.snapshotter]`` in its
+    ``pyproject.toml``, its ``snapshotter.toml``) ask to leave out of
+    snapshots, kept apart from the caller's ``exclude=``, ``max_new_file_size``
+    and ``use_default_excludes``. The guarded agent can write those files, so
+    these are the workspace's own rules, as its ``.gitignore`` files are: they
+    leave paths out of snapshots, but never make a restore keep a path the
+    target holds (SECURITY.md). The front ends fill it in (``frontends.config``)."""
+
+    exclude: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """(the file, its patterns), each judged like a ``.gitignore`` at the root, below every other ignore file."""
+    max_new_file_size: int = 0
+    """A lower cap on new files than the caller's (0: none)."""
+    default_excludes: str = ""
+    """The file that turned the default excludes on where the caller turned them off ("": none)."""
+
+    def __post_init__(self) -> None:
+        exclude: Any = self.exclude
+        try:
+            shaped = tuple((str(origin), tuple(patterns)) for origin, patterns in exclude)
+        except (TypeError, ValueError):
+            raise InvalidInput("WorkspaceSettings.exclude takes (file, patterns) pairs") from None
+        if not all(isinstance(p, str) for _, patterns in shaped for p in patterns):
+            raise InvalidInput("WorkspaceSettings.exclude takes gitignore pattern strings")
+        cap: Any = self.max_new_file_size
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
+            raise InvalidInput("WorkspaceSettings.max_new_file_size must be a non-negative number of bytes")
+        if not isinstance(self.default_excludes, str):
+            raise InvalidInput("WorkspaceSettings.default_excludes names a file, or is empty")
+        object.__setattr__(self, "exclude", shaped)
 
 
 @dataclass(frozen=True)
@@ -139,10 +183,32 @@ class Options:
     )
     """The session this instance works in: its turns, checkpoints, tool calls,
     undo and redo are its own (``None``: the one anonymous session)."""
+    max_fetch_bytes: int = setting(
+        4 * 2**30,
+        "refuse a fetch whose pack, or whose objects once inflated, pass this many bytes (0: no cap)",
+        workspace="lower",
+    )
+    fetch_timeout: float = setting(
+        3600.0,
+        "seconds a fetch or remote listing may take in all, a push until its upload (0: no limit)",
+        workspace="lower",
+    )
+    """Both limit what a git server may send (``gitstore.wirebudget``): an endless
+    or trickling answer ends, a zlib bomb is refused before it is inflated."""
+    workspace_settings: WorkspaceSettings = WorkspaceSettings()
+    """What the workspace's own settings files add (see :class:`WorkspaceSettings`)."""
 
     @property
     def new_file_cap(self) -> int:
-        """``max_new_file_size`` as the walk compares sizes with it: 0 is no cap, as for every other limit."""
+        """The cap the walk compares new files' sizes with: the caller's
+        ``max_new_file_size`` or the workspace's lower one; 0 is no cap, as for every other limit."""
+        caps = [cap for cap in (self.max_new_file_size, self.workspace_settings.max_new_file_size) if cap]
+        return min(caps, default=sys.maxsize)
+
+    @property
+    def caller_file_cap(self) -> int:
+        """The caller's own cap on new files (``sys.maxsize``: none): a restore
+        keeps a file over it rather than save it first."""
         return self.max_new_file_size or sys.maxsize
 
     def __post_init__(self) -> None:
@@ -158,6 +224,8 @@ class Options:
         patterns = tuple(exclude)
         if not all(isinstance(p, str) for p in patterns):
             raise InvalidInput("exclude= takes a sequence of gitignore pattern strings")
+        if not isinstance(self.workspace_settings, WorkspaceSettings):
+            raise InvalidInput("workspace_settings= takes a WorkspaceSettings(...)")
         if not isinstance(self.retention, Retention):
             raise InvalidInput("retention= takes a Retention(...) or None")
         timeout: Any = self.lock_timeout
@@ -186,12 +254,19 @@ class Options:
             raise InvalidInput("auto_push needs a remote= to push to")
         if not isinstance(self.max_push_file_size, int) or self.max_push_file_size < 0:
             raise InvalidInput("max_push_file_size must be a non-negative number of bytes (0: no cap)")
+        fetch_bytes: Any = self.max_fetch_bytes
+        if isinstance(fetch_bytes, bool) or not isinstance(fetch_bytes, int) or fetch_bytes < 0:
+            raise InvalidInput("max_fetch_bytes must be a non-negative number of bytes (0: no cap)")
+        fetch_timeout: Any = self.fetch_timeout
+        if isinstance(fetch_timeout, bool) or not isinstance(fetch_timeout, (int, float)) or not fetch_timeout >= 0:
+            raise InvalidInput("fetch_timeout must be a number of seconds, 0 or more (0: no limit)")
         for name in ("max_workspace_bytes", "max_workspace_entries"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 0:
                 raise InvalidInput(f"{name} must be a non-negative integer (0 disables the cap)")
         object.__setattr__(self, "exclude", patterns)
-        object.__setattr__(self, "lock_timeout", float(timeout))
+        object.__setattr__(self, "lock_timeout", float(min(timeout, LOCK_TIMEOUT_MAX)))
+        object.__setattr__(self, "fetch_timeout", float(fetch_timeout))
         for flag in flags:
             object.__setattr__(self, flag, bool(getattr(self, flag)))
 

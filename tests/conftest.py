@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -14,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from snapshotter import DEFAULT_EXCLUDES, Snapshotter
-from snapshotter.compare.treediff import StoredTree
-from snapshotter.gitstore.objects import MODE_TREE, serialize_tree
-from snapshotter.gitstore.trailers import build_commit
+from snapshotter.engine.compare.treediff import StoredTree
+from snapshotter.engine.gitstore.objects import MODE_TREE, serialize_tree
+from snapshotter.engine.gitstore.trailers import build_commit
 
 GIT = shutil.which("git")
 
@@ -27,11 +29,45 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--long", action="store_true", help="stress modes: thousands of model-test steps, 150 crash kills")
 
 
+# The property tests (every @given, and test_model's state machine) draw the same
+# examples in every default run: derandomized, with no example database, so a
+# red run is red again when re-run, on any machine. --long explores: a new seed
+# each run (or --hypothesis-seed=N), printed in the header and after a failure;
+# the same seed replays the run. A test's own @settings keep these values.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("long", print_blob=True)
+
+
+@pytest.hookimpl(tryfirst=True)  # before hypothesis' plugin reads --hypothesis-seed
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--long"):
+        settings.load_profile("long")
+        if config.getoption("hypothesis_seed") is None:
+            config.option.hypothesis_seed = str(random.SystemRandom().randrange(2**32))
+    else:
+        settings.load_profile("ci")
+
+
+def _replay(config: pytest.Config) -> str:
+    return f"--long --hypothesis-seed={config.getoption('hypothesis_seed')}"
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    if config.getoption("--long"):
+        return f"property tests: seed {config.getoption('hypothesis_seed')} (replay: pytest {_replay(config)})"
+    return "property tests: derandomized, the same examples every run (--long explores with a new seed)"
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if config.getoption("--long") and exitstatus not in (0, 5):  # 5: no test collected
+        terminalreporter.write_line(f"property tests ran with a seed; replay them with: pytest {_replay(config)}")
+
+
 needs_git = pytest.mark.skipif(GIT is None, reason="git binary not on PATH (oracle tests only)")
 
 
 def _second_core() -> bool:
-    from snapshotter.worktree import secondcore
+    from snapshotter.engine.worktree import secondcore
 
     return secondcore.SUPPORTED
 
@@ -47,7 +83,7 @@ def alone_in_this_process(timeout: float = 10.0) -> None:
     Fails, naming them, if some are still there after ``timeout`` seconds."""
     import threading
 
-    from snapshotter.worktree import secondcore
+    from snapshotter.engine.worktree import secondcore
 
     deadline = time.monotonic() + timeout
     while not secondcore.available():
@@ -155,7 +191,7 @@ def run_command(
 def deny_reading(monkeypatch: pytest.MonkeyPatch, suffix: str) -> None:
     """Make files whose path ends with ``suffix`` unreadable to the walker (root
     reads anything, so permissions cannot do it in the suite)."""
-    from snapshotter.gitstore import objectwriter
+    from snapshotter.engine.gitstore import objectwriter
 
     real_open = objectwriter.open_for_read
 

@@ -5,7 +5,7 @@ undoes, prunes, collects garbage and consolidates in a loop, forever, journaling
 
 Journal lines (flushed before and after each step, so the parent knows what
 completed): ``ready``, ``snap <seq> <id> <tree>``, ``restore-begin <id>``,
-``restore-done <id>``, ``prune-done``, ``gc-done``, ``consolidate-done``, ``undo-done``.
+``restore-done <id>``, ``prune-done``, ``gc-done``, ``consolidate-done``, ``pack-refs-done``, ``undo-done``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from snapshotter import Retention, Snapshotter
-from snapshotter.upkeep.consolidation import consolidate
+from snapshotter.engine.upkeep.consolidation import consolidate
 
 KEEP = 6
 """Retention's count limit in the worker: the parent checks it is honoured."""
@@ -83,11 +83,16 @@ def main() -> None:
         elif roll < 0.95:
             snap.gc()
             note("gc-done")
-        else:  # the upkeep that runs when loose objects or packs pile up
+        elif roll < 0.97:  # the upkeep that runs when loose objects or packs pile up
             engine = snap._engine_ok()
             with engine.lock:
                 consolidate(engine.store)
             note("consolidate-done")
+        else:  # the upkeep that folds loose refs into packed-refs (a drop rewrites it too)
+            engine = snap._engine_ok()
+            with engine.lock, engine.catalog.index.packing():
+                engine.store.pack_refs()
+            note("pack-refs-done")
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ def fill(ws: Path) -> None:
 
 def api(ws: Path, scratch: Path) -> dict[str, object]:
     from snapshotter import Snapshotter, watch_available
-    from snapshotter.gitstore import deflate
+    from snapshotter.engine.gitstore import deflate
 
     fill(ws)
     original = files(ws)
@@ -88,7 +88,7 @@ def api(ws: Path, scratch: Path) -> dict[str, object]:
 
 def main() -> int:
     if sys.argv[1:2] == ["cli"]:
-        from snapshotter.frontends.cli import main as cli
+        from snapshotter.frontends.cli.cli import main as cli
 
         return cli(sys.argv[2:])
     if len(sys.argv) != 4 or sys.argv[1] != "api":

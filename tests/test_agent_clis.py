@@ -7,7 +7,12 @@ binaries these tests skip, saying why."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +136,65 @@ def test_claude_code_two_sessions_at_once_are_reverted_apart(tmp_path: Path, ws:
     assert contents(ws)["a.txt"] == b"a0\n" and contents(ws)["b.txt"] == b"b0\n"
 
 
+@needs_claude
+def test_claude_code_a_write_during_another_sessions_slow_bash_call_is_reverted_apart(tmp_path: Path, ws: Path) -> None:
+    """Session one's Bash call runs long; while it runs, session two's Write
+    creates b.txt between its own hooks; then one's command writes a.txt. One's
+    turn revert takes back a.txt only, two's b.txt only. The order is made by
+    signals, not by time: one's command waits for two's next model request
+    (two's PostToolUse hook has run by then); two's first request waits for
+    one's command to have started (its PreToolUse hook has run by then)."""
+    home, signals = tmp_path / "home", tmp_path / "signals"
+    signals.mkdir()
+    write(ws, {"notes.txt": "the person's notes\n"})
+    install(ws, home, "claude-code")
+    started, go_on = signals / "one-started", signals / "two-done"
+    slow = (
+        f"touch {started}; i=0; while [ ! -e {go_on} ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; "
+        "echo A > a.txt"
+    )
+    with (
+        AnthropicServer([("bash", slow), ("text", "One done.")], ws) as one,
+        AnthropicServer([("write", "b.txt", "B\n"), ("text", "Two done.")], ws) as two,
+    ):
+        two.holds[0] = threading.Event()
+        waiters = [
+            threading.Thread(target=_when, args=(lambda: started.exists(), two.holds[0].set), daemon=True),
+            threading.Thread(target=_when, args=(lambda: two.reached(1).is_set(), go_on.touch), daemon=True),
+        ]
+        for waiter in waiters:
+            waiter.start()
+        runs = [
+            run_claude(ws, tmp_path, home, one.port, "run the slow command", "one"),
+            run_claude(ws, tmp_path, home, two.port, "write b", "two"),
+        ]
+        for run in runs:
+            finished(run)
+    assert contents(ws) | {".claude/settings.json": b""} == {
+        "a.txt": b"A\n",
+        "b.txt": b"B\n",
+        "notes.txt": b"the person's notes\n",
+        ".claude/settings.json": b"",
+    }
+    by_prompt = {_prompt(ws, home, s["name"]): s["name"] for s in snapshotter(ws, home, "sessions")["sessions"]}
+    labels = [s["label"] for s in snapshotter(ws, home, "log", "-n", "0")]
+    assert sum(label.startswith("tool:") for label in labels) == 2, labels  # one call each
+    reverted = snapshotter(ws, home, "--session", by_prompt["run the slow command"], "turn", "revert")
+    assert reverted["reverted"] == ["a.txt"] and reverted["unattributed"] == [], reverted
+    assert (ws / "b.txt").read_text() == "B\n" and not (ws / "a.txt").exists()
+    reverted = snapshotter(ws, home, "--session", by_prompt["write b"], "turn", "revert")
+    assert reverted["reverted"] == ["b.txt"], reverted
+    assert not (ws / "b.txt").exists() and (ws / "notes.txt").read_text() == "the person's notes\n"
+
+
+def _when(condition: Callable[[], bool], then: Callable[[], object], timeout: float = 150.0) -> None:
+    """Run ``then`` once ``condition`` holds (polled), or give up after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    then()
+
+
 def _prompt(ws: Path, home: Path, session: str) -> str:
     """A session's first turn's message: its prompt's first line."""
     return str(snapshotter(ws, home, "--session", session, "log", "-n", "0", "--label", "pre-turn:1")[0]["message"])
@@ -235,8 +299,10 @@ def run_gemini(ws: Path, tmp: Path, home: Path, port: int, prompt: str) -> subpr
     assert GEMINI is not None
     user = tmp / "gemini-user"
     (user / ".gemini").mkdir(parents=True, exist_ok=True)
-    (user / ".gemini" / "settings.json").write_text(
-        json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}, "telemetry": {"enabled": False}})
+    settings = user / ".gemini" / "settings.json"
+    kept = json.loads(settings.read_text()) if settings.exists() else {}  # a --user install's hooks, say
+    settings.write_text(
+        json.dumps({**kept, "security": {"auth": {"selectedType": "gemini-api-key"}}, "telemetry": {"enabled": False}})
     )
     env = {
         **BASE_ENV,
@@ -385,6 +451,107 @@ def test_codex_install_twice_is_once_and_uninstall_keeps_the_users_hooks(tmp_pat
     assert sum(label.startswith("tool-done:") for label in labels) == 2  # ours too
     assert run_command("hooks", "uninstall", "codex", cwd=ws, env={"SNAPSHOTTER_HOME": str(home)}).returncode == 0
     assert (ws / ".codex" / "hooks.json").read_text() == original
+
+
+# -- each call once, under the agent that made it, whichever hooks files are installed ------------
+
+
+def install_user(ws: Path, home: Path, agent: str, env: dict[str, str]) -> None:
+    """``hooks install AGENT --user`` into the user-level folder ``env`` names (a tmp
+    home), with another command than the project's (as from another environment,
+    a pipx install say: an agent that runs one command once would hide a double)."""
+    other = f"{shlex.quote(sys.executable)} -m snapshotter"
+    done = run_command(
+        "hooks", "install", agent, "--user", "--command", other, cwd=ws, env={"SNAPSHOTTER_HOME": str(home), **env}
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def _one_turn_once(ws: Path, home: Path, agent: str, calls: int, before: dict[str, bytes]) -> None:
+    """The folder holds one session, ``agent``'s, with one turn of ``calls``
+    bracketed calls, each once; ``turn revert`` (no n: the newest) takes the
+    turn's work back: the folder is as ``before`` (its hooks files aside)."""
+    (session,) = snapshotter(ws, home, "sessions")["sessions"]
+    assert session["agent"] == agent and session["turns"] == 1, session
+    labels = [s["label"] for s in snapshotter(ws, home, "--session", session["name"], "log", "-n", "0")]
+    assert sum(label.startswith("pre-turn:") for label in labels) == 1, labels
+    assert sum(label.startswith("tool:") for label in labels) == calls, labels
+    assert sum(label.startswith("tool-done:") for label in labels) == calls, labels
+    reverted = snapshotter(ws, home, "turn", "revert", "--agent", agent)
+    assert reverted["reverted"], reverted
+    hooks_files = (".claude/", ".github/", ".codex/", ".gemini/")
+    assert {path: data for path, data in contents(ws).items() if not path.startswith(hooks_files)} == before
+
+
+@needs_copilot
+@pytest.mark.parametrize("own_hooks", [True, False], ids=["with-copilots-own-hooks", "claude-hooks-only"])
+def test_copilot_running_claude_codes_project_hooks_records_copilots_calls_once(
+    own_hooks: bool, tmp_path: Path, ws: Path
+) -> None:
+    home = tmp_path / "home"
+    write(ws, {"notes.txt": "the person's notes\n", "app.txt": "original\n"})
+    before = contents(ws)
+    install(ws, home, "claude-code")  # Copilot CLI runs these too
+    if own_hooks:
+        install(ws, home, "copilot")
+    with ChatServer(SHELL_AND_WRITE, ws) as server:
+        done = run_copilot(ws, tmp_path, home, server.port, "change the app")
+    assert "All done." in done.stdout and (ws / "written.txt").exists()
+    refused = run_command("turn", "revert", "--agent", "claude-code", cwd=ws, env={"SNAPSHOTTER_HOME": str(home)})
+    assert refused.returncode != 0 and "no claude-code session" in refused.stderr
+    _one_turn_once(ws, home, "copilot", 2, before)
+
+
+def _claude_both(ws: Path, tmp: Path, home: Path) -> int:
+    install_user(ws, home, "claude-code", {"CLAUDE_CONFIG_DIR": str(tmp / "claude-c" / "config")})
+    with AnthropicServer(CLAUDE_TURN, ws) as server:
+        finished(run_claude(ws, tmp, home, server.port, "change the app"))
+    return 3
+
+
+def _codex_both(ws: Path, tmp: Path, home: Path) -> int:
+    install_user(ws, home, "codex", {"CODEX_HOME": str(tmp / "codex-home-c")})
+    script: list[Step] = [("bash", "echo from codex > shell.txt"), ("patch", PATCH_APP), ("text", "Done.")]
+    with ResponsesServer(script, ws) as server:
+        run_codex(ws, tmp, home, server.port, "change the app")
+    return 2
+
+
+def _gemini_both(ws: Path, tmp: Path, home: Path) -> int:
+    install_user(ws, home, "gemini", {"HOME": str(tmp / "gemini-user")})
+    with GeminiServer(SHELL_AND_WRITE, ws) as server:
+        run_gemini(ws, tmp, home, server.port, "change the app")
+    return 2
+
+
+def _copilot_both(ws: Path, tmp: Path, home: Path) -> int:
+    install_user(ws, home, "copilot", {"HOME": str(tmp / "copilot-user"), "COPILOT_HOME": ""})
+    assert (tmp / "copilot-user" / ".copilot" / "hooks" / "snapshotter.json").exists()
+    with ChatServer(SHELL_AND_WRITE, ws) as server:
+        run_copilot(ws, tmp, home, server.port, "change the app")
+    return 2
+
+
+@pytest.mark.parametrize(
+    "agent",
+    [
+        pytest.param("claude-code", marks=needs_claude),
+        pytest.param("codex", marks=needs_codex),
+        pytest.param("gemini", marks=needs_gemini),
+        pytest.param("copilot", marks=needs_copilot),
+    ],
+)
+def test_a_project_and_a_user_install_record_each_call_once(agent: str, tmp_path: Path, ws: Path) -> None:
+    """Both files hold our hooks, with different commands (so the agent runs
+    both): the turn is recorded once, and ``turn revert`` takes its work back."""
+    home = tmp_path / "home"
+    write(ws, {"notes.txt": "the person's notes\n", "app.txt": "original\n", "app.py": "def f():\n    return 1\n"})
+    before = contents(ws)
+    install(ws, home, agent)
+    run = {"claude-code": _claude_both, "codex": _codex_both, "gemini": _gemini_both, "copilot": _copilot_both}
+    calls = run[agent](ws, tmp_path, home)
+    assert contents(ws) != before
+    _one_turn_once(ws, home, agent, calls, before)
 
 
 def _broken_command(tmp: Path, how: str) -> str:

@@ -123,8 +123,14 @@ def test_ambiguous_prefix_is_an_invalid_ref(ws: Path, make, monkeypatch: pytest.
     info = snap.snapshot()
     ninth = "1" if info.id[8] == "0" else "0"  # differs from the real id's 9th digit, so 9 digits decide
     twin = bytes.fromhex(info.id[:8] + ninth + "0" * 31)  # shares exactly 8 hex digits with the real one
-    real = list(snap._engine_ok().store.iter_snapshot_ids())
-    monkeypatch.setattr(snap._engine_ok().store, "iter_snapshot_ids", lambda: iter([(2, twin), *real]))
+    store = snap._engine_ok().store  # a second snapshot whose id shares the prefix, as the object store would list it
+    real_ids, real_seq = store.ids_starting_with, store.seq_of
+    monkeypatch.setattr(
+        store,
+        "ids_starting_with",
+        lambda prefix: real_ids(prefix) | ({twin} if twin.hex().startswith(prefix) else set()),
+    )
+    monkeypatch.setattr(store, "seq_of", lambda sha: 2 if sha == twin else real_seq(sha))
     with pytest.raises(InvalidRef, match="ambiguous"):
         snap.get(info.id[:8])
     assert snap.get(info.id[:9]).id == info.id
@@ -287,7 +293,7 @@ def test_watch_mode_needs_a_recent_watchdog(tmp_path: Path, monkeypatch: pytest.
     import importlib.metadata
     import importlib.util
 
-    from snapshotter.worktree import watch
+    from snapshotter.engine.worktree import watch
 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "watchdog" else None)
     monkeypatch.setattr(importlib.metadata, "version", lambda name: "6.0.0")
@@ -366,14 +372,45 @@ def test_the_base_is_what_the_workspace_was_last_made_equal_to(ws: Path, home: P
 
 def test_every_public_name_is_the_object_its_module_defines() -> None:
     # The package loads its names on first use; ``guard`` must be the function,
-    # not the ``snapshotter.guard`` module that importing it also binds.
+    # not the ``snapshotter.facade.guard`` module that importing it also binds.
     import sys
 
     import snapshotter
-    from snapshotter import api, errors, model
+    from snapshotter import errors, model
+    from snapshotter.facade import api
 
     assert all(getattr(snapshotter, name, None) is not None for name in snapshotter.__all__)
     assert snapshotter.guard is api.guard and callable(snapshotter.guard)
-    assert snapshotter.Guard is sys.modules["snapshotter.guard"].Guard
+    assert snapshotter.Guard is sys.modules["snapshotter.facade.guard"].Guard
     assert snapshotter.SnapshotError is errors.SnapshotError
     assert snapshotter.SnapshotInfo is model.SnapshotInfo
+
+
+def test_every_public_name_imports_from_the_package_in_a_fresh_interpreter() -> None:
+    """``from snapshotter import X`` for every name of ``__all__``, each from the module the
+    ``TYPE_CHECKING`` block names for type checkers (so both stay true after a module moves)."""
+    import ast
+    import subprocess
+    import sys
+
+    import snapshotter
+
+    tree = ast.parse(Path(snapshotter.__file__).read_text(encoding="utf-8"))
+    declared = {
+        alias.asname or alias.name: node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.col_offset == 4 and node.module != "typing"
+        for alias in node.names
+    }
+    assert set(snapshotter.__all__) <= set(declared)
+    probe = "\n".join(
+        [
+            f"from snapshotter import {', '.join(snapshotter.__all__)}",
+            "import importlib, snapshotter",
+            f"for name, module in {declared!r}.items():",
+            "    if name in snapshotter.__all__:",
+            "        assert getattr(snapshotter, name) is getattr(importlib.import_module(module), name), name",
+        ]
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import git, git_env, needs_git, write
 
-from snapshotter.worktree.attributes import DiffAttributes
+from snapshotter.engine.worktree.attributes import DiffAttributes
 
 ROOT_RULES = (
     "# a comment\n"
@@ -115,7 +115,7 @@ def test_attributes_above_the_workspace_and_in_info_apply(tmp_path: Path) -> Non
     (repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     write(repo, {".gitattributes": "*.gen -diff\n", "app/.keep": ""})
     (repo / ".git" / "info" / "attributes").write_text("*.log -diff\nforced.gen diff\n")
-    from snapshotter.worktree.gitrepo import find_repository
+    from snapshotter.engine.worktree.gitrepo import find_repository
 
     found = find_repository(str(repo / "app"))
     assert found is not None and found.prefix == "app"

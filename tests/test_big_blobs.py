@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from snapshotter import Snapshotter
-from snapshotter.gitstore.objectwriter import ObjectWriter
-from snapshotter.gitstore.packs import entry_header, index_v2
+from snapshotter.engine.gitstore.objectwriter import ObjectWriter
+from snapshotter.engine.gitstore.packs import entry_header, index_v2
 
 SIZE = 128 << 20
 """Far above the streaming threshold (8 MiB) and the read piece (1 MiB); 512 MiB with ``--long``."""

@@ -21,7 +21,7 @@ import pytest
 from conftest import GIT, git, git_env
 
 from snapshotter import Retention, Snapshotter
-from snapshotter.gitstore import chainappend
+from snapshotter.engine.gitstore import chainappend
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")
 
@@ -30,7 +30,7 @@ SIZE = 9 << 20
 _CHILD = r"""
 import os, sys, time
 from snapshotter import Retention, Snapshotter
-from snapshotter.gitstore import chainappend
+from snapshotter.engine.gitstore import chainappend
 
 ws, home, stage = sys.argv[1], sys.argv[2], sys.argv[3]
 

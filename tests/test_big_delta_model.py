@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from snapshotter import Retention, Snapshotter
-from snapshotter.gitstore import bigstore, signature
+from snapshotter.engine.gitstore import bigstore, signature
 
 Edit = tuple[str, float, int, int]
 

@@ -18,8 +18,8 @@ import pytest
 from conftest import GIT, git, git_env, needs_git
 
 from snapshotter import Retention, Snapshotter
-from snapshotter.gitstore import chainpack
-from snapshotter.upkeep.compaction import disk_usage
+from snapshotter.engine.gitstore import chainpack
+from snapshotter.engine.upkeep.compaction import disk_usage
 
 SIZE = 10 << 20
 CHANGE = 64 << 10
@@ -162,7 +162,7 @@ def test_dropping_the_first_versions_snapshot_keeps_every_later_version(ws: Path
 
 
 def test_consolidation_never_merges_a_chain(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
-    from snapshotter.upkeep.consolidation import consolidate
+    from snapshotter.engine.upkeep.consolidation import consolidate
 
     rng = random.Random(17)
     data = bytearray(rng.randbytes(SIZE))

@@ -10,10 +10,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import git, git_env, needs_git, run_command, write
+from conftest import forge_snapshot, git, git_env, needs_git, run_command, write
 
-from snapshotter import BlameResult, InvalidInput, PathNotFound, Snapshotter
-from snapshotter.compare import linediff
+from snapshotter import BlameResult, InvalidInput, PathNotFound, Snapshotter, StoreError
+from snapshotter.engine.compare import linediff
+from snapshotter.engine.gitstore.objects import MODE_TREE
 
 WORDS = ["alpha", "beta", "", "}", "return x", "    pass", "def f():", "gamma"]
 
@@ -228,3 +229,29 @@ def test_the_command_prints_a_line_each_as_git_blame_does_and_runs_in_json(ws: P
     assert summary == "(1 of 4 lines by session s1)"
     unknown = run_command("blame", "a.py", "--session", "nobody", cwd=ws, env=env)
     assert unknown.returncode != 0 and "no session named" in unknown.stderr
+
+
+@pytest.mark.parametrize("damage", ["malformed tree", "blob for a folder", "damaged object"])
+def test_a_forged_folder_tree_in_the_history_is_a_typed_one_line_error(
+    damage: str, ws: Path, make: Callable[..., Snapshotter]
+) -> None:
+    """A tree an agent forged straight into the store, on the path blame
+    walks, is a ``StoreError`` naming it (non-negotiable 7), never
+    ``parse_tree``'s ValueError or a decompression error."""
+    write(ws, {"src/a.txt": "one\ntwo\n"})
+    snap = make()
+    snap.snapshot("first")
+    writer = snap._engine_ok().store.writer
+    if damage == "malformed tree":
+        folder = writer.write(b"tree", b"100644 a.txt\0short")
+    elif damage == "blob for a folder":
+        folder = writer.write(b"blob", b"one\ntwo\n")
+    else:
+        folder = bytes.fromhex("ab" * 20)
+        loose = Path(writer.loose_path(folder))
+        loose.parent.mkdir(parents=True, exist_ok=True)
+        loose.write_bytes(b"not zlib at all")
+    forge_snapshot(snap, [(b"src", MODE_TREE, folder)])
+    with pytest.raises(StoreError) as caught:
+        snap.blame("src/a.txt")
+    assert folder.hex() in str(caught.value) and "\n" not in str(caught.value)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import write
 
-from snapshotter.frontends.cli import main
+from snapshotter.frontends.cli.cli import main
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

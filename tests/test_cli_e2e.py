@@ -173,10 +173,10 @@ def test_terminal_user_is_asked_before_a_full_restore_and_sees_colour_and_progre
 
 
 def test_config_sources_and_precedence(ws: Path, home: Path, tmp_path: Path) -> None:
-    write(ws, {"pyproject.toml": "[tool.snapshotter]\nmax_snapshots = 70\nexclude = ['*.tmp']\n"})
-    write(ws, {"snapshotter.toml": "max_snapshots = 90\nlock_timeout = 3\n"})
+    write(ws, {"pyproject.toml": "[tool.snapshotter]\nmax_undo = 170\nexclude = ['*.tmp']\n"})
+    write(ws, {"snapshotter.toml": "max_undo = 190\nlock_timeout = 3\n"})
     settings = as_json(cli(ws, home, "config", "--json", env={"SNAPSHOTTER_LOCK_TIMEOUT": "4"}))["result"]
-    assert settings["max_snapshots"] == {"value": 90, "source": str(ws / "snapshotter.toml")}
+    assert settings["max_undo"] == {"value": 190, "source": str(ws / "snapshotter.toml")}
     assert settings["exclude"]["value"] == ["*.tmp"] and "pyproject.toml" in settings["exclude"]["source"]
     assert settings["lock_timeout"] == {"value": 4.0, "source": "environment"}
     flagged = as_json(cli(ws, home, "config", "--json", "--home", str(tmp_path / "flag-home")))["result"]

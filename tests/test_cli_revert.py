@@ -98,3 +98,37 @@ def test_fork_merge_and_forks(ws: Path, home: Path, tmp_path: Path) -> None:
     assert [(f["path"], f["fork_point_id"], f["exists"]) for f in forks] == [(str(dest.resolve()), point["id"], True)]
     no_base = cli(ws, home, "merge", point["id"])
     assert no_base.returncode != 0 and "base" in no_base.stderr
+
+
+def test_plain_commands_name_the_agent_sessions_and_the_flag_that_reaches_them(ws: Path, home: Path) -> None:
+    """``log`` shows an agent's turns while ``turn revert`` and ``undo`` of the
+    folder's own history find none: they say which sessions there are, and how
+    to reach them, instead of a bare "0 turns" / "nothing to undo"."""
+    write(ws, {"f.txt": "0\n"})
+    for name, agent in (("claude-code-s1", "claude-code"), ("codex-k2", "codex")):
+        meta = ("--meta", f"agent={agent}")
+        assert cli(ws, home, "--session", name, "turn", "begin").returncode == 0
+        assert cli(ws, home, "--session", name, "checkpoint", *meta).returncode == 0
+    write(ws, {"f.txt": "1\n"})
+    assert cli(ws, home, "--session", "codex-k2", "turn", "end").returncode == 0
+    for args in (("turn", "revert"), ("turn", "hunks"), ("undo",), ("redo",)):
+        done = cli(ws, home, *args)
+        assert done.returncode != 0 and done.stdout == ""
+        said = done.stderr.strip()
+        assert len(said.splitlines()) == 1, said
+        assert "codex-k2" in said and "claude-code-s1" in said, said
+        assert "--session" in said and ("--agent" in said) == (args[0] == "turn"), said
+        as_json = cli(ws, home, "--json", *args)
+        assert "claude-code-s1" in json.loads(as_json.stdout)["error"]["message"]
+    assert (
+        "--agent" in cli(ws, home, "turn", "revert").stderr
+        and cli(ws, home, "turn", "revert", "--agent", "codex").returncode == 0
+    )
+    assert (ws / "f.txt").read_text() == "0\n"
+
+
+def test_plain_commands_without_agent_sessions_say_what_they_said(ws: Path, home: Path) -> None:
+    write(ws, {"f.txt": "0\n"})
+    assert cli(ws, home, "snapshot").returncode == 0
+    assert cli(ws, home, "undo").stderr.strip() == "snapshotter: nothing to undo: no checkpoint has been taken"
+    assert "--session" not in cli(ws, home, "turn", "revert").stderr

@@ -12,7 +12,7 @@ import tracemalloc
 from pathlib import Path
 
 from snapshotter import Snapshotter
-from snapshotter.worktree.trust import KnownStat
+from snapshotter.engine.worktree.trust import KnownStat
 
 FILES = 4000
 MAX_BYTES_PER_FILE = 1400

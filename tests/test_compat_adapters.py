@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -197,3 +198,20 @@ def test_qwed_never_touches_the_index_and_removes_staged_agent_files(
     assert (ws / ".env").read_text() == "SECRET=1\n"
     assert (ws / ".git" / "index").read_bytes() == index_after_agent
     assert read_tree(ws)[".gitignore"] == ("file", b".env\n")
+
+
+def test_praisonai_ids_are_per_object_as_in_the_original_and_commit_hash_is_the_key(ws: Path) -> None:
+    """praisonaiagents 1.7 builds every SnapshotInfo with ``id=uuid4()`` (``track``
+    and ``list_snapshots`` alike), so ``info.id`` never finds a snapshot again;
+    the adapter keeps that (a drop-in), and says ``commit_hash`` is the stable key."""
+    write(ws, {"a.txt": "a\n"})
+    snapshot = FileSnapshot(str(ws))
+    made = snapshot.track("one")
+    listed = [info.commit_hash for info in snapshot.list_snapshots()]
+    again = [info.commit_hash for info in snapshot.list_snapshots()]
+    assert listed == again and made.commit_hash in listed and snapshot.get_current_hash() == made.commit_hash
+    assert made.commit_hash in [d.commit_hash for d in snapshot.list_snapshots()]
+    assert snapshot.restore(made.commit_hash)
+    docs = (Path(__file__).parent.parent / "docs" / "integrations.md").read_text()
+    for text in (docs, sys.modules[FileSnapshot.__module__].__doc__ or ""):
+        assert "commit_hash" in text and "SnapshotInfo.id" in text, text[:200]

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 from conftest import GIT, beside_a_writer, git, write
 
-from snapshotter import Retention, Snapshotter, maintenance
-from snapshotter.gitstore.objects import STREAM_THRESHOLD
-from snapshotter.upkeep.compaction import loose_objects
-from snapshotter.upkeep.consolidation import consolidate, packs_to_merge
+from snapshotter import Retention, Snapshotter
+from snapshotter.engine.gitstore.objects import STREAM_THRESHOLD
+from snapshotter.engine.upkeep.compaction import loose_objects
+from snapshotter.engine.upkeep.consolidation import consolidate, packs_to_merge
+from snapshotter.facade import maintenance
 
 UNLIMITED = Retention.unlimited()
 

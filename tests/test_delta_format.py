@@ -19,12 +19,12 @@ import zlib
 import pytest
 from dulwich.pack import apply_delta
 
-from snapshotter.gitstore.deflate import SegmentDeflater
-from snapshotter.gitstore.deltaencode import Matcher
-from snapshotter.gitstore.deltaformat import DeltaWriter, apply_small
-from snapshotter.gitstore.packread import PackFile
-from snapshotter.gitstore.signature import Signature, SignatureBuilder
-from snapshotter.gitstore.storedblocks import blocks_of
+from snapshotter.engine.gitstore.deflate import SegmentDeflater
+from snapshotter.engine.gitstore.deltaencode import Matcher
+from snapshotter.engine.gitstore.deltaformat import DeltaWriter, apply_small
+from snapshotter.engine.gitstore.packread import PackFile
+from snapshotter.engine.gitstore.signature import Signature, SignatureBuilder
+from snapshotter.engine.gitstore.storedblocks import blocks_of
 
 
 def _sign(data: bytes, block: int) -> Signature:

@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 from conftest import git, git_env, needs_git, write
 
-from snapshotter import FileDiff, Snapshotter, fsutil, watch_available
-from snapshotter.compare.treediff import StoredTree
-from snapshotter.gitstore.objectstore import StoredObjects
+from snapshotter import FileDiff, Snapshotter, watch_available
+from snapshotter.engine import fsutil
+from snapshotter.engine.compare.treediff import StoredTree
+from snapshotter.engine.gitstore.objectstore import StoredObjects
 
 SYMLINKS = hasattr(os, "symlink") and sys.platform != "win32"
 

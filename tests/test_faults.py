@@ -20,7 +20,7 @@ import pytest
 from conftest import read_tree, tree_modes, write
 
 from snapshotter import Snapshotter, StoreError, WorkspaceError
-from snapshotter.gitstore import objects, objectwriter
+from snapshotter.engine.gitstore import objects, objectwriter
 
 # -- helpers ---------------------------------------------------------------------------
 
@@ -399,7 +399,7 @@ def test_a_killed_writers_temporary_files_are_cleared_by_the_next_writer(ws: Pat
 def test_a_gc_that_runs_out_of_space_leaves_no_temporary_pack(ws: Path, make, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     import errno
 
-    from snapshotter.gitstore import packs
+    from snapshotter.engine.gitstore import packs
 
     write(ws, {f"f{i}.txt": f"{i}\n" * 50 for i in range(30)})
     snap = make()

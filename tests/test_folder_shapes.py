@@ -17,10 +17,11 @@ from conftest import write
 from dulwich.object_store import iter_tree_contents
 from dulwich.repo import Repo
 
-from snapshotter import SnapshotInfo, Snapshotter, fsutil
-from snapshotter.frontends import config
-from snapshotter.worktree import statcache
-from snapshotter.worktree.statcache import StatCache
+from snapshotter import SnapshotInfo, Snapshotter
+from snapshotter.engine import fsutil
+from snapshotter.engine.worktree import statcache
+from snapshotter.engine.worktree.statcache import StatCache
+from snapshotter.frontends.shared import config
 
 
 def _files(snap: Snapshotter, info: SnapshotInfo) -> list[str]:
@@ -301,7 +302,7 @@ def test_a_new_stores_first_scan_reuses_the_size_checks_listing_and_sees_later_c
     folders unchanged since instead of listing them again, and lists those
     changed in between. What it snapshots equals a cold snapshot of the end state."""
     from snapshotter import SkipReason
-    from snapshotter.worktree import readdir
+    from snapshotter.engine.worktree import readdir
 
     write(ws, _tree())
     os.symlink("root.txt", ws / "d1" / "link")
@@ -331,7 +332,7 @@ def test_the_first_scan_lists_again_folders_too_recent_or_untrusted(  # type: ig
     """A folder changed just before the size check may change again within
     the same clock tick unseen: its listing is not reused. Nor is any without
     trust_folder_mtimes."""
-    from snapshotter.worktree import readdir
+    from snapshotter.engine.worktree import readdir
 
     listed: list[str] = []
     real_list = readdir.list_folder

@@ -8,14 +8,18 @@ parent pruned, collected and removed itself) and for each merged file
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import GIT, contents, forge_snapshot, needs_git, write
 
 from snapshotter import ConflictReason, InvalidInput, Retention, Snapshotter, UnsafeTree, WorkspaceError
-from snapshotter.gitstore.objects import MODE_FILE, MODE_TREE, serialize_tree
+from snapshotter.engine.gitstore.objects import MODE_FILE, MODE_TREE, serialize_tree
 
 LINES = [f"line {i}\n" for i in range(60)]
 
@@ -186,7 +190,7 @@ def test_where_files_cannot_be_linked_they_are_copied(
     gets copies, and is just as complete."""
     import errno
 
-    from snapshotter.gitstore import sharing
+    from snapshotter.engine.gitstore import sharing
 
     point = parent.snapshot()
 
@@ -243,3 +247,147 @@ def test_a_sessions_abandoned_redo_side_can_be_merged_back(ws: Path, make) -> No
     result = a.merge("abandoned:1", base=start.id)
     assert result.reverted == ("f",) and not result.conflicts
     assert contents(ws) == {"f": b"1 by A\n", "g": b"a person's edit\n"}
+
+
+_DYING_FORK = """
+import os, signal, sys
+from snapshotter import Snapshotter
+from snapshotter.history import forks
+from snapshotter.engine.worktree import fsops
+
+ws, home, point, dest, where, after = sys.argv[1:7]
+owner, name = where.split(".")
+owner_object = fsops.Workspace if owner == "Workspace" else forks
+original = getattr(owner_object, name)
+calls = []
+
+def dying(*args, **kwargs):
+    calls.append(1)
+    if len(calls) > int(after):
+        os.kill(os.getpid(), signal.SIGKILL)  # a real kill: nothing after it runs, no cleanup
+    return original(*args, **kwargs)
+
+setattr(owner_object, name, dying)
+Snapshotter(ws, home=home, second_core=False).fork(point, dest)
+print("the fork was finished", flush=True)
+"""
+
+_MANY = {f"src/m{i // 50}/f{i}.py": f"file {i}\n" for i in range(400)}
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")
+@pytest.mark.parametrize(
+    ("where", "after"),
+    [
+        ("forks.share_objects", 0),  # the fork's store made, no object or file yet
+        ("Workspace.write_file", 0),  # the objects shared, no file written
+        ("Workspace.write_file", 150),  # killed while its files are written
+        ("forks._add_to_parent", 0),  # every file written, not yet listed nor marked complete
+    ],
+)
+def test_a_fork_killed_while_it_is_made_is_no_fork_until_fork_finishes_it(
+    where: str,
+    after: int,
+    ws: Path,
+    tmp_path: Path,
+    home: Path,
+    make: Callable[..., Snapshotter],
+) -> None:
+    """A real fork process killed at each stage of making the fork: merging the
+    half-made folder is refused with one line (it would bring "fork point -> the
+    half-written folder" in, deleting what was not written yet), nothing changes
+    here; running the same fork again finishes it, and then it merges as any fork."""
+    write(ws, _MANY)
+    parent = make(retention=Retention.unlimited())
+    point = parent.snapshot("fork point")
+    dest = tmp_path / "fork"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    argv = [sys.executable, "-c", _DYING_FORK, str(ws), str(home), point.id, str(dest), where, str(after)]
+    killed = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    written = {"forks.share_objects": 0, "Workspace.write_file": after, "forks._add_to_parent": len(_MANY)}[where]
+    assert len(contents(dest)) == written
+    state, listed = contents(ws), [s.id for s in parent.list(limit=None)]
+    with pytest.raises(WorkspaceError) as refused:
+        parent.merge(dest)
+    message = str(refused.value)
+    assert "\n" not in message and "not finished" in message and point.id[:12] in message
+    assert contents(ws) == state and [s.id for s in parent.list(limit=None)] == listed
+
+    with parent.fork(point.id, dest) as forked:  # the same fork again: finishes it
+        assert contents(dest) == state and forked.status() == []
+        write(dest, {"src/m0/f0.py": "edited in the fork\n"})
+    result = parent.merge(dest)
+    assert result.reverted == ("src/m0/f0.py",)
+    assert contents(ws) == {**state, "src/m0/f0.py": b"edited in the fork\n"}
+    assert [(f.path, f.fork_point_id) for f in parent.forks()] == [(str(dest.resolve()), point.id)]
+
+
+def test_a_half_made_fork_is_finished_only_from_its_own_fork_point(
+    ws: Path, tmp_path: Path, home: Path, parent: Snapshotter
+) -> None:
+    """Another ref into a half-made fork's folder is refused with one line, before
+    anything is written there: the folder is the unfinished fork of its own point."""
+    point = parent.snapshot("fork point")
+    write(ws, {"README": "later\n"})
+    later = parent.snapshot("later")
+    dest = tmp_path / "fork"
+    argv = [sys.executable, "-c", _DYING_FORK, str(ws), str(home), point.id, str(dest)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    killed = subprocess.run([*argv, "Workspace.write_file", "1"], capture_output=True, text=True, env=env, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    before = contents(dest)
+    with pytest.raises(WorkspaceError) as refused:
+        parent.fork(later.id, dest)
+    assert "\n" not in str(refused.value) and point.id[:12] in str(refused.value)
+    assert contents(dest) == before
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")
+def test_a_fork_killed_as_its_store_is_made_leaves_a_folder_the_same_fork_takes_over(
+    ws: Path, tmp_path: Path, home: Path, parent: Snapshotter
+) -> None:
+    """Killed after its store was made, before it said anything of itself: the store
+    holds no snapshot, merge finds no fork there, and the same fork takes it over."""
+    point = parent.snapshot("fork point")
+    dest = tmp_path / "fork"
+    argv = [sys.executable, "-c", _DYING_FORK, str(ws), str(home), point.id, str(dest), "forks._write_json", "0"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    killed = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    state = contents(ws)
+    with pytest.raises(InvalidInput):
+        parent.merge(dest)
+    assert contents(ws) == state
+    with parent.fork(point.id, dest):
+        assert contents(dest) == state
+
+
+def _store_files(store: Path) -> dict[str, bytes]:
+    """Every ref, packed-refs and object file of a store, byte for byte."""
+    held = {}
+    for path in sorted(store.rglob("*")):
+        rel = path.relative_to(store).as_posix()
+        if path.is_file() and (rel.startswith(("refs/", "objects/")) or rel in ("packed-refs", "HEAD")):
+            held[rel] = path.read_bytes()
+    return held
+
+
+def test_a_dry_run_merge_writes_nothing_in_either_store(ws: Path, tmp_path: Path, parent: Snapshotter) -> None:
+    point = parent.snapshot()
+    dest = tmp_path / "fork"
+    with parent.fork(point.id, dest) as forked:
+        write(dest, {"app.py": edited(0, 5, "fork")})
+        forked.snapshot("fork's work")
+        fork_store = Path(forked.store_path)
+    write(dest, {"app.py": edited(0, 6, "fork"), "late.py": "not snapshotted in the fork\n"})
+    write(ws, {"app.py": edited(40, 45, "parent")})
+    fork_before, ours_before = _store_files(fork_store), _store_files(Path(parent.store_path))
+    planned = parent.merge(dest, dry_run=True)
+    assert planned.dry_run and planned.merged == ("app.py",) and planned.reverted == ("late.py",)
+    assert _store_files(fork_store) == fork_before  # no `merged` snapshot, no object in the fork
+    assert _store_files(Path(parent.store_path)) == ours_before  # nor linked into this store
+    assert not (ws / "late.py").exists()
+    done = parent.merge(dest)  # the real merge then does what the dry run said
+    assert done.merged == planned.merged and done.reverted == planned.reverted
+    assert (ws / "late.py").read_text() == "not snapshotted in the fork\n"

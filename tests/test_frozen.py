@@ -7,7 +7,7 @@ which bundles mcp), so it runs only when asked:
     SNAPSHOTTER_FROZEN=1 python -m pytest tests/test_frozen.py
 
 The build passes PyInstaller nothing about what snapshotter needs: the hooks in
-``snapshotter/_pyinstaller`` (the ``pyinstaller40`` entry point) must supply it.
+``snapshotter/frontends/_pyinstaller`` (the ``pyinstaller40`` entry point) must supply it.
 ``--paths`` only says where the snapshotter under test is, since PyInstaller
 cannot follow setuptools' editable-install finder (pyinstaller#7524).
 """

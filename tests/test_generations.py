@@ -10,7 +10,7 @@ from pathlib import Path
 from conftest import GIT, git, git_env, read_tree, run_command, write
 
 from snapshotter import Retention
-from snapshotter.worktree import statcache
+from snapshotter.engine.worktree import statcache
 
 
 def _other_writer_prunes_what_only_the_first_snapshot_held(ws: Path, make) -> tuple[object, object]:  # type: ignore[no-untyped-def]

@@ -14,8 +14,8 @@ import pytest
 from conftest import git, git_env, git_shadow_tree, needs_git, write
 
 from snapshotter import DEFAULT_EXCLUDES
-from snapshotter.gitstore import deflate
-from snapshotter.worktree.ignore import IgnoreSource, IgnoreStack, root_stack
+from snapshotter.engine.gitstore import deflate
+from snapshotter.engine.worktree.ignore import IgnoreSource, IgnoreStack, root_stack
 
 pytestmark = needs_git
 
@@ -93,7 +93,30 @@ def random_workspace(root: Path, rng: random.Random) -> None:
             (folder / ".gitignore").write_text("\n".join(rng.sample(PATTERNS, rng.randint(1, 5))) + "\n")
 
     fill(root, 0)
+    prefix_siblings(root, rng)
     (root / ".env").write_text("SECRET=1\n")
+
+
+PREFIX_TAILS = [".txt", ".c", "-bar", " 2", "!", "0"]
+"""What a sibling's name adds to a folder's: all but the last sort before ``/``."""
+
+
+def prefix_siblings(root: Path, rng: random.Random) -> None:
+    """Beside about half the folders, a file or folder named as the folder plus a
+    tail (``a`` + ``a.txt``): git orders a folder as if its name ended in ``/``, so
+    ``a.txt`` comes first; a sort by bare name puts ``a`` first (tests/test_tree_order.py)."""
+    folders = [Path(top) / name for top, names, _ in os.walk(root) for name in names]
+    for folder in sorted(folders):
+        if folder.is_symlink() or rng.random() < 0.5:
+            continue
+        sibling = folder.with_name(folder.name + rng.choice(PREFIX_TAILS))
+        if sibling.exists() or sibling.is_symlink():
+            continue
+        if rng.random() < 0.3:
+            sibling.mkdir()
+            (sibling / "inner.txt").write_text("in a prefix sibling\n")
+        else:
+            sibling.write_text("a prefix sibling\n")
 
 
 def snapshotter_tree(make, workspace: Path) -> str:  # type: ignore[no-untyped-def]
@@ -128,6 +151,13 @@ def test_tree_id_matches_git_on_hand_written_cases(ws: Path, tmp_path: Path, mak
             "empty.txt": "",
             "unicode/ünïcödé.txt": "ü\n",
             "with space/file name.txt": "s\n",
+            "pair/f": "a folder whose name is a prefix of its siblings': git sorts it as pair/\n",
+            "pair.txt": "before the folder pair\n",
+            "pair-2/f": "a folder before the folder pair\n",
+            "pair 3": "before the folder pair\n",
+            "pair0": "after the folder pair\n",
+            "sub/x.c": "before the folder x\n",
+            "sub/x/y.c": "y\n",
             "script.sh": "#!/bin/sh\n",
             "node_modules/pkg/index.js": "default-excluded\n",
             ".env": "SECRET=1\n",
@@ -515,7 +545,7 @@ def test_patch_names_are_quoted_as_git_quotes_them(ws: Path, tmp_path: Path, mak
 )
 def test_the_stat_summary_reads_as_gits(edits: dict[str, str], ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
     """`1 file changed`, singular and plural as git counts them, a side with nothing left out."""
-    from snapshotter.frontends.rendering import stat_lines
+    from snapshotter.frontends.shared.rendering import stat_lines
 
     write(ws, {"a.txt": "a\n", "b.txt": "b\n"})
     snap = make(ws)

@@ -104,7 +104,7 @@ def test_warn_mode_with_an_unusable_workspace_is_inert(tmp_path: Path, caplog: p
 
 
 def test_warn_mode_keeps_the_workspace_when_restore_fails(ws: Path, make, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    from snapshotter.worktree import fsops
+    from snapshotter.engine.worktree import fsops
 
     write(ws, {"a.txt": "a1", "b.txt": "b1"})
     snap = make(on_error="warn")

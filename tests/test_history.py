@@ -172,7 +172,7 @@ def test_set_root_switches_history_and_leaves_the_old_root_alone(tmp_path: Path,
 def test_failed_restore_puts_the_workspace_back_and_reports_failure(
     ws: Path, make, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
-    from snapshotter.worktree import fsops
+    from snapshotter.engine.worktree import fsops
 
     write(ws, {"a.txt": "a1", "b.txt": "b1", "c.txt": "c1"})
     snap = make()

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import run_command
 
-from snapshotter.frontends import hookcommand, hookinstall
-from snapshotter.frontends.agents import AGENTS
+from snapshotter.frontends.hooks import hookcommand, hookinstall
+from snapshotter.frontends.hooks.agents import AGENTS
 
 SHELLS = [shell for shell in ("/bin/sh", "/bin/bash", shutil.which("dash"), shutil.which("zsh")) if shell]
 posix_only = pytest.mark.skipif(os.name == "nt", reason="POSIX shells")
@@ -78,7 +78,9 @@ def test_a_hook_whose_program_cannot_start_answers_go_on_itself(agent: str, how:
 def test_a_program_that_starts_keeps_its_own_output(exit_code: int, tmp_path: Path) -> None:
     program = tmp_path / "bin" / "snapshotter"
     program.parent.mkdir()
-    program.write_text(f'#!/bin/sh\ncat > /dev/null\nprintf \'{{"decision": "x"}}\'\necho "$*" >&2\nexit {exit_code}\n')
+    # Shell built-ins only: CI's first pass has nothing but the venv on PATH.
+    body = f'while read -r _; do :; done\nprintf \'{{"decision": "x"}}\'\necho "$*" >&2\nexit {exit_code}\n'
+    program.write_text("#!/bin/sh\n" + body)
     program.chmod(0o755)
     path = tmp_path / "settings.json"
     hookinstall.install(AGENTS["claude-code"], str(path), str(program))

@@ -251,3 +251,235 @@ def test_a_lock_held_too_long_gives_up_in_time_and_leaves_the_call_open(ws: Path
     assert "PreToolUse FAILED" in text and ("StoreLocked" in text or "gave up after 2 s" in text), text
     labels = [s["label"] for s in cli(ws, home, "--session", "claude-code-s", "log", "-n", "0")]
     assert "tool:late" not in labels  # the call stays unbracketed: the turn's end still takes its change
+
+
+def _unreadable_characters(text: str) -> set[str]:
+    """Characters that change how a line reads in a terminal or on the page:
+    controls (escapes), bidi and other format characters, line separators."""
+    import unicodedata
+
+    return {
+        ch for ch in text if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp") and ch not in "\u200c\u200d"
+    }
+
+
+def test_huge_hook_ids_are_capped_and_hashed_so_calls_still_pair(ws: Path, home: Path) -> None:
+    """A payload's ids reach labels, metadata and the hooks log: 50 KB ones are
+    cut to a short label each, distinct ids stay distinct, and pre and post of
+    one call still pair."""
+    write(ws, {"f.txt": "0\n", "notes.txt": "mine\n"})
+    agent = Agent("claude-code", ws, home)
+    long_session = "s" * 50_000
+    calls = ["toolu_" + "x" * 50_000 + "1", "toolu_" + "x" * 50_000 + "2"]  # one long prefix, two calls
+    claude(agent, long_session, "UserPromptSubmit", prompt="p")
+    for call, content in zip(calls, ("1\n", "2\n")):
+        claude(agent, long_session, "PreToolUse", tool_name="Bash" * 10_000, tool_use_id=call)
+        write(ws, {"f.txt": content})
+        claude(agent, long_session, "PostToolUse", tool_name="Bash", tool_use_id=call)
+    claude(agent, long_session + "t", "UserPromptSubmit", prompt="another session, the same long prefix")
+    claude(agent, long_session, "Stop")
+    listed = cli(ws, home, "sessions")["sessions"]
+    assert len(listed) == 2 and all(len(s["name"]) <= 64 and len(s["agent_session_id"]) <= 128 for s in listed)
+    (mine,) = [s for s in listed if s["turns"] == 1 and not s["open_turn"]]
+    log = list(reversed(cli(ws, home, "--session", mine["name"], "log", "-n", "0")))
+    labels = [s["label"] for s in log]
+    assert [label.partition(":")[0] for label in labels] == [
+        "pre-turn",
+        "tool",
+        "tool-done",
+        "tool",
+        "tool-done",
+        "post-turn",
+    ]
+    assert labels[1][5:] == labels[2][10:] != labels[3][5:] == labels[4][10:]  # paired, and told apart
+    assert all(len(label) <= 80 for label in labels)
+    assert all(len(s["message"]) <= 80 and len(json.dumps(s["metadata"])) <= 400 for s in log)
+    (hooks_log,) = home.rglob("snapshotter/hooks.log")
+    assert max(len(line) for line in hooks_log.read_text().splitlines()) <= 400
+    reverted = cli(ws, home, "--session", mine["name"], "turn", "revert")
+    assert reverted["reverted"] == ["f.txt"] and contents(ws) == {"f.txt": b"0\n", "notes.txt": b"mine\n"}
+
+
+def test_bidi_and_control_characters_never_reach_a_turns_message_or_labels(ws: Path, home: Path) -> None:
+    """A prompt's first line becomes the turn's message, shown by ``log`` and on
+    the page: a U+202E there would reverse how the line reads, an escape would
+    drive the terminal. So would a tool's name or a call id in a label."""
+    write(ws, {"f.txt": "0\n"})
+    agent = Agent("claude-code", ws, home)
+    prompt = "\u202efix\u2066 the \x1b[31mparser\u200b\x9b now\u2028second line"
+    claude(agent, "s", "UserPromptSubmit", prompt=prompt)
+    tool, call = "Bash\u202e\x1b]0;title\x07", "toolu\u202e1\x1b[2J"
+    claude(agent, "s", "PreToolUse", tool_name=tool, tool_use_id=call)
+    write(ws, {"f.txt": "1\n"})
+    claude(agent, "s", "PostToolUse", tool_name=tool, tool_use_id=call)
+    claude(agent, "s", "Stop")
+    log = list(reversed(cli(ws, home, "--session", "claude-code-s", "log", "-n", "0")))
+    assert log[0]["message"] == "fix the [31mparser now"
+    assert log[1]["message"] == "before Bash ]0;title" and log[1]["metadata"]["tool"] == "Bash ]0;title"
+    for info in log:
+        shown = info["message"] + info["label"] + json.dumps(info["metadata"], ensure_ascii=False)
+        assert not _unreadable_characters(shown), (info, _unreadable_characters(shown))
+    assert log[1]["label"][5:] == log[2]["label"][10:]  # still one call
+    text = run_command("--session", "claude-code-s", "log", cwd=ws, env={"SNAPSHOTTER_HOME": str(home), **DIRECT})
+    assert not _unreadable_characters(text.stdout.replace("\n", ""))
+    (hooks_log,) = home.rglob("snapshotter/hooks.log")
+    assert not _unreadable_characters(hooks_log.read_text().replace("\n", ""))
+
+
+# -- each call recorded once, under the agent that made it (#46 item 4) ---------------------------
+# The payloads below are as Copilot CLI 1.0.102 and Codex 0.171 sent them (captured from the real
+# binaries): Copilot runs the project's .claude/settings.json hooks too, Claude-shaped, with
+# COPILOT_CLI=1 (and no tool_use_id, no transcript_path); it runs a user-level and a project
+# hooks file one after the other, Codex at once, each with the same payload.
+
+COPILOT_ENV = {"COPILOT_CLI": "1", "COPILOT_CLI_BINARY_VERSION": "1.0.102"}
+
+
+def _copilot_turn(ws: Path, home: Path, copilot_own: int, through_claude: bool) -> None:
+    """One Copilot turn (a shell call, then a write): each event sent ``copilot_own``
+    times through Copilot's own hooks, then once through Claude Code's if ``through_claude``."""
+    folders = {"COPILOT_PROJECT_DIR": str(ws), "CLAUDE_PROJECT_DIR": str(ws)}
+    own = Agent("copilot", ws, home, env={**COPILOT_ENV, **folders})
+    claudes = Agent("claude-code", ws, home, env={**COPILOT_ENV, **folders})
+    ms = 1796522834531
+    shell = {"command": "echo hi > shell.txt", "description": "a scripted command"}
+    write_args = {"path": str(ws / "w.txt"), "file_text": "x\n"}
+    steps: list[tuple[str, str, dict[str, Any], Any]] = [
+        ("userPromptSubmitted", "UserPromptSubmit", {"prompt": "go"}, None),
+        ("preToolUse", "PreToolUse", {"tool": ("bash", "Bash", shell)}, None),
+        ("postToolUse", "PostToolUse", {"tool": ("bash", "Bash", shell)}, {"shell.txt": "hi\n"}),
+        ("preToolUse", "PreToolUse", {"tool": ("create", "Write", write_args)}, None),
+        ("postToolUse", "PostToolUse", {"tool": ("create", "Write", write_args)}, {"w.txt": "x\n"}),
+        ("agentStop", "Stop", {}, None),
+    ]
+    for number, (event, claude_event, more, edits) in enumerate(steps):
+        if edits:  # the tool ran between its hooks
+            write(ws, edits)
+        stamp = ms + 50 * number
+        native: dict[str, Any] = {"sessionId": "cp-1", "timestamp": stamp, "cwd": str(ws)}
+        shaped: dict[str, Any] = {"hook_event_name": claude_event, "session_id": "cp-1", "cwd": str(ws)}
+        shaped["timestamp"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(stamp // 1000)) + f".{stamp % 1000:03d}Z"
+        if "prompt" in more:
+            native["prompt"] = shaped["prompt"] = more["prompt"]
+        if "tool" in more:
+            name, claude_name, arguments = more["tool"]
+            native.update(toolName=name, toolArgs=arguments)
+            shaped.update(tool_name=claude_name, tool_input=arguments)
+        for _ in range(copilot_own):
+            own(event, **native)
+        if through_claude:
+            claudes(claude_event, **shaped)
+
+
+@pytest.mark.parametrize("copilot_own", [0, 1, 2], ids=["claude-hooks-only", "both-files", "both-and-user-level"])
+def test_copilots_calls_are_copilots_once_whichever_hooks_files_run_them(
+    copilot_own: int, ws: Path, home: Path
+) -> None:
+    write(ws, {"notes.txt": "mine\n"})
+    _copilot_turn(ws, home, copilot_own, through_claude=True)
+    (session,) = cli(ws, home, "sessions")["sessions"]
+    assert session["name"] == "copilot-cp-1" and session["agent"] == "copilot" and session["turns"] == 1
+    labels = [s["label"] for s in reversed(cli(ws, home, "--session", "copilot-cp-1", "log", "-n", "0"))]
+    assert labels == ["pre-turn:1", "tool:c1", "tool-done:c1", "tool:c2", "tool-done:c2", "post-turn:1"]
+    refused = run_command("turn", "revert", "--agent", "claude-code", cwd=ws, env={"SNAPSHOTTER_HOME": str(home)})
+    assert refused.returncode != 0 and "no claude-code session" in refused.stderr
+    reverted = cli(ws, home, "turn", "revert", "--agent", "copilot")
+    assert set(reverted["reverted"]) == {"shell.txt", "w.txt"} and contents(ws) == {"notes.txt": b"mine\n"}
+
+
+def test_a_project_and_a_user_install_record_each_codex_call_once(ws: Path, home: Path) -> None:
+    """Codex runs both files' hooks at once, with one payload: the turn is
+    recorded once, so ``turn revert`` (1, the newest) takes back its work."""
+    write(ws, {"f.txt": "0\n"})
+    agent = Agent("codex", ws, home)
+    base = {"session_id": "k", "cwd": str(ws), "turn_id": "t-1", "model": "gpt-5.5"}
+    tool = {"tool_name": "Bash", "tool_input": {"command": "echo 1 > f.txt"}, "tool_use_id": "call_1"}
+    for event, more in (
+        ("SessionStart", {"source": "startup"}),
+        ("UserPromptSubmit", {"prompt": "go"}),
+        ("PreToolUse", tool),
+        ("PostToolUse", {**tool, "tool_response": ""}),
+        ("Stop", {"stop_hook_active": False}),
+    ):
+        if event == "PostToolUse":
+            write(ws, {"f.txt": "1\n"})
+        payload = {**base, "hook_event_name": event, **more}
+        if event == "SessionStart":
+            payload.pop("turn_id")
+        runs = [
+            subprocess.Popen(
+                [*COMMAND, "hook", "codex", event],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=agent.env,
+            )
+            for _ in range(2)
+        ]
+        for run in runs:
+            out, err = run.communicate(json.dumps(payload), timeout=60)
+            assert (run.returncode, out, err) == (0, "", "")
+    labels = [s["label"] for s in reversed(cli(ws, home, "--session", "codex-k", "log", "-n", "0"))]
+    assert labels == ["pre-turn:1", "tool:call_1", "tool-done:call_1", "post-turn:1"]
+    cli(ws, home, "turn", "revert", "--agent", "codex")
+    assert (ws / "f.txt").read_text() == "0\n"
+
+
+def test_claude_code_run_by_copilot_is_still_claude_code(ws: Path, home: Path) -> None:
+    """Claude Code started by Copilot's shell tool inherits COPILOT_CLI=1; its
+    own hooks name its own session (CLAUDE_CODE_SESSION_ID): Claude's calls."""
+    write(ws, {"f.txt": "0\n"})
+    env = {**COPILOT_ENV, "CLAUDE_CODE_SESSION_ID": "cl-1", "CLAUDECODE": "1"}
+    agent = Agent("claude-code", ws, home, env=env)
+    claude(agent, "cl-1", "UserPromptSubmit", prompt="go", prompt_id="p1", transcript_path="/t.jsonl")
+    claude(agent, "cl-1", "PreToolUse", tool_name="Bash", tool_use_id="toolu_1", transcript_path="/t.jsonl")
+    write(ws, {"f.txt": "1\n"})
+    claude(agent, "cl-1", "PostToolUse", tool_name="Bash", tool_use_id="toolu_1", transcript_path="/t.jsonl")
+    (session,) = cli(ws, home, "sessions")["sessions"]
+    assert session["name"] == "claude-code-cl-1" and session["agent"] == "claude-code"
+
+
+def test_a_user_level_folder_variable_names_the_folder_the_agent_reads(tmp_path: Path) -> None:
+    """CLAUDE_CONFIG_DIR, CODEX_HOME and COPILOT_HOME stand for ``~/.claude``,
+    ``~/.codex`` and ``~/.copilot``: a ``--user`` install goes where the agent reads."""
+    from snapshotter.frontends.hooks.agents import AGENTS
+
+    folder = str(tmp_path / "moved")
+    expected = {
+        "claude-code": ("CLAUDE_CONFIG_DIR", "settings.json"),
+        "codex": ("CODEX_HOME", "hooks.json"),
+        "copilot": ("COPILOT_HOME", "hooks/snapshotter.json"),
+    }
+    for name, (variable, inside) in expected.items():
+        assert AGENTS[name].user_dir_env == variable
+        assert AGENTS[name].user_path({variable: folder}) == os.path.join(folder, *inside.split("/"))
+        assert AGENTS[name].user_path({"HOME": str(tmp_path)}) == str(tmp_path / AGENTS[name].user_file[2:])
+
+
+def test_a_write_made_during_another_sessions_long_bash_call_is_the_writes(ws: Path, home: Path) -> None:
+    """Session one's Bash call runs ``sleep 2; echo A > a.txt``; while it runs,
+    session two's Write creates b.txt between its own hooks, and one's command
+    also writes c.txt (a file the Write did not name). One's revert takes back
+    a.txt and c.txt, two's takes back b.txt: nobody's work goes with another's."""
+    write(ws, {"notes.txt": "mine\n"})
+    agent = Agent("claude-code", ws, home)
+    for session in ("one", "two"):
+        claude(agent, session, "UserPromptSubmit", prompt=f"work {session}", prompt_id=f"p-{session}")
+    bash = {"command": "sleep 2; echo A > a.txt", "description": "slow"}
+    claude(agent, "one", "PreToolUse", tool_name="Bash", tool_input=bash, tool_use_id="slow")
+    made = {"file_path": str(ws / "b.txt"), "content": "B\n"}
+    claude(agent, "two", "PreToolUse", tool_name="Write", tool_input=made, tool_use_id="w1")
+    write(ws, {"b.txt": "B\n", "c.txt": "C, by one's command\n"})
+    claude(agent, "two", "PostToolUse", tool_name="Write", tool_input=made, tool_use_id="w1")
+    write(ws, {"a.txt": "A\n"})
+    claude(agent, "one", "PostToolUse", tool_name="Bash", tool_input=bash, tool_use_id="slow")
+    for session in ("one", "two"):
+        claude(agent, session, "Stop")
+    reverted = cli(ws, home, "--session", "claude-code-one", "turn", "revert")
+    assert set(reverted["reverted"]) == {"a.txt", "c.txt"} and reverted["unattributed"] == [], reverted
+    tool_snapshot = cli(ws, home, "--session", "claude-code-two", "log", "-n", "0", "--label", "tool:w1")[0]
+    assert tool_snapshot["metadata"]["writes"] == '["b.txt"]'
+    assert contents(ws) == {"b.txt": b"B\n", "notes.txt": b"mine\n"}
+    assert cli(ws, home, "--session", "claude-code-two", "turn", "revert")["reverted"] == ["b.txt"]
+    assert contents(ws) == {"notes.txt": b"mine\n"}

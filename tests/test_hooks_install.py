@@ -12,9 +12,9 @@ import pytest
 from conftest import COMMAND, run_command, write
 
 from snapshotter import InvalidInput
-from snapshotter.frontends import hookinstall
-from snapshotter.frontends.agents import AGENTS
-from snapshotter.frontends.arguments import AGENT_NAMES
+from snapshotter.frontends.hooks import hookinstall
+from snapshotter.frontends.hooks.agents import AGENTS
+from snapshotter.frontends.shared.arguments import AGENT_NAMES
 
 USERS_OWN = {
     "claude-code": {
@@ -310,6 +310,9 @@ def test_a_users_hook_that_only_mentions_snapshotter_hook_is_kept(ws: Path) -> N
         ("[" * 100_000 + "]" * 100_000, ("nested",)),
         ('{"hooks": {}, "hooks": {}}\n', ("twice",)),
     ],
+    # Short ids: the id goes into PYTEST_CURRENT_TEST, which every command run inherits (200,000
+    # brackets there are past the system's limit on one environment string).
+    ids=["1E400", "-1e999", "NaN", "Infinity", "surrogate-value", "surrogate-key", "nested", "twice"],
 )
 def test_what_json_cannot_write_back_is_refused_in_one_line(
     text: str, words: tuple[str, ...], ws: Path, tmp_path: Path
@@ -350,8 +353,9 @@ def test_a_settings_file_that_is_not_a_small_regular_file_is_refused_at_once(
 @pytest.mark.parametrize("what", ["fifo", "device", "huge"])
 def test_hooks_status_reads_no_side_file_that_could_hang_it(what: str, ws: Path, tmp_path: Path) -> None:
     """The hooks log and the watcher's key are side files too."""
-    from snapshotter.frontends import hooklog, wire
-    from snapshotter.gitstore.location import store_path_for
+    from snapshotter.engine.gitstore.location import store_path_for
+    from snapshotter.frontends.hooks import hooklog
+    from snapshotter.frontends.shared import wire
 
     home = tmp_path / "home"
     store = store_path_for(os.path.realpath(ws), str(home))
@@ -434,3 +438,9 @@ def test_uninstall_from_a_file_whose_hooks_are_not_a_table_changes_nothing(ws: P
     assert done.returncode == 0 and "no snapshotter hooks" in done.stdout
     _refused_in_one_line(_cli(ws, tmp_path, "install", "claude-code"), "'hooks' is not a JSON object")
     assert (ws / ".claude" / "settings.json").read_text() == '{"hooks": "none"}\n'
+
+
+def test_status_says_why_no_watcher_is_started(tmp_path: Path, ws: Path) -> None:
+    env = {"SNAPSHOTTER_HOME": str(tmp_path / "home"), "SNAPSHOTTER_NO_WATCHER": "1"}
+    status = run_command("hooks", "status", cwd=ws, env=env)
+    assert "watcher: none (SNAPSHOTTER_NO_WATCHER is set: each call records its event itself)" in status.stdout

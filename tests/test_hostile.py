@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from conftest import forge_snapshot, read_tree, write
 
-from snapshotter import InvalidRef, RestoreConflict, SnapshotNotFound, StoreError, UnsafeTree
-from snapshotter.gitstore.objects import MODE_FILE, MODE_TREE
-from snapshotter.worktree import hostfs
+from snapshotter import InvalidRef, RestoreConflict, SnapshotError, SnapshotNotFound, StoreError, UnsafeTree
+from snapshotter.engine.gitstore.objects import MODE_FILE, MODE_TREE
+from snapshotter.engine.worktree import hostfs
 
 
 @pytest.fixture(params=["posix", "windows-simulated"])
@@ -57,7 +57,7 @@ def test_hostile_names_are_refused_at_any_depth(ws: Path, make, host: hostfs.Hos
     snap = make()
     snap.snapshot()
     writer = snap._engine_ok().store.writer
-    from snapshotter.gitstore.objects import serialize_tree
+    from snapshotter.engine.gitstore.objects import serialize_tree
 
     blob = writer.write(b"blob", b"pwned\n")
     bad = writer.write(b"tree", serialize_tree([(b"..", MODE_TREE, writer.write(b"tree", b""))]))
@@ -132,7 +132,7 @@ def test_the_store_is_readable_by_its_owner_only(ws: Path, make) -> None:  # typ
 def test_the_walker_never_lists_a_folder_through_a_symlink(tmp_path: Path) -> None:
     """A folder swapped for a symlink after its parent was listed is refused, not
     followed: what lies outside the workspace is never read into a snapshot."""
-    from snapshotter.worktree import listing
+    from snapshotter.engine.worktree import listing
 
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -170,11 +170,98 @@ def test_a_chmod_only_restore_never_changes_a_hard_linked_file_elsewhere(ws: Pat
     assert os.stat(hooks / "pre-commit").st_nlink == 1  # the workspace's name is a file of its own now
 
 
+def _chmod_only_restore(ws: Path, make) -> tuple[object, str]:  # type: ignore[no-untyped-def]
+    """A snapshot with ``tool.sh`` executable, the file's exec bit taken away
+    since: restoring it changes only its mode, after writing ``a.txt`` (edited
+    since too; a restore's writes come before its mode changes, and each is
+    reported to ``progress``). Returns the instance and the snapshot's id."""
+    write(ws, {"tool.sh": "#!/bin/sh\necho hi\n", "a.txt": "one\n"})
+    (ws / "tool.sh").chmod(0o755)
+    snap = make()
+    executable = snap.snapshot().id
+    (ws / "tool.sh").chmod(0o644)
+    write(ws, {"a.txt": "two\n"})
+    return snap, executable
+
+
+def _victim(tmp_path: Path) -> Path:
+    """A file outside the workspace, as a hostile symlink's target."""
+    victim = tmp_path / "outside" / "victim.sh"
+    write(victim.parent, {victim.name: "not the workspace's\n"})
+    victim.chmod(0o644)
+    return victim
+
+
+def test_a_chmod_only_restore_never_changes_the_mode_through_a_symlink_swapped_in_for_the_file(
+    ws: Path, tmp_path: Path, make, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """After planning, before the chmod (as the first file is written), the
+    file becomes a symlink to a file outside: the file is opened without
+    following it, so nothing is changed there."""
+    monkeypatch.setattr(hostfs, "detect", lambda root: hostfs.POSIX)
+    snap, executable = _chmod_only_restore(ws, make)
+    victim = _victim(tmp_path)
+    swapped = []
+
+    def attack(phase: str, done: int, total: int) -> None:
+        if phase == "writing" and not swapped:
+            os.rename(ws / "tool.sh", tmp_path / "moved.sh")
+            os.symlink(victim, ws / "tool.sh")
+            swapped.append(True)
+
+    snap.progress = attack
+    try:
+        snap.restore(executable)
+    except SnapshotError:
+        pass  # refusing (a typed error) is fine; changing the victim is not
+    assert swapped
+    assert stat.S_IMODE(victim.stat().st_mode) == 0o644
+
+
+def test_a_chmod_only_restore_changes_the_opened_file_even_if_a_symlink_replaces_its_name(
+    ws: Path, tmp_path: Path, make, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """The file is swapped for a symlink to a file outside just after it was
+    opened: the mode is set on the open file (``fchmod``), never by its name,
+    which would follow the symlink."""
+    from snapshotter.engine.worktree import fsops
+
+    monkeypatch.setattr(hostfs, "detect", lambda root: hostfs.POSIX)
+    snap, executable = _chmod_only_restore(ws, make)
+    victim = _victim(tmp_path)
+    inode = os.stat(ws / "tool.sh").st_ino
+    swapped = []
+
+    class SwapOnOpen:
+        """``fsops``'s ``os``: the real one, whose ``fstat`` of the opened
+        ``tool.sh`` swaps it first (the attacker's move, at the worst moment)."""
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(os, name)
+
+        @staticmethod
+        def fstat(fd: int) -> os.stat_result:
+            if not swapped and os.fstat(fd).st_ino == inode:
+                os.rename(ws / "tool.sh", tmp_path / "moved.sh")
+                os.symlink(victim, ws / "tool.sh")
+                swapped.append(True)
+            return os.fstat(fd)
+
+    monkeypatch.setattr(fsops, "os", SwapOnOpen())
+    try:
+        snap.restore(executable)
+    except SnapshotError:
+        pass  # refusing (a typed error) is fine; changing the victim is not
+    assert swapped
+    assert stat.S_IMODE(victim.stat().st_mode) == 0o644
+    assert (tmp_path / "moved.sh").stat().st_mode & 0o100, "the mode went to the file that was opened"
+
+
 @pytest.mark.parametrize("swap", ["file", "folder"])
 def test_diff_never_reads_through_a_symlink_swapped_in_after_the_scan(
     ws: Path, tmp_path: Path, make, monkeypatch: pytest.MonkeyPatch, swap: str
 ) -> None:  # type: ignore[no-untyped-def]
-    from snapshotter.session import engine as engine_module
+    from snapshotter.engine.session import engine as engine_module
 
     outside = tmp_path / "outside"
     write(outside, {"a.txt": "SECRET\n", "sub/a.txt": "SECRET\n"})

@@ -16,7 +16,7 @@ from conftest import tree_modes, write
 
 import snapshotter
 from snapshotter import SnapshotError, Snapshotter
-from snapshotter.worktree import ignore as ignore_module
+from snapshotter.engine.worktree import ignore as ignore_module
 
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
 
@@ -78,7 +78,7 @@ def test_read_ignore_file_on_a_pipe_returns_at_once(tmp_path: Path) -> None:
     """The same when the pipe is swapped in after the listing saw a regular file:
     nothing is judged by its kind before it is opened, so the open itself must not block."""
     script = (
-        "import sys; from snapshotter.worktree.ignore import read_ignore_file; "
+        "import sys; from snapshotter.engine.worktree.ignore import read_ignore_file; "
         "print(repr(read_ignore_file(sys.argv[1])))"
     )
     os.mkfifo(tmp_path / ".gitignore")
@@ -164,7 +164,7 @@ def test_a_line_that_cannot_be_compiled_is_skipped_with_a_warning(
 ) -> None:
     """Should a line ever defeat the translation, it is dropped with a warning naming
     its file and line, and every other line still applies."""
-    from snapshotter.worktree import ignorelines
+    from snapshotter.engine.worktree import ignorelines
 
     real = ignorelines.parse_line
 
@@ -190,7 +190,7 @@ def test_an_uncompilable_caller_pattern_warns_and_the_rest_apply(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from snapshotter.worktree import ignorelines
+    from snapshotter.engine.worktree import ignorelines
 
     real = ignorelines.parse_line
 

@@ -28,8 +28,8 @@ import pytest
 from conftest import GIT, git, git_env, needs_git, policy_ignored, tree_modes
 
 from snapshotter import DEFAULT_EXCLUDES
-from snapshotter.worktree.ignore import root_stack
-from snapshotter.worktree.listing import has_gitignore, own_rules
+from snapshotter.engine.worktree.ignore import root_stack
+from snapshotter.engine.worktree.listing import has_gitignore, own_rules
 
 pytestmark = needs_git
 
@@ -483,3 +483,73 @@ def test_no_workspace_negation_lifts_the_policy(where: str, tmp_path: Path, make
     build(workspace, paths, {where: b"!.env\n!.env.*\n!.env/\n!node_modules/\n!*.key\n!id_rsa\n!pw\n*.log\n"})
     recorded = assert_same_as_git(workspace, tmp_path / "git", make, exclude=("pw",), defaults=True)
     assert recorded & set(paths) == {"src/a.py", "id_rsa.pub"} | ({"src/b.log"} if where == "sub/.gitignore" else set())
+
+
+# -- the order of lines, whichever way each is matched ---------------------------------------
+# A line without a "/" is matched against the last path component alone (a literal one by a
+# dict), the others against the whole path: the last matching line must still win, as in git.
+
+ORDER_PATHS = ["id", "d/id", "d/e/f/id", "ix", "d/e/ix", "a.key", "b.key", "d/a.key", "d/e/b.key", "x1", "d/x1"]
+ORDER_PATHS += ["y1", "d/e/y1", "e/g", "d/e/g", "d/e/f/g", "n/k", "d/n/k", "d/e/n/k", "lib/m", "d/lib/m", "m"]
+ORDER_LINES = [
+    "id",  # a literal name, lifted again by a later negation of a wildcard
+    "!i*",
+    "*.key",  # a wildcard, lifted for one name by a later literal negation
+    "!a.key",
+    "x1",  # a literal, then its own negation: the later line wins
+    "!x1",
+    "!y1",  # and the other way round
+    "y1",
+    "!g",  # a literal negation beaten by a later pattern over whole paths
+    "**/e/g",
+    "n/",  # a literal folder name, lifted by a later path pattern at one depth only
+    "!d/n/",
+    "m",  # a literal name, lifted by a later anchored path
+    "!/lib/m",
+    "!d/**/m",
+]
+
+
+@pytest.mark.parametrize("where", [".gitignore", "d/.gitignore", ".git/info/exclude"])
+def test_the_last_matching_line_wins_whether_it_matches_the_name_or_the_path(  # type: ignore[no-untyped-def]
+    where: str, tmp_path: Path, make
+) -> None:
+    workspace = tmp_path / "w"
+    build(workspace, ORDER_PATHS, {where: "".join(line + "\n" for line in ORDER_LINES).encode()})
+    assert_same_as_git(workspace, tmp_path / "git", make)
+
+
+def test_the_last_matching_line_wins_in_the_callers_excludes(tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """The same lines as the policy (``exclude=``, over the defaults: ``id_rsa`` is a
+    literal default, lifted here by a later wildcard negation of the caller's)."""
+    workspace = tmp_path / "w"
+    build(workspace, [*ORDER_PATHS, "id_rsa", "d/e/id_rsa", ".npmrc", "d/.npmrc"])
+    exclude = (*ORDER_LINES, "!id_*", "!d/**/.npm*")
+    assert_same_as_git(workspace, tmp_path / "git", make, exclude=exclude, defaults=True)
+
+
+ORDER_TOKENS = ["a", "b", "ab", "a*", "*b", "?", "[ab]", "a\\*"]
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("SNAPSHOTTER_ORDER_FUZZ_SEEDS", "8"))))
+def test_random_orders_of_name_and_path_lines_judge_as_git(seed: int, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """Literal names, wildcard names and path patterns, each possibly negated or for
+    folders only, in random order, over names that several lines match at once."""
+    rng = random.Random(seed)
+    workspace = tmp_path / "w"
+    names = ["a", "b", "ab", "a*", "aab", "ba"]
+    paths = {"/".join(rng.choice(names) for _ in range(rng.randint(1, 4))) for _ in range(40)}
+    paths = {p for p in paths if not any(q.startswith(p + "/") for q in paths)}
+    lines = []
+    for _ in range(rng.randint(4, 12)):
+        line = rng.choice(ORDER_TOKENS)
+        shape = rng.randrange(5)
+        if shape == 1:
+            line = f"**/{line}"
+        elif shape == 2:
+            line = f"{rng.choice(names)}/{line}"
+        elif shape == 3:
+            line = f"/{line}"
+        lines.append(("!" if rng.random() < 0.4 else "") + line + ("/" if rng.random() < 0.2 else ""))
+    build(workspace, sorted(paths), {".gitignore": "".join(line + "\n" for line in lines).encode()})
+    assert_same_as_git(workspace, tmp_path / "git", make)

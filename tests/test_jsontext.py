@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from snapshotter.frontends import jsontext
+from snapshotter.frontends.hooks import jsontext
 
 SPACE = st.sampled_from(["", " ", "\n", "\n  ", "\n\t", "\r\n    ", "  \n"])
 SCALARS = st.one_of(

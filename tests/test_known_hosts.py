@@ -13,8 +13,8 @@ import pytest
 from conftest import GIT, needs_git, write
 
 from snapshotter import Credentials, RemoteError
-from snapshotter.gitstore import knownhosts
-from snapshotter.gitstore.knownhosts import Verdict
+from snapshotter.engine.gitstore import knownhosts
+from snapshotter.engine.gitstore.knownhosts import Verdict
 
 KEY = b"\x00\x00\x00\x0bssh-ed25519" + b"K" * 32
 OTHER = b"\x00\x00\x00\x0bssh-ed25519" + b"O" * 32

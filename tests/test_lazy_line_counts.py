@@ -20,10 +20,10 @@ import pytest
 from conftest import GIT, git, git_env, needs_git, run_command, write
 
 from snapshotter import Retention, SnapshotInfo, Snapshotter
-from snapshotter.gitstore import trailers
-from snapshotter.gitstore.linecounts import FILE_NAME
-from snapshotter.session import engine as engine_module
-from snapshotter.session import recording
+from snapshotter.engine.gitstore import trailers
+from snapshotter.engine.gitstore.linecounts import FILE_NAME
+from snapshotter.engine.session import engine as engine_module
+from snapshotter.engine.session import recording
 
 Counts = tuple[int, int, int]
 

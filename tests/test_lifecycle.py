@@ -17,7 +17,7 @@ from snapshotter import (
     UnsafeWorkspace,
     WorkspaceTooLarge,
 )
-from snapshotter.upkeep.compaction import loose_objects
+from snapshotter.engine.upkeep.compaction import loose_objects
 
 UNLIMITED = Retention.unlimited()
 
@@ -177,10 +177,16 @@ def test_gc_beside_a_snapshotting_process_loses_nothing(ws: Path, home: Path, ma
 
 
 def test_retention_runs_after_each_snapshot_by_default(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """The default policy has no count limit (a week of an agent's tool calls is
+    kept: ``test_long_history``); a count limit, once set, runs after each
+    snapshot, with no ``prune()`` called."""
     snap = make()
-    assert snap._options.retention == Retention()
+    assert snap._options.retention == Retention() and not Retention().max_snapshots
     _take(snap, ws, 55)
-    assert len(snap.list(limit=None)) == 50
+    assert len(snap.list(limit=None)) == 55
+    limited = make(retention=Retention(max_snapshots=50))
+    _take(limited, ws, 1)
+    assert len(limited.list(limit=None)) == 50
 
 
 def test_unsafe_roots_are_refused_unless_allowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -266,8 +272,8 @@ def test_gc_deltas_keep_every_snapshot_exact(ws: Path, tmp_path: Path, make) -> 
 def test_a_later_gc_copies_what_an_earlier_gc_wrote(
     ws: Path, tmp_path: Path, make, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
-    from snapshotter.gitstore.packread import PackIndex, StoredEntries
-    from snapshotter.gitstore.packs import PackBuilder
+    from snapshotter.engine.gitstore.packread import PackIndex, StoredEntries
+    from snapshotter.engine.gitstore.packs import PackBuilder
 
     files = {f"src/m{i}.py": "".join(f"line {j} of module {i}\n" for j in range(120)) for i in range(70)}
     snap = make(retention=UNLIMITED)
@@ -355,7 +361,7 @@ def test_gc_tries_deltas_only_between_related_versions(
 ) -> None:  # type: ignore[no-untyped-def]
     """Unrelated versions (random bytes) are not offered to create_delta, which
     takes ~0.5 s per 100 kB of them; edited text still gets deltas."""
-    from snapshotter.upkeep import compaction
+    from snapshotter.engine.upkeep import compaction
 
     calls: list[int] = []
     real = compaction.create_delta
@@ -420,7 +426,7 @@ def test_a_store_that_cannot_shrink_warns_once_and_stops_compacting(
 ) -> None:  # type: ignore[no-untyped-def]
     import logging
 
-    from snapshotter.upkeep import compaction
+    from snapshotter.engine.upkeep import compaction
 
     collected = []
     real_collect = compaction.collect

@@ -8,8 +8,8 @@ from functools import cache
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from snapshotter.compare import linediff, xdiff, xprepare
-from snapshotter.gitstore.objects import count_lines, is_binary
+from snapshotter.engine.compare import linediff, xdiff, xprepare
+from snapshotter.engine.gitstore.objects import count_lines, is_binary
 
 lines = st.lists(st.sampled_from([b"a\n", b"b\n", b"c\n", b"}\n", b"\n"]), max_size=40)
 

@@ -19,7 +19,7 @@ from conftest import GIT, git_env, needs_git
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from snapshotter.compare import linediff
+from snapshotter.engine.compare import linediff
 
 pytestmark = needs_git
 

@@ -193,8 +193,8 @@ def test_every_tool_and_parameter_is_described_and_annotated(
     """What an MCP client shows its model: each tool's description, each
     parameter's, and the hints (read-only, destructive) clients use to ask first.
     docs/integrations.md lists every tool."""
-    from snapshotter.frontends import mcp_server
-    from snapshotter.frontends.mcp_server import build_server
+    from snapshotter.frontends.mcp import mcp_server
+    from snapshotter.frontends.mcp.mcp_server import build_server
 
     monkeypatch.setenv("SNAPSHOTTER_HOME", str(home))
     monkeypatch.setattr(mcp_server, "watch_available", lambda: False)  # no watcher threads left behind

@@ -47,13 +47,13 @@ def test_package_source_names_no_process_api() -> None:
 
 def test_only_the_preload_and_the_hook_watcher_fork() -> None:
     """A fork starts no program: the copy runs one function and leaves with
-    ``os._exit``. Only ``worktree/secondcore.py`` (a second core) and
+    ``os._exit``. Only ``engine/worktree/secondcore.py`` (a second core) and
     ``frontends/hookclient.py`` (the watcher a hook starts) may fork, and neither executes."""
     import snapshotter
 
     root = Path(snapshotter.__file__).parent
     forking = sorted(path.relative_to(root).as_posix() for path in root.rglob("*.py") if "os.fork" in path.read_text())
-    assert forking == ["frontends/hookclient.py", "worktree/secondcore.py"]
+    assert forking == ["engine/worktree/secondcore.py", "frontends/hookclient.py"]
     for name in forking:
         text = (root / name).read_text()
         assert "os._exit(" in text and "exec" not in text.replace("executed", "").replace("executing", ""), name

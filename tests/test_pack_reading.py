@@ -8,7 +8,7 @@ import pytest
 from dulwich.objects import ObjectID
 
 from snapshotter import Snapshotter
-from snapshotter.gitstore.inflate import MAX_WHOLE
+from snapshotter.engine.gitstore.inflate import MAX_WHOLE
 
 
 def _all_packed(snap: Snapshotter) -> list[bytes]:
@@ -23,7 +23,7 @@ def _all_packed(snap: Snapshotter) -> list[bytes]:
 
 def _kind_at(store: object, sha: bytes) -> int:
     """The pack entry type of ``sha`` (6 for an offset delta)."""
-    from snapshotter.gitstore.packread import PackFile, PackIndex, _inflate_at
+    from snapshotter.engine.gitstore.packread import PackFile, PackIndex, _inflate_at
 
     for pack in store.repo.object_store.packs:  # type: ignore[attr-defined]
         offset = PackIndex.read(pack._basename + ".idx").offset(sha)
@@ -75,7 +75,7 @@ def test_direct_reads_equal_dulwich_before_and_after_gc(tmp_path: Path) -> None:
 
 def test_damaged_delta_is_a_store_error(tmp_path: Path) -> None:
     from snapshotter import StoreError
-    from snapshotter.gitstore.packread import PackIndex
+    from snapshotter.engine.gitstore.packread import PackIndex
 
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -106,7 +106,7 @@ def test_damaged_delta_is_a_store_error(tmp_path: Path) -> None:
 def test_pack_index_offsets_equal_dulwich(tmp_path: Path) -> None:
     from dulwich.objects import RawObjectID
 
-    from snapshotter.gitstore.packread import PackIndex
+    from snapshotter.engine.gitstore.packread import PackIndex
 
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -128,7 +128,7 @@ def test_pack_index_offsets_equal_dulwich(tmp_path: Path) -> None:
 def test_pack_index_reads_64_bit_offsets() -> None:
     import struct
 
-    from snapshotter.gitstore.packread import PackIndex
+    from snapshotter.engine.gitstore.packread import PackIndex
 
     ids = [bytes([1]) * 20, bytes([2]) * 20]
     fanout = b"".join(struct.pack(">I", sum(1 for i in ids if i[0] <= b)) for b in range(256))
@@ -143,7 +143,7 @@ def test_pack_index_reads_64_bit_offsets() -> None:
 def test_tree_parsing_agrees_with_dulwich_and_refuses_malformed_trees() -> None:
     from dulwich.objects import Tree
 
-    from snapshotter.gitstore.objects import parse_tree, serialize_tree
+    from snapshotter.engine.gitstore.objects import parse_tree, serialize_tree
 
     entries = [(b"a b.txt", 0o100644, b"\x01" * 20), (b"run", 0o100755, b"\x00" * 20), (b"sub", 0o40000, b" " * 20)]
     entries.append((b"link", 0o120000, b"\0 \0 \0 \0 \0 \0 \0 \0 \0 \0 "))  # id bytes that look like separators
@@ -173,7 +173,7 @@ def test_inflating_whole_gives_the_content_or_leaves_it_to_streams(fast: bool, m
     damaged one comes back as None (a Stream then reads on, or says what is wrong)."""
     import zlib
 
-    from snapshotter.gitstore import inflate
+    from snapshotter.engine.gitstore import inflate
 
     if fast and inflate._isal is None:
         pytest.skip("the fast extra (isal) is not installed")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from dulwich.pack import write_pack_index_v2
 
-from snapshotter.gitstore import deflate
-from snapshotter.gitstore.packs import index_v2
+from snapshotter.engine.gitstore import deflate
+from snapshotter.engine.gitstore.packs import index_v2
 
 
 @pytest.mark.parametrize(("count", "spacing"), [(0, 100), (1, 100), (700, 3000), (60, 1 << 30)])
@@ -51,7 +51,7 @@ def test_many_changed_folders_go_to_one_pack_even_with_nothing_to_hash(tmp_path:
     """Deleting a file in each of 100 folders hashes nothing but makes 100+ new
     trees: one pack (one fsync), not a loose object (and an fsync) each."""
     from snapshotter import Snapshotter
-    from snapshotter.upkeep.compaction import loose_objects
+    from snapshotter.engine.upkeep.compaction import loose_objects
 
     ws = tmp_path / "ws"
     for i in range(100):
@@ -78,8 +78,8 @@ def test_many_changed_folders_go_to_one_pack_even_with_nothing_to_hash(tmp_path:
 def test_a_built_packs_streamed_index_equals_dulwichs(tmp_path: Path, count: int) -> None:
     """The index a batch writes table by table (its ids in several pieces past
     16,384 objects) is dulwich's, byte for byte, for the pack it sealed."""
-    from snapshotter.gitstore.packindex import read_through
-    from snapshotter.gitstore.packs import PackBuilder
+    from snapshotter.engine.gitstore.packindex import read_through
+    from snapshotter.engine.gitstore.packs import PackBuilder
 
     builder = PackBuilder(str(tmp_path / "pack"))
     for n in range(count):

@@ -86,9 +86,13 @@ PAGE = {f"snapshotter/frontends/page/{name}" for name in ("index.html", "page.js
 """The page of ``snapshotter ui``: package data, read with ``importlib.resources``."""
 
 
-def test_the_wheel_carries_the_page(tmp_path: Path) -> None:
+def test_the_wheel_carries_the_page_and_every_module(tmp_path: Path) -> None:
+    """Every module of every wing, and the page: a folder missing from pyproject's package list fails here."""
+    modules = {
+        p.relative_to(ROOT).as_posix() for p in (ROOT / "snapshotter").rglob("*.py") if "__pycache__" not in p.parts
+    }
     with zipfile.ZipFile(_built("--wheel", tmp_path)) as archive:
-        assert set(archive.namelist()) >= PAGE
+        assert set(archive.namelist()) >= PAGE | modules, sorted((PAGE | modules) - set(archive.namelist()))
 
 
 def _has_modern_setuptools() -> bool:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from conftest import write
 
-from snapshotter.worktree import statcache
-from snapshotter.worktree.packedfolder import PackedFolder
-from snapshotter.worktree.statcache import StatCache
+from snapshotter.engine.worktree import statcache
+from snapshotter.engine.worktree.packedfolder import PackedFolder
+from snapshotter.engine.worktree.statcache import StatCache
 
 
 def _age(ws: Path, seconds: float = 10) -> None:

@@ -10,6 +10,7 @@ word; otherwise which side checks which folder depends on their speeds.
 
 from __future__ import annotations
 
+import mmap
 import os
 import threading
 import time
@@ -19,10 +20,11 @@ from pathlib import Path
 import pytest
 from conftest import alone_in_this_process, git_shadow_tree, needs_git, needs_second_core, no_child_left, write
 
-from snapshotter import Snapshotter, fsutil
+from snapshotter import Snapshotter
+from snapshotter.engine import fsutil
+from snapshotter.engine.worktree import classify as classify_module
+from snapshotter.engine.worktree import preload, readdir, secondcore, statcache, walker
 from snapshotter.errors import SnapshotError
-from snapshotter.worktree import classify as classify_module
-from snapshotter.worktree import preload, secondcore, walker
 
 pytestmark = needs_second_core
 
@@ -142,18 +144,31 @@ def test_not_while_another_thread_runs(ws: Path, home: Path) -> None:
 
 @pytest.fixture
 def failing_walk(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], None]]:
-    """The walk fails in its tenth folder, the copy still running."""
+    """The walk fails in its tenth folder with files, the copy still running
+    (whether the walk checks that folder itself or takes the copy's word)."""
     calls = [0]
-    real = classify_module.classify
+    real_classify = classify_module.classify
+    real_take = readdir.take_vouched
 
-    def classify(*args: object) -> None:
+    def count() -> None:
         calls[0] += 1
         if calls[0] == 10:
             raise SnapshotError("the walk failed")
-        real(*args)  # type: ignore[arg-type]
+
+    def classify(*args: object) -> None:
+        count()
+        real_classify(*args)  # type: ignore[arg-type]
+
+    def take_vouched(*args: object) -> int:
+        count()
+        taken = real_take(*args)  # type: ignore[arg-type]
+        if taken < 0:
+            calls[0] -= 1  # the walk checks it itself: classify counts it
+        return taken
 
     def arm() -> None:
         monkeypatch.setattr(walker, "classify", classify)
+        monkeypatch.setattr(walker, "take_vouched", take_vouched)
 
     yield arm
 
@@ -267,3 +282,84 @@ def test_a_folder_changed_after_the_restore_is_listed_by_the_walk(ws: Path, home
     assert snap.last_scan.dirs_preloaded == FOLDERS + 1 - 2
     with Snapshotter(ws, home=tmp_path / "alone", second_core=False) as alone:
         assert alone.snapshot().tree_id == tree
+
+
+def _verdicts_run_here(ws: Path, home: Path) -> dict[str, tuple[int, int, int, int]]:
+    """The copy's loop (``_check_from_the_end``) run in this process, as the fork
+    runs it, over the stat cache the last snapshot saved: folder -> its verdict
+    (total bytes or -1, and the folder's stat it holds for), read from a pipe.
+    In this process a mutation run sees it (it never sees the fork)."""
+    with Snapshotter(ws, home=home) as snap:
+        cache = statcache.load(snap._engine_ok()._cache_path)
+    keys = {preload._key(cache.folder(rel)): rel for rel in preload.walk_order(cache) if cache.folder(rel)}
+    read, written = os.pipe()
+    try:
+        reached = mmap.mmap(-1, preload._REACHED.size)  # zero: the walk has reached no folder yet
+        preload._check_from_the_end(str(ws), cache, cache.racy_cutoff(), written, reached)
+        os.close(written)
+        data = b""
+        while chunk := os.read(read, 1 << 16):
+            data += chunk
+    finally:
+        os.close(read)
+    found: dict[str, tuple[int, int, int, int]] = {}
+    for source, place, total, mtime, ctime, inode in preload._VERDICT.iter_unpack(data):
+        rel = keys[source, place]
+        assert rel not in found, "one verdict per folder"
+        found[rel] = (total, mtime, ctime, inode)
+    return found
+
+
+def _as_walked(ws: Path, rel: str, total: int) -> tuple[int, int, int, int]:
+    own = os.stat(ws / rel)
+    return (total, own.st_mtime_ns, own.st_ctime_ns, own.st_ino)
+
+
+def test_the_copys_loop_vouches_for_each_unchanged_folder_with_its_bytes_and_stat(ws: Path, home: Path) -> None:
+    _first(ws, home)
+    found = _verdicts_run_here(ws, home)
+    expected = {
+        f"d{i % 5}/f{i}": _as_walked(ws, f"d{i % 5}/f{i}", sum(len(f"folder {i} file {j}\n") for j in range(4)))
+        for i in range(FOLDERS)
+    }
+    expected[""] = _as_walked(ws, "", len("top\n"))
+    assert found == expected
+
+
+def test_the_copys_loop_vouches_for_no_folder_that_changed(ws: Path, home: Path) -> None:
+    """A file rewritten (same size), one added, one removed, a folder whose file
+    became a subfolder: each such folder gets -1 (the walk checks it itself)."""
+    _first(ws, home)
+    write(ws, {"d1/f1/file0.txt": "FOLDER 1 FILE 0\n", "d2/f2/new.txt": "new\n"})
+    (ws / "d3/f3/file1.txt").unlink()
+    (ws / "d4/f4/file2.txt").unlink()
+    (ws / "d4/f4/file2.txt").mkdir()
+    _settle()
+    found = _verdicts_run_here(ws, home)
+    changed = {"d1/f1", "d2/f2", "d3/f3", "d4/f4"}
+    assert {rel for rel, verdict in found.items() if verdict[0] == preload._MISMATCH} == changed
+    assert len(found) == FOLDERS + 1
+    assert found["d0/f5"] == _as_walked(ws, "d0/f5", sum(len(f"folder 5 file {j}\n") for j in range(4)))
+
+
+def test_the_copy_relists_a_folder_a_restore_wrote_to_and_checks_its_names(ws: Path, home: Path) -> None:
+    """Folders a restore wrote to have no shape: the copy lists them itself, and
+    vouches for none that changed since (a name more, one less, a subfolder).
+    (Their own stat changed too, so this does not single out ``_holds_only``'s
+    name check: ``test_a_folder_changed_after_the_restore_is_listed_by_the_walk``
+    covers it through the fork.)"""
+    _first(ws, home)
+    with Snapshotter(ws, home=home) as snap:
+        target = snap.list()[0].id
+        write(ws, {f"d{i % 5}/f{i}/file{j}.txt": f"second {i} {j}\n" for i in range(FOLDERS) for j in range(4)})
+        snap.snapshot()
+        snap.restore(target)
+    write(ws, {"d1/f1/extra.txt": "x\n"})
+    (ws / "d2/f2/file3.txt").unlink()
+    (ws / "d3/f3/sub").mkdir()
+    _settle()
+    found = _verdicts_run_here(ws, home)
+    for rel in ("d1/f1", "d2/f2", "d3/f3"):
+        assert found[rel][0] == preload._MISMATCH, rel
+    assert found["d0/f5"] == _as_walked(ws, "d0/f5", sum(len(f"folder 5 file {j}\n") for j in range(4)))
+    assert len(found) == FOLDERS + 1

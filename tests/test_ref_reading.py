@@ -1,4 +1,4 @@
-"""Reading the store's numbered refs (``gitstore/refreading``): each loose ref file
+"""Reading the store's numbered refs (``engine/gitstore/refreading``): each loose ref file
 read once while it stays the same file, so a snapshot's cost does not grow
 with the history; and what is not a plain ref file is damaged, never followed."""
 
@@ -15,7 +15,7 @@ import pytest
 from dulwich.refs import Ref
 
 from snapshotter import Retention, Snapshotter
-from snapshotter.gitstore.refreading import LooseRefs
+from snapshotter.engine.gitstore.refreading import LooseRefs
 
 
 def _refs_folder(snap: Snapshotter) -> Path:
@@ -65,7 +65,6 @@ def test_a_ref_rewritten_by_rename_is_read_again(ws: Path, home: Path) -> None:
         forged = ref.with_name(ref.name + ".new")
         forged.write_text(second.id + "\n")
         os.replace(forged, ref)  # as a ref writer rewrites: a new file renamed in place
-        store._refs_read.clear()  # the folder's stamp cache aside: this is the file reader's own check
         assert store.snapshot_refs()[first.sequence] == bytes.fromhex(second.id)
 
 
@@ -158,7 +157,6 @@ def test_symlinks_nested_folders_and_lock_files_are_never_followed(ws: Path, hom
         (folder / "nested" / "5").write_text(made.id + "\n")
         (folder / "00000000000000000778.lock").write_text(made.id + "\n")  # a ref being written
         store = snap._engine_ok().store
-        store._refs_read.clear()
         assert list(store.snapshot_refs().values()) == [bytes.fromhex(made.id)]
         damaged = store.damaged_refs()
         assert [name for name in damaged if "777" in name or "nested" in name] == [
@@ -210,3 +208,83 @@ def test_the_sessions_listed_are_those_dulwich_finds_refs_for(ws: Path, home: Pa
             found = fresh.repo.refs.keys(Ref(b"refs/snapshotter/sessions"))
             assert fresh.sessions() == sorted({key.split(b"/", 1)[0].decode() for key in found})
             assert fresh.sessions() == ["claude-code-1", "codex-2", "flat", "packed"]
+
+
+class _Reads:
+    """What a block of calls reads of the store: ref files opened, bytes read of
+    ``packed-refs``, snapshot commits parsed."""
+
+    def __init__(self, store_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        from snapshotter.engine.gitstore import trailers
+
+        self.ref_files = 0
+        self.packed_bytes = 0
+        self.commits = 0
+        refs = os.path.join(store_path, "refs") + os.sep
+        packed = os.path.join(store_path, "packed-refs")
+        self._fds: dict[int, str] = {}
+        real_os_open, real_read, real_pread = os.open, os.read, os.pread
+        real_parse = trailers.parse_snapshot
+
+        def counted_open(path: Any, *args: Any, **kwargs: Any) -> int:
+            fd = real_os_open(path, *args, **kwargs)
+            name = os.fsdecode(path)
+            if name.startswith(refs) and not name.endswith(".lock"):
+                self.ref_files += 1
+            self._fds[fd] = name
+            return fd
+
+        def counted_read(fd: int, size: int) -> bytes:
+            data = real_read(fd, size)
+            if self._fds.get(fd, "").startswith(packed):
+                self.packed_bytes += len(data)
+            return data
+
+        def counted_pread(fd: int, size: int, offset: int) -> bytes:
+            data = real_pread(fd, size, offset)
+            if self._fds.get(fd, "").startswith(packed):
+                self.packed_bytes += len(data)
+            return data
+
+        def counted_parse(*args: Any, **kwargs: Any) -> Any:
+            self.commits += 1
+            return real_parse(*args, **kwargs)
+
+        monkeypatch.setattr(os, "open", counted_open)
+        monkeypatch.setattr(os, "read", counted_read)
+        monkeypatch.setattr(os, "pread", counted_pread)
+        monkeypatch.setattr(trailers, "parse_snapshot", counted_parse)
+
+    def total(self) -> tuple[int, int, int]:
+        return self.ref_files, self.packed_bytes, self.commits
+
+
+def _reads_of_one_snapshot(ws: Path, home: Path, store_path: str) -> tuple[int, int, int]:
+    """What a snapshot taken by a new Snapshotter (as a hook without its
+    watcher takes one) reads, with retention on (no snapshot old enough to drop)."""
+    with pytest.MonkeyPatch.context() as patch:
+        reads = _Reads(store_path, patch)
+        with Snapshotter(ws, home=home, retention=Retention(max_snapshots=None)) as snap:
+            with open(ws / "d00" / "f000.txt", "a") as handle:
+                handle.write("one more line\n")
+            snap.snapshot("one more")
+        return reads.total()
+
+
+def test_what_a_snapshot_reads_does_not_grow_with_the_history(tmp_path: Path) -> None:
+    """At 300 and at 3,000 snapshots a snapshot opens as many ref files, reads
+    as many bytes of ``packed-refs`` and parses as many snapshot commits (a few
+    more of each, at most: the loose refs not packed yet differ)."""
+    import longhistory
+
+    history = longhistory.History(tmp_path / "ws", tmp_path / "home", folders=4, files=10)
+    history.build(300)
+    store_path = Snapshotter(history.ws, home=history.home).store_path
+    _reads_of_one_snapshot(history.ws, history.home, store_path)  # the first reads the folder whole
+    short = _reads_of_one_snapshot(history.ws, history.home, store_path)
+    history.build(3000)
+    _reads_of_one_snapshot(history.ws, history.home, store_path)
+    long = _reads_of_one_snapshot(history.ws, history.home, store_path)
+    files, packed, commits = (b - a for a, b in zip(short, long))
+    assert files <= 4 and commits <= 4, (short, long)
+    assert packed <= 2 * 16384, (short, long)  # a block or two more of a search: never the whole file

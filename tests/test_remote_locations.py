@@ -11,7 +11,7 @@ import pytest
 from conftest import GIT, run_command, write
 
 from snapshotter import InvalidInput, RemoteError, SnapshotError
-from snapshotter.gitstore.transport import open_remote
+from snapshotter.engine.gitstore.transport import open_remote
 
 
 @pytest.mark.parametrize(
@@ -100,3 +100,37 @@ def test_an_scp_like_absolute_path_reaches_the_ssh_server(tmp_path: Path, ws: Pa
     assert not any(name.startswith("git@") for name in os.listdir(ws))
     with pytest.raises(RemoteError):  # and the server is gone: a typed error, not a folder
         snap.push("git@127.0.0.1:/snaps.git", credentials=creds)
+
+
+def test_a_push_to_a_folder_whose_parent_is_missing_creates_nothing(tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """The report: ``snapshotter push /nonexistent/x.git`` made ``/nonexistent``
+    at the filesystem root. A typo is not a new repository: a remote folder is
+    made only where its parent folder exists; anywhere deeper the push is
+    refused, naming the missing folder, and nothing is made."""
+    write(ws, {"f.txt": "x\n"})
+    snap = make()
+    snap.snapshot()
+    before = sorted(os.listdir(tmp_path))
+    for location in (tmp_path / "typo" / "x.git", tmp_path / "a" / "b" / "c" / "x.git"):
+        for given in (str(location), location.as_uri()):
+            with pytest.raises(InvalidInput, match="does not exist") as caught:
+                snap.push(given)
+            assert "\n" not in str(caught.value) and str(location.parent) in str(caught.value)
+    assert sorted(os.listdir(tmp_path)) == before
+    env = {"SNAPSHOTTER_HOME": str(tmp_path / "home")}
+    pushed = run_command("push", str(tmp_path / "nowhere" / "x.git"), cwd=ws, env=env)
+    assert pushed.returncode != 0 and len(pushed.stderr.strip().splitlines()) == 1, pushed.stderr
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_push_to_a_new_folder_whose_parent_exists_makes_a_bare_repository(tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"f.txt": "x\n"})
+    snap = make()
+    snap.snapshot()
+    pushed = snap.push(str(tmp_path / "new.git"))
+    assert pushed.snapshots_sent == 1
+    assert (tmp_path / "new.git" / "HEAD").is_file() and (tmp_path / "new.git" / "objects").is_dir()
+    other = tmp_path / "other"
+    other.mkdir()
+    fetched = make(other, home=tmp_path / "home2").fetch(str(tmp_path / "new.git"), name=pushed.name)
+    assert len(fetched.snapshots) == 1

@@ -24,9 +24,9 @@ from conftest import GIT, contents, needs_git, write
 from remote_servers import bare_repository, git_daemon, has_git_program, http_backend, ssh_server
 
 from snapshotter import Credentials, PushRefused, RemoteAuthError, RemoteError, SnapshotError, Snapshotter, UnsafeTree
-from snapshotter.gitstore.objects import MODE_TREE
-from snapshotter.gitstore.replication import reachable
-from snapshotter.worktree.hashing import _PACK_THRESHOLD
+from snapshotter.engine.gitstore.objects import MODE_TREE
+from snapshotter.engine.gitstore.replication import reachable
+from snapshotter.engine.worktree.hashing import _PACK_THRESHOLD
 
 pytestmark = needs_git
 TRANSPORTS = ["path", "file", "git", "http", "ssh"]
@@ -545,7 +545,7 @@ def test_a_damaged_object_in_this_store_is_never_sent(tmp_path: Path, ws: Path, 
     import hashlib
 
     from snapshotter import SnapshotError
-    from snapshotter.gitstore.packread import PackIndex
+    from snapshotter.engine.gitstore.packread import PackIndex
 
     write(ws, {f"f{i}.txt": f"line {i} of a file worth compressing\n" * 20 for i in range(_PACK_THRESHOLD)})
     snap = make()
@@ -570,8 +570,8 @@ def test_a_packed_object_is_sent_as_stored_only_if_it_matches_its_id(tmp_path: P
     its id with other content, in a well-formed entry: only that check stands
     between it and the remote."""
     from snapshotter import SnapshotError
-    from snapshotter.gitstore.objects import object_id
-    from snapshotter.gitstore.packs import PackBuilder
+    from snapshotter.engine.gitstore.objects import object_id
+    from snapshotter.engine.gitstore.packs import PackBuilder
 
     write(ws, {"a.txt": "genuine\n", "b.txt": "b\n"})
     snap = make()

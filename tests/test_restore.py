@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import deny_reading, forge_snapshot, read_tree, write
 
-from snapshotter import PathNotFound, RestoreConflict, UnsafeTree, fsutil
-from snapshotter.gitstore import objects
-from snapshotter.gitstore.objects import MODE_FILE, serialize_tree
+from snapshotter import PathNotFound, RestoreConflict, UnsafeTree
+from snapshotter.engine import fsutil
+from snapshotter.engine.gitstore import objects
+from snapshotter.engine.gitstore.objects import MODE_FILE, serialize_tree
 
 
 def test_modified_and_missing_files_come_back_with_exec_bit_and_symlinks(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
@@ -215,10 +217,15 @@ def test_restore_never_writes_through_a_symlinked_folder(ws: Path, tmp_path: Pat
     (ws / "sub/f.txt").unlink()
     (ws / "sub").rmdir()
     os.symlink(outside, ws / "sub")  # an untracked? no: the symlink itself is now tracked
-    (ws / ".gitignore").write_text("sub\n")  # make the symlink untracked, so restore must not remove it
+    caller = make(exclude=["sub"])  # make the symlink untracked by the caller's rule, so restore must not remove it
     with pytest.raises(RestoreConflict):
-        snap.restore(first.id)
+        caller.restore(first.id)
     assert list(outside.iterdir()) == []
+    (ws / ".gitignore").write_text("sub\n")  # a rule the agent can write: the link is saved, then replaced
+    snap.restore(first.id)
+    assert list(outside.iterdir()) == [] and not (ws / "sub").is_symlink()
+    assert (ws / "sub/f.txt").read_text() == "inside"
+    assert snap.undo().ok and os.readlink(ws / "sub") == str(outside) and list(outside.iterdir()) == []
 
 
 @pytest.mark.parametrize("name", [b"..", b".git", b".GIT", b"a/b", b"", b".", b"/etc/passwd"])
@@ -399,9 +406,10 @@ def test_restoring_the_newest_snapshot_plans_from_its_safety_comparison(
     make,  # type: ignore[no-untyped-def]
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Restoring the snapshot the safety snapshot was compared with reuses that
-    comparison, reversed, instead of comparing again: the result must be exact."""
-    from snapshotter.session import checkout as restore_module
+    """Restoring the newest snapshot compares it with the workspace once: the
+    safety snapshot counts its changes from that comparison, and the plan is
+    the same comparison reversed. The result must be exact."""
+    from snapshotter.engine.session import checkout, recording, restoring
 
     write(ws, {"a.txt": "a\n", "gone/b.txt": "b\n", "bin/run": "#!/bin/sh\n", "f": "file\n", "d/x.txt": "x\n"})
     (ws / "bin/run").chmod(0o755)
@@ -420,11 +428,21 @@ def test_restoring_the_newest_snapshot_plans_from_its_safety_comparison(
     (ws / "d/x.txt").unlink()
     (ws / "d").rmdir()
     (ws / "d").write_text("a file where a folder was\n")
-    compared_again = []
-    original = restore_module.changes
-    monkeypatch.setattr(restore_module, "changes", lambda *a, **k: compared_again.append(1) or original(*a, **k))
+    compared: list[str] = []
+
+    def counting(module: Any) -> Any:
+        original = module.changes
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            compared.append(module.__name__)
+            return original(*args, **kwargs)
+
+        return counted
+
+    for module in (checkout, recording, restoring):
+        monkeypatch.setattr(module, "changes", counting(module))
     result = snap.restore(target.id)
-    assert compared_again == []  # the plan came from the safety snapshot's comparison
+    assert compared == ["snapshotter.engine.session.restoring"]  # the safety snapshot and the plan took that one
     assert read_tree(ws) == expected
     assert result.safety_snapshot_id is not None
     assert snap.get(result.safety_snapshot_id).files_changed == 9
@@ -433,4 +451,44 @@ def test_restoring_the_newest_snapshot_plans_from_its_safety_comparison(
     assert not snap.diff(target.id)  # the workspace holds the target exactly
     write(ws, {"a.txt": "again\n"})
     snap.restore(target.id, files=["a.txt"])  # a selective restore compares on its own
-    assert compared_again == [1] and read_tree(ws) == expected
+    assert compared.count("snapshotter.engine.session.restoring") == 2 and read_tree(ws) == expected
+
+
+@pytest.mark.parametrize("bad", [b"a.txt", "", "a\0b", "..", "../outside.txt", "sub/../../outside.txt", "."])
+def test_a_selection_outside_the_workspace_or_not_a_path_is_refused(ws: Path, bad: Any) -> None:
+    """``files=``: a typed one-line error for bytes, an empty or NUL-holding
+    name, the workspace itself, or anything that leads out of it."""
+    from snapshotter.engine.session.checkout import normalize_selection
+    from snapshotter.errors import InvalidInput
+
+    with pytest.raises(InvalidInput):
+        normalize_selection(str(ws), [bad])
+    assert normalize_selection(str(ws), ["sub/../a.txt", str(ws / "b" / "c.txt")]) == ["a.txt", "b/c.txt"]
+
+
+def test_a_snapshot_holding_an_unsupported_mode_is_refused_naming_it(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a.txt": "a"})
+    snap = make()
+    writer = snap._engine_ok().store.writer
+    blob = writer.write(b"blob", b"odd\n")
+    odd = writer.write(b"tree", b"100600 odd.txt\0" + blob)  # a mode git never writes
+    forged = forge_snapshot(snap, [(b"sub", objects.MODE_TREE, odd)])
+    with pytest.raises(UnsafeTree, match="'sub/odd.txt' with unsupported mode 100600"):
+        snap.restore(forged)
+    assert read_tree(ws) == {"a.txt": ("file", b"a")}
+
+
+def test_a_conflict_after_other_writes_is_found_before_anything_is_written(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """Every path the restore would write is checked before the first is written:
+    ``a.txt`` (tracked, changed) and ``d/e/f.txt`` sort before the blocked ``x``."""
+    write(ws, {"a.txt": "v1", "x": "file", "d/e/f.txt": "deep"})
+    snap = make()
+    first = snap.snapshot()
+    write(ws, {"a.txt": "v2"})
+    (ws / "x").unlink()
+    (ws / "d/e/f.txt").unlink()
+    write(ws, {"x/.env": "secret"})
+    before = read_tree(ws)
+    with pytest.raises(RestoreConflict):
+        snap.restore(first.id)
+    assert read_tree(ws) == before  # nothing written, nothing deleted

@@ -7,6 +7,8 @@ Needs no git: dulwich reads the remote's objects.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,8 +16,10 @@ from conftest import tree_modes, write
 from dulwich.repo import Repo
 
 from snapshotter import DEFAULT_EXCLUDES, PushRefused, Snapshotter
-from snapshotter.gitstore.objects import serialize_tree
-from snapshotter.gitstore.trailers import build_commit
+from snapshotter.engine.gitstore.objects import serialize_tree
+from snapshotter.engine.gitstore.trailers import build_commit
+from snapshotter.engine.worktree.defaults import SECRET_EXCLUDES
+from snapshotter.engine.worktree.ignore import IgnoreSource
 
 SECRETS = {
     ".env": "ENV_ROOT_SECRET=1\n",
@@ -32,6 +36,10 @@ KEYS = {
     ".git-credentials": "https://bot:GIT_CREDENTIALS_SECRET@example.com\n",
     ".netrc": "machine example.com login bot password NETRC_SECRET\n",
     ".aws/credentials": "[default]\naws_secret_access_key = AWS_CREDENTIALS_SECRET\n",
+    ".npmrc": "//registry.npmjs.org/:_authToken=NPMRC_SECRET\n",
+    "web/.yarnrc.yml": "npmAuthToken: YARNRC_SECRET\n",
+    "infra/terraform.tfstate": '{"password": "TFSTATE_SECRET"}\n',
+    "credentials.json": '{"installed": {"client_secret": "OAUTH_SECRET"}}\n',
 }
 KEPT = {"src/app.py": "print('hello')\n", "id_rsa.pub": "ssh-rsa AAAA public\n", "README.md": "readme\n"}
 
@@ -66,6 +74,7 @@ def test_the_defaults_hold_the_usual_secret_files() -> None:
 )
 def test_a_negation_in_the_workspace_never_lifts_a_default_exclude(where: str, tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
     lifting = "!.env\n!.env.*\n!.env/\n!*.pem\n!*.key\n!id_rsa\n!.ssh/\n!.aws/\n!.netrc\n!.git-credentials\n"
+    lifting += "!.npmrc\n!.yarnrc.yml\n!*.tfstate\n!credentials.json\n"
     write(ws, {**SECRETS, **KEYS, **KEPT, where: lifting})
     server = tmp_path / "remote.git"
     snap = make()
@@ -195,3 +204,148 @@ def test_the_command_line_refuses_then_skips_with_skip_refused(tmp_path: Path, w
     assert body["snapshots_sent"] == 1 and body["skipped"] == [
         {"id": old, "path": "deploy/server.pem", "reason": "excluded"}
     ]
+
+
+# -- every promised secret pattern, one by one -------------------------------------------------
+
+EXAMPLES: dict[str, str] = {
+    ".env": ".env",
+    ".env.*": ".env.production",
+    ".envrc": ".envrc",
+    "id_rsa": "id_rsa",
+    "id_dsa": "id_dsa",
+    "id_ecdsa": "id_ecdsa",
+    "id_ecdsa_sk": "id_ecdsa_sk",
+    "id_ed25519": "id_ed25519",
+    "id_ed25519_sk": "id_ed25519_sk",
+    "*.ppk": "putty.ppk",
+    "*.pem": "server.pem",
+    "*.key": "tls.key",
+    "*.p8": "AuthKey_ABC123.p8",
+    "*.p12": "signing.p12",
+    "*.pfx": "cert.pfx",
+    "*.jks": "release.jks",
+    "*.keystore": "debug.keystore",
+    ".git-credentials": ".git-credentials",
+    ".netrc": ".netrc",
+    "_netrc": "_netrc",
+    ".pgpass": ".pgpass",
+    ".my.cnf": ".my.cnf",
+    ".mylogin.cnf": ".mylogin.cnf",
+    ".pypirc": ".pypirc",
+    ".vault-token": ".vault-token",
+    "*.kdbx": "passwords.kdbx",
+    ".htpasswd": ".htpasswd",
+    ".npmrc": ".npmrc",
+    ".yarnrc.yml": ".yarnrc.yml",
+    "**/pypoetry/auth.toml": ".config/pypoetry/auth.toml",
+    "**/.cargo/credentials": ".cargo/credentials",
+    "**/.cargo/credentials.toml": ".cargo/credentials.toml",
+    "**/.gem/credentials": ".gem/credentials",
+    "auth.json": "auth.json",
+    "**/.gradle/gradle.properties": ".gradle/gradle.properties",
+    "**/.m2/settings.xml": ".m2/settings.xml",
+    "settings-security.xml": "settings-security.xml",
+    "key.properties": "key.properties",
+    "keystore.properties": "keystore.properties",
+    "*.tfstate": "terraform.tfstate",
+    "*.tfstate.*": "terraform.tfstate.backup",
+    ".terraformrc": ".terraformrc",
+    "terraform.rc": "terraform.rc",
+    "credentials.tfrc.json": "credentials.tfrc.json",
+    "credentials.json": "credentials.json",
+    "client_secret*.json": "client_secret_1234.apps.googleusercontent.com.json",
+    ".s3cfg": ".s3cfg",
+    ".boto": ".boto",
+    "**/.streamlit/secrets.toml": ".streamlit/secrets.toml",
+    ".ssh/": ".ssh/config",
+    ".gnupg/": ".gnupg/pubring.kbx",
+    ".aws/": ".aws/credentials",
+    ".azure/": ".azure/msal_token_cache.json",
+    "**/.config/gcloud/": ".config/gcloud/application_default_credentials.json",
+    "**/.kube/config": ".kube/config",
+    "**/.docker/config.json": ".docker/config.json",
+    ".dockercfg": ".dockercfg",
+    "**/.config/gh/hosts.yml": ".config/gh/hosts.yml",
+}
+"""Each secret pattern the defaults promise, and a file only that pattern keeps out
+(so deleting the pattern from the defaults lets exactly this file in)."""
+
+NOT_SECRETS = {
+    "gradle.properties": "org.gradle.jvmargs=-Xmx2g\n",  # a project's own: the user's ~/.gradle one is the secret
+    "pom.xml": "<project/>\n",
+    "settings.xml": "<settings/>\n",  # a project's own: the user's ~/.m2 one holds the passwords
+    "prod.tfvars": 'region = "eu"\n',
+    ".yarnrc": 'registry "https://registry.yarnpkg.com"\n',
+    "credentials.py": "def load(): ...\n",
+    "id_rsa.pub": "ssh-rsa AAAA public\n",
+    ".cargo/config.toml": "[build]\njobs = 2\n",
+    ".config/gh/config.yml": "editor: vim\n",
+}
+"""Ordinary project files next to the secret ones, which stay in."""
+
+
+def _secret_section() -> list[str]:
+    """The patterns SECURITY.md's list of secret files names, in its order."""
+    text = (Path(__file__).resolve().parents[1] / "SECURITY.md").read_text(encoding="utf-8")
+    start = text.index("### The secret files excluded by default")
+    section = text[start : text.index("\n## ", start)]
+    items = re.findall(r"^- .*(?:\n  .*)*", section, flags=re.MULTILINE)  # the list, not the prose around it
+    return [name for item in items for name in re.findall(r"`([^`]+)`", item)]
+
+
+def test_security_md_lists_exactly_the_secret_files_the_defaults_exclude() -> None:
+    listed = _secret_section()
+    assert sorted(listed) == sorted(SECRET_EXCLUDES), "SECURITY.md and SECRET_EXCLUDES differ"
+    assert len(listed) == len(set(listed))
+    assert set(SECRET_EXCLUDES) <= set(DEFAULT_EXCLUDES)
+
+
+def test_each_secret_pattern_has_an_example_only_it_keeps_out() -> None:
+    """The table below is the whole promise: a pattern added without an example, or
+    an example another pattern would keep out too, makes this fail."""
+    assert set(EXAMPLES) == set(SECRET_EXCLUDES)
+    for pattern, example in EXAMPLES.items():
+        matched = [p for p in SECRET_EXCLUDES if _keeps_out(p, example)]
+        assert matched == [pattern], (example, matched)
+    for example in NOT_SECRETS:
+        assert not [p for p in SECRET_EXCLUDES if _keeps_out(p, example)], example
+
+
+def _keeps_out(pattern: str, path: str) -> bool:
+    """Whether ``pattern``, as a default exclude, keeps ``path`` (or a folder above it) out."""
+    rule = IgnoreSource.from_lines([pattern], policy=True)
+    parts = path.split("/")
+    folders = ["/".join(parts[: i + 1]) for i in range(len(parts) - 1)]
+    return any(rule.judge(folder, True) for folder in folders) or bool(rule.judge(path, False))
+
+
+def test_every_promised_secret_stays_out_at_the_root_and_deep_whatever_a_gitignore_beside_it_says(
+    ws: Path,
+    make: Callable[..., Snapshotter],
+) -> None:
+    """Each example at the root and three folders down, each with a ``.gitignore``
+    beside it (and beside every folder on its way) re-including it by name: none
+    is recorded, while the ordinary files next to them are."""
+    files: dict[str, str | bytes] = {}
+    lifting: dict[str, set[str]] = {}
+    for where in ("", "deep/er/still/"):
+        for pattern, example in EXAMPLES.items():
+            path = where + example
+            files[path] = f"SECRET of {pattern} at {path}\n"
+            parts = path.split("/")
+            for depth in range(len(parts)):
+                folder, name = "/".join(parts[:depth]), parts[depth]
+                last = depth == len(parts) - 1
+                lifting.setdefault(folder, set()).update({f"!{name}", f"!/{name}"} if last else {f"!{name}/"})
+        files.update({where + rel: text for rel, text in NOT_SECRETS.items()})
+    for folder, lines in lifting.items():
+        files[f"{folder}/.gitignore".lstrip("/")] = "\n".join(sorted(lines)) + "\n"
+    write(ws, files)
+    snap = make()
+    snap.snapshot("every secret")
+    recorded = _paths(snap)
+    leaked = sorted(path for path in files if path in recorded and str(files[path]).startswith("SECRET"))
+    assert leaked == []
+    assert {where + rel for where in ("", "deep/er/still/") for rel in NOT_SECRETS} <= recorded
+    assert ".gitignore" in recorded and "deep/er/still/.gitignore" in recorded  # the re-includes were read

@@ -48,3 +48,24 @@ def test_a_folder_without_named_sessions_lists_none(ws: Path, make: Callable[...
     snap = make()
     snap.begin_turn("anonymous")
     assert snap.sessions() == [] and snap.open_turn() is not None
+
+
+def test_a_message_from_any_caller_is_shown_as_it_reads(ws: Path, make: Callable[..., Snapshotter]) -> None:
+    """An agent may set a turn's message itself (the MCP server's begin_turn): an
+    escape or a bidi control in it is shown, not obeyed, by ``log`` and ``show``."""
+    import json
+    import unicodedata
+
+    from conftest import run_command
+
+    write(ws, {"f.txt": "f\n"})
+    snap = make()
+    agent = snap.in_session("agent-a")
+    agent.begin_turn("\u202eevil\x1b[2J\x07 turn", metadata={"note": "x\u2066y\x1b"})
+    home = {"SNAPSHOTTER_HOME": str(Path(snap.store_path).parent.parent)}
+    for args in (("--session", "agent-a", "log"), ("log",), ("show", "pre-turn:1")):
+        shown = run_command(*args, cwd=ws, env=home).stdout
+        obeyed = {ch for ch in shown if unicodedata.category(ch) in ("Cc", "Cf") and ch != "\n"}
+        assert not obeyed and "\\u202eevil\\x1b[2J\\x07 turn" in shown, (args, shown)
+    as_json = json.loads(run_command("--json", "show", "pre-turn:1", cwd=ws, env=home).stdout)["result"]
+    assert as_json["message"] == "\u202eevil\x1b[2J\x07 turn"  # the data itself, unchanged, in --json

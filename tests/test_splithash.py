@@ -26,9 +26,9 @@ from conftest import (
 )
 
 from snapshotter import Snapshotter
-from snapshotter.gitstore.objectwriter import ObjectWriter
+from snapshotter.engine.gitstore.objectwriter import ObjectWriter
+from snapshotter.engine.worktree import hashing, splithash
 from snapshotter.model import SkipReason
-from snapshotter.worktree import hashing, splithash
 
 pytestmark = needs_second_core
 

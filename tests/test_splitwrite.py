@@ -18,10 +18,10 @@ import pytest
 from conftest import alone_in_this_process, contents, needs_second_core, no_child_left, read_tree, write
 
 from snapshotter import Snapshotter
+from snapshotter.engine.fsutil import stat_key
+from snapshotter.engine.session import splitwrite
+from snapshotter.engine.worktree.fsops import Workspace
 from snapshotter.errors import WorkspaceError
-from snapshotter.fsutil import stat_key
-from snapshotter.session import splitwrite
-from snapshotter.worktree.fsops import Workspace
 
 pytestmark = needs_second_core
 

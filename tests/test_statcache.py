@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from conftest import write
 
-from snapshotter import fsutil
-from snapshotter.worktree import statcache
-from snapshotter.worktree.statcache import StatCache
+from snapshotter.engine import fsutil
+from snapshotter.engine.worktree import statcache
+from snapshotter.engine.worktree.statcache import StatCache
 
 
 def _files(n: int) -> dict[str, str]:
@@ -252,3 +253,83 @@ def test_a_cache_saved_after_a_block_waits_for_its_end_and_trusts_nothing_early(
     reopened = make()
     reopened.snapshot()
     assert reopened.last_scan.files_hashed == 0  # the saved cache holds the change
+
+
+def _round_trip(tmp_path: Path, cache: StatCache) -> StatCache:
+    path = str(tmp_path / "cache")
+    statcache.save(path, cache)
+    return statcache.load(path)
+
+
+def test_a_cache_without_a_file_record_keeps_its_folders(tmp_path: Path) -> None:
+    """An empty workspace's cache (folders, no file): its folder records, listings
+    and shapes read back, never an error nor an empty cache."""
+    cache = StatCache(
+        dirs={"": (1, b"\1" * 20), "empty": (0, b"\2" * 20)},
+        listings={"": (b"\3" * 20, frozenset())},
+        shapes={"": (1, 2, 3, b"\4" * 20, False, ("empty",))},
+        tracked=b"\5" * 20,
+    )
+    loaded = _round_trip(tmp_path, cache)
+    assert (loaded.dirs, loaded.listings, loaded.shapes, loaded.tracked) == (
+        cache.dirs,
+        cache.listings,
+        cache.shapes,
+        cache.tracked,
+    )
+    assert loaded.folders == {} and loaded.size_hint() == 0
+
+
+def test_each_folders_ignored_names_read_back_as_its_own(tmp_path: Path) -> None:
+    """Listings hold the names the rules ignore in each folder, all folders' in
+    one block: each must get back its own slice (counts 2, 1, 3, 0, 2 here)."""
+    listings = {
+        "": (b"\1" * 20, frozenset({".env", "x.log"})),
+        "a": (b"\2" * 20, frozenset({"a.log"})),
+        "b": (b"\3" * 20, frozenset({"b1.log", "b2.log", "node_modules"})),
+        "c": (b"\4" * 20, frozenset()),
+        "d": (b"\5" * 20, frozenset({"d1.log", "d2.log"})),
+    }
+    cache = StatCache.from_paths({"a/f": (0o100644, 1, 1, 1, 1, b"\6" * 20)})
+    cache.listings.update(listings)
+    assert _round_trip(tmp_path, cache).listings == listings
+
+
+@pytest.mark.parametrize("tracked", [b"", hashlib.sha1(b"index").digest()])
+def test_the_checksum_of_the_tracked_paths_reads_back(tmp_path: Path, tracked: bytes) -> None:
+    """None (no git index): read back as none, so an unchanged workspace without
+    an index is not taken for one whose index changed."""
+    cache = StatCache.from_paths({"f": (0o100644, 1, 1, 1, 1, b"\6" * 20)})
+    cache.tracked = tracked
+    assert _round_trip(tmp_path, cache).tracked == tracked
+
+
+@pytest.mark.skipif(sys.platform in ("darwin", "win32"), reason="names that are not UTF-8 exist on Linux only")
+def test_names_that_are_not_utf8_read_back(tmp_path: Path) -> None:
+    name = os.fsdecode(b"caf\xe9.txt")  # Latin-1, as an old tool may have named it
+    records = {name: (0o100644, 1, 1, 1, 1, b"\6" * 20), f"d{name}/x": (0o100644, 2, 2, 2, 2, b"\7" * 20)}
+    cache = StatCache.from_paths(records, {f"d{name}": (1, b"\1" * 20)})
+    loaded = _round_trip(tmp_path, cache)
+    assert dict(loaded.paths()) == records and loaded.dirs == cache.dirs
+
+
+def test_a_cache_past_the_size_of_a_side_file_is_still_read(tmp_path: Path) -> None:
+    """The cache may hold hundreds of thousands of records: it is read up to its
+    own cap (``CAP``), not the 1 MiB of the small side files."""
+    records = {f"folder{i % 50}/file{i}.txt": (0o100644, i, i, i, i, i.to_bytes(20, "big")) for i in range(20_000)}
+    path = str(tmp_path / "cache")
+    statcache.save(path, StatCache.from_paths(records))
+    assert os.path.getsize(path) > fsutil.SIDE_FILE_CAP
+    assert statcache.load(path).size_hint() == len(records)
+
+
+def test_a_change_forgets_the_tree_of_every_folder_above_it(tmp_path: Path) -> None:
+    """A folder's record (entry count, tree id) no longer holds once a path
+    below it changed: every one above the change goes, the others stay."""
+    tree = b"\1" * 20
+    cache = StatCache.from_paths(
+        {"a/b/c/f": (0o100644, 1, 1, 1, 1, tree), "x/g": (0o100644, 1, 1, 1, 1, tree)},
+        {"": (2, tree), "a": (1, tree), "a/b": (1, tree), "a/b/c": (1, tree), "x": (1, tree)},
+    )
+    cache.apply({"a/b/c/f": (0o100644, 2, 2, 2, 2, b"\2" * 20)})
+    assert cache.dirs == {"x": (1, tree)}

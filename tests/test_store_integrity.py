@@ -18,8 +18,8 @@ import pytest
 from conftest import read_tree, write
 
 from snapshotter import Snapshotter, StoreError
-from snapshotter.gitstore.objects import object_id
-from snapshotter.gitstore.packread import PackIndex
+from snapshotter.engine.gitstore.objects import object_id
+from snapshotter.engine.gitstore.packread import PackIndex
 
 _FANOUT_END = 8 + 256 * 4
 
@@ -172,7 +172,7 @@ def test_upkeep_never_deletes_a_pack_whose_index_was_lost(ws: Path, home: Path) 
     """Consolidation removes packs left without an index (a failed delete on
     Windows) after an hour; one whose index was lost holds the only copy of
     its objects, and must be indexed again instead."""
-    from snapshotter.upkeep.consolidation import consolidate
+    from snapshotter.engine.upkeep.consolidation import consolidate
 
     with Snapshotter(ws, home=home) as snap:
         first, idx = _packed_workspace(ws, snap)

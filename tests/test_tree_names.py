@@ -12,9 +12,9 @@ import pytest
 from conftest import GIT, forge_snapshot, git, git_env, git_shadow_tree, read_tree, write
 
 from snapshotter import StoreError, UnsafeTree
-from snapshotter.gitstore.objects import MODE_FILE, MODE_TREE, serialize_tree
-from snapshotter.worktree import hostfs
-from snapshotter.worktree.pathnames import is_hfs_dotgit, is_ntfs_dotgit
+from snapshotter.engine.gitstore.objects import MODE_FILE, MODE_TREE, serialize_tree
+from snapshotter.engine.worktree import hostfs
+from snapshotter.engine.worktree.pathnames import is_hfs_dotgit, is_ntfs_dotgit
 
 
 @pytest.fixture(autouse=True)
@@ -75,7 +75,7 @@ def test_the_walker_never_records_a_dotgit_spelling(ws: Path, make) -> None:  # 
 def forge_commit(snap, tree: bytes) -> str:  # type: ignore[no-untyped-def]
     from datetime import datetime, timezone
 
-    from snapshotter.gitstore.trailers import build_commit
+    from snapshotter.engine.gitstore.trailers import build_commit
 
     store = snap._engine_ok().store
     commit = build_commit(
@@ -116,7 +116,7 @@ def test_a_tree_that_contains_itself_is_refused(ws: Path, make) -> None:  # type
     under an id it does not hash to (written straight into the store)."""
     import zlib
 
-    from snapshotter.gitstore.objects import object_id
+    from snapshotter.engine.gitstore.objects import object_id
 
     write(ws, {"a.txt": "a\n"})
     snap = make()
@@ -179,7 +179,7 @@ def test_the_one_pass_name_check_agrees_with_one_by_one(host_name: str, monkeypa
     says what checking every name one by one says, on every kind of host."""
     from dataclasses import replace
 
-    from snapshotter.worktree import pathnames
+    from snapshotter.engine.worktree import pathnames
 
     host = {
         "posix": hostfs.POSIX,
@@ -203,7 +203,7 @@ def test_the_one_pass_name_check_agrees_with_one_by_one(host_name: str, monkeypa
 def test_names_decode_in_one_call_as_one_by_one() -> None:
     import os
 
-    from snapshotter.compare.treediff import _decoded
+    from snapshotter.engine.compare.treediff import _decoded
 
     for raw in ([], [b"a"], [b"a", b"b.py", b"c"], [b"caf\xc3\xa9", b"x"], [b"bad\xff", b"\xc3", b"ok"]):
         assert _decoded(raw) == [os.fsdecode(name) for name in raw]

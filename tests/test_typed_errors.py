@@ -10,8 +10,8 @@ import pytest
 from conftest import forge_snapshot, read_tree, write
 
 from snapshotter import InvalidInput, Retention, SnapshotError, Snapshotter, StoreError, UnsafeTree
-from snapshotter.gitstore.objects import MODE_FILE, MODE_LINK, MODE_TREE, serialize_tree
-from snapshotter.worktree import hostfs
+from snapshotter.engine.gitstore.objects import MODE_FILE, MODE_LINK, MODE_TREE, serialize_tree
+from snapshotter.engine.worktree import hostfs
 
 
 @pytest.mark.parametrize(
@@ -19,6 +19,7 @@ from snapshotter.worktree import hostfs
     [
         {"workspace": None},
         {"home": 5},
+        {"home": ""},
         {"exclude": None},
         {"lock_timeout": float("nan")},
         {"lock_timeout": -1},
@@ -82,7 +83,7 @@ def test_gc_over_a_commit_whose_tree_is_a_blob(ws: Path, make) -> None:  # type:
     store = snap._engine_ok().store
     from datetime import datetime, timezone
 
-    from snapshotter.gitstore.trailers import build_commit
+    from snapshotter.engine.gitstore.trailers import build_commit
 
     not_a_tree = store.writer.write(b"blob", b"I am no tree\n")
     commit = build_commit(

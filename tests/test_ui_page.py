@@ -216,3 +216,236 @@ def test_binary_mode_symlink_and_deleted_files_are_said_plainly(browser: Any, ws
     assert "deleted" in shown["README.md"] and "-added by codex" not in shown["README.md"]
     assert "mode 100644 → 100755" in shown["app.py"]
     assert "symlink: points to notes.txt" in shown["link"]
+
+
+# -- issue #52: big changes, lane colours and widths, blame of a deleted file, times, code, reverts ----
+
+
+def keep(driver: Any, name: str) -> Path:
+    """Save a screenshot artefact ``name``.png (not compared by pixels) and return its path."""
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTEFACTS / f"{name}.png"
+    driver.save_screenshot(str(shot))
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    return shot
+
+
+def open_page(driver: Any, running: Any) -> None:
+    driver.get(running.url)
+    wait(driver, lambda d: d.execute_script("return document.body.dataset.settled === '1'"))
+
+
+@pytest.fixture
+def sized(browser: Any) -> Iterator[Any]:
+    """The browser, put back to its usual 1400 x 900 after a test that resizes it."""
+    yield browser
+    browser.set_window_size(1400, 900)
+
+
+def lanes_hidden(driver: Any) -> dict[str, Any]:
+    """Which lane heads end right of the timeline's visible part, and whether it scrolls sideways."""
+    found: dict[str, Any] = driver.execute_script(
+        "const box = document.getElementById('timeline');"
+        "const right = box.getBoundingClientRect().right;"
+        "const heads = [...document.querySelectorAll('.lane-head')];"
+        "const note = document.getElementById('lanes-more');"
+        "return {off: heads.filter((h) => h.getBoundingClientRect().right > right + 1).map((h) => h.innerText),"
+        " scrolls: box.scrollWidth > box.clientWidth + 1, lanes: heads.length,"
+        " note: !note || note.hidden ? '' : note.innerText,"
+        " noteShown: Boolean(note) && !note.hidden && note.getBoundingClientRect().width > 0};"
+    )
+    return found
+
+
+ALIKE = ("agent-a", "agent-b", "worker-1", "worker-2")
+
+
+def make_alike_sessions(ws: Path, home: Path) -> None:
+    """Four sessions named alike, each changing its own line of app.py in a turn."""
+    (ws / "app.py").write_text(APP)
+    with Snapshotter(ws, home=home) as snap:
+        snap.snapshot("first")
+        for k, session in enumerate(ALIKE):
+            view = snap.in_session(session)
+            view.begin_turn(f"{session}: edit line {k + 1}")
+            view.tool_snapshot("t1")
+            lines = (ws / "app.py").read_text().splitlines(keepends=True)
+            lines[k] = f"line {k + 1} by {session}\n"
+            (ws / "app.py").write_text("".join(lines))
+            view.tool_done("t1")
+            view.end_turn()
+
+
+def rgb(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text[text.index("(") + 1 : text.index(")")].split(",")[:3])
+
+
+def test_a_100000_line_change_shows_its_first_lines_without_error(browser: Any, ws: Path, home: Path) -> None:
+    """Before: "No change to show: Maximum call stack size exceeded". The change is drawn a
+    part at a time; how long the first part took is written to the artefacts (not asserted)."""
+    (ws / "small.txt").write_text("a\n")
+    with Snapshotter(ws, home=home) as snap:
+        snap.snapshot("first")
+        (ws / "big.txt").write_text("".join(f"generated line {i}\n" for i in range(100_000)))
+        snap.snapshot("a big change")
+    with serving(ws, home) as running:
+        open_page(browser, running)
+        browser.execute_script(
+            "window.clickedAt = performance.now(); document.querySelector('.snap').click();"
+            "const seen = () => document.querySelector('#detail td.text.add') ?"
+            " (window.drawnIn = performance.now() - window.clickedAt) : requestAnimationFrame(seen); seen();"
+        )
+        wait(browser, lambda d: count(d, "#detail td.text.add") or "No change" in texts(d, "#detail")[0], 60)
+        assert "No change to show" not in texts(browser, "#detail")[0]
+        added = texts(browser, "#detail td.text.add")
+        assert added[:2] == ["generated line 0", "generated line 1"] and len(added) < 100_000
+        first = browser.execute_script(
+            "const r = document.querySelector('#detail td.text.add').getBoundingClientRect();"
+            "return r.top >= 0 && r.bottom <= window.innerHeight;"
+        )
+        assert first  # on the first screen
+        more = texts(browser, "#detail .show-more")
+        assert more and f"{100_000 - len(added):,} lines of this hunk not shown yet" in more[0]
+        click(browser, "#detail .show-more")
+        wait(browser, lambda d: count(d, "#detail td.text.add") > len(added))
+        drawn_in = browser.execute_script("return window.drawnIn")
+        keep(browser, "ui-big-change")
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTEFACTS / "ui-big-change.txt").write_text(
+        f"100,000-line change: first lines drawn {drawn_in:.0f} ms after the click\n"
+    )
+
+
+def test_sessions_named_alike_get_distinct_colours_and_blame_has_a_legend(sized: Any, ws: Path, home: Path) -> None:
+    make_alike_sessions(ws, home)
+    with serving(ws, home) as running:
+        open_page(sized, running)
+        heads = sized.execute_script(
+            "return [...document.querySelectorAll('.lane-head')].map((h) =>"
+            " [h.dataset.lane, getComputedStyle(h).borderBottomColor]);"
+        )
+        colours = {lane: rgb(colour) for lane, colour in heads if lane}
+        assert sorted(colours) == sorted(ALIKE)
+        for a in ALIKE:
+            for b in ALIKE:
+                if a < b:
+                    distance = sum((x - y) ** 2 for x, y in zip(colours[a], colours[b])) ** 0.5
+                    assert distance > 80, (a, b, colours[a], colours[b])
+        click(sized, ".turn-head", containing="worker-2:")
+        wait(sized, lambda d: count(d, '#detail section.file[data-path="app.py"] .hunk'))
+        click(sized, '#detail section.file[data-path="app.py"] button.blame')
+        wait(sized, lambda d: count(d, "#detail tr.blame") == 40)
+        legend = sized.execute_script(
+            "return [...document.querySelectorAll('#detail .legend .chip')].map((c) =>"
+            " [c.innerText, getComputedStyle(c).borderLeftColor]);"
+        )
+        lines = sized.execute_script(
+            "return [...document.querySelectorAll('#detail tr.blame.session')].map((r) =>"
+            " [r.querySelector('td.text').innerText, getComputedStyle(r.querySelector('td.who')).borderLeftColor]);"
+        )
+        keep(sized, "ui-lane-colours")
+        for session in ALIKE:
+            chip = [rgb(colour) for name, colour in legend if name == session]
+            line = [rgb(colour) for text, colour in lines if text.endswith(f"by {session}")]
+            assert chip == [colours[session]] and line == [colours[session]], session
+        sized.set_window_size(1000, 900)  # five lanes cannot fit: the page says more are to the right
+        wait(sized, lambda d: lanes_hidden(d)["noteShown"])
+        hidden = lanes_hidden(sized)
+        assert (
+            hidden["off"] and f"{len(hidden['off'])} more lane" in hidden["note"] and "to the right" in hidden["note"]
+        )
+        keep(sized, "ui-more-lanes")
+
+
+@pytest.mark.parametrize("width", [1000, 1400])
+def test_three_lanes_fit_at_1000_and_1400_px(sized: Any, ws: Path, home: Path, width: int) -> None:
+    make_history(ws, home)
+    with Snapshotter(ws, home=home) as snap:  # a timeline taller than the window: it has a scrollbar
+        for k in range(30):
+            (ws / "notes.txt").write_text(f"edit {k}\n")
+            snap.snapshot(f"edit {k}")
+    sized.set_window_size(width, 900)
+    with serving(ws, home) as running:
+        open_page(sized, running)
+        hidden = lanes_hidden(sized)
+        keep(sized, f"ui-lanes-{width}")
+    assert hidden["lanes"] == 3 and hidden["off"] == [] and not hidden["scrolls"] and not hidden["noteShown"]
+
+
+def test_a_deleted_file_has_no_blame_and_a_blame_refusal_stays_in_its_file(browser: Any, ws: Path, home: Path) -> None:
+    (ws / "app.py").write_text(APP)
+    (ws / "old.txt").write_text("to go\n")
+    with Snapshotter(ws, home=home) as snap:
+        snap.snapshot("first")
+        view = snap.in_session(CLAUDE)
+        view.begin_turn("claude-code: tidy", metadata={"agent": "claude-code"})
+        view.tool_snapshot("t1")
+        (ws / "old.txt").unlink()
+        (ws / "app.py").write_text(APP.replace("line 5\n", "line 5 by claude\n"))
+        view.tool_done("t1")
+        view.end_turn()
+    (ws / "app.py").unlink()  # gone since, not snapshotted: blame has nothing to read
+    with serving(ws, home) as running:
+        open_page(browser, running)
+        click(browser, ".turn-head")
+        wait(browser, lambda d: count(d, "#detail section.file") == 2)
+        assert not count(browser, '#detail section.file[data-path="old.txt"] button.blame')
+        assert "no lines left" in texts(browser, '#detail section.file[data-path="old.txt"]')[0]
+        click(browser, '#detail section.file[data-path="app.py"] button.blame')
+        wait(browser, lambda d: count(d, '#detail section.file[data-path="app.py"] .failure'))
+        shown = texts(browser, '#detail section.file[data-path="app.py"] .failure')[0]
+        assert shown.startswith("No blame:")
+        assert count(browser, "#detail section.file") == 2 and texts(browser, "#detail h2")[0].startswith("turn 1")
+        keep(browser, "ui-blame-refused")
+
+
+def test_one_time_format_and_code_that_scrolls(page: Any, ws: Path, home: Path) -> None:
+    wide = " ".join(f"word{k}" for k in range(150))
+    (ws / "wide.txt").write_text(f"short\n{wide}\n")
+    with Snapshotter(ws, home=home) as snap:
+        made = snap.snapshot("a wide line").id
+    wait(page, lambda d: count(d, f'.snap[data-id="{made}"]'))
+    time = page.execute_script(
+        "const card = document.querySelector(`.snap[data-id='${arguments[0]}']`);"
+        "return card.closest('tr').querySelector('td.when').innerText",
+        made,
+    )
+    click(page, f'.snap[data-id="{made}"]')
+    wait(page, lambda d: count(d, '#detail section.file[data-path="wide.txt"] td.text.add') == 2)
+    header = texts(page, "#detail .meta")[0]
+    assert time in header and "AM" not in header and "PM" not in header, (time, header)
+    sizes = page.execute_script(
+        "const cells = [...document.querySelectorAll('#detail td.text.add')];"
+        "const side = cells[1].closest('.side');"
+        "return {short: cells[0].getBoundingClientRect().height, wide: cells[1].getBoundingClientRect().height,"
+        " scrolls: side.scrollWidth > side.clientWidth};"
+    )
+    keep(page, "ui-wide-line")
+    assert sizes["wide"] == sizes["short"] and sizes["scrolls"], sizes  # one line high, the side scrolls
+
+
+def test_a_hunk_reverted_on_the_page_is_marked_and_filed_in_the_persons_lane(page: Any, ws: Path, home: Path) -> None:
+    with Snapshotter(ws, home=home) as snap:
+        before = {info.id for info in snap.list(limit=None)}
+    open_claude_turn(page)
+    first, second = page.execute_script(
+        "return [...document.querySelectorAll('#detail .hunk')].map((h) => h.dataset.hunk)"
+    )
+    click(page, f'#detail .revert-hunk[data-hunk="{first}"]')
+    wait(page, lambda d: count(d, "dialog[open] .plan-part"))
+    click(page, "#confirm-ok")
+    wait(page, lambda d: count(d, "#detail .done"))
+    wait(page, lambda d: count(d, f'#detail .hunk[data-hunk="{first}"] .reverted-note'))
+    assert not count(page, f'#detail .revert-hunk[data-hunk="{first}"]')  # not offered again
+    assert count(page, f'#detail .revert-hunk[data-hunk="{second}"]') == 1
+    keep(page, "ui-hunk-reverted")
+    with Snapshotter(ws, home=home) as snap:
+        written = [info for info in snap.list(limit=None) if info.id not in before]
+        assert "post-revert" in [info.label for info in written]
+        assert {info.session for info in written} == {None}  # the person's, not the agent's
+    wait(page, lambda d: "post-revert" in texts(d, ".snap .label"))
+    lane = page.execute_script(
+        "const card = [...document.querySelectorAll('.snap')].find((s) => s.innerText.includes('post-revert'));"
+        "return [...card.closest('tr').children].indexOf(card.closest('td'));"
+    )
+    assert lane == 1  # the first lane, after the time column: "you (no session)"

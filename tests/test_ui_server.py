@@ -20,7 +20,8 @@ from conftest import contents, run_command
 from ui_helpers import CLAUDE, CODEX, SECRET, api, change, make_history, request, serving
 
 from snapshotter import Snapshotter
-from snapshotter.frontends import cli, ui_commands
+from snapshotter.frontends.cli import cli
+from snapshotter.frontends.page import ui_commands
 
 
 @pytest.fixture
@@ -127,7 +128,7 @@ def test_no_file_outside_the_workspace_and_no_secret_is_served(ws: Path, home: P
     outside = ws.parent / "outside.txt"
     outside.write_text("private outside the workspace\n")
     with serving(ws, home) as running:
-        paths = ["/../outside.txt", "/page/../ui_server.py", "/ui_server.py", "/snapshotter/frontends/cli.py"]
+        paths = ["/../outside.txt", "/page/../ui_server.py", "/ui_server.py", "/snapshotter/frontends/cli/cli.py"]
         paths += ["/%2e%2e/outside.txt", "/page.js/../../outside.txt", "//etc/passwd", "/api/../../outside.txt"]
         fetched = [request(running, "GET", path) for path in paths]
         blamed = [api(running, "blame", path=p) for p in ("../outside.txt", str(outside), ".env", "/etc/passwd")]
@@ -283,3 +284,21 @@ def test_a_malformed_request_is_a_one_line_refusal(
     assert answer.startswith("HTTP/1.1 413 ")
     assert broken[0] == 413 and not_an_object[0] == 400
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_bad_session_field_is_a_400_with_no_warning(
+    ws: Path, home: Path, history: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A session name the engine would refuse, on any read or change, is the page's
+    mistake (400, one line), never a failure of the server (500 and a warning)."""
+    bad_names = ["has space", "a/b", "x" * 65, "..", "-dash", "name.lock"]
+    with caplog.at_level("WARNING"), serving(ws, home) as running:
+        reads = [request(running, "GET", "/api/log", query={"session": name})[0] for name in bad_names]
+        pre = history[CLAUDE]
+        turns = [request(running, "GET", "/api/turn", query={"pre": pre, "session": n})[0] for n in bad_names]
+        changes = [change(running, "pin", ref=history[CLAUDE], session=name)[0] for name in bad_names]
+        not_a_string = change(running, "pin", ref=history[CLAUDE], session=["a"])[0]
+        fine = request(running, "GET", "/api/log", query={"session": CLAUDE})[0]
+    assert reads == turns == changes == [400] * len(bad_names)
+    assert not_a_string == 400 and fine == 200
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == []

@@ -97,7 +97,7 @@ def test_a_restore_leaves_files_outside_the_sparse_checkout_alone(ws: Path, tmp_
 @needs_git
 def test_a_store_made_after_the_sparse_checkout_holds_only_what_is_there(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
     """The one place a snapshot is not git's tree: content never on disk is not
-    copied from the user's object store (see ``worktree/unchecked.py``)."""
+    copied from the user's object store (see ``engine/worktree/unchecked.py``)."""
     env = git_env(tmp_path)
     git("init", "-q", cwd=ws, env=env)
     write(ws, {"a/one.txt": "1\n", "b/two.txt": "2\n"})

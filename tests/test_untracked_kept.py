@@ -132,8 +132,8 @@ def test_overwriting_untracked_files_saves_them_first(ws: Path, make) -> None:  
     everything = make(use_default_excludes=False)
     first = everything.snapshot()
     everything.close()
-    write(ws, {".gitignore": "settings.local\n", "settings.local": "my edit\n", "node_modules/x/index.js": "new js\n"})
-    snap = make()
+    write(ws, {"settings.local": "my edit\n", "node_modules/x/index.js": "new js\n"})
+    snap = make(exclude=["settings.local"])  # the caller's rule: a workspace's would not keep it (see below)
     with pytest.raises(RestoreConflict, match="settings.local"):
         snap.restore(first.id, files=["settings.local"])
     plan = snap.restore(first.id, files=["settings.local", "node_modules"], dry_run=True, overwrite_untracked=True)
@@ -147,8 +147,8 @@ def test_overwriting_untracked_files_saves_them_first(ws: Path, make) -> None:  
     assert (ws / "settings.local").read_text() == "my edit\n"  # the safety snapshot held the replaced content
     assert (ws / "node_modules/x/index.js").read_text() == "new js\n"
     assert back.kept == ()
-    assert kept(snap.restore(first.id)) == {"node_modules/x/index.js": "ignored"}
-    assert (ws / "settings.local").read_text() == "old\n"  # the restore deletes the .gitignore that hid it
+    assert kept(snap.restore(first.id)) == {"node_modules/x/index.js": "ignored", "settings.local": "ignored"}
+    assert (ws / "settings.local").read_text() == "my edit\n"
 
 
 def test_what_is_in_the_way_inside_an_ignored_folder_is_kept_but_missing_files_are_written(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
@@ -198,3 +198,223 @@ def test_a_symlink_only_a_rule_the_restore_takes_away_hides_is_restored(ws: Path
     result = snap.restore(first.id)
     assert os.readlink(ws / "keep.log") == "a" and kept(result) == {}
     assert snap.undo().ok and os.readlink(ws / "keep.log") == "elsewhere"
+
+
+# -- rules from inside the workspace never keep a path the target holds (issue 47, item 1) ----------------
+
+_RULE_FILES = {
+    "pyproject.toml": ("pyproject.toml", '[tool.snapshotter]\nexclude = ["src/"]\n'),
+    "snapshotter.toml": ("snapshotter.toml", 'exclude = ["src/"]\n'),
+    "info/exclude": (".git/info/exclude", "src/\n"),
+    "gitignore": (".gitignore", "src/\n"),
+}
+
+
+@pytest.mark.parametrize("form", sorted(_RULE_FILES))
+def test_a_rule_the_agent_writes_never_keeps_its_edit_through_a_restore(
+    ws: Path, home: Path, form: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The issue's repro, from the command line: snapshot `before`; the agent
+    excludes src/ (in any file it can write) and edits src/app.py; a restore
+    brings the recorded app.py back, and undo brings the agent's edit back."""
+    from snapshotter.frontends.cli.cli import main
+
+    base = ["-C", str(ws), "--home", str(home)]
+    write(ws, {"src/app.py": "recorded\n", "README": "r\n"})
+    (ws / ".git" / "info").mkdir(parents=True)
+    assert main(["snapshot", *base, "--label", "before"]) == 0
+    rule_file, rule = _RULE_FILES[form]
+    write(ws, {rule_file: rule, "src/app.py": "the agent's\n"})
+    capsys.readouterr()
+    assert main(["restore", *base, "--yes", "before"]) == 0
+    out = capsys.readouterr().out
+    assert (ws / "src/app.py").read_text() == "recorded\n", out
+    assert "keep src/app.py" not in out
+    assert main(["undo", *base]) == 0
+    assert (ws / "src/app.py").read_text() == "the agent's\n"
+    assert (ws / rule_file).read_text() == rule
+
+
+def test_a_restore_over_a_workspace_rule_saves_one_safety_snapshot(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"x.log": "recorded\n", "app.py": "v1\n"})
+    snap = make()
+    first = snap.snapshot()
+    write(ws, {"x.log": "the agent's\n", ".gitignore": "*.log\n", "app.py": "v2\n"})
+    before = {info.id for info in snap.list(limit=None)}
+    result = snap.restore(first.id)
+    made = [info for info in snap.list(limit=None) if info.id not in before]
+    assert [info.id for info in made] == [result.safety_snapshot_id]
+    assert (ws / "x.log").read_text() == "recorded\n"
+
+
+def test_a_folder_a_workspace_rule_hides_in_the_way_of_a_file_is_saved_then_replaced(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"n": "recorded file\n", "a.txt": "a\n"})
+    snap = make()
+    first = snap.snapshot()
+    (ws / "n").unlink()
+    write(ws, {"n/x.log": "the agent's log\n", ".gitignore": "*.log\n"})
+    result = snap.restore(first.id)
+    assert (ws / "n").read_text() == "recorded file\n" and kept(result) == {}
+    assert snap.undo().ok
+    assert (ws / "n/x.log").read_text() == "the agent's log\n"
+
+
+def test_a_file_a_workspace_rule_hides_in_the_way_of_a_folder_is_saved_then_replaced(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"n/x.txt": "recorded\n", "a.txt": "a\n"})
+    snap = make()
+    first = snap.snapshot()
+    import shutil
+
+    shutil.rmtree(ws / "n")
+    write(ws, {"n": "the agent's file\n", ".git/info/exclude": "n\n"})
+    result = snap.restore(first.id)
+    assert (ws / "n/x.txt").read_text() == "recorded\n" and kept(result) == {}
+    assert snap.undo().ok
+    assert (ws / "n").read_text() == "the agent's file\n"
+
+
+def test_a_caller_rule_in_the_way_of_a_file_still_refuses_the_restore(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"n": "recorded file\n", "a.txt": "a\n"})
+    snap = make(exclude=["*.secret"])
+    first = snap.snapshot()
+    (ws / "n").unlink()
+    write(ws, {"n/x.secret": "mine\n"})
+    with pytest.raises(RestoreConflict):
+        snap.restore(first.id)
+    assert (ws / "n/x.secret").read_text() == "mine\n"
+
+
+def test_a_selective_restore_brings_back_a_file_a_workspace_rule_hides(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"settings.local": "old\n", "a.txt": "a\n"})
+    snap = make()
+    first = snap.snapshot()
+    write(ws, {".gitignore": "settings.local\n", "settings.local": "the agent's\n"})
+    result = snap.restore(first.id, files=["settings.local"])
+    assert (ws / "settings.local").read_text() == "old\n" and (ws / ".gitignore").exists()
+    assert result.safety_snapshot_id is not None
+    snap.restore(result.safety_snapshot_id, files=["settings.local"], overwrite_untracked=True)
+    assert (ws / "settings.local").read_text() == "the agent's\n"
+
+
+def test_a_planted_virtual_environment_marker_keeps_nothing_from_a_restore(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"src/app.py": "recorded\n"})
+    snap = make()
+    first = snap.snapshot()
+    write(ws, {"src/pyvenv.cfg": "home = /usr\n", "src/app.py": "the agent's\n"})
+    result = snap.restore(first.id)
+    assert (ws / "src/app.py").read_text() == "recorded\n" and kept(result) == {}
+    assert snap.undo().ok and (ws / "src/app.py").read_text() == "the agent's\n"
+
+
+def test_a_cap_a_workspace_file_lowers_keeps_nothing_from_a_restore(ws: Path, home: Path) -> None:
+    """The agent lowers max_new_file_size and writes a new, larger file where the
+    target has one: the caller's cap, not the workspace's, decides what is kept."""
+    from conftest import run_command
+
+    base = ["-C", str(ws), "--home", str(home)]
+    write(ws, {"data.txt": "recorded\n"})
+    assert run_command("snapshot", *base, "--label", "before").returncode == 0
+    (ws / "data.txt").unlink()
+    assert run_command("snapshot", *base).returncode == 0
+    write(ws, {"snapshotter.toml": "max_new_file_size = 100\n", "data.txt": "the agent's\n" * 50})
+    done = run_command("restore", *base, "--yes", "before")
+    assert done.returncode == 0, done.stderr
+    assert (ws / "data.txt").read_text() == "recorded\n", done.stdout
+
+
+def test_a_snapshot_that_stops_tracking_a_path_names_the_rule_that_hides_it(
+    ws: Path, make, caplog: pytest.LogCaptureFixture
+) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"src/app.py": "v1\n", "src/util.py": "u\n", "logs/x.log": "l\n", "a.txt": "a\n"})
+    snap = make()
+    snap.snapshot()
+    write(ws, {".git/info/exclude": "src/\n", "logs/.gitignore": "*.log\n", "a.txt": "b\n"})
+    with caplog.at_level("WARNING", logger="snapshotter"):
+        snap.snapshot()
+    text = "\n".join(record.getMessage() for record in caplog.records)
+    assert "src/app.py" in text and str(ws / ".git" / "info" / "exclude") in text
+    assert "logs/x.log" in text and str(ws / "logs" / ".gitignore") in text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="snapshotter"):
+        snap.snapshot()  # said once: the previous snapshot does not track them either
+        (ws / "a.txt").unlink()
+        snap.snapshot()  # deleted, not hidden: nothing to say
+    assert caplog.records == []
+
+
+@needs_git
+def test_a_workspace_settings_exclude_is_judged_as_git_judges_its_lowest_exclude_file(
+    ws: Path, make, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """Not the caller's policy: a .gitignore negation lifts it, as git lets one
+    lift core.excludesFile; and the tree equals git's with that file."""
+    from snapshotter import WorkspaceSettings
+
+    env = git_env(tmp_path)
+    write(ws, {"a.log": "a\n", "keep.log": "k\n", "d/x.log": "x\n", "d/y.txt": "y\n", "b.txt": "b\n"})
+    write(ws, {".gitignore": "!keep.log\n", "d/.gitignore": "!x.log\n"})
+    git("init", "-q", cwd=ws, env=env)
+    excludes = tmp_path / "excludes"
+    excludes.write_text("*.log\nd/y.txt\n")
+    git("-c", f"core.excludesFile={excludes}", "add", "-A", cwd=ws, env=env)
+    expected = git("write-tree", cwd=ws, env=env).strip()
+    (ws / ".git" / "index").unlink()  # the rules alone decide: no tracked path is rescued
+    settings = WorkspaceSettings(exclude=((str(ws / "pyproject.toml"), ("*.log", "d/y.txt")),))
+    snap = make(workspace_settings=settings)
+    info = snap.snapshot()
+    assert info.tree_id == expected
+
+
+def test_a_folder_in_the_way_holding_a_repository_is_refused_and_its_git_untouched(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"n": "recorded file\n", "a.txt": "a\n"})
+    snap = make()
+    first = snap.snapshot()
+    (ws / "n").unlink()
+    write(ws, {"n/x.log": "log\n", "n/.git/HEAD": "ref: refs/heads/main\n", ".gitignore": "*.log\n"})
+    with pytest.raises(RestoreConflict):
+        snap.restore(first.id)
+    assert (ws / "n/.git/HEAD").read_text() == "ref: refs/heads/main\n" and (ws / "n/x.log").read_text() == "log\n"
+
+
+def test_what_the_workspace_files_add_is_kept_apart_from_the_callers(ws: Path, tmp_path: Path) -> None:
+    """The front ends hand the caller's settings and the workspace files' apart:
+    only the caller's rules are policy (see test_a_rule_the_agent_writes...)."""
+    from snapshotter.frontends.shared import config
+    from snapshotter.options import Options
+
+    write(ws, {"pyproject.toml": '[tool.snapshotter]\nexclude = ["src/", "*.tmp"]\nmax_new_file_size = 100\n'})
+    write(ws, {"snapshotter.toml": 'exclude = ["build/"]\nuse_default_excludes = true\n'})
+    user = tmp_path / "user.toml"
+    user.write_text('exclude = ["*.tmp"]\nuse_default_excludes = false\n')
+    settings = config.resolve(str(ws), {"exclude": ["*.bak"]}, {"SNAPSHOTTER_CONFIG": str(user)})
+    options = Options(**config.snapshotter_options(settings))
+    assert options.exclude == ("*.tmp", "*.bak") and options.use_default_excludes is False
+    assert options.workspace_settings.exclude == (
+        (f"{ws / 'pyproject.toml'} [tool.snapshotter]", ("src/",)),
+        (str(ws / "snapshotter.toml"), ("build/",)),
+    )
+    assert options.workspace_settings.default_excludes == str(ws / "snapshotter.toml")
+    assert options.max_new_file_size == 10 * 2**20 and options.new_file_cap == 100
+    assert settings.value("exclude") == ["*.tmp", "src/", "build/", "*.bak"]  # `snapshotter config` shows them all
+    flagged = config.resolve(
+        str(ws), {"max_new_file_size": 5000}, {"SNAPSHOTTER_CONFIG": str(user), "SNAPSHOTTER_USE_DEFAULT_EXCLUDES": "0"}
+    )
+    later = Options(**config.snapshotter_options(flagged))  # the caller's later sources override the workspace's
+    assert later.workspace_settings.max_new_file_size == 0 and later.max_new_file_size == 5000
+    assert later.workspace_settings.default_excludes == "" and later.use_default_excludes is False
+
+
+def test_a_path_tracked_only_for_a_restore_is_not_tracked_after_a_gc(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """Found by the model (--long): gc rewrote the stat cache without the paths
+    a restore had tracked whatever the rules said, so the next scan trusted a
+    folder listed then and kept tracking a file the rules ignore."""
+    from conftest import tree_modes
+
+    write(ws, {"n/x.log": "recorded\n", "a.txt": "a\n"})
+    snap = make()
+    first = snap.snapshot()
+    write(ws, {".git/info/exclude": "*.log\n", "a.txt": "b\n"})
+    snap.restore(first.id)  # x.log tracked for the restore (saved first); as recorded, so not written
+    assert (ws / "n/x.log").read_text() == "recorded\n" and (ws / "a.txt").read_text() == "a\n"
+    snap.gc()
+    assert "n/x.log" not in tree_modes(snap, snap.snapshot().tree_id)  # info/exclude still hides it

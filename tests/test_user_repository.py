@@ -14,7 +14,7 @@ import pytest
 from conftest import git, git_env, needs_git, tree_modes, write
 
 from snapshotter import Snapshotter
-from snapshotter.worktree.gitrepo import find_repository, parse_index
+from snapshotter.engine.worktree.gitrepo import find_repository, parse_index
 
 pytestmark = needs_git
 

@@ -42,11 +42,15 @@ def test_the_caller_can_take_environments_in(ws: Path, make) -> None:  # type: i
     assert tracked(snap) == {*VENV, "a.txt"}
 
 
-def test_a_restore_keeps_an_environment_made_since(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+def test_a_restore_brings_back_what_an_environment_made_since_hides_and_keeps_the_rest(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """A ``pyvenv.cfg`` is a file the agent can write: it never keeps a restore
+    from bringing a recorded file back (saved first); the environment's own
+    files, which no snapshot holds, stay as they are."""
     write(ws, {"env/settings.py": "recorded\n", "a.txt": "a\n"})
     snap = make()
     first = snap.snapshot()
     write(ws, {**VENV, "env/settings.py": "now a venv's\n"})
     result = snap.restore(first.id)
-    assert (ws / "env/settings.py").read_text() == "now a venv's\n" and (ws / "env/pyvenv.cfg").exists()
-    assert {item.path for item in result.kept} == {"env/settings.py"}
+    assert (ws / "env/settings.py").read_text() == "recorded\n" and result.kept == ()
+    assert all((ws / path).read_text() == content for path, content in VENV.items())
+    assert snap.undo().ok and (ws / "env/settings.py").read_text() == "now a venv's\n"

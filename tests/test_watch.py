@@ -24,7 +24,7 @@ import pytest
 from conftest import kernel_limit
 
 from snapshotter import RestoreConflict, Snapshotter, watch_available
-from snapshotter.worktree.trust import lasting_shapes
+from snapshotter.engine.worktree.trust import lasting_shapes
 
 pytestmark = [
     pytest.mark.skipif(not watch_available(), reason="watch mode needs watchdog 7.1 (Python 3.11+)"),
@@ -307,7 +307,7 @@ def _user_watch_count() -> int:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify watches are a Linux matter")
 def test_an_unwatched_folder_turns_watch_mode_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """watchdog silently skips a folder it cannot watch; the kernel's list of watches tells."""
-    from snapshotter.worktree import watch
+    from snapshotter.engine.worktree import watch
 
     ws = tmp_path / "ws"
     (ws / "a" / "b").mkdir(parents=True)
@@ -348,8 +348,8 @@ def test_a_watcher_that_lost_a_watch_is_replaced_after_a_while(tmp_path: Path, m
     """A watch lost once (as watchdog 7.1.1 lost them) turns watch mode off; a scan
     ``WATCH_AGAIN_AFTER`` seconds later watches afresh: one full walk, then
     incremental scans again. A watch that cannot be had stays off (the test above)."""
-    from snapshotter.session import engine
-    from snapshotter.worktree import watch
+    from snapshotter.engine.session import engine
+    from snapshotter.engine.worktree import watch
 
     monkeypatch.setattr(engine, "WATCH_AGAIN_AFTER", 0.0)
     real = watch._inotify_watches
@@ -397,7 +397,7 @@ def test_the_real_watch_limit_is_noticed(tmp_path: Path) -> None:
 
 
 def test_a_big_restore_pauses_watching_then_watches_afresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from snapshotter.session import engine
+    from snapshotter.engine.session import engine
 
     monkeypatch.setattr(engine, "PAUSE_WATCH_AT", 5)
     ws = tmp_path / "ws"

@@ -12,6 +12,7 @@ import select
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -25,8 +26,9 @@ import pytest
 from conftest import COMMAND, run_command, write
 
 from snapshotter import watch_available
-from snapshotter.frontends import relay, watchserver, wire
-from snapshotter.gitstore.location import store_path_for
+from snapshotter.engine.gitstore.location import store_path_for
+from snapshotter.frontends.shared import wire
+from snapshotter.frontends.watch import relay, watchserver
 
 pytestmark = [
     pytest.mark.skipif(not watch_available(), reason="watch mode needs watchdog 7.1 (Python 3.11+)"),
@@ -38,7 +40,7 @@ DIRECT = {relay.DISABLE_ENV: "1"}
 
 @pytest.fixture
 def tmp_path() -> Iterator[Path]:
-    """A short temporary folder: a Unix socket's path may not pass ~100 bytes."""
+    """A short temporary folder: the homes below it are short unless a test makes them long."""
     path = Path(tempfile.mkdtemp(prefix="sw-"))
     yield path
     shutil.rmtree(path, ignore_errors=True)
@@ -369,8 +371,9 @@ def test_the_relay_path_does_not_load_the_engine(ws: Path, home: Path, watcher: 
     write(ws, {"a.txt": "a\n"})
     server = watcher(ws, home)
     probe = (
-        "import sys; from snapshotter.frontends import cli; code = cli.main(['status']); "
-        "heavy = [m for m in sys.modules if m.startswith(('snapshotter.api', 'snapshotter.session', 'dulwich'))]; "
+        "import sys; from snapshotter.frontends.cli import cli; code = cli.main(['status']); "
+        "heavy = [m for m in sys.modules if m.startswith(("
+        "'snapshotter.facade.api', 'snapshotter.engine.session', 'dulwich'))]; "
         "print(heavy, file=sys.stderr); sys.exit(code)"
     )
     done = subprocess.run(
@@ -388,7 +391,7 @@ def test_the_relay_path_does_not_load_the_engine(ws: Path, home: Path, watcher: 
 
 def test_every_public_name_loads_on_first_use() -> None:
     probe = (
-        "import sys, snapshotter; assert 'snapshotter.api' not in sys.modules; "
+        "import sys, snapshotter; assert 'snapshotter.facade.api' not in sys.modules; "
         "missing = [n for n in snapshotter.__all__ if getattr(snapshotter, n, None) is None]; "
         "assert missing == [], missing; from snapshotter import *; print(Snapshotter.__name__)"
     )
@@ -397,7 +400,7 @@ def test_every_public_name_loads_on_first_use() -> None:
 
 
 def test_the_cheap_config_path_is_configs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from snapshotter.frontends import config
+    from snapshotter.frontends.shared import config
 
     assert relay.user_config_path is config.user_config_path  # one function, in a module that loads no settings
     monkeypatch.delenv("SNAPSHOTTER_CONFIG", raising=False)
@@ -508,3 +511,41 @@ def _next_event(stream: Any) -> dict[str, str]:
         if line.startswith("data: "):
             found: dict[str, str] = json.loads(line[6:])
             return found
+
+
+@pytest.mark.parametrize("through_proc", [True, False])
+def test_a_socket_at_a_path_past_the_systems_limit_listens_and_is_reached(tmp_path: Path, through_proc: bool) -> None:
+    """Bound and reached from a short name for its folder: ``/proc/self/fd/N`` on
+    Linux, else from inside the folder (the working folder is given back)."""
+    if through_proc and not os.path.isdir("/proc/self/fd"):
+        pytest.skip("no /proc here")
+    folder = tmp_path / ("d" * 150)
+    folder.mkdir()
+    address = str(folder / wire.SOCKET_NAME)
+    here = os.getcwd()
+    raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with raw:
+        wire.reach(address, raw.bind, through_proc=through_proc)
+        assert os.getcwd() == here and stat.S_ISSOCK(os.lstat(address).st_mode)
+        raw.listen()
+        caller = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        with caller:
+            wire.reach(address, caller.connect, through_proc=through_proc)
+            raw.accept()[0].close()
+    assert os.getcwd() == here
+    os.unlink(address)
+    listener = wire.Listener(address)  # what the watcher and its callers use
+    try:
+        assert wire.probe(address, 2.0)
+    finally:
+        listener.close()
+
+
+def test_snapshotter_watch_serves_under_a_long_home(tmp_path: Path, ws: Path, watcher: Any) -> None:
+    home = tmp_path / ("h" * 150)
+    write(ws, {"a.txt": "a\n"})
+    server = watcher(ws, home)
+    assert len(os.fsencode(server.address)) > 108
+    done = run_command("--json", "status", cwd=ws, env={"SNAPSHOTTER_HOME": str(home)})
+    assert done.returncode == 0, done.stderr
+    assert len(server.served()) == 1

@@ -18,8 +18,8 @@ import pytest
 from conftest import forge_snapshot, read_tree, tree_modes, write
 
 from snapshotter import FileInUse
-from snapshotter.gitstore.objects import MODE_EXEC, MODE_FILE, MODE_LINK
-from snapshotter.worktree import hostfs
+from snapshotter.engine.gitstore.objects import MODE_EXEC, MODE_FILE, MODE_LINK
+from snapshotter.engine.worktree import hostfs
 
 
 @pytest.fixture
@@ -144,7 +144,7 @@ def test_reserved_windows_names_are_fine_on_posix(ws: Path, make, monkeypatch: p
 
 
 def _tree(snap, entries: list[tuple[bytes, int]]) -> bytes:  # type: ignore[no-untyped-def]
-    from snapshotter.gitstore.objects import serialize_tree
+    from snapshotter.engine.gitstore.objects import serialize_tree
 
     writer = snap._engine_ok().store.writer
     blob = writer.write(b"blob", b"x\n")

@@ -12,7 +12,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 from snapshotter import Snapshotter
-from snapshotter.frontends import cli, ui_server
+from snapshotter.frontends.cli import cli
+from snapshotter.frontends.page import ui_server
 
 CLAUDE = "claude-code-1111aaaa"
 CODEX = "codex-2222bbbb"

@@ -10,6 +10,11 @@ on the safe side: ignore rules are git's full rules (nested ``.gitignore``,
 deletes an ignored file their matcher misses; ``diff(h)`` compares with the
 workspace as it is now; the user's git identity is recorded in the snapshot
 metadata rather than in a git config.
+
+``SnapshotInfo.id`` is a new random UUID in every object returned, as in
+praisonaiagents (its ``track`` and ``list_snapshots`` build each one with
+``uuid4()``): it names that object, never a snapshot. The stable key is
+``commit_hash``, which every method takes.
 """
 
 from __future__ import annotations
@@ -21,9 +26,9 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from snapshotter.api import Snapshotter
+from snapshotter.engine.gitstore.location import canonical_workspace, store_path_for
 from snapshotter.errors import SnapshotError
-from snapshotter.gitstore.location import canonical_workspace, store_path_for
+from snapshotter.facade.api import Snapshotter
 from snapshotter.model import ChangeStatus
 from snapshotter.model import SnapshotInfo as _Info
 

@@ -16,8 +16,8 @@ import logging
 import re
 from pathlib import Path
 
-from snapshotter.api import Snapshotter
 from snapshotter.errors import SnapshotError
+from snapshotter.facade.api import Snapshotter
 
 logger = logging.getLogger(__name__)
 

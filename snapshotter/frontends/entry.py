@@ -1,7 +1,11 @@
 """Where the ``snapshotter`` command starts (and ``python -m snapshotter``): an
 agent hook call (``snapshotter hook AGENT EVENT``) goes straight to
 ``hookclient``, before the grammar or anything else is imported, since an
-agent pays for it on every tool call; everything else to ``cli``."""
+agent pays for it on every tool call; everything else to ``cli``.
+
+Ctrl-C ends a command with exit code 130 and one line, whenever it lands:
+while the command line imports what it runs (a second or more on a cold
+cache), while it works, or while it unwinds; never with a traceback."""
 
 from __future__ import annotations
 
@@ -18,6 +22,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         from snapshotter.frontends import hookclient
 
         return hookclient.main(words[1:])
-    from snapshotter.frontends import cli
+    try:
+        from snapshotter.frontends.cli import cli
 
-    return cli.main(words)
+        code = cli.main(words)  # says itself that Ctrl-C stopped a command it was running
+    except KeyboardInterrupt:  # while importing, or outside the command's own handling
+        _say_interrupted()
+        code = _EXIT_INTERRUPTED
+    if code == _EXIT_INTERRUPTED:
+        _ignore_ctrl_c()
+    return code
+
+
+_EXIT_INTERRUPTED = 130  # ``failures.EXIT_INTERRUPTED``: not imported, a Ctrl-C may land in that import
+
+
+def _say_interrupted() -> None:
+    try:
+        sys.stderr.write("snapshotter: interrupted\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _ignore_ctrl_c() -> None:
+    """Ignore any further Ctrl-C while the interpreter exits: closing the store
+    at exit must not be cut short into a traceback."""
+    import signal
+
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except (ValueError, OSError):  # not the main thread (a command run inside another program)
+        pass

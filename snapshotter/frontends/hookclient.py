@@ -10,14 +10,17 @@ and the bracket it was making stays open, so the next snapshot still takes
 the change.
 
 Fast where a watcher serves the workspace: the event is handed to it over its
-socket (``wire``) and it records it in watch mode, in milliseconds. This
-module imports nothing of the engine for that. Where none answers, the first
-hook starts one: a copy of this process (``os.fork``, executing nothing),
-detached (its own session, no terminal, no inherited streams, so the agent
-never waits on it), which serves the workspace until its last agent session
-ends or it has been idle for half an hour; meanwhile this call records the
-event itself. Without a watcher (no watchdog, no ``fork``, Windows,
-``SNAPSHOTTER_NO_WATCHER=1``) every call does so: correct, only slower.
+socket (``wire``, whatever the length of the store's path) and it records it
+in watch mode, in milliseconds. This module imports nothing of the engine for
+that. Where none answers, the first hook starts one: a copy of this process
+(``os.fork``, executing nothing), detached (its own session, no terminal, no
+inherited streams, so the agent never waits on it), which serves the
+workspace until its last agent session ends or it has been idle for half an
+hour; meanwhile this call records the event itself. One that cannot start
+says why in the hooks log, and is not started again before its back-off
+(``watchstart``). Without a watcher (no watchdog, no ``fork``, Windows,
+``SNAPSHOTTER_NO_WATCHER=1``) every call records its event itself: correct,
+only slower.
 """
 
 from __future__ import annotations
@@ -28,16 +31,18 @@ import sys
 import time
 
 from snapshotter import __version__
-from snapshotter.frontends import hooklog, wire
-from snapshotter.frontends.agents import AGENTS, SESSION_END, event_name
-from snapshotter.frontends.userfiles import snapshot_home
-from snapshotter.gitstore.location import canonical_workspace, find_workspace, store_path_for
+from snapshotter.engine.gitstore.location import canonical_workspace, find_workspace, store_path_for
+from snapshotter.frontends.hooks import hooklog
+from snapshotter.frontends.hooks.agents import AGENTS, SESSION_END, caller, event_name
+from snapshotter.frontends.shared import wire
+from snapshotter.frontends.shared.userfiles import snapshot_home
 
 TYPE_CHECKING = False  # not ``typing``'s: every hook call pays for this module's imports
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
-    from snapshotter.frontends.agents import Agent
+    from snapshotter.frontends.hooks.agents import Agent
 
 BUDGET = 20
 """Seconds a hook call may take (installed with a timeout of 30, ``hookinstall``)."""
@@ -45,8 +50,6 @@ SHORT_BUDGET = 2
 """For an event the agent gives little time (Codex's SessionEnd: 3 s at most)."""
 MAX_PAYLOAD = 8 << 20
 CONNECT_TIMEOUT = 0.3
-STARTING_STALE = 30.0
-"""Seconds after which another hook's note that it is starting a watcher is taken as dead."""
 _store: list[str] = []
 """The store this call works on, once known: where a call that gives up logs it."""
 
@@ -56,12 +59,19 @@ def main(argv: list[str]) -> int:
     named = argv[1] if len(argv) > 1 else None
     answer = agent.answer if agent is not None else ""
     short = agent is not None and named is not None and named in agent.short_events
-    _arm(SHORT_BUDGET if short else budget(), answer, argv[0] if argv else "?", named or "?")
+    disarm = _arm(SHORT_BUDGET if short else budget(), answer, argv[0] if argv else "?", named or "?")
+    try:
+        return _call(argv, agent, named, answer, short)
+    finally:
+        disarm()  # answered: an alarm during the interpreter's exit (handlers reset) would kill it, exit -14
+
+
+def _call(argv: list[str], agent: Agent | None, named: str | None, answer: str, short: bool) -> int:
     store: str | None = None
     try:
         if agent is None:
             raise ValueError(f"no agent {argv[0] if argv else ''!r}; hooks know {', '.join(sorted(AGENTS))}")
-        payload = _payload()
+        agent, named, payload = caller(agent, named, _payload(), os.environ)  # Copilot runs Claude's hooks too
         name = event_name(payload, named)
         folder = agent.folder(payload, os.environ)
         if name is None or name not in agent.events or folder is None:
@@ -71,9 +81,10 @@ def main(argv: list[str]) -> int:
         store = store_path_for(workspace, home_path)
         _store.append(store)
         project = {var: os.environ[var] for var in agent.project_env if os.environ.get(var)}
-        if not _to_watcher(store, agent.name, name, payload, project):
-            if agent.events[name] != SESSION_END and not short:
-                _start_watcher(workspace, store)
+        taken = _to_watcher(store, agent.name, name, payload, project)
+        if taken is None and agent.events[name] != SESSION_END and not short:
+            _start_watcher(workspace, store)  # none listens
+        if not taken:
             _directly(workspace, agent, name, payload, project)
     except BaseException as exc:  # noqa: BLE001 - a hook fails open, whatever failed
         hooklog.record(store, argv[0] if argv else "?", named or "?", f"{type(exc).__name__}: {exc}", failed=True)
@@ -98,9 +109,10 @@ def _answer(answer: str) -> int:
     return 0
 
 
-def _arm(seconds: int, answer: str, agent: str, event: str) -> None:
+def _arm(seconds: int, answer: str, agent: str, event: str) -> Callable[[], None]:
     """Give up after ``seconds``: log it, answer, and leave at once (``os._exit``:
-    nothing half done is waited for; the store is crash-safe at any moment)."""
+    nothing half done is waited for; the store is crash-safe at any moment).
+    Returns what disarms it."""
 
     def give_up(*_: object) -> None:
         where = _store[0] if _store else None
@@ -113,12 +125,17 @@ def _arm(seconds: int, answer: str, agent: str, event: str) -> None:
 
         signal.signal(signal.SIGALRM, give_up)
         signal.alarm(seconds)
-    else:
-        import threading
 
-        timer = threading.Timer(seconds, give_up)
-        timer.daemon = True
-        timer.start()
+        def disarm() -> None:
+            signal.alarm(0)
+
+        return disarm
+    import threading
+
+    timer = threading.Timer(seconds, give_up)
+    timer.daemon = True
+    timer.start()
+    return timer.cancel
 
 
 def _payload() -> dict[str, Any]:
@@ -131,16 +148,20 @@ def _payload() -> dict[str, Any]:
     return found
 
 
-def _to_watcher(store: str, agent: str, name: str, payload: dict[str, Any], project: dict[str, str]) -> bool:
+def _to_watcher(store: str, agent: str, name: str, payload: dict[str, Any], project: dict[str, str]) -> bool | None:
     """Whether the watcher serving ``store`` took the event (and logged what came of
-    it); False where none answered or it declined: the caller records it itself."""
+    it); the caller records it itself where not: False where one listens but
+    declined or did not answer in time (busy: starting another would be no
+    use), None where none listens."""
     if os.environ.get("SNAPSHOTTER_NO_WATCHER", "") not in ("", "0"):
         return False
     key = wire.read_key(store)
     if key is None:
-        return False
+        return None
     try:
         channel = wire.connect(wire.address_of(store), key, CONNECT_TIMEOUT)
+    except (FileNotFoundError, ConnectionRefusedError):  # none, or the socket a killed one left
+        return None
     except (OSError, EOFError, wire.Refused):
         return False
     with channel:
@@ -161,8 +182,9 @@ def _to_watcher(store: str, agent: str, name: str, payload: dict[str, Any], proj
 
 def _directly(workspace: str, agent: Agent, name: str, payload: dict[str, Any], project: dict[str, str]) -> None:
     """Record the event in this process, as the watcher would."""
-    from snapshotter.api import Snapshotter
-    from snapshotter.frontends import config, hookevents
+    from snapshotter.facade.api import Snapshotter
+    from snapshotter.frontends.hooks import hookevents
+    from snapshotter.frontends.shared import config
 
     event = hookevents.parse(agent, name, payload, project)
     if event is None:
@@ -177,7 +199,8 @@ def _directly(workspace: str, agent: Agent, name: str, payload: dict[str, Any], 
 
 def _start_watcher(workspace: str, store: str) -> None:
     """A detached copy of this process serving ``workspace`` (see the module's
-    docstring); nothing where it cannot be had or another hook is starting one."""
+    docstring); nothing where it cannot be had, another hook is starting one, or
+    the last ones failed and their back-off has not passed (``watchstart``)."""
     if not hasattr(os, "fork") or sys.platform == "win32":
         return
     if os.environ.get("SNAPSHOTTER_NO_WATCHER", "") not in ("", "0"):
@@ -186,20 +209,15 @@ def _start_watcher(workspace: str, store: str) -> None:
 
     if importlib.util.find_spec("watchdog") is None:
         return
-    import tempfile
+    from snapshotter.frontends.hooks import watchstart
 
-    note = os.path.join(tempfile.gettempdir(), f"snapshotter-{os.getuid()}-{os.path.basename(store)}.starting")
-    try:
-        if time.time() - os.stat(note).st_mtime < STARTING_STALE:
-            return  # another hook is starting one right now
-        os.unlink(note)
-    except OSError:
-        pass
-    try:
-        os.close(os.open(note, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    except OSError:
+    if not watchstart.claim(store):
         return
-    child = os.fork()
+    try:
+        child = os.fork()
+    except OSError:
+        watchstart.released(store)
+        return
     if child:
         os.waitpid(child, 0)  # the go-between leaves at once; the watcher is its child
         return
@@ -207,30 +225,60 @@ def _start_watcher(workspace: str, store: str) -> None:
         os.setsid()
         if os.fork():
             os._exit(0)
-        _serve_detached(workspace, note)
+        _serve_detached(workspace, store)
     finally:
         os._exit(0)
 
 
-def _serve_detached(workspace: str, note: str) -> None:
-    """The watcher's side of the fork: no terminal, no streams of the agent's."""
+def _serve_detached(workspace: str, store: str) -> None:
+    """The watcher's side of the fork: no terminal, no streams of the agent's; it
+    gives up if it does not listen within ``watchstart.START_LIMIT`` seconds, and
+    says why it could not start (or stopped) in the hooks log."""
     import signal
 
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    from snapshotter.frontends.hooks import watchstart
+
+    watchstart.starting(store, os.getpid())
+
+    def too_slow(*_: object) -> None:
+        _start_failed(store, f"it did not listen within {watchstart.START_LIMIT:.0f} s")
+        os._exit(0)
+
+    signal.signal(signal.SIGALRM, too_slow)
+    signal.alarm(int(watchstart.START_LIMIT))
     quiet = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(quiet, fd)
     os.closerange(3, 1024)
     sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the standard streams, on /dev/null now
     sys.stdout = sys.stderr = open(1, "w", closefd=False)  # noqa: SIM115
-    from snapshotter.frontends import cli, config, watchserver
+    listening: list[bool] = []
+
+    def ready() -> None:
+        signal.alarm(0)
+        listening.append(True)
 
     try:
+        from snapshotter.frontends.cli import cli
+        from snapshotter.frontends.shared import config
+        from snapshotter.frontends.watch import watchserver
+
         settings = config.resolve(workspace, {})
-        watchserver.serve(workspace, settings, cli.run, cli.Console, for_hooks=True)
-    finally:
-        try:
-            os.unlink(note)
-        except OSError:
-            pass
+        why = watchserver.serve(workspace, settings, cli.run, cli.Console, for_hooks=True, ready=ready)
+    except BaseException as exc:  # noqa: BLE001 - said in the hooks log, whatever it was
+        signal.alarm(0)
+        _start_failed(store, f"{type(exc).__name__}: {exc}", stopped=bool(listening))
+    else:
+        if why is not None:  # another watcher serves the workspace already: no failure
+            watchstart.released(store)
+
+
+def _start_failed(store: str, reason: str, stopped: bool = False) -> None:
+    """Record that the watcher could not start (or stopped on an error), and when the next hook tries again."""
+    from snapshotter.frontends.hooks import watchstart
+
+    found = watchstart.failed(store, reason)
+    again = time.strftime("%H:%M:%S", time.localtime(found.retry_at))
+    what = "stopped" if stopped else "could not start"
+    outcome = f"{what}: {reason}; hook calls record their events themselves (slower); the next hook tries at {again}"
+    hooklog.record(store, "watcher", "start", outcome, failed=True)

@@ -10,6 +10,7 @@ const PAGE = 100;
 const PRE_TURN = "pre-turn:";
 const POST_TURN = "post-turn:";
 const PERSON = "";
+const BUDGET = 1000; // lines (or files) drawn at once: the rest waits behind a "Show more" button
 
 const state = {
   snaps: [], // newest first, as `log` lists them
@@ -19,6 +20,7 @@ const state = {
   done: false,
   picked: [], // up to two ids to compare
   view: null, // what the detail panel shows: a function that draws it again
+  reverted: new Map(), // hunk id -> when this page reverted it (a revert's own record: not offered again)
 };
 
 // -- talking to the server ------------------------------------------------------------------
@@ -66,22 +68,47 @@ function el(tag, attrs = {}, ...children) {
 }
 
 const short = (id) => id.slice(0, 12);
-const firstLine = (text) => (text || "").split("\n")[0];
+const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+// A text from the folder's history as it is stored, never turned around: bidi controls shown, not obeyed.
+const readable = (text) =>
+  (text || "").replace(BIDI, (ch) => `<U+${ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}>`);
+const firstLine = (text) => readable((text || "").split("\n")[0]);
 const laneOf = (snap) => snap.session || PERSON;
 
-function when(iso) {
-  const date = new Date(iso);
-  return [date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false }), date.toLocaleDateString()];
+function pad(n) {
+  return String(n).padStart(2, "0");
 }
 
-function hue(key) {
-  let h = 0;
-  for (const ch of key) h = (h * 31 + ch.codePointAt(0)) % 360;
+// One time format everywhere (timeline, detail header): 24-hour, the day as YYYY-MM-DD, local time.
+function when(iso) {
+  const date = new Date(iso);
+  const time = `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`;
+  return [time, `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}`];
+}
+
+const stamp = (iso) => when(iso).reverse().join(" ");
+
+// Lane colours: a fixed palette of clearly different colours. A session's slot is
+// its name's hash, moved on to the next free slot when another lane on the page
+// has it, so names alike (agent-a, agent-b) never share a colour; the same history
+// gives the same colours at every load. Past the palette: hues a golden angle apart.
+const PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#17becf", "#e377c2", "#8c564b", "#b5a000"];
+const colours = new Map();
+
+function fnv(key) {
+  let h = 0x811c9dc5;
+  for (const ch of key) h = Math.imul(h ^ ch.codePointAt(0), 0x01000193) >>> 0;
   return h;
 }
 
 function laneColor(key) {
-  return key === PERSON ? "hsl(215 15% 55%)" : `hsl(${hue(key)} 65% 45%)`;
+  if (key === PERSON) return "hsl(215 15% 55%)";
+  if (!colours.has(key)) {
+    const taken = new Set(colours.values());
+    const free = PALETTE.map((_, k) => PALETTE[(fnv(key) + k) % PALETTE.length]).find((c) => !taken.has(c));
+    colours.set(key, free || `hsl(${Math.round((colours.size * 137.508) % 360)} 60% 42%)`);
+  }
+  return colours.get(key);
 }
 
 function laneName(key) {
@@ -128,7 +155,10 @@ function add(snaps, newer) {
   for (const snap of kept) {
     state.byId.set(snap.id, snap);
     const lane = laneOf(snap);
-    if (!state.lanes.includes(lane)) state.lanes.push(lane);
+    if (!state.lanes.includes(lane)) {
+      state.lanes.push(lane);
+      laneColor(lane);
+    }
     if (snap.metadata.agent && !state.agents.has(lane)) state.agents.set(lane, snap.metadata.agent);
   }
   state.snaps = newer ? [...kept, ...state.snaps] : [...state.snaps, ...kept];
@@ -173,6 +203,9 @@ function drawTimeline() {
     head.style.setProperty("--lane", laneColor(lane));
     heads.append(head);
   }
+  const table = document.getElementById("lanes");
+  table.style.minWidth = `calc(4.2rem + ${lanes.length} * 9.5rem)`;
+  table.style.maxWidth = `calc(4.2rem + ${lanes.length} * 18rem)`;
   const turnOf = turns();
   const rows = document.getElementById("rows");
   rows.replaceChildren();
@@ -186,10 +219,28 @@ function drawTimeline() {
     const [time, day] = when(snap.created_at);
     rows.append(el("tr", {}, el("td", { class: "when", title: `${day} ${time}` }, time), ...cells));
   }
+  hiddenLanes();
   if (!document.body.dataset.ready) {
     document.body.dataset.readyAt = String(Math.round(performance.now())); // ms since navigation: bench_ui.py
     document.body.dataset.ready = "1";
   }
+}
+
+function hiddenLanes() {
+  // Lanes that do not fit are to the right (the timeline scrolls): say how many, and go there on a click.
+  const timeline = document.getElementById("timeline");
+  const right = timeline.getBoundingClientRect().right;
+  const left = timeline.getBoundingClientRect().left + 64;
+  const heads = [...document.querySelectorAll(".lane-head")];
+  const after = heads.filter((head) => head.getBoundingClientRect().right > right + 1).length;
+  const before = heads.filter((head) => head.getBoundingClientRect().left < left - 1).length;
+  const note = document.getElementById("lanes-more");
+  note.hidden = !after && !before;
+  const parts = [];
+  if (before) parts.push(`← ${before} lane${before === 1 ? "" : "s"} to the left`);
+  if (after) parts.push(`${after} more lane${after === 1 ? "" : "s"} to the right →`);
+  note.textContent = parts.join(" · ");
+  note.onclick = () => timeline.scrollBy({ left: after ? timeline.clientWidth / 2 : -timeline.clientWidth / 2 });
 }
 
 function turnRow(turn, width, lane) {
@@ -246,7 +297,7 @@ function card(snap, turn) {
     el(
       "div",
       { class: "message" },
-      snap.label ? el("span", { class: "label" }, snap.label) : null,
+      snap.label ? el("span", { class: "label" }, readable(snap.label)) : null,
       firstLine(snap.message) || (snap.label ? "" : "(no message)"),
     ),
   );
@@ -267,6 +318,31 @@ function pick(id, on) {
 
 // -- the detail panel --------------------------------------------------------------------------
 
+function paged(items, draw, cost, noun) {
+  // Draw items until BUDGET is spent (always at least one), the rest behind a button that
+  // draws the next part: a big change's first screen is ready at once, and nothing is ever
+  // passed as one argument list or walked by recursion, whatever its size.
+  // Returns the button (to put after what holds the items), or null when all are drawn.
+  let at = 0;
+  const button = el("button", { type: "button", class: "small show-more" });
+  const next = () => {
+    let spent = 0;
+    while (at < items.length && (spent === 0 || spent + cost(items[at]) <= BUDGET)) {
+      spent += cost(items[at]);
+      draw(items[at]);
+      at += 1;
+    }
+    const left = items.length - at;
+    if (left) button.textContent = `Show more: ${left.toLocaleString("en")} ${noun} not shown yet`;
+    else button.remove();
+  };
+  button.addEventListener("click", next);
+  next();
+  return at < items.length ? button : null;
+}
+
+const patchLines = (hunk) => hunk.old_lines + hunk.additions + 1;
+
 async function show(view) {
   state.view = view;
   const panel = document.getElementById("detail");
@@ -282,9 +358,9 @@ async function show(view) {
 
 async function snapshotView(snap) {
   const head = [
-    el("h2", {}, "snapshot ", el("code", {}, short(snap.id)), snap.label ? el("span", { class: "label" }, snap.label) : null),
-    el("p", { class: "message-full" }, snap.message || "(no message)"),
-    el("p", { class: "meta" }, `${laneName(laneOf(snap))} · ${new Date(snap.created_at).toLocaleString()}`),
+    el("h2", {}, "snapshot ", el("code", {}, short(snap.id)), snap.label ? el("span", { class: "label" }, readable(snap.label)) : null),
+    el("p", { class: "message-full" }, readable(snap.message) || "(no message)"),
+    el("p", { class: "meta" }, `${laneName(laneOf(snap))} · `, el("time", { dateTime: snap.created_at }, stamp(snap.created_at))),
   ];
   const actions = el(
     "div",
@@ -339,13 +415,18 @@ async function turnView(turn) {
     el(
       "div",
       { class: "actions" },
-      el("button", { type: "button", class: "danger", onclick: () => revertTurn(turn, null) }, "Revert this turn…"),
+      hunks.every((hunk) => state.reverted.has(hunk.id))
+        ? null
+        : el("button", { type: "button", class: "danger", onclick: () => revertTurn(turn, null, hunks) }, "Revert this turn…"),
     ),
   ];
   const byPath = group(hunks);
-  const files = [...byPath.keys()].map((path) =>
-    fileSection({ path }, byPath.get(path), (hunk) => revertTurn(turn, hunk), false),
-  );
+  const files = [...byPath.keys()].map((path) => {
+    const parts = byPath.get(path);
+    // A turn that leaves no line of the file (it deleted or emptied it): nothing there to blame.
+    const gone = parts.every((hunk) => hunk.kind === "lines" && hunk.new_start === 0 && hunk.new_lines === 0);
+    return fileSection({ path, status: gone ? "no lines left" : undefined, blameable: !gone }, parts, (hunk) => revertTurn(turn, hunk), false);
+  });
   return [...head, ...(files.length ? files : [el("p", { class: "empty" }, "The turn changed nothing.")])];
 }
 
@@ -353,9 +434,11 @@ async function changeView(from, to, { files }) {
   const [diffs, hunks] = await Promise.all([read("diff", { from, to }), read("hunks", { from, to })]);
   if (!diffs.length) return [el("p", { class: "empty" }, "No file changed.")];
   const byPath = group(hunks);
-  return diffs.map((diff) =>
-    fileSection(diff, byPath.get(diff.path) || [], (hunk) => revertHunk(from, to, hunk), files),
-  );
+  const sections = el("div", { class: "files" });
+  const cost = (diff) => 1 + (byPath.get(diff.path) || []).reduce((sum, hunk) => sum + patchLines(hunk), 0);
+  const draw = (diff) =>
+    sections.append(fileSection(diff, byPath.get(diff.path) || [], (hunk) => revertHunk(from, to, hunk), files));
+  return [sections, paged(diffs, draw, cost, "files")].filter(Boolean);
 }
 
 function group(hunks) {
@@ -369,7 +452,7 @@ function group(hunks) {
 
 function fileSection(diff, hunks, onRevert, tickable) {
   const notes = [];
-  if (diff.status) notes.push(el("span", { class: `status ${diff.status}` }, diff.status.replace("_", " ")));
+  if (diff.status) notes.push(el("span", { class: `status ${diff.status.split(" ")[0]}` }, diff.status.replace("_", " ")));
   if (diff.binary) notes.push(el("span", { class: "note" }, "binary"));
   if (diff.old_mode === "120000" || diff.new_mode === "120000") notes.push(el("span", { class: "note" }, "symlink"));
   if (diff.old_mode && diff.new_mode && diff.old_mode !== diff.new_mode) {
@@ -384,17 +467,33 @@ function fileSection(diff, hunks, onRevert, tickable) {
     tickable ? el("input", { type: "checkbox", class: "restore-file", value: diff.path, title: "restore this file" }) : null,
     el("code", { class: "path" }, diff.path),
     ...notes,
-    diff.status !== "deleted"
-      ? el("button", { type: "button", class: "small", onclick: () => show(() => blameView(diff.path)) }, "blame")
-      : null,
   );
-  const body = [];
+  const section = el("section", { class: "file", "data-path": diff.path }, header);
+  if (diff.status !== "deleted" && diff.blameable !== false) {
+    header.append(el("button", { type: "button", class: "small blame", onclick: () => blameFrom(section, diff.path) }, "blame"));
+  }
   const target = symlinkTargets(diff);
-  if (target) body.push(el("p", { class: "note-line" }, target));
-  if (diff.binary) body.push(el("p", { class: "note-line" }, "Binary file: no lines to show."));
-  body.push(...hunks.map((hunk) => hunkBlock(hunk, onRevert)));
-  if (!body.length) body.push(el("p", { class: "note-line" }, diff.status === "deleted" ? "Deleted." : "No line changes."));
-  return el("section", { class: "file", "data-path": diff.path }, header, ...body);
+  if (target) section.append(el("p", { class: "note-line" }, target));
+  if (diff.binary) section.append(el("p", { class: "note-line" }, "Binary file: no lines to show."));
+  const more = paged(hunks, (hunk) => section.append(hunkBlock(hunk, onRevert)), patchLines, "hunks of this file");
+  if (more) section.append(more);
+  if (section.childElementCount === 1) {
+    section.append(el("p", { class: "note-line" }, diff.status === "deleted" ? "Deleted." : "No line changes."));
+  }
+  return section;
+}
+
+async function blameFrom(section, path) {
+  // Blame replaces the view only when there is one to show; a refusal is said in the file's own section.
+  section.querySelector(":scope > .failure")?.remove();
+  let found;
+  try {
+    found = await read("blame", { path });
+  } catch (error) {
+    section.querySelector(".file-head").after(failure(`No blame: ${error.message}`));
+    return;
+  }
+  show(async () => blameView(found));
 }
 
 function symlinkTargets(diff) {
@@ -410,20 +509,27 @@ function symlinkTargets(diff) {
 }
 
 function hunkBlock(hunk, onRevert) {
-  const revert = el(
-    "button",
-    { type: "button", class: "small revert-hunk", "data-hunk": hunk.id, onclick: () => onRevert(hunk) },
-    "Revert this hunk…",
-  );
+  const done = state.reverted.get(hunk.id);
+  const revert = done
+    ? el("span", { class: "reverted-note", title: "reverted from this page; undo or the safety snapshot brings it back" }, `reverted at ${done}`)
+    : el(
+        "button",
+        { type: "button", class: "small revert-hunk", "data-hunk": hunk.id, onclick: () => onRevert(hunk) },
+        "Revert this hunk…",
+      );
   const lines = hunk.patch.replace(/\n$/, "").split("\n");
   const header = hunk.kind === "lines" ? lines.shift() : lines.join("; "); // a mode or whole-file hunk: its words
-  const body = hunk.kind === "lines" ? sideBySide(hunk, lines) : null;
-  return el("div", { class: "hunk", "data-hunk": hunk.id }, el("div", { class: "hunk-head" }, el("code", {}, header), revert), body);
+  const body = hunk.kind === "lines" ? sideBySide(hunk, lines) : [];
+  const head = el("div", { class: "hunk-head" }, el("code", {}, header), revert);
+  const block = el("div", { class: `hunk${done ? " reverted" : ""}`, "data-hunk": hunk.id }, head);
+  for (const part of body) block.append(part);
+  return block;
 }
 
 function sideBySide(hunk, lines) {
   // Context on both sides; a run of removed lines faces the run of added lines after it.
-  const rows = [];
+  // Each side scrolls on its own (code is never wrapped); rows are one line high, so they stay level.
+  const rows = []; // [left number, left text, left kind, right number, right text, right kind]
   let left = hunk.old_start;
   let right = hunk.new_start;
   let removed = [];
@@ -432,7 +538,7 @@ function sideBySide(hunk, lines) {
     for (let i = 0; i < Math.max(removed.length, added.length); i++) {
       const a = removed[i];
       const b = added[i];
-      rows.push(row(a === undefined ? "" : left++, a, a === undefined ? "empty" : "del", b === undefined ? "" : right++, b, b === undefined ? "empty" : "add"));
+      rows.push([a === undefined ? "" : left++, a, a === undefined ? "empty" : "del", b === undefined ? "" : right++, b, b === undefined ? "empty" : "add"]);
     }
     removed = [];
     added = [];
@@ -444,38 +550,38 @@ function sideBySide(hunk, lines) {
     else if (mark === "+") added.push(text);
     else if (mark === "\\") {
       flush();
-      rows.push(el("tr", { class: "no-newline" }, el("td", { colSpan: 4 }, line)));
+      rows.push(["", line, "no-newline", "", line, "no-newline"]);
     } else {
       flush();
-      rows.push(row(left++, text, "same", right++, text, "same"));
+      rows.push([left++, text, "same", right++, text, "same"]);
     }
   }
   flush();
-  return el("table", { class: "sides" }, el("tbody", {}, ...rows));
+  const old = el("tbody");
+  const now = el("tbody");
+  const draw = ([leftNo, leftText, leftKind, rightNo, rightText, rightKind]) => {
+    old.append(row(leftNo, leftText, leftKind));
+    now.append(row(rightNo, rightText, rightKind));
+  };
+  const more = paged(rows, draw, () => 1, "lines of this hunk");
+  const side = (body, name) => el("div", { class: `side ${name}` }, el("table", { class: "side-lines" }, body));
+  return [el("div", { class: "sides" }, side(old, "old"), side(now, "new")), more].filter(Boolean);
 }
 
-function row(leftNo, leftText, leftKind, rightNo, rightText, rightKind) {
-  return el(
-    "tr",
-    {},
-    el("td", { class: "no" }, leftNo),
-    el("td", { class: `text ${leftKind}` }, leftText ?? ""),
-    el("td", { class: "no" }, rightNo),
-    el("td", { class: `text ${rightKind}` }, rightText ?? ""),
-  );
+function row(number, text, kind) {
+  return el("tr", {}, el("td", { class: "no" }, number), el("td", { class: `text ${kind}` }, text ?? ""));
 }
 
-async function blameView(path) {
-  const found = await read("blame", { path });
+function blameView(found) {
   const origins = new Map();
   const table = el("tbody");
   const byLine = new Map();
   for (const run of found.runs) for (let k = 0; k < run.count; k++) byLine.set(run.start + k, run.origin);
-  found.lines.forEach((text, index) => {
+  const numbered = found.lines.map((text, index) => [text, index]);
+  const draw = ([text, index]) => {
     const origin = byLine.get(index + 1) || { who: "unknown" };
     const key = origin.who === "session" ? origin.session || PERSON : `(${origin.who})`;
     const who = origin.who === "session" ? `${laneName(origin.session || PERSON)}${origin.turn ? ` turn ${origin.turn}` : ""}` : origin.who === "workspace" ? "not snapshotted" : origin.who;
-    origins.set(key, who.replace(/ turn \d+$/, ""));
     const line = el(
       "tr",
       { class: `blame ${origin.who}` },
@@ -485,8 +591,14 @@ async function blameView(path) {
     );
     if (origin.who === "session") line.style.setProperty("--lane", laneColor(origin.session || PERSON));
     table.append(line);
-  });
-  const legend = el("p", { class: "legend" });
+  };
+  for (const run of found.runs) {
+    const origin = run.origin;
+    const key = origin.who === "session" ? origin.session || PERSON : `(${origin.who})`;
+    if (!origins.has(key)) origins.set(key, origin.who === "session" ? laneName(key) : origin.who === "workspace" ? "not snapshotted" : origin.who);
+  }
+  const more = paged(numbered, draw, () => 1, "lines");
+  const legend = el("p", { class: "legend" }, el("span", { class: "legend-title" }, "colour by session:"));
   for (const [key, name] of origins) {
     const chip = el("span", { class: "chip" }, name);
     if (!key.startsWith("(")) chip.style.setProperty("--lane", laneColor(key));
@@ -496,8 +608,9 @@ async function blameView(path) {
     el("h2", {}, "blame ", el("code", {}, found.path)),
     el("p", { class: "meta" }, `${found.depth} snapshots read${found.limited ? `; stopped at the limit of ${found.limit}` : ""}`),
     legend,
-    el("table", { class: "blame-lines" }, table),
-  ];
+    el("div", { class: "blame-scroll" }, el("table", { class: "blame-lines" }, table)),
+    more,
+  ].filter(Boolean);
 }
 
 function chosenFiles() {
@@ -551,7 +664,7 @@ function revertPlan(plan, hunk) {
   ].filter(Boolean);
 }
 
-async function act(title, name, body, planOf, hunk) {
+async function act(title, name, body, planOf, hunk, taken = []) {
   let plan;
   try {
     plan = await change(name, { ...body, dry_run: true });
@@ -565,6 +678,8 @@ async function act(title, name, body, planOf, hunk) {
   let outcome = [`${title}: done`, false];
   try {
     await change(name, { ...body, dry_run: false });
+    const [time] = when(new Date().toISOString());
+    for (const id of hunk ? [hunk.id] : taken) state.reverted.set(id, time);
   } catch (error) {
     outcome = [error.message, true];
   }
@@ -588,10 +703,12 @@ function revertHunk(from, to, hunk) {
   return act(`Revert one hunk of ${hunk.path}`, "revert", { before: from, after: to, hunks: [hunk.id] }, revertPlan, hunk);
 }
 
-function revertTurn(turn, hunk) {
-  const body = { pre: turn.pre.id, session: turn.lane, hunks: hunk ? [hunk.id] : [] };
+function revertTurn(turn, hunk, all = []) {
+  // The turn is named by its pre-turn snapshot (whose session says whose turn it is); what the
+  // revert writes is the person's, in the person's lane: no session is sent.
+  const body = { pre: turn.pre.id, hunks: hunk ? [hunk.id] : [] };
   const title = hunk ? `Revert one hunk of turn ${turn.number}` : `Revert turn ${turn.number}`;
-  return act(title, "revert-turn", body, revertPlan, hunk);
+  return act(title, "revert-turn", body, revertPlan, hunk, all.map((one) => one.id));
 }
 
 async function pin(snap) {
@@ -624,6 +741,8 @@ function listen() {
 
 async function start() {
   document.getElementById("more").addEventListener("click", loadOlder);
+  document.getElementById("timeline").addEventListener("scroll", hiddenLanes, { passive: true });
+  window.addEventListener("resize", hiddenLanes);
   await loadOlder();
   listen();
   read("sessions")

@@ -1,0 +1,178 @@
+"""The ``snapshotter`` command as a new process, beside git's, in the same run (issue #51).
+
+    python benchmarks/bench_engine.py --new-process --sizes 100000 --runs 7     # the same as:
+    python benchmarks/bench_commands.py --files 100000 --runs 7 [--json out.json]
+
+Every row is a whole process, started the way a person or a script starts it
+(the installed console script), alternating with its comparison run by run (the
+order flips every run), with no watcher (``SNAPSHOTTER_NO_WATCHER=1``) and no
+user config. Rows that walk the folder compare with git on a shadow repository
+of the same folder (``git add -A && git write-tree``; ``git status --porcelain``;
+``git diff --stat``); rows that do not walk compare with ``python -c pass``
+(issue #51 item 2: at most 3x). The median and the minimum are reported, and
+the ratio of the medians: on a machine shared with other work, the minimum is
+the better guide to what the code costs, the median to what a user waits.
+
+This is a measurement, not a test: run it by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+
+from bench_engine import GIT_ENV, change, generate  # noqa: E402
+
+SCRIPT = Path(sys.executable).parent / "snapshotter"
+COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "snapshotter"]
+WALKING = [
+    ("snapshot, nothing changed", ["snapshot", "-m", "b"], "git add -A && git write-tree", "snapshot"),
+    ("snapshot, 10 changed", ["snapshot", "-m", "b"], "git add -A && git write-tree", "snapshot"),
+    ("status", ["status"], "git status --porcelain", "status"),
+    ("diff --stat", ["diff", "--stat"], "git diff --stat", "diffstat"),
+]
+"""(row, snapshotter's words, git's command as shown, git's side)."""
+NOT_WALKING = [
+    ["--version"],
+    ["--help"],
+    ["where"],
+    ["config"],
+    ["hooks", "status"],
+    ["log", "-n", "20"],
+    ["show", "@"],
+    ["sessions"],
+]
+"""Commands that do not walk the folder: each beside ``python -c pass``."""
+
+
+def run(command: list[str], cwd: Path, env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def git_side(ws: Path, shadow: Path, side: str) -> list[list[str]]:
+    git = shutil.which("git")
+    assert git is not None
+    base = [git, "--git-dir", str(shadow), "--work-tree", str(ws)]
+    if side == "snapshot":
+        return [[*base, "add", "-A"], [*base, "write-tree"]]
+    if side == "status":
+        return [[*base, "status", "--porcelain"]]
+    return [[*base, "diff", "--stat"]]
+
+
+def pair(
+    ours: list[str], theirs: list[list[str]], runs: int, cwd: Path, env: dict[str, str], before: Any = None
+) -> dict[str, Any]:
+    """Alternate ours and theirs ``runs`` times (the order flipping each run); ``before()`` runs before each run."""
+    times: dict[str, list[float]] = {"ours": [], "theirs": []}
+    for index in range(runs):
+        order = ("ours", "theirs") if index % 2 == 0 else ("theirs", "ours")
+        if before is not None:
+            before()
+        for side in order:
+            if side == "ours":
+                times["ours"].append(run([*COMMAND, *ours], cwd, env))
+            else:
+                times["theirs"].append(sum(run(step, cwd, dict(os.environ, **GIT_ENV)) for step in theirs))
+    medians = {side: statistics.median(values) for side, values in times.items()}
+    return {
+        "times": times,
+        "median": medians,
+        "min": {side: min(values) for side, values in times.items()},
+        "ratio": medians["ours"] / medians["theirs"],
+        "ratio_of_mins": min(times["ours"]) / min(times["theirs"]),
+    }
+
+
+def measure(files: int, runs: int, scratch: Path) -> dict[str, Any]:
+    ws = scratch / "ws"
+    ws.mkdir(parents=True)
+    print(f"generating {files:,} files ...", flush=True)
+    paths = generate(ws, files)
+    env = dict(
+        os.environ,
+        SNAPSHOTTER_HOME=str(scratch / "home"),
+        SNAPSHOTTER_CONFIG=str(scratch / "no-user-config.toml"),
+        SNAPSHOTTER_NO_WATCHER="1",
+    )
+    shadow = scratch / "shadow.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(shadow)], env=dict(os.environ, **GIT_ENV), check=True)
+    (shadow / "info" / "exclude").write_text(".git\n")
+    for command in ([*COMMAND, "snapshot", "-m", "cold"],):  # both sides' cold first snapshot, outside the rows
+        run(command, ws, env)
+    for step in git_side(ws, shadow, "snapshot"):
+        run(step, ws, dict(os.environ, **GIT_ENV))
+    rng = random.Random(7)
+    rows: dict[str, Any] = {}
+    for name, words, shown, side in WALKING:
+        changes = name == "snapshot, 10 changed"
+
+        def before(changes: bool = changes) -> None:
+            if changes:
+                change(paths, 10, rng)  # both sides find the same 10 files changed since their last snapshot
+
+        if name == "status":
+            change(paths, 10, rng)  # both sides compare against a base 10 files behind
+            run([*COMMAND, "snapshot", "-m", "base"], ws, env)
+            for step in git_side(ws, shadow, "snapshot"):
+                run(step, ws, dict(os.environ, **GIT_ENV))
+            change(paths, 10, rng)
+        row = pair(words, git_side(ws, shadow, side), runs, ws, env, before)
+        row["command"] = f"snapshotter {' '.join(words)}  vs  {shown}"
+        rows[name] = row
+        say(name, row)
+    for words in NOT_WALKING:
+        row = pair(words, [[sys.executable, "-c", "pass"]], runs, ws, env)
+        row["command"] = f"snapshotter {' '.join(words)}  vs  python -c pass"
+        rows[" ".join(words)] = row
+        say(" ".join(words), row)
+    return {"files": files, "runs": runs, "rows": rows, "load_average": os.getloadavg(), "cpus": os.cpu_count()}
+
+
+def say(name: str, row: dict[str, Any]) -> None:
+    med, low = row["median"], row["min"]
+    print(
+        f"{name:28} ours {med['ours']:.3f} s (min {low['ours']:.3f})  theirs {med['theirs']:.3f} s"
+        f" (min {low['theirs']:.3f})  ratio {row['ratio']:.2f} (of mins {row['ratio_of_mins']:.2f})",
+        flush=True,
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--json", help="also write every raw time to this file")
+    parser.add_argument("--scratch", help="folder for the workspace and stores (default: a temp folder, removed)")
+    args = parser.parse_args(argv)
+    if shutil.which("git") is None:
+        raise SystemExit("git is needed on PATH for the side-by-side figures")
+    scratch = Path(args.scratch or tempfile.mkdtemp(prefix="snapcmd-")).resolve()
+    print(f"load average before: {os.getloadavg()}; {os.cpu_count()} cpus", flush=True)
+    try:
+        result = measure(args.files, args.runs, scratch)
+    finally:
+        if not args.scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+    print(f"load average after: {os.getloadavg()}", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,392 @@
+"""``packed-refs`` as git writes it: sorted, searched without being read whole,
+rewritten around the lines that change.
+
+A store keeps a ref per snapshot, so at 100,000 snapshots ``packed-refs`` holds
+some 7 MB of ``<id> <name>`` lines. Parsing it whole (as dulwich does) at each
+open would make every call cost more as the history grows. git writes the
+file sorted by name and says so in its first line (``# pack-refs with: peeled
+fully-peeled sorted``); git itself then finds a ref by a binary search. So
+does :class:`View`: it reads the file in 16 KiB blocks, only those a search
+or a walk from one end of a name range touches, each once per version of the
+file. A file that does not say it is sorted (written by an old git or by hand)
+is read whole once and sorted in memory.
+
+:func:`rewritten` makes the new content from the old and a few changes: the old
+bytes are copied around the lines that change, never parsed whole. The new
+file always says ``sorted`` and keeps the peeling traits the old one claimed
+(every ref in snapshotter's namespaces names a commit: nothing to peel).
+:func:`rewrite` writes it as git does: ``packed-refs.lock`` made exclusively,
+written, synced, renamed over ``packed-refs``, the folder synced.
+
+Every read is guarded as the store's side files are (``fsutil.open_side_file``:
+a regular file, never through a symlink, never blocking): a file that is not
+one, too large, or damaged where a search reads it is a :class:`StoreError`
+naming it, never taken as empty (a gc would then drop what it names).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import time
+from collections.abc import Iterator, Mapping
+
+from snapshotter.engine.fsutil import NO_FOLLOW, USE_CTIME, open_side_file, read_side_file, settled, sync_folder
+from snapshotter.errors import StoreError
+
+FILE_NAME = "packed-refs"
+CAP = 64 << 20
+"""About 70 bytes a ref: 64 MiB is some 900,000 refs, far more than any retention keeps."""
+BLOCK = 2 << 10
+GIT_HEADER = b"# pack-refs with: peeled fully-peeled sorted \n"
+"""What git 2.39 writes first (the space before the newline included)."""
+_HEX40 = re.compile(rb"[0-9a-f]{40}")
+LOCK_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_FOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+"""A lock file is made exclusively, owner-only, never through a symlink."""
+
+Identity = tuple[int, int, int, int]
+"""(inode, size, mtime_ns, ctime_ns) of one version of the file."""
+
+
+class Changed(Exception):
+    """The file was replaced while a view of it was being read: ask again."""
+
+
+def prefix_end(prefix: bytes) -> bytes:
+    """The first name after every name starting with ``prefix`` (``refs/a/`` -> ``refs/a0``)."""
+    return prefix[:-1] + bytes([prefix[-1] + 1])
+
+
+class View:
+    """One version of ``packed-refs``: its traits, and its lines read as asked."""
+
+    def __init__(self, path: str, identity: Identity | None, traits: frozenset[bytes], body: int) -> None:
+        self.path = path
+        self.identity = identity
+        """None: there is no file (an empty view)."""
+        self.traits = traits
+        self.start = body
+        """Where the first ref line begins (after the header, if any)."""
+        self.size = identity[1] if identity is not None else 0
+        self._blocks: dict[int, bytes] = {}
+        self._whole: bytes | None = None
+        """The sorted content of a file that did not say it was sorted (read whole)."""
+
+    @classmethod
+    def empty(cls, path: str) -> View:
+        return cls(path, None, frozenset({b"peeled", b"fully-peeled", b"sorted"}), 0)
+
+    # -- reading bytes ------------------------------------------------------------------
+
+    def read(self, start: int, end: int) -> bytes:
+        """Bytes ``start``..``end`` of the file (of the sorted copy, for an unsorted one)."""
+        end = min(end, self.size)
+        if start >= end:
+            return b""
+        if self._whole is not None:
+            return self._whole[start:end]
+        first, last = start // BLOCK, (end - 1) // BLOCK
+        missing = [i for i in range(first, last + 1) if i not in self._blocks]
+        if missing:
+            self._fetch(missing[0], missing[-1])
+        data = b"".join(self._blocks[i] for i in range(first, last + 1))
+        return data[start - first * BLOCK : end - first * BLOCK]
+
+    def _fetch(self, first: int, last: int) -> None:
+        fd, st = _open(self.path)
+        try:
+            if _identity(st) != self.identity:
+                raise Changed
+            data = os.pread(fd, (last - first + 1) * BLOCK, first * BLOCK)
+        finally:
+            os.close(fd)
+        for i in range(first, last + 1):
+            self._blocks[i] = data[(i - first) * BLOCK : (i - first + 1) * BLOCK]
+
+    def set_whole(self, data: bytes) -> None:
+        self._whole, self.size = data, len(data)
+
+    # -- lines --------------------------------------------------------------------------
+
+    def _line_start(self, position: int) -> int:
+        """The start of the record holding byte ``position`` (a ref line; a peeled
+        line ``^<id>`` belongs to the ref line before it)."""
+        while True:
+            start = self._rfind_newline(position) + 1
+            start = max(start, self.start)
+            if start <= self.start or self.read(start, start + 1) != b"^":
+                return start
+            position = start - 1
+
+    def _rfind_newline(self, position: int) -> int:
+        """The offset of the last newline before ``position`` (``start - 1`` if none)."""
+        low = position
+        while low > self.start:
+            low = max(self.start, low - 256)
+            found = self.read(low, position).rfind(b"\n")
+            if found >= 0:
+                return low + found
+        return self.start - 1
+
+    def _record_end(self, start: int) -> int:
+        """Where the record beginning at ``start`` ends (its peeled line included)."""
+        end = self._line_end(start)
+        while end < self.size and self.read(end, end + 1) == b"^":
+            end = self._line_end(end)
+        return end
+
+    def _line_end(self, start: int) -> int:
+        position = start
+        while position < self.size:
+            chunk = self.read(position, position + 256)
+            found = chunk.find(b"\n")
+            if found >= 0:
+                return position + found + 1
+            position += len(chunk)
+        raise StoreError(f"{self.path} is damaged (its last line is cut short); run verify")
+
+    def _record(self, start: int) -> tuple[bytes, bytes, int]:
+        """(name, id, end) of the record at ``start``."""
+        end = self._record_end(start)
+        line = self.read(start, self._line_end(start)).rstrip(b"\n")
+        sha, space, name = line[:40], line[40:41], line[41:]
+        if space != b" " or not _HEX40.fullmatch(sha) or not name:
+            raise StoreError(f"{self.path} is damaged (a line at byte {start} is no ref); run verify")
+        return name, sha, end
+
+    def lower_bound(self, name: bytes) -> int:
+        """The offset of the first record whose name is ``name`` or after it.
+        Past the last record: the file's end, without a search (the end of the
+        snapshots' range usually is: ``refs/snapshots/`` sorts last here)."""
+        low, high = self.start, self.size
+        if low < high and self._record(self._line_start(high - 1))[0] < name:
+            return high
+        while low < high:
+            start = self._line_start(low + (high - low) // 2)
+            if start < low:
+                start = low
+            found, _, end = self._record(start)
+            if found < name:
+                low = end
+            else:
+                high = start
+        return low
+
+    def get(self, name: bytes) -> bytes | None:
+        """The id ``name`` holds here, or None."""
+        at = self.lower_bound(name)
+        if at >= self.size:
+            return None
+        found, sha, _ = self._record(at)
+        return sha if found == name else None
+
+    def forward(self, start: int, end: int) -> Iterator[tuple[bytes, bytes, int]]:
+        """(name, id, offset) of each record in ``start``..``end``, in name order."""
+        position = start
+        while position < end:
+            name, sha, after = self._record(position)
+            yield name, sha, position
+            position = after
+
+    def backward(self, start: int, end: int) -> Iterator[tuple[bytes, bytes, int]]:
+        """(name, id, offset) of each record in ``start``..``end``, last first."""
+        position = end
+        while position > start:
+            record = self._line_start(position - 1)
+            name, sha, _ = self._record(record)
+            yield name, sha, record
+            position = record
+
+    def span(self, prefix: bytes) -> tuple[int, int]:
+        """The byte range holding the names that start with ``prefix``."""
+        return self.lower_bound(prefix), self.lower_bound(prefix_end(prefix))
+
+    def names(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        start, end = self.span(prefix)
+        for name, sha, _ in self.forward(start, end):
+            yield name, sha
+
+    def first_and_last(self, prefix: bytes) -> tuple[int, bytes, bytes]:
+        """A fingerprint of the ``prefix`` range: its length in bytes, its first
+        and last names (empty if none)."""
+        start, end = self.span(prefix)
+        if start >= end:
+            return 0, b"", b""
+        first = self._record(start)[0]
+        last = next(self.backward(start, end))[0]
+        return end - start, first, last
+
+
+class PackedRefs:
+    """``packed-refs`` of one store, read anew only when the file changed."""
+
+    def __init__(self, store_path: str) -> None:
+        self.path = os.path.join(store_path, FILE_NAME)
+        self._view: View | None = None
+        self._view_settled = False
+
+    def view(self) -> View:
+        """The file as it is now (its blocks read before reused while it stays the
+        same file, and had settled when first read)."""
+        try:
+            st = os.stat(self.path, follow_symlinks=False)
+        except FileNotFoundError:
+            self._view = None
+            return View.empty(self.path)
+        except OSError as exc:
+            raise _unreadable(self.path, exc) from None
+        known = self._view
+        if known is not None and self._view_settled and known.identity == _identity(st):
+            return known
+        view = _opened(self.path)
+        self._view, self._view_settled = view, view.identity is not None and _settled(st)
+        return view
+
+    def forget(self) -> None:
+        self._view = None
+
+
+def _opened(path: str) -> View:
+    for _ in range(5):
+        try:
+            fd, st = _open(path)
+        except FileNotFoundError:
+            return View.empty(path)
+        try:
+            if st.st_size > CAP:
+                raise StoreError(
+                    f"{path} is larger than {CAP >> 20} MiB: it may name snapshots, so nothing is done "
+                    "without it; run `git pack-refs` on the store or remove what is not a ref there"
+                )
+            head = os.pread(fd, min(st.st_size, BLOCK), 0)
+        finally:
+            os.close(fd)
+        traits: frozenset[bytes] = frozenset()
+        body = 0
+        if head.startswith(b"#"):
+            newline = head.find(b"\n")
+            if newline < 0:
+                raise StoreError(f"{path} is damaged (its header line never ends); run verify")
+            line = head[:newline]
+            if line.startswith(b"# pack-refs with:"):
+                traits = frozenset(line[len(b"# pack-refs with:") :].split())
+            body = newline + 1
+        view = View(path, _identity(st), traits, body)
+        if b"sorted" not in traits:
+            try:
+                data = read_side_file(path, CAP, follow=False)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise _unreadable(path, exc) from None
+            sorted_body = _sorted_records(path, data[body:])
+            view = View(path, _identity(st), traits, body)
+            view.set_whole(data[:body] + sorted_body)
+        return view
+    raise StoreError(f"{path} kept changing while it was read; try again")
+
+
+def _sorted_records(path: str, body: bytes) -> bytes:
+    """The records of an unsorted file, sorted by name (peeled lines kept with theirs)."""
+    records: list[tuple[bytes, bytes]] = []
+    for line in body.split(b"\n"):
+        if not line or line.startswith(b"#"):
+            continue
+        if line.startswith(b"^"):
+            if not records:
+                raise StoreError(f"{path} is damaged (a peeled line comes first); run verify")
+            name, text = records[-1]
+            records[-1] = (name, text + line + b"\n")
+            continue
+        if line[40:41] != b" " or not _HEX40.fullmatch(line[:40]) or len(line) < 42:
+            raise StoreError(f"{path} is damaged (a line is no ref); run verify")
+        records.append((line[41:], line + b"\n"))
+    records.sort(key=lambda record: record[0])
+    return b"".join(text for _, text in records)
+
+
+def rewritten(view: View, changes: Mapping[bytes, bytes | None]) -> list[bytes]:
+    """The content of ``packed-refs`` with ``changes`` made: name -> id (None:
+    the ref goes), as pieces to write. Only the changed lines are looked at."""
+    traits = set(view.traits) | {b"sorted"} if view.identity is not None else {b"peeled", b"fully-peeled", b"sorted"}
+    order = [trait for trait in (b"peeled", b"fully-peeled", b"sorted") if trait in traits]
+    pieces = [b"# pack-refs with: " + b" ".join(order) + b" \n"]
+    position = view.start
+    for name in sorted(changes):
+        at = view.lower_bound(name)
+        after = at
+        if at < view.size:
+            found, _, end = view._record(at)
+            if found == name:
+                after = end
+        pieces.append(view.read(position, at))
+        sha = changes[name]
+        if sha is not None:
+            pieces.append(sha + b" " + name + b"\n")
+        position = after
+    pieces.append(view.read(position, view.size))
+    return [piece for piece in pieces if piece]
+
+
+def rewrite(store_path: str, changes: Mapping[bytes, bytes | None]) -> None:
+    """Make ``changes`` in ``packed-refs`` (name -> id in hex; None: the ref
+    goes) as git does: ``packed-refs.lock`` made exclusively (held already:
+    another writer, or one that died, which the next holder of the store lock
+    clears), the file read afresh under it, the new content written there,
+    synced and renamed over ``packed-refs``, the folder synced: the new file is
+    durable before any loose ref it now holds is deleted."""
+    path = os.path.join(store_path, FILE_NAME)
+    lock = path + ".lock"
+    try:
+        fd = os.open(lock, LOCK_FLAGS, 0o600)
+    except FileExistsError:
+        raise StoreError(
+            f"{lock} exists: another git process is changing refs (or one died; the next call clears it)"
+        ) from None
+    try:
+        try:
+            for piece in rewritten(_opened(path), changes):
+                view = memoryview(piece)
+                while view:
+                    view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(lock, path)
+    except BaseException:
+        try:
+            os.unlink(lock)
+        except OSError:
+            pass
+        raise
+    sync_folder(store_path)
+
+
+def _open(path: str) -> tuple[int, os.stat_result]:
+    try:
+        return open_side_file(path, follow=False)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
+
+
+def _unreadable(path: str, exc: OSError) -> StoreError:
+    if exc.errno == errno.ELOOP:
+        reason = "a symbolic link"
+    else:
+        reason = exc.strerror or str(exc)
+    return StoreError(
+        f"cannot read {path} ({reason}): it may name snapshots, so nothing is done without it; "
+        "if it is not a file, remove it"
+    )
+
+
+def _identity(st: os.stat_result) -> Identity:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _settled(st: os.stat_result) -> bool:
+    """Whether a later file could not share this one's identity (see ``fsutil.settled``)."""
+    return USE_CTIME and settled(st, time.time_ns())

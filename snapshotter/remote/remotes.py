@@ -1,0 +1,361 @@
+"""Snapshots that outlive the machine: a workspace's snapshots on any git remote.
+
+Everything of one workspace lives on the remote under ``refs/snapshotter/<name>/``
+and nothing else there is ever touched (branches, tags, other namespaces):
+
+- ``snapshots/<commit id>``: one ref per snapshot, named by its id, so two
+  machines pushing different workspaces, or the same one, can never name two
+  snapshots alike, and no push ever moves a ref another made (add only;
+  ``prune`` deletes only refs this store created there and retention dropped
+  since, never one of a snapshot it found there, fetched or not);
+- ``hosts/<host id>/...``: this store's base, pins, undo, redo and turn stacks
+  and its sessions' (labels and sessions travel inside the commits), replaced
+  by each push of this store and of no other (each store has its own host id).
+
+The default name is the folder's name and a short hash of its path, so one
+remote can hold many workspaces. A fetch brings a namespace's snapshots in:
+the same commits, numbered after the ones here. A push first checks every
+file it would send against ``max_push_file_size`` (100 MiB by default, what
+hosted servers refuse) and refuses, naming the file, before a byte is sent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from snapshotter.engine.fsutil import SMALL_FILE_CAP, read_side_file
+from snapshotter.engine.gitstore import replication
+from snapshotter.engine.gitstore.location import store_key
+from snapshotter.engine.gitstore.locking import StoreLock
+from snapshotter.engine.gitstore.store import Store
+from snapshotter.engine.gitstore.trailers import is_snapshot_commit
+from snapshotter.engine.gitstore.transport import Credentials, Remote, open_remote
+from snapshotter.engine.gitstore.wirebudget import Budget
+from snapshotter.engine.session.engine import Engine
+from snapshotter.engine.worktree.ignore import IgnoreStack
+from snapshotter.engine.worktree.statcache import write_atomically
+from snapshotter.errors import InvalidInput, RemoteError, StoreError
+from snapshotter.model import PushResult, RemoteWorkspace, SkippedSnapshot, SnapshotInfo
+from snapshotter.remote import outgoing
+
+PREFIX = b"refs/snapshotter/"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+_HOST_FILE = "host-id"
+_PUSHED = "pushed"
+_LIST_CAP = 64 << 20
+_ARRIVALS = "fetched"
+_PUSH_LOCK = "push.lock"
+PUSH_LOCK_WAIT = 600.0
+"""Seconds a push waits for another push of the same store (a first push of a
+big workspace takes minutes) before StoreLocked."""
+
+
+def check_name(name: object) -> str:
+    """A namespace name is part of ref names: letters, digits, ``.``, ``_``, ``-``."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name or name.endswith(".lock"):
+        raise InvalidInput(f"a remote name is letters, digits, '.', '_' and '-' (at most 100), not {name!r}")
+    return name
+
+
+def default_name(workspace: str) -> str:
+    """The folder's name (its odd characters as ``-``) and 8 digits of its path's hash."""
+    base = re.sub(r"[^A-Za-z0-9._-]+", "-", os.path.basename(workspace.rstrip(os.sep)) or "workspace").strip(".-")
+    return f"{base[:80] or 'workspace'}-{store_key(workspace)[:8]}"
+
+
+def host_id(store: Store) -> str:
+    """This store's id on remotes: random, made once, kept beside the store."""
+    path = os.path.join(store.meta_dir, _HOST_FILE)
+    try:
+        found = read_side_file(path, SMALL_FILE_CAP, follow=False).decode("ascii").strip()
+        if re.fullmatch(r"[0-9a-f]{16}", found):
+            return found
+    except (OSError, UnicodeDecodeError):
+        pass
+    made = secrets.token_hex(8)
+    _write_text(path, made + "\n")
+    return made
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a push or fetch goes: the opened remote and the namespace there."""
+
+    remote: Remote
+    name: str
+    credentials: Credentials | None
+
+    @property
+    def snapshots(self) -> bytes:
+        return PREFIX + self.name.encode() + b"/snapshots/"
+
+
+def target(location: str, name: str, credentials: Credentials | None, budget: Budget | None = None) -> Target:
+    """The remote at ``location`` and namespace ``name``, its reads within ``budget``."""
+    return Target(open_remote(location, credentials, budget=budget), check_name(name), credentials)
+
+
+def check_outside(to: Target, workspace: str) -> None:
+    """Refuse a remote that is a folder inside the workspace: the agent could read
+    or rewrite it, and the next snapshot would take it in."""
+    if not to.remote.is_local:
+        return
+    path = os.path.realpath(to.remote.path)
+    if path == workspace or path.startswith(workspace.rstrip(os.sep) + os.sep):
+        raise InvalidInput(f"the remote {to.remote.shown} is inside the workspace {workspace}; pick a folder outside")
+
+
+def push(
+    store: Store,
+    to: Target,
+    checks: PushChecks,
+    prune: bool,
+    progress: Callable[[int, int], None] | None = None,
+) -> PushResult:
+    """Send this store's snapshots and state to ``to`` (see the module's docstring),
+    one push of this store at a time: a foreground push and the background one
+    would otherwise race for the remote's ref locks and this store's records."""
+    os.makedirs(store.meta_dir, mode=0o700, exist_ok=True)
+    with StoreLock(os.path.join(store.meta_dir, _PUSH_LOCK), PUSH_LOCK_WAIT):
+        try:
+            return _push(store, to, checks, prune, progress)
+        finally:
+            to.remote.release()
+
+
+@dataclass(frozen=True)
+class PushChecks:
+    """What a push checks before sending (see ``outgoing``): the ``policy`` no
+    snapshot's path may match, the ``max_file_size`` (0: none), and whether a
+    snapshot that fails either is left out (``skip_refused``) or refuses the push."""
+
+    policy: IgnoreStack
+    max_file_size: int
+    skip_refused: bool = False
+
+
+def _push(
+    store: Store, to: Target, checks: PushChecks, prune: bool, progress: Callable[[int, int], None] | None
+) -> PushResult:
+    new_there = replication.missing_local_repository(to.remote)
+    there = {} if new_there else replication.remote_refs(to.remote, PREFIX + to.name.encode() + b"/", to.credentials)
+    local = {sha.hex() for sha in store.snapshot_refs().values()}
+    new = sorted(sha for sha in local if to.snapshots + sha.encode() not in there)
+    host_prefix = PREFIX + to.name.encode() + b"/hosts/" + host_id(store).encode() + b"/"
+    state = _state_refs(store, host_prefix)
+    held = {value.decode() for value in there.values()}
+    outgoing_commits = sorted((set(new) | {value.decode() for value in state.values()}) - held)
+    skipped = outgoing.policy_refusals(store, [bytes.fromhex(sha) for sha in outgoing_commits], checks.policy)
+    while True:
+        if skipped and not checks.skip_refused:
+            raise outgoing.refuse(skipped[0], checks.max_file_size)  # before a byte goes
+        left_out = {entry.id for entry in skipped}
+        sending = [sha for sha in new if sha not in left_out]
+        updates = _updates(store, to, there, sending, local, prune, state, left_out)
+        if not updates:
+            break
+        plan = replication.plan(store, [v for v in updates.values() if v is not None], list(there.values()))
+        big = outgoing.oversized(store, plan.objects, checks.max_file_size)
+        if not big:
+            break
+        wanted = [bytes.fromhex(sha) for sha in outgoing_commits if sha not in left_out]
+        more = outgoing.size_refusals(store, big, wanted)
+        if not more:  # reached only through a commit the remote holds: no snapshot to leave out
+            raise outgoing.refuse(SkippedSnapshot("", f"{next(iter(big)).hex()}", "too large"), checks.max_file_size)
+        skipped += more
+    if not updates:
+        return PushResult(to.remote.shown, to.name, 0, 0, 0, 0, tuple(skipped))
+    if new_there:
+        replication.ensure_local_repository(to.remote)
+    sent = replication.send(store, to.remote, updates, to.credentials, plan, progress)
+    refused = _still_refused(to, sent.refused, updates)
+    if refused:
+        first = next(iter(refused.items()))
+        raise RemoteError(f"{to.remote.shown} refused {len(refused)} refs ({first[0]}: {first[1]})")
+    # Only what this push created there, never a snapshot that was there already (another
+    # store's, fetched here): a later prune deletes only what this store made.
+    record = _pushed_file(store, to)
+    made_there = _read_lines(record)
+    dropped = {
+        ref[len(to.snapshots) :].decode() for ref, v in updates.items() if v is None and ref.startswith(to.snapshots)
+    }
+    _write_text(record, "".join(f"{sha}\n" for sha in sorted((made_there | set(sending)) - dropped)))
+    counts = (len(sending), sent.objects, sent.refs_updated, len(dropped))
+    return PushResult(to.remote.shown, to.name, *counts, tuple(skipped), bytes_sent=sent.bytes)
+
+
+def _updates(
+    store: Store,
+    to: Target,
+    there: replication.Refs,
+    sending: list[str],
+    local: set[str],
+    prune: bool,
+    state: dict[bytes, bytes],
+    left_out: set[str],
+) -> dict[bytes, bytes | None]:
+    """The ref updates of a push: each snapshot to send, each this store made
+    there and dropped since (``prune``), and this store's state refs, less those
+    naming a snapshot ``left_out``."""
+    updates: dict[bytes, bytes | None] = {to.snapshots + sha.encode(): sha.encode() for sha in sending}
+    if prune:
+        for sha in _read_lines(_pushed_file(store, to)) - local:
+            if to.snapshots + sha.encode() in there:
+                updates[to.snapshots + sha.encode()] = None
+    host_prefix = PREFIX + to.name.encode() + b"/hosts/" + host_id(store).encode() + b"/"
+    kept = {ref: value for ref, value in state.items() if value.decode() not in left_out}
+    for ref, value in kept.items():
+        if there.get(ref) != value:
+            updates[ref] = value
+    for ref in there:
+        if ref.startswith(host_prefix) and ref not in state:
+            updates[ref] = None  # this store's state only: no other store's is ever touched
+    return updates
+
+
+def _still_refused(to: Target, refused: Mapping[str, str], updates: Mapping[bytes, bytes | None]) -> dict[str, str]:
+    """The refused refs the remote does not hold as wanted: one another push (of
+    another process) set to the same value meanwhile was done, not refused."""
+    if not refused:
+        return {}
+    now = replication.remote_refs(to.remote, PREFIX + to.name.encode() + b"/", to.credentials)
+    return {name: why for name, why in refused.items() if now.get(name.encode()) != updates.get(name.encode(), b"?")}
+
+
+def fetch(engine: Engine, source: Target) -> list[SnapshotInfo]:
+    """Bring ``source``'s snapshots into this store (hold the store lock): the same
+    commits, with refs numbered after this store's; returns the new ones, oldest first."""
+    store = engine.store
+    try:
+        there = replication.remote_refs(source.remote, source.snapshots, source.credentials)
+        if not there:
+            raise RemoteError(
+                f"{source.remote.shown} holds no snapshots named {source.name!r}; `remote list` shows them"
+            )
+        replication.receive(store, source.remote, there, source.credentials)
+    finally:
+        source.remote.release()
+    have = set(store.snapshot_refs().values())
+    arrived: list[tuple[tuple[int, int], bytes]] = []
+    for sha in {bytes.fromhex(value.decode()) for value in there.values()} - have:
+        try:
+            kind, content = store.read_raw(sha)
+        except (KeyError, StoreError):
+            continue  # not sent, or damaged: not a snapshot to list
+        if kind == 1 and is_snapshot_commit(content):  # anything else on the remote is not ours to list
+            arrived.append((_taken_in_order(content), sha))
+    made: list[SnapshotInfo] = []
+    _note_arrivals(store, [sha for _, sha in arrived])  # before their refs: retention counts their age from now
+    for _, sha in sorted(arrived):
+        seq = store.next_seq()
+        while not store.add_snapshot_ref(seq, sha):
+            seq += 1
+        made.append(engine.catalog.info(seq, sha))
+    return made
+
+
+def recently_fetched(store: Store, within: float) -> set[str]:
+    """Snapshots fetched less than ``within`` seconds ago. Retention keeps them, as it
+    keeps pins, for its age limit counted from their arrival here: a fetched
+    checkpoint of last month would otherwise go at once, before it was used."""
+    now = time.time()
+    found: set[str] = set()
+    for line in _read_file(os.path.join(store.meta_dir, _ARRIVALS)).splitlines():
+        sha, _, when = line.partition(" ")
+        if when.isascii() and when.isdigit() and len(when) <= 12 and now - int(when) < within:  # seconds, bounded
+            found.add(sha)
+    return found
+
+
+def _note_arrivals(store: Store, shas: list[bytes]) -> None:
+    path = os.path.join(store.meta_dir, _ARRIVALS)
+    known = {line.partition(" ")[0]: line for line in _read_file(path).splitlines() if line}
+    now = time.time()
+    for sha in shas:
+        known[sha.hex()] = f"{sha.hex()} {now:.0f}"
+    live = {sha.hex() for sha in store.snapshot_refs().values()} | {sha.hex() for sha in shas}
+    _write_text(path, "".join(f"{line}\n" for sha, line in sorted(known.items()) if sha in live))
+
+
+def _read_file(path: str) -> str:
+    """One of the store's lists kept here, read guarded (``fsutil.read_side_file``:
+    a line is some 50 bytes a snapshot, so 64 MiB is far more than a store holds)."""
+    try:
+        return read_side_file(path, _LIST_CAP, follow=False).decode("ascii")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def workspaces(location: str, credentials: Credentials | None) -> list[RemoteWorkspace]:
+    """The namespaces a remote holds, by name, with their snapshot counts."""
+    remote = open_remote(location, credentials)
+    counts: dict[str, int] = {}
+    hosts: dict[str, set[str]] = {}
+    try:
+        refs = replication.remote_refs(remote, PREFIX, credentials)
+    finally:
+        remote.release()
+    for ref in refs:
+        name, _, rest = ref[len(PREFIX) :].decode("utf-8", "replace").partition("/")
+        if not _NAME.fullmatch(name):
+            continue  # no namespace snapshotter makes (or fetches): a name that may hold terminal escapes
+        if rest.startswith("snapshots/"):
+            counts[name] = counts.get(name, 0) + 1
+        elif rest.startswith("hosts/"):
+            hosts.setdefault(name, set()).add(rest.split("/")[1])
+    names = sorted(set(counts) | set(hosts))
+    return [RemoteWorkspace(name, counts.get(name, 0), len(hosts.get(name, ()))) for name in names]
+
+
+def _state_refs(store: Store, prefix: bytes) -> dict[bytes, bytes]:
+    """This store's base, pins and stacks as refs under ``prefix``."""
+    out: dict[bytes, bytes] = {}
+    base = store.base()
+    if base is not None:
+        out[prefix + b"base"] = base.hex().encode()
+    for sha in store.pinned():
+        out[prefix + b"pins/" + sha.hex().encode()] = sha.hex().encode()
+    stacks = [*_STACKS, *(f"sessions/{s}/{n}" for s in store.sessions() for n in _STACKS)]
+    for name in stacks:
+        for number, sha in enumerate(store.stack(name), 1):
+            out[prefix + name.encode() + b"/%04d" % number] = sha.hex().encode()
+    return out
+
+
+_STACKS = ("undo", "redo", "turns")
+
+
+def _taken_in_order(content: bytes) -> tuple[int, int]:
+    """(commit time, sequence number where it was taken): the order snapshots were
+    taken in, even within one second."""
+    when = seq = 0
+    for line in content.split(b"\n"):
+        if line.startswith(b"committer "):
+            with contextlib.suppress(IndexError, ValueError):
+                when = int(line.rsplit(b" ", 2)[1])
+        elif line.startswith(b"Snapshot-Seq: "):
+            with contextlib.suppress(ValueError):
+                seq = int(line.partition(b": ")[2])
+    return when, seq
+
+
+def _pushed_file(store: Store, to: Target) -> str:
+    key = hashlib.sha256(f"{to.remote.shown}\0{to.name}".encode()).hexdigest()[:16]
+    return os.path.join(store.meta_dir, _PUSHED, key)
+
+
+def _read_lines(path: str) -> set[str]:
+    return {line.strip() for line in _read_file(path).splitlines() if re.fullmatch(r"[0-9a-f]{40}", line.strip())}
+
+
+def _write_text(path: str, text: str) -> None:
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    write_atomically(path, text.encode("ascii"))  # a temporary file of its own (O_EXCL), never a planted pipe

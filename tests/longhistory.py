@@ -1,0 +1,173 @@
+"""Long histories made fast: hook-driven agent work recorded the way the store
+records it, without walking the folder at each step.
+
+A real history of 100,000 snapshots takes hours to record (a walk, a commit and
+fsyncs per snapshot). This writes the same objects, commits and refs directly
+through the store's own writers (``Store.write_commit``, ``add_snapshot_ref``,
+the stacks' ``push``), in packs, with nothing synced: turns of a session
+(``pre-turn:<n>`` pushed on its undo and turns stacks), each with 8 tool calls
+(``tool:<id>``, one file edited, ``tool-done:<id>``) and a ``post-turn:<n>``,
+sessions taking turns, timestamps spread over the past days. The folder is
+then written to match the newest snapshot. Used by the tests that need
+thousands of snapshots and by ``benchmarks/bench_long_history.py``; what they
+time or count afterwards goes through the public API.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from snapshotter import Retention, Snapshotter
+from snapshotter.engine.gitstore import trailers
+from snapshotter.engine.gitstore.objects import MODE_FILE, MODE_TREE, serialize_tree
+from snapshotter.engine.gitstore.store import Store
+from snapshotter.engine.upkeep import consolidation
+
+CALLS_PER_TURN = 8
+SNAPSHOTS_PER_TURN = 2 + 2 * CALLS_PER_TURN
+
+
+@contextlib.contextmanager
+def no_fsync() -> Iterator[None]:
+    """Nothing synced while a history is made (it is rebuilt if the machine dies)."""
+    real = os.fsync
+    os.fsync = lambda fd: None
+    try:
+        yield
+    finally:
+        os.fsync = real
+
+
+@dataclass
+class History:
+    """A folder of ``folders`` x ``files`` text files and its store's history."""
+
+    ws: Path
+    home: Path
+    folders: int = 20
+    files: int = 50
+    sessions: tuple[str, ...] = ("claude-code-aa11", "codex-bb22", "claude-code-cc33")
+    days: float = 6.0
+    contents: dict[tuple[int, int], bytes] = field(default_factory=dict)
+    taken: int = 0
+    turns: int = 0
+
+    def path(self, folder: int, name: int) -> Path:
+        return self.ws / f"d{folder:02d}" / f"f{name:03d}.txt"
+
+    def build(self, total: int, until: datetime | None = None) -> None:
+        """Record snapshots until the store holds ``total`` (more turns on what is there)."""
+        until = until or datetime.now(timezone.utc)
+        self.ws.mkdir(parents=True, exist_ok=True)
+        with no_fsync(), Snapshotter(self.ws, home=self.home, retention=Retention.unlimited()) as snap:
+            store = snap._engine_ok().store
+            _Writer(self, store, until, total).run()
+            for (folder, name), data in self.contents.items():
+                self.path(folder, name).parent.mkdir(exist_ok=True)
+                self.path(folder, name).write_bytes(data)
+            pack = getattr(store, "pack_refs", None)
+            if pack is not None:
+                pack()
+            consolidation.consolidate(store)  # the packs of each batch joined, as upkeep joins them
+
+    def reset(self) -> None:
+        shutil.rmtree(self.ws, ignore_errors=True)
+        shutil.rmtree(self.home, ignore_errors=True)
+        self.contents.clear()
+        self.taken = self.turns = 0
+
+
+class _Writer:
+    def __init__(self, history: History, store: Store, until: datetime, total: int) -> None:
+        self.h, self.store, self.total = history, store, total
+        self.writer = store.writer
+        self.start = until - timedelta(days=history.days)
+        self.step = timedelta(days=history.days) / max(total, 1)
+        self.blobs: dict[tuple[int, int], bytes] = {}
+        self.folder_trees: dict[int, bytes] = {}
+        self.tree = b""
+
+    def run(self) -> None:
+        h = self.h
+        h.taken = next(self.store.iter_snapshot_ids(), (0, b""))[0]  # after the snapshots taken since, if any
+        with self.writer.batch():
+            if not h.contents:
+                for folder in range(h.folders):
+                    for name in range(h.files):
+                        h.contents[folder, name] = f"line {folder}/{name}\n".encode() * 20
+            for key, data in h.contents.items():
+                self.blobs[key] = self.writer.write(b"blob", data)
+            for folder in range(h.folders):
+                self._folder_tree(folder)
+            self._root_tree()
+            if h.taken == 0:
+                self._commit(None, None, {}, "first")
+        while h.taken < self.total:
+            with self.writer.batch():
+                for _ in range(64):
+                    if h.taken >= self.total:
+                        break
+                    self._turn()
+
+    def _turn(self) -> None:
+        h = self.h
+        session = h.sessions[h.turns % len(h.sessions)]
+        number = h.turns // len(h.sessions) + 1
+        meta = {"agent": session.rsplit("-", 1)[0], "agent-session": session}
+        stacks = f"sessions/{session}/"
+        pre = self._commit(f"pre-turn:{number}", session, {**meta, "turn": str(number)}, "a prompt")
+        self.store.push(stacks + "undo", pre)
+        self.store.push(stacks + "turns", pre)
+        for call in range(CALLS_PER_TURN):
+            if h.taken + 2 > self.total:
+                break
+            call_id = f"toolu_{h.turns:06d}_{call}"
+            self._commit(f"tool:{call_id}", session, {**meta, "tool": "Bash"}, "before Bash")
+            self._edit(h.turns * CALLS_PER_TURN + call)
+            self._commit(f"tool-done:{call_id}", session, meta, "after Bash")
+        if h.taken < self.total:
+            self._commit(f"post-turn:{number}", session, {**meta, "turn": str(number)}, "ended")
+        h.turns += 1
+
+    def _edit(self, k: int) -> None:
+        h = self.h
+        key = (k % h.folders, (k // h.folders) % h.files)
+        h.contents[key] += f"edit {k}\n".encode()
+        self.blobs[key] = self.writer.write(b"blob", h.contents[key])
+        self._folder_tree(key[0])
+        self._root_tree()
+
+    def _folder_tree(self, folder: int) -> None:
+        entries = [(f"f{name:03d}.txt".encode(), MODE_FILE, self.blobs[folder, name]) for name in range(self.h.files)]
+        self.folder_trees[folder] = self.writer.write(b"tree", serialize_tree(sorted(entries)))
+
+    def _root_tree(self) -> None:
+        entries = [(f"d{folder:02d}".encode(), MODE_TREE, sha) for folder, sha in self.folder_trees.items()]
+        self.tree = self.writer.write(b"tree", serialize_tree(sorted(entries)))
+
+    def _commit(self, label: str | None, session: str | None, meta: dict[str, str], message: str) -> bytes:
+        seq = self.h.taken + 1
+        commit = trailers.build_commit(
+            self.tree,
+            message,
+            seq=seq,
+            label=label,
+            metadata=meta,
+            stats=(1, 1, 0),
+            skipped=[],
+            when=self.start + self.step * seq,
+            session=session,
+        )
+        sha = self.store.write_commit(commit)
+        if not self.store.add_snapshot_ref(seq, sha):
+            raise AssertionError(f"snapshot {seq} was taken already")
+        self.h.taken = seq
+        if seq == self.total:
+            self.store.set_base(sha)
+        return sha
