@@ -237,8 +237,8 @@ def _resolve_deltas(
     look_outside = False
 
     def base_by_id(base: bytes) -> tuple[int, bytes]:
-        if base in where:
-            return read_entry(pack, where[base], base)
+        if base in where:  # itself maybe a REF_DELTA (git sends chains of them to a client without ofs-delta)
+            return read_entry(pack, where[base], base, MAX_WHOLE, base_by_id)
         if base in used:
             return used[base]
         found = outside(base) if look_outside and outside is not None else None

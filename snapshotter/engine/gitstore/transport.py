@@ -217,6 +217,12 @@ def _metered_protocol(meter: Meter, found: tuple[Any, Any, Any]) -> tuple[Any, A
         return proto, can_read, stderr
     sock = getattr(getattr(owner, "raw", None), "_sock", None)  # a socket's makefile(): its socket
     proto.read = meter.reader(read_some, getattr(sock if sock is not None else owner, "settimeout", None))
+    if sock is not None:
+        # dulwich writes through an unbuffered makefile(), one send() a call, its count
+        # unread: with the timeout the reads set the socket is non-blocking underneath and
+        # a send() past the socket's buffer sends part of a pack (a push of a file of some
+        # MiB then hung until the idle timeout). sendall() sends it all, each wait still cut.
+        proto.write = sock.sendall
     return proto, can_read, stderr
 
 
