@@ -92,3 +92,42 @@ def test_a_built_packs_streamed_index_equals_dulwichs(tmp_path: Path, count: int
     expected = io.BytesIO()
     write_pack_index_v2(expected, sorted(zip(contents.ids, contents.offsets, contents.crcs)), contents.checksum)
     assert Path(base + ".idx").read_bytes() == expected.getvalue()
+
+
+def test_a_pack_of_ref_delta_chains_as_git_sends_one_reads_through(tmp_path: Path) -> None:
+    """git pack-objects without ``--delta-base-offset`` (upload-pack to a client
+    without ofs-delta) writes chains of REF_DELTAs: each version a delta of one
+    that is itself a delta. Every object is found, with git's ids."""
+    import subprocess
+
+    from conftest import GIT
+
+    from snapshotter.engine.gitstore.packindex import read_through
+
+    if GIT is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "r.git"
+    subprocess.run([GIT, "init", "-q", "--bare", str(repo)], check=True)
+    data = bytearray(random.Random(7).randbytes(200_000))
+    ids = []
+    for i in range(5):
+        data[i * 1000 : i * 1000 + 50] = bytes(50)
+        done = subprocess.run(
+            [GIT, "--git-dir", str(repo), "hash-object", "-w", "--stdin"],
+            input=bytes(data),
+            capture_output=True,
+            check=True,
+        )
+        ids.append(done.stdout.strip())
+    base = tmp_path / "out"
+    subprocess.run(
+        [GIT, "--git-dir", str(repo), "pack-objects", "-q", "--depth=50", str(base)],
+        input=b"\n".join(ids) + b"\n",
+        check=True,
+        capture_output=True,
+    )
+    (pack,) = tmp_path.glob("out-*.pack")
+    verify = subprocess.run([GIT, "verify-pack", "-v", str(pack)], capture_output=True, check=True, text=True).stdout
+    assert "chain length = 2" in verify  # deltas of deltas (REF_DELTA: no --delta-base-offset)
+    contents = read_through(str(pack))
+    assert sorted(sha.hex().encode() for sha in contents.ids) == sorted(ids)
