@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import tree_modes, write
+from conftest import plain_ids, tree_modes, write
 
 import snapshotter
 from snapshotter import SnapshotError, Snapshotter
@@ -58,7 +58,11 @@ def _run_with_a_limit(script: str, *args: str) -> subprocess.CompletedProcess[st
 
 
 @needs_fifo
-@pytest.mark.parametrize("where", [".gitignore", "src/deep/.gitignore", ".git/info/exclude"])
+@pytest.mark.parametrize(
+    "where",
+    [".gitignore", "src/deep/.gitignore", ".git/info/exclude"],
+    ids=plain_ids([".gitignore", "src/deep/.gitignore", ".git/info/exclude"], str),
+)
 def test_a_named_pipe_as_ignore_file_neither_hangs_nor_applies(where: str, ws: Path, tmp_path: Path) -> None:
     """Opening a FIFO for reading blocks until a writer comes: git itself hangs on one.
     Here it is opened non-blocking, found not to be a regular file, and skipped
@@ -126,8 +130,10 @@ ODD_LINES = [
 ]
 
 
-@pytest.mark.parametrize("line", ODD_LINES)
-@pytest.mark.parametrize("source", ["gitignore", "nested gitignore", "info/exclude", "exclude="])
+@pytest.mark.parametrize("line", ODD_LINES, ids=plain_ids(ODD_LINES))
+@pytest.mark.parametrize(
+    "source", SOURCES := ["gitignore", "nested gitignore", "info/exclude", "exclude="], ids=plain_ids(SOURCES, str)
+)
 def test_no_ignore_line_makes_a_folder_impossible_to_snapshot(
     line: str,
     source: str,

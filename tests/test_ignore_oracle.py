@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from conftest import GIT, git, git_env, needs_git, policy_ignored, tree_modes
+from conftest import GIT, git, git_env, needs_git, plain_ids, policy_ignored, tree_modes
 
 from snapshotter import DEFAULT_EXCLUDES
 from snapshotter.engine.worktree.ignore import root_stack
@@ -205,7 +205,7 @@ CASES: list[bytes] = [
 ]
 
 
-@pytest.mark.parametrize("content", CASES, ids=repr)
+@pytest.mark.parametrize("content", CASES, ids=plain_ids(CASES))
 def test_a_root_gitignore_line_reads_as_git_reads_it(content: bytes, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
     workspace = tmp_path / "w"
     build(workspace, [*NAMES, *DEEP], {".gitignore": content})
@@ -215,14 +215,14 @@ def test_a_root_gitignore_line_reads_as_git_reads_it(content: bytes, tmp_path: P
 NESTED = [b"[[:alpha:]]\n", b"*\r\r\n", b"e**\n", b"e/**\n", b"/e\\ \n", b"[\\]]\n", b"**/x\n", b"?\n", b"!x\n*\n"]
 
 
-@pytest.mark.parametrize("content", NESTED, ids=repr)
+@pytest.mark.parametrize("content", NESTED, ids=plain_ids(NESTED))
 def test_a_nested_gitignore_line_reads_as_git_reads_it(content: bytes, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
     workspace = tmp_path / "w"
     build(workspace, [*NAMES, *DEEP, *("d/" + n for n in NAMES[:20])], {"d/.gitignore": content})
     assert_same_as_git(workspace, tmp_path / "git", make)
 
 
-@pytest.mark.parametrize("where", ["exclude=", ".git/info/exclude"])
+@pytest.mark.parametrize("where", ["exclude=", ".git/info/exclude"], ids=["exclude=", "info-exclude"])
 def test_root_sources_read_lines_as_git_does(where: str, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
     workspace = tmp_path / "w"
     lines = ["[[:digit:]]", "tab\t", "notes \\    ", "foo\\", "trailing 3 \\\\\\\\ ", "[\\]]", "sp\\ ", "*.TXT"]
@@ -289,19 +289,19 @@ def _whitespace_case(tmp_path: Path, make, names: list[str], ignore: bytes, wher
 SOURCES = ["exclude=", ".git/info/exclude", ".gitignore"]
 
 
-@pytest.mark.parametrize("where", SOURCES)
+@pytest.mark.parametrize("where", SOURCES, ids=plain_ids(SOURCES, str))
 def test_t0008_trailing_whitespace_is_ignored(where: str, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
     found = _whitespace_case(tmp_path, make, ["trailing"], b"whitespace/trailing   \n", where)
     assert found == {"whitespace/untracked"}
 
 
-@pytest.mark.parametrize("where", SOURCES)
+@pytest.mark.parametrize("where", SOURCES, ids=plain_ids(SOURCES, str))
 def test_t0008_quoting_allows_trailing_whitespace(where: str, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
     found = _whitespace_case(tmp_path, make, ["trailing  "], b"whitespace/trailing\\ \\ \n", where)
     assert found == {"whitespace/untracked"}
 
 
-@pytest.mark.parametrize("where", SOURCES)
+@pytest.mark.parametrize("where", SOURCES, ids=plain_ids(SOURCES, str))
 def test_t0008_correct_handling_of_backslashes(where: str, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
     names = ["trailing 1  ", "trailing 2 \\\\", "trailing 3 \\\\", "trailing 4   \\ ", "trailing 5 \\ \\ "]
     names.append("trailing 6 \\a\\")
@@ -328,7 +328,7 @@ T3001_EXPECT |= {"three/a.5", "three/a.8"}
 
 
 @pytest.mark.parametrize("line_end", [b"\n", b"\r\n"], ids=["LF", "CRLF"])
-@pytest.mark.parametrize("where", ["exclude=", ".git/info/exclude"])
+@pytest.mark.parametrize("where", ["exclude=", ".git/info/exclude"], ids=["exclude=", "info-exclude"])
 def test_t3001_various_exclude_options(line_end: bytes, where: str, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
     """git's first t3001 case, with its \\r\\n variant of the top .gitignore.
 
@@ -355,7 +355,7 @@ def test_t3001_various_exclude_options(line_end: bytes, where: str, tmp_path: Pa
         assert recorded == T3001_EXPECT | {"a.6", "one/a.6", "one/two/a.6", "three/a.6"}
 
 
-@pytest.mark.parametrize("where", ["exclude=", ".git/info/exclude"])
+@pytest.mark.parametrize("where", ["exclude=", ".git/info/exclude"], ids=["exclude=", "info-exclude"])
 def test_t3001_status_honors_core_excludesfile(where: str, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
     """git's core.excludesFile case. As ``.git/info/exclude`` (git's lowest source
     too) the ``.gitignore`` negations re-include a.6 (git status's list); as
@@ -389,7 +389,7 @@ T3001_SINGLE = [
 ]
 
 
-@pytest.mark.parametrize("index", range(len(T3001_SINGLE)), ids=[" ".join(c[0]) for c in T3001_SINGLE])
+@pytest.mark.parametrize("index", range(len(T3001_SINGLE)), ids=plain_ids([" ".join(c[0]) for c in T3001_SINGLE], str))
 def test_t3001_exclude_patterns(index: int, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
     """t3001's --exclude cases: trailing slash, negation, excluded folders, ``**``."""
     patterns, kept = T3001_SINGLE[index]
@@ -473,7 +473,9 @@ def test_a_gitignore_built_to_backtrack_costs_no_time(tmp_path: Path, make) -> N
     assert time.monotonic() - started < 10
 
 
-@pytest.mark.parametrize("where", [".gitignore", "sub/.gitignore", ".git/info/exclude"])
+@pytest.mark.parametrize(
+    "where", [".gitignore", "sub/.gitignore", ".git/info/exclude"], ids=["gitignore", "nested", "info-exclude"]
+)
 def test_no_workspace_negation_lifts_the_policy(where: str, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
     """``!.env`` and friends, anywhere in the workspace, re-include nothing the
     defaults or ``exclude=`` exclude; the workspace's own excludes still apply."""
@@ -510,7 +512,9 @@ ORDER_LINES = [
 ]
 
 
-@pytest.mark.parametrize("where", [".gitignore", "d/.gitignore", ".git/info/exclude"])
+@pytest.mark.parametrize(
+    "where", [".gitignore", "d/.gitignore", ".git/info/exclude"], ids=["gitignore", "nested", "info-exclude"]
+)
 def test_the_last_matching_line_wins_whether_it_matches_the_name_or_the_path(  # type: ignore[no-untyped-def]
     where: str, tmp_path: Path, make
 ) -> None:

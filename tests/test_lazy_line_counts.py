@@ -24,6 +24,7 @@ from snapshotter.engine.gitstore import trailers
 from snapshotter.engine.gitstore.linecounts import FILE_NAME
 from snapshotter.engine.session import engine as engine_module
 from snapshotter.engine.session import recording
+from snapshotter.engine.session import recording as recording_module
 
 Counts = tuple[int, int, int]
 
@@ -110,13 +111,13 @@ def _eager(tmp_path: Path, make: Callable[..., Snapshotter], states: list[Callab
 def counter_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bytes, bytes]]:
     """Every deferred count made (tree, tree counted from)."""
     calls: list[tuple[bytes, bytes]] = []
-    real = engine_module.stored_lines
+    real = recording_module.stored_lines
 
     def counting(store, tree, against, read, marked):  # type: ignore[no-untyped-def]
         calls.append((tree, against))
         return real(store, tree, against, read, marked)
 
-    monkeypatch.setattr(engine_module, "stored_lines", counting)
+    monkeypatch.setattr(recording_module, "stored_lines", counting)  # the engine imports it when it counts
     return calls
 
 

@@ -143,7 +143,12 @@ def test_mcp_sessions_brackets_and_a_three_way_revert(ws: Path, home: Path) -> N
             assert reverted["reverted"] == ["a.py"] and (ws / "b.py").read_text() == "b1\n"
             assert (ws / "a.py").read_text() == "a0\n"
             mine = _payload(await session.call_tool("list_snapshots", {"session": "A", "limit": 50}))
-            assert mine["snapshots"] and {s["session"] for s in mine["snapshots"]} == {"A"}
+            assert mine["snapshots"] and {s["session"] for s in mine["snapshots"]} == {"A"} and not mine["more"]
+            newest = _payload(await session.call_tool("list_snapshots", {"limit": 1}))
+            older = _payload(await session.call_tool("list_snapshots", {"before": newest["snapshots"][0]["id"]}))
+            assert newest["more"] and older["snapshots"][0]["sequence"] == newest["snapshots"][0]["sequence"] - 1
+            everything = await session.call_tool("list_snapshots", {"limit": 0})  # never "all": a page at most
+            assert _is_error(everything) and "limit" in _error_text(everything)
             listed = _payload(await session.call_tool("sessions", {}))["sessions"]
             assert {s["name"]: s["turns"] for s in listed} == {"A": 1, "B": 1}
             assert all(s["open_turn"] is True and s["agent"] is None for s in listed)

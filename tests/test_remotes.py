@@ -112,6 +112,28 @@ def test_push_fetch_restore_and_git_reads_it(kind: str, tmp_path: Path, ws: Path
     assert b"never-leaves" not in b"".join(p.read_bytes() for p in server.rglob("*") if p.is_file())
 
 
+@pytest.mark.parametrize("kind", ["git", "http"])
+def test_a_push_of_a_pack_past_the_socket_buffer_goes_through_whole(kind: str, tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """A pack of several MiB, incompressible: over git:// dulwich wrote it with one
+    send() a call, its count unread, on a socket the read budget had given a
+    timeout; past the socket's buffer a part went and the push hung until the
+    idle timeout ("sent nothing for 15 s"). Found by the big-file branch."""
+    data = os.urandom(7 << 20)
+    write(ws, {"small.txt": "small\n"})
+    (ws / "blob.bin").write_bytes(data)
+    with serving(kind, tmp_path / "server") as (location, creds):
+        snap = make()
+        first = snap.snapshot("big")
+        pushed = snap.push(location, credentials=creds)
+        assert pushed.snapshots_sent == 1
+        other = tmp_path / "elsewhere"
+        other.mkdir()
+        with Snapshotter(other, home=tmp_path / "other-home") as there:
+            there.fetch(location, name=pushed.name, credentials=creds)
+            there.restore(first.id)
+        assert (other / "blob.bin").read_bytes() == data
+
+
 def test_two_machines_push_one_namespace_without_overwriting(tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
     server = bare_repository(tmp_path / "shared.git")
     a_ws, b_ws = tmp_path / "a", tmp_path / "b"

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import tree_modes, write
+from conftest import plain_ids, tree_modes, write
 from dulwich.repo import Repo
 
 from snapshotter import DEFAULT_EXCLUDES, PushRefused, Snapshotter
@@ -70,7 +70,9 @@ def test_the_defaults_hold_the_usual_secret_files() -> None:
 
 
 @pytest.mark.parametrize(
-    "where", [".gitignore", "sub/.gitignore", "deep/a/.gitignore", "cfg/.gitignore", ".git/info/exclude"]
+    "where",
+    WHERE := [".gitignore", "sub/.gitignore", "deep/a/.gitignore", "cfg/.gitignore", ".git/info/exclude"],
+    ids=plain_ids(WHERE, str),
 )
 def test_a_negation_in_the_workspace_never_lifts_a_default_exclude(where: str, tmp_path: Path, ws: Path, make) -> None:  # type: ignore[no-untyped-def]
     lifting = "!.env\n!.env.*\n!.env/\n!*.pem\n!*.key\n!id_rsa\n!.ssh/\n!.aws/\n!.netrc\n!.git-credentials\n"

@@ -449,3 +449,39 @@ def test_a_hunk_reverted_on_the_page_is_marked_and_filed_in_the_persons_lane(pag
         "return [...card.closest('tr').children].indexOf(card.closest('td'));"
     )
     assert lane == 1  # the first lane, after the time column: "you (no session)"
+
+
+def test_older_snapshots_load_a_page_below_the_oldest_shown(
+    browser: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Load older snapshots`` asks for the page ``before`` the oldest snapshot
+    shown (a page's cost however deep, issue #50), never ``--skip`` past all
+    those shown; the pages add up to the history, each snapshot once."""
+    import longhistory
+
+    from snapshotter.frontends.page import ui_commands
+
+    history = longhistory.History(tmp_path / "long", tmp_path / "long-home", folders=2, files=5)
+    history.build(230)
+    asked: list[list[str]] = []
+    real = ui_commands.Runner.command
+
+    def recorded(self: Any, argv: Any, session: Any = None) -> Any:
+        if argv and argv[0] == "log":
+            asked.append(list(argv))
+        return real(self, argv, session)
+
+    monkeypatch.setattr(ui_commands.Runner, "command", recorded)
+    with Snapshotter(history.ws, home=history.home) as snap:
+        everything = [info.id for info in snap.list(limit=None)]
+    with serving(history.ws, history.home) as running:
+        open_page(browser, running)
+        for shown in (200, 230):
+            click(browser, "#more")
+            wait(browser, lambda d, shown=shown: count(d, ".snap") == shown)
+        wait(browser, lambda d: texts(d, "#more") == ["The oldest snapshot is shown"])
+    assert asked[0] == ["log", "-n", "100"]
+    assert ["log", "--before", everything[99], "-n", "100"] in asked
+    assert ["log", "--before", everything[199], "-n", "100"] in asked
+    assert not [argv for argv in asked if "--skip" in argv]
+    assert len(set(everything)) == 230

@@ -42,7 +42,7 @@ def test_the_page_json_is_the_command_lines_own(ws: Path, home: Path, history: d
     (ws / "app.py").write_text("changed since\n" + (ws / "app.py").read_text())  # blame sees a line not snapshotted
     with serving(ws, home) as running:
         pairs = [
-            (api(running, "log", skip="2", limit="3"), ("log", "--skip", "2", "-n", "3")),
+            (api(running, "log", before=f"{newest}~2", limit="3"), ("log", "--before", f"{newest}~2", "-n", "3")),
             (api(running, "sessions"), ("sessions",)),
             (api(running, "diff", **{"from": f"{newest}~4", "to": newest}), ("diff", f"{newest}~4", newest)),
             (api(running, "hunks", **{"from": "@~6", "to": "@"}), ("diff", "--hunks", "@~6", "@")),
@@ -61,11 +61,15 @@ def test_the_page_json_is_the_command_lines_own(ws: Path, home: Path, history: d
 
 def test_log_pages_add_up_to_the_history_and_never_all_at_once(ws: Path, home: Path, history: dict[str, str]) -> None:
     with serving(ws, home) as running:
-        pages = [api(running, "log", skip=str(skip), limit="4")["result"] for skip in (0, 4, 8, 12)]
+        pages = [api(running, "log", limit="4")["result"]]
+        while pages[-1] and len(pages) < 10:  # each page older than the oldest snapshot shown, as the page asks
+            pages.append(api(running, "log", before=pages[-1][-1]["id"], limit="4")["result"])
         status, _, body = request(running, "GET", "/api/log", query={"limit": "100000"})
+        refused, _, said = request(running, "GET", "/api/log", query={"before": "--all"})
     whole = cli_document(ws, home, "log", "-n", "0")["result"]
     assert [s["id"] for page in pages for s in page] == [s["id"] for s in whole]  # type: ignore[union-attr, index]
     assert status == 400 and b"limit" in body
+    assert refused == 400 and b"before" in said
 
 
 def test_a_request_without_the_token_or_with_a_foreign_host_changes_nothing(

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import deny_reading, git, git_env, needs_git, write
+from conftest import deny_reading, git, git_env, needs_git, read_tree, write
 
 from snapshotter import RestoreConflict, SkipReason
 
@@ -418,3 +418,66 @@ def test_a_path_tracked_only_for_a_restore_is_not_tracked_after_a_gc(ws: Path, m
     assert (ws / "n/x.log").read_text() == "recorded\n" and (ws / "a.txt").read_text() == "a\n"
     snap.gc()
     assert "n/x.log" not in tree_modes(snap, snap.snapshot().tree_id)  # info/exclude still hides it
+
+
+def test_every_untracked_path_in_the_way_is_named_and_nothing_is_written(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """The conflict check goes on past the paths that need no look (``a.txt``, tracked;
+    ``new/q.txt``, whose folder is gone) and past the first blocked one: one refusal
+    names every untracked thing in the way, and nothing is written or deleted. In the
+    way: a file at the top (``top.secret``) and one under a tracked folder
+    (``m/o.secret``) where the snapshot has folders, one in an untracked folder
+    (``g.secret/h``), and a folder holding an untracked file where it has a file (``x``)."""
+    write(ws, {"a.txt": "v1\n", "top.secret/c.txt": "c\n", "m/n.txt": "n\n", "m/o.secret/p.txt": "p\n"})
+    write(ws, {"g.secret/h/i.txt": "i\n", "new/q.txt": "q\n", "x": "file\n"})
+    everything = make()
+    first = everything.snapshot()
+    everything.close()
+    for folder in ("top.secret", "m/o.secret", "g.secret/h", "new"):
+        for below in sorted((ws / folder).rglob("*"), reverse=True):
+            below.unlink()
+        (ws / folder).rmdir()
+    (ws / "x").unlink()
+    write(ws, {"a.txt": "v2\n", "top.secret": "mine 1\n", "m/o.secret": "mine 2\n", "g.secret/h": "mine 3\n"})
+    write(ws, {"x/y.secret": "mine 4\n"})
+    snap = make(exclude=["*.secret"])
+    before = read_tree(ws)
+    with pytest.raises(RestoreConflict) as refused:
+        snap.restore(first.id)
+    for blocker in ("top.secret", "m/o.secret", "g.secret/h", "x"):
+        assert str(ws / blocker) in str(refused.value)
+    assert read_tree(ws) == before
+
+
+def test_a_refusal_counts_the_blockers_it_does_not_name(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """Five are named, the rest counted; one alone is "it", several are "them"."""
+    names = [f"f{n}.secret" for n in range(7)]
+    write(ws, {f"{name}/x.txt": "x\n" for name in names})
+    everything = make()
+    first = everything.snapshot()
+    everything.close()
+    for name in names:
+        (ws / name / "x.txt").unlink()
+        (ws / name).rmdir()
+        (ws / name).write_text("mine\n")
+    snap = make(exclude=["*.secret"])
+    with pytest.raises(RestoreConflict, match=r"; and 2 more; move them and retry$"):
+        snap.restore(first.id)
+    for name in names[1:]:
+        (ws / name).unlink()
+    with pytest.raises(RestoreConflict, match=r"f0\.secret is an untracked file .*; move it and retry$"):
+        snap.restore(first.id)
+    assert (ws / "f0.secret").read_text() == "mine\n"
+
+
+def test_a_file_only_a_nested_rule_added_after_the_target_hides_is_saved_then_restored(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """As with a root rule: the rule in ``sub/.gitignore`` hides the agent's
+    ``sub/x.log`` from the scan, yet the safety snapshot holds it and undo brings it back."""
+    write(ws, {"sub/x.log": "recorded\n", "sub/app.py": "v1\n"})
+    snap = make()
+    a = snap.snapshot()
+    write(ws, {"sub/x.log": "the agent's\n", "sub/.gitignore": "*.log\n", "sub/app.py": "v2\n"})
+    result = snap.restore(a.id)
+    assert (ws / "sub/x.log").read_text() == "recorded\n" and not (ws / "sub/.gitignore").exists()
+    assert kept(result) == {} and "sub/x.log" in result.written_paths
+    assert snap.undo().ok
+    assert (ws / "sub/x.log").read_text() == "the agent's\n" and (ws / "sub/.gitignore").read_text() == "*.log\n"

@@ -12,10 +12,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
-from concurrent.futures import TimeoutError as FutureTimeout
 
 from snapshotter.model import SnapshotInfo
+
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:  # ``concurrent.futures`` loads with the first background call: a command that reads pays nothing
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 log = logging.getLogger("snapshotter")
 
@@ -39,6 +41,8 @@ class SnapshotHandle:
         mode a failure gives None, as ``snapshot()`` does. Raises
         ``TimeoutError`` if the snapshot is still running after ``timeout``.
         """
+        from concurrent.futures import TimeoutError as FutureTimeout
+
         try:
             return self._future.result(timeout)
         except FutureTimeout:  # a distinct class before Python 3.11
@@ -50,6 +54,8 @@ class SnapshotHandle:
 
 def finished(value: SnapshotInfo | None) -> SnapshotHandle:
     """A handle that is already done (a refused request in "warn" mode)."""
+    from concurrent.futures import Future
+
     future: Future[SnapshotInfo | None] = Future()
     future.set_result(value)
     return SnapshotHandle(future)
@@ -65,6 +71,8 @@ class Background:
         self._local = threading.local()
 
     def submit(self, take: Callable[[], SnapshotInfo | None]) -> SnapshotHandle:
+        from concurrent.futures import ThreadPoolExecutor
+
         with self._guard:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="snapshotter-background")
@@ -84,6 +92,8 @@ class Background:
             return
         last = self._last
         if last is not None and not last.done():
+            from concurrent.futures import wait
+
             wait([last])
 
     def shutdown(self) -> None:

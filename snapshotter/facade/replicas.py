@@ -13,7 +13,6 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from snapshotter.engine.gitstore.store import Store
@@ -24,6 +23,8 @@ from snapshotter.model import FetchResult, PushResult, RemoteWorkspace
 from snapshotter.options import Options
 
 if TYPE_CHECKING:  # loaded where a remote call runs: a local call loads no remote side
+    from concurrent.futures import Future
+
     from snapshotter.engine.gitstore.transport import Credentials
     from snapshotter.engine.gitstore.wirebudget import Budget
     from snapshotter.remote import remotes

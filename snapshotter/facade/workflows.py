@@ -150,9 +150,9 @@ class Workflows:
         """The named sessions keeping history in this folder's store, the most
         recently active first: each with its agent (if its hooks made it), its
         turns and whether one is open."""
-        from snapshotter.history import undo as history
+        from snapshotter.history.sessions import sessions
 
-        found = history.sessions(self._engine_ok())
+        found = sessions(self._engine_ok())
         return sorted(found, key=lambda info: info.last_activity, reverse=True)
 
     @public(mutates=True)

@@ -24,9 +24,8 @@ later edits, or with ``reset`` restores the state before it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timezone
 
-from snapshotter.engine.gitstore.historyindex import SessionFacts, key_of
+from snapshotter.engine.gitstore.historyindex import key_of
 from snapshotter.engine.session.engine import Engine
 from snapshotter.engine.session.restoring import restore
 from snapshotter.engine.session.reverting import SINCE, Step, bring_in
@@ -43,7 +42,7 @@ from snapshotter.errors import (
 from snapshotter.history.attribution import Pair, Piece, changed_hunks, closing, revert_changes, session_changes
 from snapshotter.history.owners import ABANDONED, POST_RESTORE, POST_TURN, PRE_TURN, TOOL, TOOL_DONE, label_number
 from snapshotter.history.stacks import REDO, TURNS, UNDO, entry_info, live_entries, readable, stack_of
-from snapshotter.model import ConflictMode, Hunk, RestoreResult, RevertResult, SessionInfo, SnapshotInfo, UndoResult
+from snapshotter.model import ConflictMode, Hunk, RestoreResult, RevertResult, SnapshotInfo, UndoResult
 
 CHECKPOINT_LABEL = "checkpoint"
 REDO_TO, POPPED = "redo-to", "undo-popped"
@@ -370,28 +369,6 @@ def open_turn(engine: Engine) -> SnapshotInfo | None:
         return None
     pre, post = turn_pair(engine, 1)
     return pre if post is None else None
-
-
-def sessions(engine: Engine) -> list[SessionInfo]:
-    """Every named session with snapshots here, the most recently active first
-    (from the history index: no snapshot is read)."""
-    facts = engine.catalog.index.current().sessions
-    named = sorted(((name, f) for name, f in facts.items() if name and f.count), key=lambda item: -_newest(item[1]))
-    return [
-        SessionInfo(
-            name,
-            found.agent,
-            found.agent_session,
-            found.turns,
-            found.open_turn() is not None,
-            datetime.fromtimestamp(found.newest_time, tz=timezone.utc),
-        )
-        for name, found in named
-    ]
-
-
-def _newest(facts: SessionFacts) -> int:
-    return facts.newest[0] if facts.newest is not None else 0
 
 
 def _paths(count: int) -> str:

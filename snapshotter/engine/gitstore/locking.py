@@ -17,7 +17,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import socket
 import stat
 import sys
 import threading
@@ -149,7 +148,7 @@ def _open_lock_file(path: str) -> int:
 def _record_holder(fd: int) -> None:
     info = {
         "pid": os.getpid(),
-        "host": socket.gethostname(),
+        "host": _host(),
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
     data = (json.dumps(info) + "\n").encode()
@@ -159,6 +158,16 @@ def _record_holder(fd: int) -> None:
         os.write(fd, data)
     except OSError:
         pass  # the record is for messages only; the lock itself is held
+
+
+def _host() -> str:
+    """This machine's name, as ``socket.gethostname()`` says it; from ``uname`` where
+    there is one, since importing ``socket`` costs every command that reads the store."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket  # pragma: no cover - Windows
+
+    return socket.gethostname()
 
 
 def _erase_holder(fd: int) -> None:

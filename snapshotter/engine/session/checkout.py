@@ -258,7 +258,8 @@ def _chmod_only(change: Change) -> bool:
 def _check_conflicts(
     writes: list[tuple[str, Entry]], deletes: list[str], workspace: Workspace, scanned: Scan | None
 ) -> None:
-    """Refuse before writing if a target path is blocked by something untracked.
+    """Refuse before writing if a target path is blocked by something untracked,
+    naming every such thing (the caller moves them all at once, not one per try).
 
     What the current scan saw answers most questions without a system call:
     a folder it walked is a real folder, and a file it tracks is no folder.
@@ -266,6 +267,7 @@ def _check_conflicts(
     deleted = set(deletes)
     checked: set[str] = set(scanned.nodes) if scanned is not None else set()
     present = _FolderPresence(scanned, workspace) if scanned is not None else None
+    in_the_way: list[str] = []
     for path, _ in writes:
         parts = path.split("/")
         for depth in range(1, len(parts)):
@@ -276,9 +278,8 @@ def _check_conflicts(
             st = workspace.lstat(folder)
             if st is None or stat.S_ISDIR(st.st_mode) or folder in deleted:
                 continue
-            raise RestoreConflict(
-                f"{workspace.abspath(folder)} is an untracked file or symlink where the snapshot has a folder; "
-                "move it and retry"
+            in_the_way.append(
+                f"{workspace.abspath(folder)} is an untracked file or symlink where the snapshot has a folder"
             )
         if scanned is not None and scanned.entry(path) is not None:
             continue
@@ -286,10 +287,16 @@ def _check_conflicts(
             continue  # its folder is not there yet: no folder can stand at the path
         st = workspace.lstat(path)
         if st is not None and stat.S_ISDIR(st.st_mode) and not _only_deleted_below(workspace, path, deleted):
-            raise RestoreConflict(
-                f"{workspace.abspath(path)} is a folder holding untracked files where the snapshot has a file; "
-                "move them and retry"
+            in_the_way.append(
+                f"{workspace.abspath(path)} is a folder holding untracked files where the snapshot has a file"
             )
+    if in_the_way:
+        more = f"; and {len(in_the_way) - _SHOWN} more" if len(in_the_way) > _SHOWN else ""
+        what = "it" if len(in_the_way) == 1 else "them"
+        raise RestoreConflict(f"{'; '.join(in_the_way[:_SHOWN])}{more}; move {what} and retry")
+
+
+_SHOWN = 5  # the conflicts a refusal names; the count of the rest follows
 
 
 def _only_deleted_below(workspace: Workspace, folder: str, deleted: set[str]) -> bool:

@@ -24,8 +24,6 @@ from snapshotter.engine.session.indexes import UserIndexes
 from snapshotter.engine.worktree import hostfs, statcache
 from snapshotter.engine.worktree.gitrepo import TrackedPaths, find_repository
 from snapshotter.engine.worktree.limits import WorkspaceLimits
-from snapshotter.engine.worktree.pathnames import NameCheck
-from snapshotter.engine.worktree.trust import Prelisting
 from snapshotter.errors import StoreError
 from snapshotter.model import ScanStats, SnapshotInfo
 from snapshotter.options import Options
@@ -34,6 +32,8 @@ TYPE_CHECKING = False  # not ``typing``'s
 if TYPE_CHECKING:  # loaded where used: opening a store to read its history walks nothing, compares nothing
     from snapshotter.engine.compare.treediff import Comparison, ScannedTree, StoredTree
     from snapshotter.engine.session.recording import Recorded
+    from snapshotter.engine.worktree.pathnames import NameCheck
+    from snapshotter.engine.worktree.trust import Prelisting
     from snapshotter.engine.worktree.walker import Scan
     from snapshotter.engine.worktree.watch import ChangeJournal
 

@@ -1,7 +1,7 @@
 """Opening a workspace's engine: its store made only once the folder passed the size caps.
 
 Apart from ``engine`` so that module stays one job (an opened workspace) and a command that opens an
-existing store loads no size check."""
+existing store loads no size check (nor the ignore rules and listings it takes)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import time
 from snapshotter.engine.gitstore.location import store_exists, store_path_for
 from snapshotter.engine.gitstore.store import Store
 from snapshotter.engine.session.engine import Engine
-from snapshotter.engine.worktree import statcache
-from snapshotter.engine.worktree.gitrepo import find_repository, tracked_paths
-from snapshotter.engine.worktree.ignore import option_rules
 from snapshotter.engine.worktree.limits import WorkspaceLimits, check_root
-from snapshotter.engine.worktree.trust import Prelisting
 from snapshotter.options import Options
+
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:
+    from snapshotter.engine.worktree import statcache
 
 
 def open_engine(workspace: str, options: Options) -> Engine:
@@ -27,11 +27,14 @@ def open_engine(workspace: str, options: Options) -> Engine:
     listings: statcache.Listings = {}
     prelisting = None
     if not store_exists(path):  # a new store: refuse a huge folder before creating anything
+        from snapshotter.engine.worktree.gitrepo import find_repository, tracked_paths
+        from snapshotter.engine.worktree.ignore import option_rules
+        from snapshotter.engine.worktree.sizecheck import measure
+        from snapshotter.engine.worktree.trust import Prelisting
+
         prelisting = Prelisting(time.time_ns())
         repository = find_repository(workspace)
         rules = option_rules(workspace, options, repository)
         rules = rules.with_tracked(tracked_paths(repository) if repository is not None else None)
-        from snapshotter.engine.worktree.sizecheck import measure  # a new store only
-
         measure(workspace, rules, WorkspaceLimits.of(options), listings, prelisting, options.new_file_cap)
     return Engine(workspace, Store.open_or_create(path, workspace), options, listings, prelisting)

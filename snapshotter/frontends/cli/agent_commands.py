@@ -9,15 +9,15 @@ import os
 from collections.abc import Callable, Mapping
 
 from snapshotter.errors import InvalidInput
-from snapshotter.frontends.hooks import hookcommand, hookinstall, hooklog, watchstart
 from snapshotter.frontends.hooks.agents import AGENTS
 from snapshotter.frontends.shared import rendering, wire
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the hooks' files load with ``hooks``: ``sessions`` reads only the store
     from typing import Any
 
     from snapshotter.facade.api import Snapshotter
+    from snapshotter.frontends.hooks import watchstart
 
 Printer = Callable[[str], None]
 TRUST_NOTES = {
@@ -30,6 +30,8 @@ TRUST_NOTES = {
 
 def hooks(args: argparse.Namespace, workspace: str, environ: Mapping[str, str], say: Printer) -> tuple[Any, Any]:
     """``hooks install|uninstall AGENT [--user] [--dry-run] [--command CMD]``, ``hooks status``."""
+    from snapshotter.frontends.hooks import hookinstall
+
     if args.action == "status":
         return status(workspace, environ, say)
     if args.agent is None:
@@ -68,6 +70,7 @@ def status(workspace: str, environ: Mapping[str, str], say: Printer) -> tuple[An
     """Which agents have our hooks here and for the user, whether their command
     runs, whether a watcher serves the folder, and the last failure logged."""
     from snapshotter.engine.gitstore.location import store_path_for
+    from snapshotter.frontends.hooks import hookcommand, hookinstall, hooklog, watchstart
     from snapshotter.frontends.shared.userfiles import snapshot_home
 
     store = store_path_for(workspace, snapshot_home(environ))

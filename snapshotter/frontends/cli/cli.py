@@ -50,8 +50,13 @@ if TYPE_CHECKING:  # loaded by ``_load`` when a command runs in this process; a 
         UnsafeTree,
     )
     from snapshotter.facade.api import Snapshotter
-    from snapshotter.frontends.cli import remote_commands, words, workflow_commands
+    from snapshotter.frontends.cli import words
     from snapshotter.frontends.shared import config, rendering
+
+WORKFLOW_COMMANDS = frozenset({"checkpoint", "undo", "redo", "turn", "tool", "revert", "fork", "merge", "forks"})
+"""Run by ``workflow_commands`` (its ``NAMES``), imported only when one of them runs."""
+REMOTE_COMMANDS = frozenset({"push", "fetch", "remote"})
+"""Run on an open Snapshotter by ``remote_commands`` (its ``NAMES``), imported only when one of them runs."""
 
 
 class Console:
@@ -159,6 +164,8 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
             [f"{k} = {rendering.setting_text(v['value'])}  ({v['source']})" for k, v in result.items()]
         )
     if name == "clone":
+        from snapshotter.frontends.cli import remote_commands
+
         return remote_commands.clone(args, config.snapshotter_options(settings), _console.environ, _print)
     if name == "hooks":
         from snapshotter.frontends.cli import agent_commands
@@ -206,15 +213,16 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
 
         return f.snapshot_json(info), show_snapshot
     if name == "log":
-        grouped = snap.session is not None and not args.label and not args.meta  # by turn: all, then the newest
-        wanted = args.skip + args.limit if args.limit and not grouped else None
-        infos = snap.list(limit=wanted, label=args.label, metadata=dict(args.meta) or None, session=snap.session)
-        infos = infos[args.skip :]
-        base = snap.base()
+        from snapshotter.frontends.cli import logpages
+
+        grouped = snap.session is not None and not args.label and not args.meta  # by turn
+        meta = dict(args.meta) or None
+        page = logpages.read(snap, args.limit, args.skip, args.before, args.label, meta, grouped)
+        infos, base = page.shown, snap.base()
         base_id = base.id if base is not None else None
         if grouped:
-            shown = infos[: args.limit] if args.limit else infos
-            return [f.snapshot_json(i) for i in shown], _printer(f.session_log_lines(infos, args.limit, base_id))
+            lines = f.session_log_lines(infos + page.context, len(infos), base_id, begun_earlier=page.cut)
+            return [f.snapshot_json(i) for i in infos], _printer(lines)
         return [f.snapshot_json(i) for i in infos], _printer([f.snapshot_line(i, i.id == base_id) for i in infos])
     if name == "show":
         info = snap.get(args.ref)
@@ -253,12 +261,15 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
         from snapshotter.frontends.cli import agent_commands
 
         return agent_commands.sessions(snap, _print)
-    if name in workflow_commands.NAMES:
+    if name in WORKFLOW_COMMANDS:
+        from snapshotter.frontends.cli import workflow_commands
         from snapshotter.frontends.cli.line_commands import terminal_asker
 
         ask = terminal_asker(_console.err, sys.stdin) if _console.interactive else None
         return workflow_commands.dispatch(name, snap, args, _print, ask)
-    if name in remote_commands.NAMES:
+    if name in REMOTE_COMMANDS:
+        from snapshotter.frontends.cli import remote_commands
+
         return remote_commands.dispatch(name, snap, args, _print, _console.environ)
     if name in ("pin", "unpin"):
         info = snap.pin(args.ref) if name == "pin" else snap.unpin(args.ref)
@@ -379,7 +390,7 @@ def _load() -> None:
     """Import what running a command here needs, for the whole module: the command
     line imports only the grammar and ``relay`` first, so a command handed to a
     watcher costs its process as little as possible (``python -X importtime``)."""
-    global logging, config, rendering, remote_commands, words, workflow_commands
+    global logging, config, rendering, words
     global InvalidRef, PathNotFound, RestoreConflict, SnapshotError, SnapshotNotFound, StoreLocked, UnsafeTree
     import logging
 
@@ -392,7 +403,7 @@ def _load() -> None:
         StoreLocked,
         UnsafeTree,
     )
-    from snapshotter.frontends.cli import remote_commands, words, workflow_commands
+    from snapshotter.frontends.cli import words
     from snapshotter.frontends.shared import config, rendering
 
 

@@ -10,6 +10,7 @@ into its changes, ``?`` help. Without a terminal it refuses (exit 2).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     from snapshotter.facade.api import Snapshotter
     from snapshotter.model import BlameResult, Hunk, LineOrigin
 
+ALL = 1 << 62
+"""``blame --limit 0``: every snapshot, as far back as the file's lines go (an explicit ask; the default is 1000)."""
 Printer = Callable[[str], None]
 Ask = Callable[[str], str]
 HELP = """y - revert this hunk
@@ -44,7 +47,9 @@ def dispatch(name: str, snap: Snapshotter, args: argparse.Namespace, start: str,
     read from ``start``, the folder the command ran in."""
     if name == "blame":
         path = words.paths(start, [args.path])[0]
-        found = snap.blame(path, limit=args.limit or 1 << 62, session=args.session)
+        found = snap.blame(path, limit=args.limit or ALL, session=args.session)
+        if not args.limit:  # asked for all: the document says 0, as the flag did, not ALL
+            found = dataclasses.replace(found, limit=0)
         return rendering.blame_json(found), lambda: _lines(say, blame_lines(found))
     refs, named = words.refs_and_paths(snap, args.words, start)
     start_ref, end_ref = (*refs, None, None)[:2]

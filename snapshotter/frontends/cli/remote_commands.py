@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from snapshotter.facade.api import Snapshotter
 
 NAMES = frozenset({"push", "fetch", "remote"})
-"""Commands run on an open Snapshotter (``clone`` makes its own: see :func:`clone`)."""
+"""Commands run on an open Snapshotter (``clone`` makes its own: see :func:`clone`); ``cli`` holds the
+same set, to dispatch without importing this module."""
 Printer = Callable[[str], None]
 
 

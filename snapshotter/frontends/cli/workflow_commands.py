@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from snapshotter.model import RevertResult, UndoResult
 
 NAMES = frozenset({"checkpoint", "undo", "redo", "turn", "tool", "revert", "fork", "merge", "forks"})
+"""The commands this module runs (``cli`` holds the same set, to dispatch without importing this module)."""
 Printer = Callable[[str], None]
 
 

@@ -23,6 +23,8 @@ from snapshotter.frontends.shared import config, rendering
 from snapshotter.model import RevertResult, UndoResult
 
 _Tool = TypeVar("_Tool", bound=Callable[..., Any])
+PAGE_MOST = 500
+"""The most snapshots one ``list_snapshots`` call lists: a long history is read a page at a time."""
 INSTALL_HINT = 'the MCP server needs the mcp extra: in a checkout of this project, pip install ".[mcp]"'
 
 
@@ -168,11 +170,16 @@ def build_server(workspace: str, flags: Mapping[str, Any]) -> Any:
 
     @tool(read_only=True)
     def list_snapshots(
-        limit: Annotated[int, Field(description="how many, newest first (0: all)", ge=0)] = 20,
+        limit: Annotated[int, Field(description=f"how many, newest first (1 to {PAGE_MOST})", ge=1, le=PAGE_MOST)] = 20,
         session: Annotated[str | None, Field(description='only this session\'s ("" for the anonymous one)')] = None,
+        before: Annotated[
+            str | None, Field(description="only those older than this ref: the last id listed, for the next page")
+        ] = None,
     ) -> dict[str, Any]:
-        """Snapshots, newest first; with session, only that session's."""
-        return {"snapshots": [rendering.snapshot_json(i) for i in snap.list(limit=limit or None, session=session)]}
+        """Snapshots, newest first (a page: more is true when older ones remain; pass the last id as before
+        for the next page); with session, only that session's."""
+        found = snap.list(limit=limit + 1, session=session, before=before)
+        return {"snapshots": [rendering.snapshot_json(i) for i in found[:limit]], "more": len(found) > limit}
 
     @tool(read_only=True)
     def sessions() -> dict[str, Any]:

@@ -128,7 +128,8 @@ async function loadOlder() {
   const button = document.getElementById("more");
   button.disabled = true;
   try {
-    const page = await read("log", { skip: state.snaps.length, limit: PAGE });
+    const oldest = state.snaps.at(-1); // the next page starts below it: a page's cost, however deep
+    const page = await read("log", oldest ? { before: oldest.id, limit: PAGE } : { limit: PAGE });
     add(page, false);
     state.done = page.length < PAGE;
   } finally {
@@ -139,7 +140,7 @@ async function loadOlder() {
 }
 
 async function loadNewer() {
-  const page = await read("log", { skip: 0, limit: PAGE });
+  const page = await read("log", { limit: PAGE });
   const fresh = page.filter((snap) => !state.byId.has(snap.id));
   if (fresh.length === page.length && state.snaps.length) {
     state.snaps = []; // more came than a page holds: start again from the newest

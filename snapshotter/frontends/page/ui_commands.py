@@ -72,6 +72,12 @@ def _page(fields: Mapping[str, Any]) -> int:
     return max(1, _count(fields, "limit", 100, PAGE_SIZE_MAX))
 
 
+def _before(fields: Mapping[str, Any]) -> list[str]:
+    """A page of the log older than ``before`` (the oldest snapshot the page
+    shows): each page costs a page, however far down the history it is."""
+    return ["--before", ref(fields, "before")] if fields.get("before") not in (None, "") else []
+
+
 def _strings(fields: Mapping[str, Any], name: str) -> list[str]:
     value = fields.get(name) or []
     if not isinstance(value, list) or not all(isinstance(v, str) and v and "\x00" not in v for v in value):
@@ -119,7 +125,7 @@ def _restore(fields: Mapping[str, Any]) -> list[str]:
 
 READS: dict[str, Words] = {
     "sessions": lambda q: ["sessions"],
-    "log": lambda q: ["log", "--skip", str(_count(q, "skip", 0, 1 << 40)), "-n", str(_page(q))],
+    "log": lambda q: ["log", *_before(q), "-n", str(_page(q))],
     "show": lambda q: ["show", ref(q, "ref")],
     "diff": lambda q: ["diff", ref(q, "from"), *_optional_ref(q, "to")],
     "hunks": lambda q: ["diff", "--hunks", ref(q, "from"), *_optional_ref(q, "to")],

@@ -25,6 +25,14 @@ ALIASES = {"track": "snapshot"}
 """Another name a command answers to -> the command's own name."""
 TAKES_PATHS = {"diff", "status", "restore", "revert"}
 """The commands that take PATHs after ``--``."""
+_WORDS = (
+    "blame checkpoint cleanup clone config diff fetch fork forks gc hook hooks log mcp merge pin prune push redo "
+    "remote restore revert sessions show snapshot stats status tool track turn ui undo unpin verify watch where"
+)
+COMMAND_WORDS = frozenset(_WORDS.split())
+"""Every command's name and alias, as :func:`command_names` reads them from the
+whole grammar (a test holds the two equal): whether a command line names one
+decides, before anything is built, whether the grammar may be built for it alone."""
 
 
 def _meta(text: str) -> tuple[str, str]:
@@ -119,9 +127,12 @@ def _hunk_options(made: argparse.ArgumentParser) -> None:
 
 @functools.lru_cache(maxsize=2)  # the relay parses a command line, then the direct run parses it again
 def _parser(words: frozenset[str] | None = None) -> argparse.ArgumentParser:
-    """The grammar; with ``words`` (a command line's), only the commands named
-    among them get their options: the command argparse picks is one of its
-    words, and each command's options cost a new process about 1 ms."""
+    """The grammar; with ``words`` (a command line's) naming a command, only the
+    commands named among them: the command argparse picks is one of its words,
+    and building all 35 costs a new process about 7 ms (argparse looks up a
+    translation of each parser's strings). Without a command among the words, or
+    with what may be ``--help`` (whose page lists every command), all of them,
+    each with its options only if named."""
     parser = _Parser(
         prog="snapshotter",
         description="Snapshots of a folder in a hidden git store: take, list, diff, restore, undo.",
@@ -131,9 +142,13 @@ def _parser(words: frozenset[str] | None = None) -> argparse.ArgumentParser:
     _global_options(parser, on_subcommand=False)
     parser.add_argument("--version", action="version", version=f"snapshotter {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    narrow = words is not None and not words.isdisjoint(COMMAND_WORDS)
+    narrow = narrow and not any(_may_ask_help(word) for word in words or ())
 
-    def command(name: str, help_text: str) -> argparse.ArgumentParser:
+    def command(name: str, help_text: str) -> Any:
         aliases = [alias for alias, target in ALIASES.items() if target == name]
+        if narrow and words is not None and words.isdisjoint((name, *aliases)):
+            return _UNNAMED
         made = sub.add_parser(name, aliases=aliases, help=help_text, description=help_text)
         if words is None or not words.isdisjoint((name, *aliases)):
             _global_options(made, on_subcommand=True)
@@ -147,6 +162,7 @@ def _parser(words: frozenset[str] | None = None) -> argparse.ArgumentParser:
     log = command("log", "list snapshots, newest first; @ marks the base (with --session: only that session's)")
     log.add_argument("-n", "--limit", type=_count, default=50, help="how many (default 50; 0 for all)")
     log.add_argument("--skip", type=_count, default=0, metavar="N", help="leave out the newest N first, as git log")
+    log.add_argument("--before", default=None, metavar="REF", help="only snapshots older than REF (the next page)")
     log.add_argument("--label", default=None, help="only snapshots with this label")
     log.add_argument("--meta", action="append", type=_meta, default=[], metavar="KEY=VALUE", help="only matching")
 
@@ -216,7 +232,12 @@ def _parser(words: frozenset[str] | None = None) -> argparse.ArgumentParser:
         "who last changed each line of PATH: its snapshot, session, turn and tool call (--session: only its lines)",
     )
     blame.add_argument("path", help="a file the folder tracks")
-    blame.add_argument("--limit", type=_count, default=1000, help="read at most this many snapshots (default 1000)")
+    blame.add_argument(
+        "--limit",
+        type=_count,
+        default=1000,
+        help="read at most this many snapshots (default 1000; 0: as far back as the lines go)",
+    )
     fork = command("fork", "make DIR (new or empty, outside this folder) hold snapshot REF, for a parallel agent")
     fork.add_argument("ref", help="a REF")
     fork.add_argument("dest", metavar="DIR", help="the new folder")
@@ -286,6 +307,26 @@ def _parser(words: frozenset[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _may_ask_help(word: str) -> bool:
+    """Whether argparse may read ``word`` as ``--help`` (``-h``, with short options
+    after it, or an abbreviation: ``--he``), which prints the whole grammar's page."""
+    return word.startswith("-h") or (word.startswith("--h") and "--help".startswith(word))
+
+
+class _Unnamed:
+    """Stands in for the parser of a command the command line does not name: it
+    takes that command's options and drops them."""
+
+    def add_argument(self, *names: Any, **how: Any) -> None:
+        return None
+
+    def add_mutually_exclusive_group(self, **how: Any) -> _Unnamed:
+        return self
+
+
+_UNNAMED = _Unnamed()
+
+
 class UsageError(Exception):
     """A command line that does not parse: what is wrong, and where to read more
     (``usage``: one line naming the command's ``--help``)."""
@@ -341,7 +382,11 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     if "--" in head:
         at = head.index("--")
         head, paths = head[:at], head[at + 1 :]
-    args, extra = parser.parse_known_args(head)
+    try:
+        args, extra = parser.parse_known_args(head)
+    except UsageError:  # said by the whole grammar, so that an unknown word is offered every command
+        parser = _parser()
+        args, extra = parser.parse_known_args(head)
     if extra:  # said by the command's own parser, so its error points to its own --help
         _command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
     args.command = ALIASES.get(args.command, args.command)

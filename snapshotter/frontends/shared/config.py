@@ -28,11 +28,6 @@ from snapshotter.errors import InvalidInput
 from snapshotter.frontends.shared.userfiles import CONFIG_ENV, user_config_path
 from snapshotter.options import DEFAULTS, Options, Retention, WorkspaceSettings
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
-
 _MAX_DAYS = 999_999  # timedelta's own limit is 999,999,999 days: anything near it means "forever"
 
 Policy = Callable[[Any, Any], bool]
@@ -184,12 +179,18 @@ def _read_toml(path: str) -> dict[str, Any]:
     if path == os.devnull:
         return {}
     try:
-        loaded: dict[str, Any] = tomllib.loads(read_side_file(path).decode("utf-8"))
-        return loaded
+        data = read_side_file(path)
     except FileNotFoundError:
         return {}
     except OSError as exc:
         raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}; fix or remove it") from None
+    if sys.version_info >= (3, 11):  # loaded only when there is a file to parse: most commands find none
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+    try:
+        loaded: dict[str, Any] = tomllib.loads(data.decode("utf-8"))
+        return loaded
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise InvalidInput(f"cannot read {path}: {exc}; fix or remove it") from None
 

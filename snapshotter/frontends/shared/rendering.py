@@ -244,14 +244,18 @@ def snapshot_line(info: SnapshotInfo, is_base: bool = False) -> str:
     return f"{info.id[:12]}{marker} {when}  {stats}{label}  {first}".rstrip()
 
 
-def session_log_lines(infos: list[SnapshotInfo], shown: int, base_id: str | None) -> list[str]:
-    """``log --session``: the session's snapshots (``infos``, newest first, all of
-    them, so each is placed in its turn) under a heading per turn naming its
-    prompt line; only the newest ``shown`` snapshots (0: all) are listed."""
+def session_log_lines(
+    infos: list[SnapshotInfo], shown: int, base_id: str | None, *, begun_earlier: bool = False
+) -> list[str]:
+    """``log --session``: the session's snapshots (``infos``, newest first, back
+    to where the oldest listed one's turn began, so each is placed in its turn)
+    under a heading per turn naming its prompt line; only the newest ``shown``
+    snapshots (0: all) are listed. ``begun_earlier``: ``infos`` stop short of
+    that start, so the oldest are headed as in a turn begun earlier, or none."""
     from snapshotter.history.owners import POST_TURN, PRE_TURN  # here: the owners load the engine
 
-    groups: list[tuple[str, list[SnapshotInfo]]] = []
-    inside = False
+    groups: list[tuple[str, list[SnapshotInfo]]] = [(BEGUN_EARLIER, [])] if begun_earlier else []
+    inside = begun_earlier
     for info in reversed(infos):
         label = info.label or ""
         if label.startswith(PRE_TURN):
@@ -263,7 +267,7 @@ def session_log_lines(infos: list[SnapshotInfo], shown: int, base_id: str | None
         groups[-1][1].append(info)
         if label.startswith(POST_TURN):
             inside = False
-    if inside:
+    if inside and groups[-1][0] != BEGUN_EARLIER:
         groups[-1] = (f"{groups[-1][0]}  (open)", groups[-1][1])
     lines: list[str] = []
     left = shown or len(infos)
@@ -277,6 +281,7 @@ def session_log_lines(infos: list[SnapshotInfo], shown: int, base_id: str | None
 
 
 OUTSIDE_TURNS = "outside any turn"
+BEGUN_EARLIER = "in a turn begun earlier, or outside any turn"
 
 
 def show_lines(info: SnapshotInfo) -> list[str]:

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import hmac
 import os
-import socket
 import struct
 import sys
 
 TYPE_CHECKING = False  # not ``typing``'s: every handed-over command pays for this module's imports
 if TYPE_CHECKING:
+    import socket  # imported where a socket is made or met: a command with no watcher to reach loads none
     from collections.abc import Callable
     from typing import Any
 
@@ -126,6 +126,8 @@ def probe(address: str, timeout: float) -> bool:
             return True
         except OSError:
             return False
+    import socket
+
     end = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     end.settimeout(timeout)
     try:
@@ -148,6 +150,8 @@ class Channel:
         self.end = end  # a socket, or (Windows) a multiprocessing Connection
 
     def send(self, data: bytes) -> None:
+        import socket
+
         if isinstance(self.end, socket.socket):
             self.end.sendall(_LENGTH.pack(len(data)) + data)
         else:
@@ -155,6 +159,8 @@ class Channel:
 
     def recv(self, timeout: float | None = None, limit: int = 1 << 31) -> bytes:
         """The next message; raises ``TimeoutError``, ``EOFError`` or ``Refused`` (too big)."""
+        import socket
+
         if not isinstance(self.end, socket.socket):
             if timeout is not None and not self.end.poll(timeout):
                 raise TimeoutError("no message in time")
@@ -176,6 +182,8 @@ class Channel:
         return b"".join(chunks)
 
     def peer_socket(self) -> socket.socket | None:
+        import socket
+
         return self.end if isinstance(self.end, socket.socket) else None
 
     def close(self) -> None:
@@ -200,6 +208,8 @@ def connect(address: str, key: bytes, timeout: float) -> Channel:
 
         channel = Channel(Client(address, family="AF_PIPE"))
     else:
+        import socket
+
         end = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         end.settimeout(timeout)
         try:
@@ -242,6 +252,8 @@ class Listener:
 
             self.end: Any = PipeListener(address, family="AF_PIPE")
         else:
+            import socket
+
             self.end = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
                 reach(address, self.end.bind)
@@ -252,6 +264,8 @@ class Listener:
                 raise
 
     def accept(self) -> Channel:
+        import socket
+
         if isinstance(self.end, socket.socket):
             end, _ = self.end.accept()
             end.settimeout(None)
