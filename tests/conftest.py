@@ -6,6 +6,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -47,6 +48,12 @@ def pytest_configure(config: pytest.Config) -> None:
             config.option.hypothesis_seed = str(random.SystemRandom().randrange(2**32))
     else:
         settings.load_profile("ci")
+    # A suite started in the background by a non-interactive shell (CI runs its
+    # no-git pass so, beside the other) inherits Ctrl-C ignored, and so would every
+    # command it starts: the Ctrl-C tests would see a snapshot exit 0. Caught here,
+    # it is back at its default in every child.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _replay(config: pytest.Config) -> str:
