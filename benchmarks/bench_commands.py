@@ -12,6 +12,10 @@ of the same folder (``git add -A && git write-tree``; ``git status --porcelain``
 (issue #51 item 2: at most 3x). The median and the minimum are reported, and
 the ratio of the medians: on a machine shared with other work, the minimum is
 the better guide to what the code costs, the median to what a user waits.
+With ``--compare-source DIR`` (a checkout of another revision, e.g. ``git
+worktree add /tmp/main main``) every row also runs that revision's package
+(``PYTHONPATH=DIR``, the same interpreter and console script, a home of its
+own) in the same alternation, so a change's before and after come from one run.
 The package's bytecode is compiled first, as ``pip install`` does: from an
 editable checkout with ``PYTHONDONTWRITEBYTECODE`` set, every run would
 otherwise compile each module that has no ``__pycache__`` yet (20-30 ms).
@@ -79,28 +83,49 @@ def git_side(ws: Path, shadow: Path, side: str) -> list[list[str]]:
     return [[*base, "diff", "--stat"]]
 
 
+COMPARED: list[str] = []
+ONLY: list[str] = []
+"""``--only``'s choice (empty: every row)."""
+"""``--compare-source``'s folder, once given: its package runs as the side ``compared``."""
+
+
+def compared_env(env: dict[str, str]) -> dict[str, str]:
+    """The compared revision's environment: its package, and a home of its own, so that
+    neither side finds the other's snapshot already taken."""
+    return dict(env, PYTHONPATH=COMPARED[0], SNAPSHOTTER_HOME=env["SNAPSHOTTER_HOME"] + "-compared")
+
+
 def pair(
     ours: list[str], theirs: list[list[str]], runs: int, cwd: Path, env: dict[str, str], before: Any = None
 ) -> dict[str, Any]:
-    """Alternate ours and theirs ``runs`` times (the order flipping each run); ``before()`` runs before each run."""
-    times: dict[str, list[float]] = {"ours": [], "theirs": []}
+    """Alternate ours and theirs (and the compared revision's, if any) ``runs`` times, the order
+    rotating each run; ``before()`` runs before each run."""
+    sides = ["ours", "theirs", *(["compared"] if COMPARED else [])]
+    times: dict[str, list[float]] = {side: [] for side in sides}
     for index in range(runs):
-        order = ("ours", "theirs") if index % 2 == 0 else ("theirs", "ours")
+        turn = index % len(sides)
+        order = sides[turn:] + sides[:turn]
         if before is not None:
             before()
         for side in order:
             if side == "ours":
                 times["ours"].append(run([*COMMAND, *ours], cwd, env))
+            elif side == "compared":
+                times["compared"].append(run([*COMMAND, *ours], cwd, compared_env(env)))
             else:
                 times["theirs"].append(sum(run(step, cwd, dict(os.environ, **GIT_ENV)) for step in theirs))
     medians = {side: statistics.median(values) for side, values in times.items()}
-    return {
+    row = {
         "times": times,
         "median": medians,
         "min": {side: min(values) for side, values in times.items()},
         "ratio": medians["ours"] / medians["theirs"],
         "ratio_of_mins": min(times["ours"]) / min(times["theirs"]),
     }
+    if COMPARED:
+        row["compared_ratio"] = medians["compared"] / medians["theirs"]
+        row["compared_ratio_of_mins"] = min(times["compared"]) / min(times["theirs"])
+    return row
 
 
 def measure(files: int, runs: int, scratch: Path) -> dict[str, Any]:
@@ -119,11 +144,13 @@ def measure(files: int, runs: int, scratch: Path) -> dict[str, Any]:
     (shadow / "info" / "exclude").write_text(".git\n")
     for command in ([*COMMAND, "snapshot", "-m", "cold"],):  # both sides' cold first snapshot, outside the rows
         run(command, ws, env)
+        if COMPARED:
+            run(command, ws, compared_env(env))
     for step in git_side(ws, shadow, "snapshot"):
         run(step, ws, dict(os.environ, **GIT_ENV))
     rng = random.Random(7)
     rows: dict[str, Any] = {}
-    for name, words, shown, side in WALKING:
+    for name, words, shown, side in WALKING if ONLY[0] != "not-walking" else []:
         changes = name == "snapshot, 10 changed"
 
         def before(changes: bool = changes) -> None:
@@ -133,6 +160,8 @@ def measure(files: int, runs: int, scratch: Path) -> dict[str, Any]:
         if name == "status":
             change(paths, 10, rng)  # both sides compare against a base 10 files behind
             run([*COMMAND, "snapshot", "-m", "base"], ws, env)
+            if COMPARED:
+                run([*COMMAND, "snapshot", "-m", "base"], ws, compared_env(env))
             for step in git_side(ws, shadow, "snapshot"):
                 run(step, ws, dict(os.environ, **GIT_ENV))
             change(paths, 10, rng)
@@ -140,7 +169,7 @@ def measure(files: int, runs: int, scratch: Path) -> dict[str, Any]:
         row["command"] = f"snapshotter {' '.join(words)}  vs  {shown}"
         rows[name] = row
         say(name, row)
-    for words in NOT_WALKING:
+    for words in NOT_WALKING if ONLY[0] != "walking" else []:
         row = pair(words, [[sys.executable, "-c", "pass"]], runs, ws, env)
         row["command"] = f"snapshotter {' '.join(words)}  vs  python -c pass"
         rows[" ".join(words)] = row
@@ -148,22 +177,31 @@ def measure(files: int, runs: int, scratch: Path) -> dict[str, Any]:
     return {"files": files, "runs": runs, "rows": rows, "load_average": os.getloadavg(), "cpus": os.cpu_count()}
 
 
-def compile_package() -> None:
-    """Write the package's bytecode, as an installed package has it (see the module docstring)."""
+def compile_package(source: str | None = None) -> None:
+    """Write the package's bytecode, as an installed package has it (see the module docstring);
+    ``source``: the package found with ``PYTHONPATH`` set to it."""
     found = subprocess.run(
         [sys.executable, "-c", "import snapshotter, os; print(os.path.dirname(snapshotter.__file__))"],
         check=True,
         capture_output=True,
         text=True,
+        env=dict(os.environ, PYTHONPATH=source) if source else None,
+        cwd=os.path.dirname(sys.executable),  # not a checkout's root: ``-c`` puts the current folder first
     )
     compileall.compile_dir(found.stdout.strip(), quiet=1)
 
 
 def say(name: str, row: dict[str, Any]) -> None:
     med, low = row["median"], row["min"]
+    compared = ""
+    if "compared_ratio" in row:
+        compared = (
+            f"  compared {med['compared']:.3f} s ratio {row['compared_ratio']:.2f}"
+            f" (of mins {row['compared_ratio_of_mins']:.2f})"
+        )
     print(
         f"{name:28} ours {med['ours']:.3f} s (min {low['ours']:.3f})  theirs {med['theirs']:.3f} s"
-        f" (min {low['theirs']:.3f})  ratio {row['ratio']:.2f} (of mins {row['ratio_of_mins']:.2f})",
+        f" (min {low['theirs']:.3f})  ratio {row['ratio']:.2f} (of mins {row['ratio_of_mins']:.2f}){compared}",
         flush=True,
     )
 
@@ -174,12 +212,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--json", help="also write every raw time to this file")
     parser.add_argument("--scratch", help="folder for the workspace and stores (default: a temp folder, removed)")
+    parser.add_argument("--compare-source", help="also run the package in this folder (PYTHONPATH), alternating")
+    parser.add_argument("--only", choices=("walking", "not-walking"), help="only these rows")
     args = parser.parse_args(argv)
     if shutil.which("git") is None:
         raise SystemExit("git is needed on PATH for the side-by-side figures")
     scratch = Path(args.scratch or tempfile.mkdtemp(prefix="snapcmd-")).resolve()
     print(f"load average before: {os.getloadavg()}; {os.cpu_count()} cpus", flush=True)
     compile_package()
+    if args.compare_source:
+        COMPARED.append(str(Path(args.compare_source).resolve()))
+        compile_package(COMPARED[0])
+    ONLY.append(args.only or "")
     try:
         result = measure(args.files, args.runs, scratch)
     finally:

@@ -20,7 +20,14 @@ included), as an agent runs a hook:
 - ``git no-change snapshot``: ``git add -A`` then ``git write-tree`` on the same
   tree, its index kept between runs (two processes), in a bare shadow
   repository as in ``bench_engine.py``;
-- ``python -c pass``: this interpreter starting and doing nothing.
+- ``python -c pass``: this interpreter starting and doing nothing;
+- ``hook, direct, compared`` (with ``--compare-source DIR``, a checkout of
+  another revision): the direct calls with that revision's package
+  (``PYTHONPATH=DIR``, its own home), so a change's before and after come
+  from one run.
+
+The package's bytecode (and the compared one's) is compiled first, as ``pip
+install`` does (see ``bench_commands.py``).
 
 The rows take turns within every run (the order rotates), so drift on a shared
 machine favours none. Figures are medians and 90th percentiles. Targets
@@ -46,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_commands import compile_package  # noqa: E402
 from bench_engine import GitShadow, generate  # noqa: E402
 
 CONSOLE_SCRIPT = os.path.join(os.path.dirname(sys.executable), "snapshotter")
@@ -106,7 +114,8 @@ def long_home(scratch: Path, size: int) -> Path:
     return Path(base + "h" * (size - len(base)))
 
 
-def measure(files: int, runs: int, home_bytes: int) -> dict[str, Any]:
+def measure(files: int, runs: int, home_bytes: int, compared_source: str | None = None) -> dict[str, Any]:
+    sides = SIDES[:3] + (("hook, direct, compared",) if compared_source else ()) + SIDES[3:]
     scratch = Path(tempfile.mkdtemp(prefix="bh-"))  # short: the usual home; the long one is made below it
     try:
         ws = scratch / "ws"
@@ -124,12 +133,18 @@ def measure(files: int, runs: int, home_bytes: int) -> dict[str, Any]:
         far = dict(env, SNAPSHOTTER_HOME=str(long_home(scratch, home_bytes)))
         served, direct = Session(ws, env, "served"), Session(ws, dict(env, SNAPSHOTTER_NO_WATCHER="1"), "direct")
         far_served = Session(ws, far, "far")
+        compared = None
+        if compared_source:
+            compared_env = dict(env, SNAPSHOTTER_NO_WATCHER="1", PYTHONPATH=compared_source)
+            compared = Session(ws, dict(compared_env, SNAPSHOTTER_HOME=str(scratch / "home-compared")), "compared")
         git = GitShadow(ws, scratch)
         git.reset()
         git.run("add", "-A")
-        for home_env in (env, far):  # each store's cold first snapshot (no row measures it), outside a hook's budget
+        homes = [env, far] + ([compared.env] if compared is not None else [])
+        for home_env in homes:  # each store's cold first snapshot (no row measures it), outside a hook's budget
             timed([*COMMAND, "--json", "snapshot", "-m", "cold"], dict(home_env, SNAPSHOTTER_NO_WATCHER="1"), ws)
-        for session in (served, far_served, direct):
+        sessions = [served, far_served, direct] + ([compared] if compared is not None else [])
+        for session in sessions:
             session.call("SessionStart", source="startup")
             session.call("UserPromptSubmit", prompt=f"benchmark the {session.name} path")
         watcher_up(ws, env)
@@ -138,16 +153,20 @@ def measure(files: int, runs: int, home_bytes: int) -> dict[str, Any]:
             served.tool_call(paths[0])
             far_served.tool_call(paths[0])
             direct.tool_call(paths[1])
-        rows: dict[str, list[float]] = {side: [] for side in SIDES}
+            if compared is not None:
+                compared.tool_call(paths[170])
+        rows: dict[str, list[float]] = {side: [] for side in sides}
         for i in range(runs):
-            turn = i % len(SIDES)
-            for side in SIDES[turn:] + SIDES[:turn]:
+            turn = i % len(sides)
+            for side in sides[turn:] + sides[:turn]:
                 if side == "hook, watcher":
                     rows[side] += served.tool_call(paths[2 + i % 50])
                 elif side == "hook, watcher, long home":
                     rows[side] += far_served.tool_call(paths[120 + i % 50])
                 elif side == "hook, direct":
                     rows[side] += direct.tool_call(paths[60 + i % 50])
+                elif side == "hook, direct, compared" and compared is not None:
+                    rows[side] += compared.tool_call(paths[180 + i % 50])
                 elif side == "git no-change snapshot":
                     start = time.perf_counter()
                     git.run("add", "-A")
@@ -155,7 +174,7 @@ def measure(files: int, runs: int, home_bytes: int) -> dict[str, Any]:
                     rows[side].append(time.perf_counter() - start)
                 else:
                     rows[side].append(timed([sys.executable, "-c", "pass"], env, ws))
-        for session in (served, far_served, direct):
+        for session in sessions:
             session.call("Stop", stop_hook_active=False)
             session.call("SessionEnd", reason="other")
         logs = [scratch / "fallback-hooks.log", *scratch.glob("home*/snapshots/*/snapshotter/hooks.log")]
@@ -174,14 +193,19 @@ def measure(files: int, runs: int, home_bytes: int) -> dict[str, Any]:
             "watcher_ratio_to_python": medians["hook, watcher"] / medians["python -c pass"],
             "direct_ratio_to_git": medians["hook, direct"] / medians["git no-change snapshot"],
         }
+        if compared is not None:
+            git_median = medians["git no-change snapshot"]
+            result["compared_direct_ratio_to_git"] = medians["hook, direct, compared"] / git_median
+            result["compared_source"] = compared_source
         print(f"{files:,} files, {runs} runs (hook rows: {2 * runs} calls), median / p90:")
-        for side in SIDES:
+        for side in sides:
             print(f"  {side:<26} {medians[side] * 1000:8.1f} ms  {result['p90'][side] * 1000:8.1f} ms")
         print(
             f"  watcher call: {result['watcher_ratio_to_git']:.3f}x git no-change (target 0.25x at 100k), "
             f"with a {home_bytes}-byte home: {result['long_home_watcher_ratio_to_git']:.3f}x; "
             f"{result['watcher_ratio_to_python']:.2f}x python -c pass (target 3x); "
-            f"direct call: {result['direct_ratio_to_git']:.2f}x git",
+            f"direct call: {result['direct_ratio_to_git']:.2f}x git"
+            + (f" (compared: {result['compared_direct_ratio_to_git']:.2f}x)" if compared is not None else ""),
             flush=True,
         )
         return result
@@ -195,10 +219,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=21, help="runs per row; each hook run is two calls (default 21)")
     parser.add_argument("--json", help="also write every raw time and ratio to this file")
     parser.add_argument("--home-bytes", type=int, default=150, help="the long home's path length (default 150)")
+    parser.add_argument("--compare-source", help="also run direct calls with the package in this folder (PYTHONPATH)")
     options = parser.parse_args()
     if shutil.which("git") is None:
         raise SystemExit("git is needed on PATH for the side-by-side figures")
-    results = [measure(int(size), options.runs, options.home_bytes) for size in options.sizes.split(",")]
+    compile_package()
+    source = str(Path(options.compare_source).resolve()) if options.compare_source else None
+    if source:
+        compile_package(source)
+    results = [measure(int(size), options.runs, options.home_bytes, source) for size in options.sizes.split(",")]
     if options.json:
         Path(options.json).write_text(json.dumps(results, indent=2) + "\n")
 

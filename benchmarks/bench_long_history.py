@@ -22,8 +22,16 @@ opens one, but ``snapshot, open store``; retention off so the history stays):
 - ``undo``, ``redo``: a session's undo, then its redo;
 - ``turn revert``: ``revert_turn(1)`` of the session's last turn (dry run);
 - ``blame``: a file's blame with the default depth;
+- ``page, first screen``: ``snapshotter ui``'s server started on a new
+  ``Snapshotter`` (in this process, as ``snapshotter ui`` serves), then the
+  requests the page's first screen makes over HTTP: the page, its script and
+  style, the newest 100 snapshots (``/api/log``) and the sessions;
 - ``hook call``: the real ``snapshotter hook claude-code PreToolUse`` command
-  with ``SNAPSHOTTER_NO_WATCHER=1`` (a process start included).
+  with ``SNAPSHOTTER_NO_WATCHER=1`` (a process start included); its
+  ``PostToolUse`` follows, not timed, so no call is left open.
+
+With ``--chart FILE``: an SVG chart of each row's cost against the history's
+length (log scale), beside the table.
 
 With ``--defaults``: what a store with the default settings keeps after a day
 (60 turns) and a week of that work (2,000 files), and its size (docs/store.md).
@@ -42,7 +50,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +63,6 @@ import longhistory  # noqa: E402
 from snapshotter import Retention, Snapshotter  # noqa: E402
 from snapshotter.engine.gitstore import trailers  # noqa: E402
 
-SESSION = "claude-code-aa11"  # the first of the sessions longhistory.History takes turns with
 COMMAND = [sys.executable, "-m", "snapshotter"]
 
 
@@ -62,6 +71,13 @@ def _unlimited_config(scratch: Path) -> Path:
     path = scratch / "config.toml"
     path.write_text("max_snapshots = 0\nmax_age_days = 0\n")
     return path
+
+
+@dataclass(frozen=True)
+class Took:
+    """What a row timed itself (the page's requests, not its server's start and stop)."""
+
+    seconds: float
 
 
 class Rows:
@@ -78,12 +94,21 @@ class Rows:
             SNAPSHOTTER_HOOKS_LOG=str(scratch / "hooks.log"),
         )
 
+    @property
+    def last(self) -> str:
+        """The session of the newest turn: undo, redo and a turn's revert read the
+        same stretch (its turn, whole) at every size."""
+        return self.h.sessions[(self.h.turns - 1) % len(self.h.sessions)]
+
     def _open(self) -> Snapshotter:
         return Snapshotter(self.h.ws, home=self.h.home, retention=Retention.unlimited())
 
     def _edit(self) -> None:
+        """One edit before a timed snapshot, to a file no turn touches: the
+        sessions' undo then never meets it (an edit to a file a turn changed
+        made that undo refuse at some sizes and write at others)."""
         self.edits += 1
-        with open(self.h.path(0, self.edits % self.h.files), "a") as handle:
+        with open(self.h.ws / "bench.txt", "a") as handle:
             handle.write(f"bench edit {self.edits}\n")
 
     def calls(self, kept: Snapshotter) -> dict[str, Callable[[], object]]:
@@ -104,17 +129,28 @@ class Rows:
             return kept.snapshot("bench")
 
         def hook() -> object:
+            """A PreToolUse call, timed; then its PostToolUse, not timed: a call left
+            open would hold every later step for attribution, and the next sizes'
+            undo and turn revert read one more opener for each (8 a size)."""
             self.edits += 1
+            call = f"toolu_bench_{self.edits}"
+            started = time.perf_counter()
+            run_hook("PreToolUse", call)
+            took = Took(time.perf_counter() - started)
+            run_hook("PostToolUse", call)
+            return took
+
+        def run_hook(event: str, call: str) -> None:
             document = {
                 "session_id": "bench-hooks",
                 "cwd": str(self.h.ws),
-                "hook_event_name": "PreToolUse",
+                "hook_event_name": event,
                 "tool_name": "Bash",
                 "tool_input": {"command": "x"},
-                "tool_use_id": f"toolu_bench_{self.edits}",
+                "tool_use_id": call,
             }
             done = subprocess.run(
-                [*COMMAND, "hook", "claude-code", "PreToolUse"],
+                [*COMMAND, "hook", "claude-code", event],
                 cwd=self.h.ws,
                 env=self.env,
                 input=json.dumps(document),
@@ -124,7 +160,24 @@ class Rows:
             )
             if done.returncode != 0:
                 raise SystemExit(f"hook failed: {done.stderr}")
-            return done
+
+        def page() -> object:
+            from snapshotter.frontends.cli.cli import Console, run
+            from snapshotter.frontends.page import ui_server
+
+            with self._open() as snap:
+                serving = ui_server.start(snap, run, Console)
+                try:
+                    base = f"http://127.0.0.1:{serving.port}"
+                    started = time.perf_counter()
+                    for path in ("/", "/page.js", "/page.css", "/api/log?limit=100", "/api/sessions"):
+                        query = f"{'&' if '?' in path else '?'}token={serving.token}"
+                        with urllib.request.urlopen(base + path + query) as answer:
+                            answer.read()
+                    took = Took(time.perf_counter() - started)
+                finally:
+                    serving.stop()  # waits for the server's poll (0.5 s): not timed
+            return took
 
         return {
             "open store": fresh(lambda snap: snap.base()),
@@ -133,10 +186,11 @@ class Rows:
             "log -n 20": fresh(lambda snap: snap.list(limit=20)),
             "sessions": fresh(lambda snap: snap.sessions()),
             "stats": fresh(lambda snap: snap.store_stats()),
-            "undo": fresh(lambda snap: snap.in_session(SESSION).undo()),
-            "redo": fresh(lambda snap: snap.in_session(SESSION).redo()),
-            "turn revert": fresh(lambda snap: snap.in_session(SESSION).revert_turn(1, dry_run=True)),
+            "undo": fresh(lambda snap: snap.in_session(self.last).undo()),
+            "redo": fresh(lambda snap: snap.in_session(self.last).redo()),
+            "turn revert": fresh(lambda snap: snap.in_session(self.last).revert_turn(1, dry_run=True)),
             "blame": fresh(lambda snap: snap.blame("d00/f000.txt")),
+            "page, first screen": page,
             "hook call": hook,
         }
 
@@ -155,6 +209,18 @@ class Parsed:
         trailers.parse_snapshot = counted  # type: ignore[assignment]
 
 
+def whole_turns(history: longhistory.History, size: int) -> int:
+    """``size``, or the few more snapshots that end the newest turn (a turn the
+    builder began is never left open, so undo, redo and a turn's revert read one
+    whole turn at every size)."""
+    newest = 1  # the builder's first snapshot
+    if history.home.exists():
+        with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
+            found = snap.list(limit=1)
+            newest = found[0].sequence if found else 1
+    return size + (newest - size) % longhistory.SNAPSHOTS_PER_TURN
+
+
 def measure(sizes: list[int], runs: int) -> tuple[dict[str, dict[int, float]], dict[str, dict[int, int]]]:
     scratch = Path(tempfile.mkdtemp(prefix="bench-history-"))
     table: dict[str, dict[int, float]] = {}
@@ -165,7 +231,7 @@ def measure(sizes: list[int], runs: int) -> tuple[dict[str, dict[int, float]], d
         rows = Rows(history, scratch)
         for size in sizes:
             started = time.perf_counter()
-            history.build(size)
+            history.build(whole_turns(history, size))
             print(f"{size:,} snapshots built in {time.perf_counter() - started:.0f} s", flush=True)
             with rows._open() as kept:
                 kept.snapshot("warm")  # the first snapshot of a folder walks it whole
@@ -175,8 +241,8 @@ def measure(sizes: list[int], runs: int) -> tuple[dict[str, dict[int, float]], d
                     before = counter.count
                     for _ in range(runs):
                         start = time.perf_counter()
-                        call()
-                        times.append(time.perf_counter() - start)
+                        done = call()
+                        times.append(done.seconds if isinstance(done, Took) else time.perf_counter() - start)
                     table.setdefault(name, {})[size] = min(times) * 1000  # the least disturbed run: a shared machine
                     parsed.setdefault(name, {})[size] = (counter.count - before) // runs
                     median = statistics.median(times) * 1000
@@ -220,6 +286,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10000])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--chart", type=Path, help="write an SVG chart of the table here")
     parser.add_argument("--defaults", action="store_true", help="what the default retention keeps of a day and a week")
     args = parser.parse_args()
     if args.defaults:
@@ -242,6 +309,71 @@ def main() -> None:
     if args.json:
         data: dict[str, Any] = {name: {str(k): v for k, v in cells.items()} for name, cells in table.items()}
         args.json.write_text(json.dumps(data, indent=2))
+    if args.chart:
+        args.chart.write_text(chart(table))
+
+
+_COLOURS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#000000",
+    "#aec7e8",
+)
+
+
+def chart(table: dict[str, dict[int, float]]) -> str:
+    """An SVG chart: each row's cost as a ratio to its cost at the first size,
+    against the number of snapshots (log scale), with the 1.2x target drawn."""
+    sizes = sorted({size for cells in table.values() for size in cells})
+    width, height, left, top, right, bottom = 760, 420, 60, 20, 250, 50
+    plot_w, plot_h = width - left - right, height - top - bottom
+    ratios = {
+        name: {size: cells[size] / cells[sizes[0]] for size in sizes if size in cells}
+        for name, cells in table.items()
+        if sizes[0] in cells and cells[sizes[0]] > 0
+    }
+    high = max([1.5, *(r for row in ratios.values() for r in row.values())])
+
+    def x(size: int) -> float:
+        span = (len(sizes) - 1) or 1
+        return left + plot_w * sizes.index(size) / span
+
+    def y(ratio: float) -> float:
+        return top + plot_h * (1 - ratio / high)
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
+        'font-size="12">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="black"/>',
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="black"/>',
+        f'<line x1="{left}" y1="{y(1.2):.1f}" x2="{left + plot_w}" y2="{y(1.2):.1f}" stroke="red" '
+        'stroke-dasharray="4 3"/>',
+        f'<text x="{left + plot_w + 4}" y="{y(1.2) + 4:.1f}" fill="red">1.2x</text>',
+    ]
+    for size in sizes:
+        parts.append(f'<text x="{x(size):.1f}" y="{top + plot_h + 18}" text-anchor="middle">{size:,}</text>')
+    parts.append(f'<text x="{left + plot_w / 2}" y="{height - 10}" text-anchor="middle">snapshots (log scale)</text>')
+    step = 0.5 if high <= 4 else 1.0 if high <= 10 else 5.0
+    tick = 0.0
+    while tick <= high:
+        parts.append(f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick:g}x</text>')
+        tick += step
+    for i, (name, row) in enumerate(ratios.items()):
+        colour = _COLOURS[i % len(_COLOURS)]
+        points = " ".join(f"{x(size):.1f},{y(ratio):.1f}" for size, ratio in sorted(row.items()))
+        parts.append(f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        parts.append(f'<text x="{width - right + 30}" y="{top + 16 * i + 10}" fill="{colour}">{name}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
 
 
 if __name__ == "__main__":

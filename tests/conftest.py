@@ -23,6 +23,7 @@ from snapshotter import DEFAULT_EXCLUDES, Snapshotter
 from snapshotter.engine.compare.treediff import StoredTree
 from snapshotter.engine.gitstore.objects import MODE_TREE, serialize_tree
 from snapshotter.engine.gitstore.trailers import build_commit
+from snapshotter.frontends.shared import wire
 
 GIT = shutil.which("git")
 
@@ -54,6 +55,24 @@ def pytest_configure(config: pytest.Config) -> None:
     # it is back at its default in every child.
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    _guard_exit()
+
+
+def _guard_exit() -> None:
+    """``os._exit`` in the test process itself fails the test that made it.
+
+    The hook client's tests make calls in this process (so mutation testing sees
+    them), and a call that runs out of time leaves by ``os._exit(0)``: the suite
+    would stop there with status 0 and look green. A fork of the test process
+    (a hook call's child, the second core) still exits as it asks."""
+    real_exit, suite = os._exit, os.getpid()
+
+    def guarded(status: int) -> None:
+        if os.getpid() != suite:
+            real_exit(status)
+        raise RuntimeError(f"os._exit({status}) in the test process: the suite would have stopped here")
+
+    os._exit = guarded  # type: ignore[assignment]
 
 
 def _replay(config: pytest.Config) -> str:
@@ -410,3 +429,41 @@ def plain_ids(values: Iterable[object], shown: Callable[[object], str] = repr) -
     holding a backslash, a bracket, a space or a slash is not found again when
     handed back to pytest by id (as mutmut does when it picks the tests of a mutant)."""
     return [f"{n}-{re.sub(r'[^A-Za-z0-9_.=-]+', '_', shown(v)).strip('_')[:40]}" for n, v in enumerate(values)]
+
+
+# The hook's watcher: a short folder keeps its socket's path short; its start and end are
+# seen from the store's side (its key and socket).
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A short folder: the homes below it are short unless a test makes them long (``long_home``)."""
+    path = Path(tempfile.mkdtemp(prefix="hw-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def watcher_up(store: str, seconds: float = 20.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if wire.read_key(store) is not None and os.path.exists(wire.address_of(store)):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def watcher_gone(store: str, seconds: float = 20.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not os.path.exists(wire.address_of(store)):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def recorded(ws: Path, home: Path) -> Path:
+    """A workspace with a store and a few snapshots."""
+    with Snapshotter(ws, home=home) as snap:
+        for i in range(3):
+            write(ws, {f"f{i}.txt": f"{i}\n"})
+            snap.snapshot(f"s{i}")
+    return ws

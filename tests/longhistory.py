@@ -4,7 +4,8 @@ records it, without walking the folder at each step.
 A real history of 100,000 snapshots takes hours to record (a walk, a commit and
 fsyncs per snapshot). This writes the same objects, commits and refs directly
 through the store's own writers (``Store.write_commit``, ``add_snapshot_ref``,
-the stacks' ``push``), in packs, with nothing synced: turns of a session
+the stacks' ``push``), in packs (the first snapshot's objects loose, as a real
+first snapshot writes them), with nothing synced: turns of a session
 (``pre-turn:<n>`` pushed on its undo and turns stacks), each with 8 tool calls
 (``tool:<id>``, one file edited, ``tool-done:<id>``) and a ``post-turn:<n>``,
 sessions taking turns, timestamps spread over the past days. The folder is
@@ -96,7 +97,9 @@ class _Writer:
     def run(self) -> None:
         h = self.h
         h.taken = next(self.store.iter_snapshot_ids(), (0, b""))[0]  # after the snapshots taken since, if any
-        with self.writer.batch():
+        # A store's first snapshot writes the folder's objects loose, as a real first snapshot does (its
+        # object folders stay after upkeep packs them: a store of any length lists them); the rest in packs.
+        with self.writer.batch() if h.taken else contextlib.nullcontext():
             if not h.contents:
                 for folder in range(h.folders):
                     for name in range(h.files):
@@ -110,10 +113,13 @@ class _Writer:
                 self._commit(None, None, {}, "first")
         while h.taken < self.total:
             with self.writer.batch():
-                for _ in range(64):
+                for turn in range(64):
                     if h.taken >= self.total:
                         break
                     self._turn()
+                    if turn % 16 == 15:
+                        self.store.pack_refs()  # as upkeep packs them (every 256 loose): no folder of refs ever
+                        # holds more than a few hundred files (a folder that held 100,000 stays big on ext4)
 
     def _turn(self) -> None:
         h = self.h

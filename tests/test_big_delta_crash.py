@@ -21,7 +21,7 @@ import pytest
 from conftest import GIT, git, git_env
 
 from snapshotter import Retention, Snapshotter
-from snapshotter.engine.gitstore import chainappend
+from snapshotter.engine.gitstore import chainjournal
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")
 
@@ -76,10 +76,10 @@ def test_a_writer_killed_mid_append_loses_nothing(tmp_path: Path, stage: str) ->
     child.send_signal(signal.SIGKILL)
     child.wait()
     child.stdout.close()
-    assert chainappend.appending(os.path.join(store, "objects", "pack"))
+    assert chainjournal.appending(os.path.join(store, "objects", "pack"))
 
     with Snapshotter(ws, home=home, retention=Retention.unlimited(), max_new_file_size=1 << 30) as snap:
-        assert not chainappend.appending(os.path.join(store, "objects", "pack"))  # put back (or completed) at once
+        assert not chainjournal.appending(os.path.join(store, "objects", "pack"))  # put back (or completed) at once
         verified = snap.verify(full=True)
         assert verified.ok, verified.problems
         if GIT is not None:

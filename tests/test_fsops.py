@@ -2,7 +2,11 @@
 checked on a real folder (``test_restore.py`` and ``test_hostile.py`` check
 them through whole restores). What a mutation run found unchecked: the modes
 files and folders are made with, that looking never makes a folder, a read of
-more than one chunk, and more folders than the descriptors it keeps open.
+more than one chunk, and more folders than the descriptors it keeps open; then
+(its fourth round) the full paths its refusals name, the descriptors it keeps
+and drops (none left after ``close``, none of a folder since replaced), the
+folders it made itself, no half-written file after a failed write, and folders
+emptied only through descriptors.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import os
 import stat
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -70,11 +75,15 @@ def test_the_umask_is_read_as_the_system_reports_it() -> None:
 
 
 def test_looking_at_a_path_never_makes_its_folders(tmp_path: Path) -> None:
+    """Only writing a file or a symlink makes the folders leading to it: a look,
+    a delete, a mode change or a read under a missing folder makes none."""
     workspace = Workspace(str(tmp_path))
     try:
         assert workspace.lstat("a/b/c.txt") is None
         assert not workspace.remove_dir_if_empty("d/e/f")
         workspace.delete("g/h.txt")
+        with pytest.raises(FileNotFoundError):
+            workspace.set_executable("k/l.sh", True)
         with pytest.raises(FileNotFoundError):
             workspace.read("i/j.txt", False, 100)
     finally:
@@ -172,9 +181,11 @@ def test_a_fifo_in_place_of_a_file_is_refused_without_waiting_for_a_writer(tmp_p
     try:
         read = _without_waiting(lambda: workspace.read("d/f.txt", False, 100), fifo)
         assert isinstance(read, OSError) and not isinstance(read, FileNotFoundError), read
+        assert (read.strerror, read.filename) == ("not a regular file", "d/f.txt")  # what a diff reports
         if host.exec_bit:
             changed = _without_waiting(lambda: workspace.set_executable("d/f.txt", True), fifo)
             assert isinstance(changed, RestoreConflict), changed
+            assert str(changed) == f"{fifo} is no longer a regular file; retry"
     finally:
         workspace.close()
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
@@ -213,3 +224,224 @@ def test_writes_modes_symlinks_and_deletes_on_every_host(tmp_path: Path, host: h
         assert os.readlink(tmp_path / "a/link") == "b/tool.sh"
     else:
         assert not (tmp_path / "a/link").is_symlink() and (tmp_path / "a/link").read_bytes() == b"b/tool.sh"
+
+
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd"))
+
+
+def test_no_folder_descriptor_stays_open_after_close(tmp_path: Path) -> None:
+    """Writes into nested folders and folders side by side, again and again,
+    keep each folder's descriptor (the root's too) once: after ``close`` none is
+    left open (a restore in a long-lived process, the watcher or the MCP server,
+    would otherwise run out of them)."""
+    before = _open_descriptors()
+    workspace = Workspace(str(tmp_path))
+    try:
+        for round_ in range(3):
+            for n, folder in enumerate(("a/b/c", "a/b", "z", "a/d/e", "a/b/c", "y/x")):
+                workspace.write_file(f"{folder}/f{round_}{'x' * n}.txt", b"%d\n" % round_, executable=False)
+            workspace.set_executable("a/b/c/f0.txt", round_ % 2 == 0)
+            assert workspace.read("a/d/e/f0xxx.txt", False, 100) == b"0\n"
+    finally:
+        workspace.close()
+    assert _open_descriptors() == before
+    assert (tmp_path / "a/b/c/f2.txt").read_bytes() == b"2\n"
+
+
+@pytest.mark.parametrize("blocker", ["symlink", "file"])
+def test_a_symlink_or_file_in_place_of_a_folder_is_named_by_its_full_path(
+    tmp_path: Path, host: hostfs.HostFS, blocker: str
+) -> None:
+    """The refusal names the component in the way (not the file being written,
+    nor a folder above), the same on every host."""
+    root = tmp_path / "ws"
+    (root / "a").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    if blocker == "symlink":
+        os.symlink(tmp_path / "outside", root / "a/in-the-way")
+    else:
+        (root / "a/in-the-way").write_bytes(b"a file\n")
+    workspace = Workspace(str(root), host)
+    try:
+        with pytest.raises(RestoreConflict) as refused:
+            workspace.write_file("a/in-the-way/deeper/f.txt", b"x\n", executable=False)
+    finally:
+        workspace.close()
+    assert str(refused.value) == (
+        f"{root / 'a/in-the-way'} is a symlink or a file, not a folder; refusing to write through it"
+    )
+    assert list((tmp_path / "outside").iterdir()) == []
+
+
+def test_a_folder_holding_files_is_not_replaced_and_is_named(tmp_path: Path, host: hostfs.HostFS) -> None:
+    """A file to be written where a folder holds files (untracked ones: the plan
+    checked the tracked) is refused by the folder's full path; nothing in it goes."""
+    (tmp_path / "a/d/empty").mkdir(parents=True)
+    (tmp_path / "a/d/notes.txt").write_bytes(b"mine\n")
+    workspace = Workspace(str(tmp_path), host)
+    try:
+        with pytest.raises(RestoreConflict) as refused:
+            workspace.write_file("a/d", b"a file now\n", executable=False)
+    finally:
+        workspace.close()
+    assert str(refused.value) == (f"{tmp_path / 'a/d'} is a folder holding untracked files; move them and retry")
+    assert (tmp_path / "a/d/notes.txt").read_bytes() == b"mine\n"
+
+
+def test_a_file_put_into_a_folder_it_made_is_refused_not_replaced_at_every_depth(tmp_path: Path) -> None:
+    """A folder this Workspace made was empty; a file found in it later was put
+    there by someone else meanwhile: the exclusive create refuses to replace it
+    and names it by its full path (``Workspace._made``)."""
+    workspace = Workspace(str(tmp_path))
+    try:
+        workspace.write_file("n/e/w/f.txt", b"restored\n", executable=False)
+        for rel in ("n/x.txt", "n/e/y.txt", "n/e/w/z.txt"):
+            (tmp_path / rel).write_bytes(b"someone else's\n")
+        for rel in ("n/x.txt", "n/e/y.txt", "n/e/w/z.txt"):
+            with pytest.raises(RestoreConflict) as refused:
+                workspace.write_file(rel, b"restored\n", executable=False)
+            assert str(refused.value) == f"{tmp_path / rel} appeared while it was being restored; retry"
+    finally:
+        workspace.close()
+    for rel in ("n/x.txt", "n/e/y.txt", "n/e/w/z.txt"):
+        assert (tmp_path / rel).read_bytes() == b"someone else's\n", rel
+
+
+def test_a_folder_replaced_by_a_file_is_never_written_through_afterwards(tmp_path: Path, host: hostfs.HostFS) -> None:
+    """Once a folder of empty folders is replaced by a file, the descriptors kept
+    for it and the folders in it are dropped: a write below the file is refused
+    as through a file, and once the file is gone a write makes a new folder."""
+    workspace = Workspace(str(tmp_path), host)
+    try:
+        workspace.write_file("a/b/f.txt", b"in a folder\n", executable=False)
+        workspace.delete("a/b/f.txt")
+        workspace.write_file("a", b"a file now\n", executable=False)
+        assert (tmp_path / "a").read_bytes() == b"a file now\n"
+        with pytest.raises(RestoreConflict, match="is a symlink or a file, not a folder"):
+            workspace.write_file("a/x.txt", b"x\n", executable=False)
+        workspace.delete("a")
+        workspace.write_file("a/b/g.txt", b"a folder again\n", executable=False)
+    finally:
+        workspace.close()
+    assert (tmp_path / "a/b/g.txt").read_bytes() == b"a folder again\n"
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["b"]
+
+
+def test_a_folder_it_made_and_removed_is_not_taken_as_its_own_when_it_comes_back(tmp_path: Path) -> None:
+    """A folder made by this Workspace and then removed with the folder above it,
+    made again by someone else: a file in it is replaced as any other file in
+    the workspace, not refused as one that appeared in a folder of ours."""
+    workspace = Workspace(str(tmp_path))
+    try:
+        workspace.write_file("a/b/f.txt", b"in a folder\n", executable=False)
+        workspace.delete("a/b/f.txt")
+        workspace.write_file("a", b"a file now\n", executable=False)
+        workspace.delete("a")
+        (tmp_path / "a/b").mkdir(parents=True)
+        (tmp_path / "a/b/x.txt").write_bytes(b"old\n")
+        workspace.write_file("a/b/x.txt", b"restored\n", executable=False)
+    finally:
+        workspace.close()
+    assert (tmp_path / "a/b/x.txt").read_bytes() == b"restored\n"
+
+
+class _StreamBroke(Exception):
+    """What a content stream raises part-way (a blob that cannot be read to its end)."""
+
+
+def test_a_write_that_fails_part_way_leaves_no_half_written_file(tmp_path: Path, host: hostfs.HostFS) -> None:
+    """The error reaches the caller as it was raised, and the file begun is
+    removed: no half-written file is left for the user to take as restored."""
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d/f.txt").write_bytes(b"old\n")
+
+    def pieces() -> Iterator[bytes]:
+        yield b"the first half\n"
+        raise _StreamBroke("the blob ended early")
+
+    workspace = Workspace(str(tmp_path), host)
+    try:
+        for rel in ("d/f.txt", "new/g.txt"):
+            with pytest.raises(_StreamBroke):
+                workspace.write_file(rel, pieces(), executable=False)
+            assert workspace.lstat(rel) is None, rel
+    finally:
+        workspace.close()
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == []
+    assert sorted(p.name for p in (tmp_path / "new").iterdir()) == []
+
+
+def test_emptied_folders_are_removed_where_the_folder_was_opened_never_through_a_symlink(tmp_path: Path) -> None:
+    """A folder of empty folders to be replaced by a file is emptied through
+    descriptors: when the folder above it is swapped for a symlink after it was
+    opened (mid-restore), nothing is removed where the symlink points."""
+    root = tmp_path / "ws"
+    (root / "a/x/y").mkdir(parents=True)
+    (tmp_path / "outside/x/y").mkdir(parents=True)
+    workspace = Workspace(str(root))
+    try:
+        workspace.write_file("a/f.txt", b"opens a\n", executable=False)
+        os.rename(root / "a", root / "a-moved")
+        os.symlink(tmp_path / "outside", root / "a")
+        workspace.write_file("a/x", b"a file now\n", executable=False)
+    finally:
+        workspace.close()
+    assert (tmp_path / "outside/x/y").is_dir()
+    assert sorted(p.name for p in (tmp_path / "outside").iterdir()) == ["x"]
+    assert (root / "a-moved/x").read_bytes() == b"a file now\n"  # written into the folder it had opened
+
+
+def _unremovable(path: Path) -> Callable[[], None]:
+    """Make the file ``path`` impossible to remove (its folder read-only; for
+    root, which ignores that, the file immutable); returns the undo."""
+    if os.geteuid() != 0:
+        os.chmod(path.parent, 0o555)
+        return lambda: os.chmod(path.parent, 0o755)
+    if not sys.platform.startswith("linux"):
+        pytest.skip("root elsewhere than Linux: no way to refuse an unlink")
+    import fcntl
+    import struct
+
+    get_flags, set_flags, immutable = 0x80086601, 0x40086602, 0x10  # FS_IOC_[GS]ETFLAGS, FS_IMMUTABLE_FL
+
+    def flip(on: bool) -> None:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            (flags,) = struct.unpack("i", fcntl.ioctl(fd, get_flags, b"\0" * 4))
+            flags = flags | immutable if on else flags & ~immutable
+            fcntl.ioctl(fd, set_flags, struct.pack("i", flags))
+        finally:
+            os.close(fd)
+
+    try:
+        flip(True)
+    except OSError as error:
+        pytest.skip(f"the immutable flag cannot be set here: {error}")
+    return lambda: flip(False)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX permissions")
+def test_a_file_that_cannot_be_removed_is_reported_never_looked_for_in_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Replacing a file the system refuses to remove fails with that refusal;
+    the removal goes through the folder's descriptor, never by the bare name
+    (which would remove a namesake in the process's current folder)."""
+    root = tmp_path / "ws"
+    (root / "d").mkdir(parents=True)
+    (root / "d/f.txt").write_bytes(b"kept\n")
+    elsewhere = tmp_path / "current"
+    elsewhere.mkdir()
+    (elsewhere / "f.txt").write_bytes(b"a namesake\n")
+    monkeypatch.chdir(elsewhere)
+    undo = _unremovable(root / "d/f.txt")
+    workspace = Workspace(str(root))
+    try:
+        with pytest.raises(PermissionError):
+            workspace.write_file("d/f.txt", b"new\n", executable=False)
+    finally:
+        workspace.close()
+        undo()
+    assert (root / "d/f.txt").read_bytes() == b"kept\n"
+    assert (elsewhere / "f.txt").read_bytes() == b"a namesake\n"

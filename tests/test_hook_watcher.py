@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from agent_servers import AnthropicServer, Step, agent_binary
-from conftest import COMMAND, run_command, write
+from conftest import COMMAND, run_command, watcher_gone, watcher_up, write
 
 from snapshotter import watch_available
 from snapshotter.engine.gitstore.location import store_path_for
@@ -28,14 +25,6 @@ pytestmark = [
     pytest.mark.skipif(not watch_available(), reason="a hook starts a watcher only with watchdog installed"),
     pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "win32", reason="the watcher is forked (POSIX)"),
 ]
-
-
-@pytest.fixture
-def short_tmp() -> Iterator[Path]:
-    """A short folder: the homes below it are short unless a test makes them long (``long_home``)."""
-    path = Path(tempfile.mkdtemp(prefix="hw-"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def hook(ws: Path, home: Path, event: str, env: dict[str, str] | None = None, **payload: Any) -> float:
@@ -51,24 +40,6 @@ def hook(ws: Path, home: Path, event: str, env: dict[str, str] | None = None, **
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
     return time.monotonic() - started
-
-
-def watcher_up(store: str, seconds: float = 15.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if wire.read_key(store) is not None and os.path.exists(wire.address_of(store)):
-            return True
-        time.sleep(0.05)
-    return False
-
-
-def watcher_gone(store: str, seconds: float = 15.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not os.path.exists(wire.address_of(store)):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_the_first_hook_starts_a_watcher_that_serves_and_leaves_with_the_last_session(short_tmp: Path) -> None:

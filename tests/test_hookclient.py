@@ -11,6 +11,7 @@ the budget armed is the agent's; an event that names a folder is recorded.
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import signal
@@ -269,3 +270,26 @@ def test_the_watcher_is_asked_unless_the_variable_turns_it_off(
     store = tmp_path / "store"
     store.mkdir()
     assert hookclient._to_watcher(str(store), "claude-code", "PreToolUse", {}, {}) is expected
+
+
+@pytest.mark.parametrize("setting,waited", [(None, "4"), ("0.25", "0.25"), ("100", "4")])
+def test_a_held_store_is_waited_for_half_the_budget_at_most_and_the_log_says_how_long(
+    call: Call, ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch, setting: str | None, waited: str
+) -> None:
+    """Another writer holds the store: the call waits for it the user's
+    ``lock_timeout``, but never past half its budget (8 s here: its alarm,
+    which would end this process, stays well clear), so it fails open in time
+    with a line that says how long it waited."""
+    write(ws, {"f.txt": "0\n"})
+    assert _claude(call, ws, "UserPromptSubmit", prompt="p") == (0, "")
+    monkeypatch.setenv("SNAPSHOTTER_HOOK_BUDGET", "8")
+    if setting is not None:
+        monkeypatch.setenv("SNAPSHOTTER_LOCK_TIMEOUT", setting)
+    (lock_path,) = home.rglob("snapshotter/lock")
+    with open(lock_path, "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # another writer, stuck
+        assert _claude(call, ws, "PreToolUse", tool_name="Bash", tool_use_id="late") == (0, "")
+    (log,) = home.rglob(f"snapshotter/{hooklog.NAME}")
+    last = log.read_text().splitlines()[-1]
+    assert " claude-code PreToolUse FAILED StoreLocked: store is locked by " in last
+    assert f" for over {waited} s;" in last

@@ -181,13 +181,13 @@ def test_restore_reads_no_blob_for_its_safety_snapshot_lines(ws: Path, make, mon
     first = snap.snapshot("a")
     _state_b(ws)
     compared: list[str] = []
-    real_diff = recording.file_diff
+    real_diff = recording.file_numstat
 
     def counting_diff(change, load_old, load_new, marked=None):  # type: ignore[no-untyped-def]
         compared.append(change.path)
         return real_diff(change, load_old, load_new, marked)
 
-    monkeypatch.setattr(recording, "file_diff", counting_diff)
+    monkeypatch.setattr(recording, "file_numstat", counting_diff)
     read: list[str] = []
     real_read = engine_module.Engine.read_for_stats
 

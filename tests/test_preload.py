@@ -23,7 +23,8 @@ from conftest import alone_in_this_process, git_shadow_tree, needs_git, needs_se
 from snapshotter import Snapshotter
 from snapshotter.engine import fsutil
 from snapshotter.engine.worktree import classify as classify_module
-from snapshotter.engine.worktree import preload, readdir, secondcore, statcache, walker
+from snapshotter.engine.worktree import preload, racy, readdir, secondcore, statcache, walker
+from snapshotter.engine.worktree.packedfolder import PackedFolder
 from snapshotter.errors import SnapshotError
 
 pytestmark = needs_second_core
@@ -284,18 +285,28 @@ def test_a_folder_changed_after_the_restore_is_listed_by_the_walk(ws: Path, home
         assert alone.snapshot().tree_id == tree
 
 
-def _verdicts_run_here(ws: Path, home: Path) -> dict[str, tuple[int, int, int, int]]:
-    """The copy's loop (``_check_from_the_end``) run in this process, as the fork
-    runs it, over the stat cache the last snapshot saved: folder -> its verdict
-    (total bytes or -1, and the folder's stat it holds for), read from a pipe.
-    In this process a mutation run sees it (it never sees the fork)."""
+def _saved_cache(ws: Path, home: Path) -> statcache.StatCache:
+    """The stat cache the last snapshot saved, loaded as a new instance loads it (packed tables)."""
     with Snapshotter(ws, home=home) as snap:
-        cache = statcache.load(snap._engine_ok()._cache_path)
+        return statcache.load(snap._engine_ok()._cache_path)
+
+
+def _verdicts_run_here(
+    ws: Path, home: Path, cache: statcache.StatCache | None = None, cutoff: int | None = None, reached_at: int = 0
+) -> dict[str, tuple[int, int, int, int]]:
+    """The copy's loop (``_check_from_the_end``) run in this process, as the fork
+    runs it, over ``cache`` (by default the stat cache the last snapshot saved):
+    folder -> its verdict (total bytes or -1, and the folder's stat it holds
+    for), read from a pipe. In this process a mutation run sees it (it never
+    sees the fork)."""
+    if cache is None:
+        cache = _saved_cache(ws, home)
     keys = {preload._key(cache.folder(rel)): rel for rel in preload.walk_order(cache) if cache.folder(rel)}
     read, written = os.pipe()
     try:
         reached = mmap.mmap(-1, preload._REACHED.size)  # zero: the walk has reached no folder yet
-        preload._check_from_the_end(str(ws), cache, cache.racy_cutoff(), written, reached)
+        preload._REACHED.pack_into(reached, 0, reached_at)
+        preload._check_from_the_end(str(ws), cache, cache.racy_cutoff() if cutoff is None else cutoff, written, reached)
         os.close(written)
         data = b""
         while chunk := os.read(read, 1 << 16):
@@ -363,3 +374,173 @@ def test_the_copy_relists_a_folder_a_restore_wrote_to_and_checks_its_names(ws: P
         assert found[rel][0] == preload._MISMATCH, rel
     assert found["d0/f5"] == _as_walked(ws, "d0/f5", sum(len(f"folder 5 file {j}\n") for j in range(4)))
     assert len(found) == FOLDERS + 1
+
+
+def _unchanged(ws: Path, i: int) -> tuple[int, int, int, int]:
+    """The verdict the copy gives folder ``i`` of ``_files`` left as written."""
+    return _as_walked(ws, f"d{i % 5}/f{i}", sum(len(f"folder {i} file {j}\n") for j in range(4)))
+
+
+def test_the_copys_loop_checks_an_instances_decoded_tables_too(ws: Path, home: Path) -> None:
+    """After its first snapshot an instance holds decoded tables (a dict per
+    folder), not the file's packed bytes: the copy's loop checks them with
+    ``racy.unchanged_files``, with the same verdicts."""
+    write(ws, _files())
+    _settle()
+    with Snapshotter(ws, home=home) as snap:
+        snap.snapshot()
+        _settle()
+        cache = snap._engine._current_cache()  # type: ignore[union-attr]
+        assert not any(type(cache.folder(rel)) is PackedFolder for rel in cache.tables)
+        write(ws, {"d1/f6/file2.txt": "edited in place\n"})
+        _settle()
+        found = _verdicts_run_here(ws, home, cache)
+    assert found["d1/f6"][0] == preload._MISMATCH
+    assert found["d2/f7"] == _unchanged(ws, 7) and found[""] == _as_walked(ws, "", len("top\n"))
+    assert {rel for rel, verdict in found.items() if verdict[0] == preload._MISMATCH} == {"d1/f6"}
+    assert len(found) == FOLDERS + 1
+
+
+@pytest.mark.parametrize("every", [5, 8])
+def test_the_copy_sends_its_verdicts_as_it_goes(
+    ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch, every: int
+) -> None:
+    """The walk takes a verdict only if it has arrived: the copy sends its
+    verdicts as soon as the folders checked since it last sent hold
+    ``_FLUSH_FILES`` files (here 5 or 8; a folder holds 4, the root 1), not all
+    at the end."""
+    _first(ws, home)
+    monkeypatch.setattr(preload, "_FLUSH_FILES", every)
+    batches: list[bytes] = []
+    real_send = secondcore.send
+
+    def send(out: int, data: bytes) -> None:
+        batches.append(data)
+        real_send(out, data)
+
+    monkeypatch.setattr(secondcore, "send", send)
+    cache = _saved_cache(ws, home)
+    found = _verdicts_run_here(ws, home, cache)
+    assert len(found) == FOLDERS + 1
+    by_key = {preload._key(cache.folder(rel)): len(cache.folder(rel)) for rel in found}
+    sizes = [[by_key[v[0], v[1]] for v in preload._VERDICT.iter_unpack(batch)] for batch in batches]
+    assert len(sizes) > 1
+    for files in sizes[:-1]:
+        assert sum(files[:-1]) < every <= sum(files), sizes  # sent once it held enough, not later
+    assert sum(sizes[-1][:-1]) < every, sizes
+
+
+def test_a_folder_whose_mtime_was_set_back_is_vouched_for(ws: Path, home: Path) -> None:
+    """An unpacked archive or ``touch -d`` leaves a folder's mtime before its
+    ctime: its own stat is compared field by field with its shape's."""
+    write(ws, _files())
+    os.utime(ws / "d2/f7", ns=(1_000_000_000, 1_000_000_000))
+    _settle()
+    with Snapshotter(ws, home=home) as snap:
+        snap.snapshot()
+    _settle()
+    assert os.stat(ws / "d2/f7").st_mtime_ns != os.stat(ws / "d2/f7").st_ctime_ns
+    found = _verdicts_run_here(ws, home)
+    assert found["d2/f7"] == _unchanged(ws, 7)
+    assert all(verdict[0] != preload._MISMATCH for verdict in found.values())
+
+
+def test_a_folder_that_cannot_be_opened_is_skipped_and_the_rest_still_checked(ws: Path, home: Path) -> None:
+    """The first folder the copy comes to (the walk's last) was replaced by a
+    symlink to its own files: the copy does not open it through the link, gives
+    no verdict (the walk will say what it found) and goes on with the rest."""
+    _first(ws, home)
+    cache = _saved_cache(ws, home)
+    first = next(rel for rel in reversed(preload.walk_order(cache)) if cache.folder(rel))
+    moved = ws.parent / "moved-away"
+    (ws / first).rename(moved)
+    (ws / first).symlink_to(moved, target_is_directory=True)
+    found = _verdicts_run_here(ws, home, cache)
+    assert first not in found
+    assert len(found) == FOLDERS and all(verdict[0] != preload._MISMATCH for verdict in found.values())
+
+
+def test_the_copy_skips_exactly_the_folders_the_walk_finds_racy(ws: Path, home: Path) -> None:
+    """A folder whose shape's ctime is at or above the cutoff is listed again by
+    the walk (``racy.fresh``), which asks no verdict for it: the copy checks
+    none of those, the one exactly at the cutoff included."""
+    _first(ws, home)
+    cache = _saved_cache(ws, home)
+    with_files = [rel for rel in preload.walk_order(cache) if cache.folder(rel)]
+    ctimes = sorted(cache.shapes[rel][1] for rel in with_files)
+    cutoff = ctimes[len(ctimes) // 2]
+    at_cutoff = {rel for rel in with_files if cache.shapes[rel][1] == cutoff}
+    found = _verdicts_run_here(ws, home, cache, cutoff)
+    assert at_cutoff and not at_cutoff & set(found)
+    assert set(found) == {rel for rel in with_files if racy.fresh(cache.shapes[rel][1], cutoff)}
+
+
+def test_a_cache_of_exactly_min_files_is_preloaded(ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _first(ws, home)
+    files = _saved_cache(ws, home).size_hint()
+    assert files == FOLDERS * 4 + 1
+    monkeypatch.setattr(preload, "MIN_FILES", files)
+    assert _again(ws, home)[1].last_scan.dirs_preloaded == FOLDERS + 1
+    monkeypatch.setattr(preload, "MIN_FILES", files + 1)
+    assert _again(ws, home)[1].last_scan.dirs_preloaded == 0
+
+
+def test_the_copy_stops_where_the_walk_has_reached_and_sends_what_it_checked(ws: Path, home: Path) -> None:
+    """The walk has reached half of its order: the copy checks the other half,
+    from the far end, and still sends the verdicts it holds when it stops."""
+    _first(ws, home)
+    cache = _saved_cache(ws, home)
+    order = preload.walk_order(cache)
+    half = len(order) // 2
+    found = _verdicts_run_here(ws, home, cache, reached_at=half)
+    assert set(found) == {rel for rel in order[half:] if cache.folder(rel)} and found
+    assert all(verdict[0] != preload._MISMATCH for verdict in found.values())
+
+
+def test_a_workspace_whose_name_ends_in_a_space_is_checked_by_the_copy(home: Path, tmp_path: Path) -> None:
+    ws = tmp_path / "project "
+    _first(ws, home)
+    found = _verdicts_run_here(ws, home)
+    assert len(found) == FOLDERS + 1 and found["d2/f7"] == _unchanged(ws, 7)
+
+
+def _restored(ws: Path, home: Path) -> None:
+    """Every folder with files written to by a restore (to the first snapshot):
+    none has a shape, so the copy lists each itself."""
+    with Snapshotter(ws, home=home) as snap:
+        target = snap.list()[0].id
+        write(ws, {f"d{i % 5}/f{i}/file0.txt": f"second {i}\n" for i in range(FOLDERS)})
+        snap.snapshot()
+        assert snap.restore(target).written == FOLDERS
+
+
+def test_the_copy_lists_a_folder_again_only_once_its_stat_has_settled(ws: Path, home: Path) -> None:
+    """A folder without a shape that changed a moment ago (a file made and
+    removed: the same names) may change again within the same clock tick
+    unseen: the copy does not vouch for it; the others, settled, it does."""
+    _first(ws, home)
+    _restored(ws, home)
+    _settle()
+    (ws / "d1/f1/tmp.txt").write_text("a moment\n")
+    (ws / "d1/f1/tmp.txt").unlink()
+    found = _verdicts_run_here(ws, home)
+    assert found["d1/f1"][0] == preload._MISMATCH
+    assert found["d2/f7"] == _unchanged(ws, 7)
+
+
+def test_a_symlink_to_a_folder_is_one_of_a_relisted_folders_files(ws: Path, home: Path) -> None:
+    """A folder without a shape holds a symlink to a folder (recorded as a
+    link, as git does): listing it, the copy takes the link for what it is, not
+    for the folder it points to, and vouches for the folder."""
+    write(ws, _files())
+    (ws / "d1/f1/link").symlink_to("../f6", target_is_directory=True)
+    _settle()
+    with Snapshotter(ws, home=home) as snap:
+        snap.snapshot()
+    _settle()
+    _restored(ws, home)
+    _settle()
+    found = _verdicts_run_here(ws, home)
+    links = len(os.readlink(ws / "d1/f1/link"))
+    assert found["d1/f1"] == _as_walked(ws, "d1/f1", sum(len(f"folder 1 file {j}\n") for j in range(4)) + links)
+    assert all(verdict[0] != preload._MISMATCH for verdict in found.values())

@@ -212,14 +212,32 @@ def test_the_sessions_listed_are_those_dulwich_finds_refs_for(ws: Path, home: Pa
 
 class _Reads:
     """What a block of calls reads of the store: ref files opened, bytes read of
-    ``packed-refs``, snapshot commits parsed."""
+    ``packed-refs``, snapshot commits parsed; and bytes of pack indexes read or
+    hashed whole (``index_bytes``, not in :meth:`total`)."""
 
     def __init__(self, store_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
-        from snapshotter.engine.gitstore import trailers
+        import hashlib
+
+        from snapshotter.engine.gitstore import packindex, trailers
 
         self.ref_files = 0
         self.packed_bytes = 0
         self.commits = 0
+        self.index_bytes = 0
+        counter = self
+
+        class _CountedHashlib:
+            """``hashlib`` as the pack index loader sees it: what it hashes is counted."""
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(hashlib, name)
+
+            @staticmethod
+            def sha1(data: Any = b"", **kwargs: Any) -> Any:
+                counter.index_bytes += len(memoryview(data))
+                return hashlib.sha1(data, **kwargs)
+
+        monkeypatch.setattr(packindex, "hashlib", _CountedHashlib())
         refs = os.path.join(store_path, "refs") + os.sep
         packed = os.path.join(store_path, "packed-refs")
         self._fds: dict[int, str] = {}
@@ -238,6 +256,8 @@ class _Reads:
             data = real_read(fd, size)
             if self._fds.get(fd, "").startswith(packed):
                 self.packed_bytes += len(data)
+            elif self._fds.get(fd, "").endswith(".idx"):
+                self.index_bytes += len(data)
             return data
 
         def counted_pread(fd: int, size: int, offset: int) -> bytes:
@@ -288,3 +308,93 @@ def test_what_a_snapshot_reads_does_not_grow_with_the_history(tmp_path: Path) ->
     files, packed, commits = (b - a for a, b in zip(short, long))
     assert files <= 4 and commits <= 4, (short, long)
     assert packed <= 2 * 16384, (short, long)  # a block or two more of a search: never the whole file
+
+
+def test_a_search_of_packed_refs_finds_what_a_sorted_list_finds(tmp_path: Path) -> None:
+    """``packed-refs`` as git writes it (sorted, one ``<id> <name>`` line a ref):
+    numbered refs of several folders with gaps of every size (what retention
+    leaves), refs that are no number, and peeled lines. The search (halving,
+    or interpolating between numbered refs of one folder) ends where
+    ``bisect`` over the sorted names ends, for every name there, every name
+    between them and every folder's ends."""
+    import bisect
+    import random
+
+    from snapshotter.engine.gitstore.packedrefs import GIT_HEADER, PackedRefs, prefix_end
+
+    rng = random.Random(50)
+    names: set[bytes] = set()
+    for folder in (b"refs/snapshots", b"refs/snapshotter/sessions/a/undo", b"refs/snapshotter/sessions/b/turns"):
+        number = 0
+        for _ in range(rng.choice([1, 40, 700])):
+            number += rng.choice([1, 1, 1, 2, 7, 500, 40_000])
+            names.add(folder + b"/%010d" % number)
+    names |= {b"refs/snapshotter/base", b"refs/snapshotter/pins/" + b"ab" * 20, b"refs/heads/main", b"refs/tags/v1"}
+    ordered = sorted(names)
+    lines, offsets, ids = [GIT_HEADER], [], {}
+    at = len(GIT_HEADER)
+    for name in ordered:
+        offsets.append(at)
+        ids[name] = b"%040x" % rng.getrandbits(160)
+        line = ids[name] + b" " + name + b"\n"
+        if name == b"refs/tags/v1":
+            line += b"^%040x\n" % rng.getrandbits(160)  # a peeled tag: its line belongs to the ref above
+        lines.append(line)
+        at += len(line)
+    (tmp_path / "packed-refs").write_bytes(b"".join(lines))
+    view = PackedRefs(str(tmp_path)).view()
+    asked = set(ordered) | {b"", b"refs/", b"zzz"}
+    for name in ordered:
+        folder, _, leaf = name.rpartition(b"/")
+        asked |= {folder + b"/", prefix_end(folder + b"/"), name + b"0"}
+        if leaf.isdigit():
+            asked |= {folder + b"/%010d" % (int(leaf) + step) for step in (-1, 1, 3)}
+    for name in sorted(asked):
+        expected = bisect.bisect_left(ordered, name)
+        assert view.lower_bound(name) == (offsets[expected] if expected < len(ordered) else at), name
+        assert view.get(name) == ids.get(name), name
+
+
+def test_a_new_process_finds_the_folders_ends_from_the_writers_hints_and_never_trusts_wrong_ones(
+    tmp_path: Path,
+) -> None:
+    """After packing, the writer keeps where the searches for each folder's ends
+    end (``packedbounds``): a new Snapshotter's ``log`` and ``sessions`` then
+    search ``packed-refs`` for none of them. Hints that are wrong (the right
+    file's identity, every offset off) are each checked and passed over:
+    the answers stay those of a search."""
+    import longhistory
+
+    from snapshotter.engine.gitstore import packedbounds, packedrefs
+
+    history = longhistory.History(tmp_path / "ws", tmp_path / "home", folders=4, files=10)
+    history.build(1500)
+    calls: dict[str, Any] = {"log": lambda snap: snap.list(limit=20), "sessions": lambda snap: snap.sessions()}
+    with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
+        expected = {name: call(snap) for name, call in calls.items()}
+        meta = os.path.join(snap.store_path, "snapshotter")
+    assert os.path.exists(os.path.join(meta, packedbounds.FILE_NAME))
+    searched: list[bytes] = []
+    real = packedrefs.View._search
+
+    def counted(self: Any, name: bytes) -> int:
+        searched.append(name)
+        return real(self, name)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(packedrefs.View, "_search", counted)
+        for name, call in calls.items():
+            with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
+                assert call(snap) == expected[name]
+        assert not [name for name in searched if not name[-10:].isdigit()], searched  # numbered refs only
+        path = os.path.join(meta, packedbounds.FILE_NAME)
+        head, _, body = Path(path).read_bytes().partition(b"\n")
+        wrong = b"".join(
+            b"%d %s\n" % (int(o) + 67, n) for o, _, n in (line.partition(b" ") for line in body.splitlines())
+        )
+        Path(path).write_bytes(head + b"\n" + wrong)
+        searched.clear()
+        for name, call in calls.items():
+            with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
+                assert call(snap) == expected[name]
+        assert any(not name[-10:].isdigit() for name in searched)  # the wrong hints were searched past

@@ -376,9 +376,19 @@ def test_after_a_restore_the_next_snapshot_equals_a_cold_one(ws: Path, make, tmp
     assert excluding.snapshot().tree_id == _cold_tree(ws, tmp_path, exclude=("*.log",))
 
 
-def test_a_restore_records_every_file_it_writes_as_it_stands(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("mask", [0o022, 0o077], ids=["umask-022", "umask-077"])
+def test_a_restore_records_every_file_it_writes_as_it_stands(ws: Path, make, mask: int) -> None:  # type: ignore[no-untyped-def]
     """The stat cache takes a restored file's record from fstat before close (as git
-    does): it must equal what lstat sees after, or the next walk re-reads it."""
+    does): it must equal what lstat sees after, or the next walk re-reads it. Under
+    any umask: a record made from the git mode (0644) would not match a 0600 file."""
+    before = os.umask(mask)
+    try:
+        _restore_and_check_records(ws, make)
+    finally:
+        os.umask(before)
+
+
+def _restore_and_check_records(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
     files = {f"d{i % 7}/s{i % 3}/f{i}.txt": f"{i}\n" * (i % 5 + 1) for i in range(120)}
     write(ws, files)
     os.symlink("d0/s0/f0.txt", ws / "link")
@@ -454,15 +464,16 @@ def test_restoring_the_newest_snapshot_plans_from_its_safety_comparison(
     assert compared.count("snapshotter.engine.session.restoring") == 2 and read_tree(ws) == expected
 
 
-@pytest.mark.parametrize("bad", [b"a.txt", "", "a\0b", "..", "../outside.txt", "sub/../../outside.txt", "."])
+@pytest.mark.parametrize("bad", [b"a.txt", 42, "", "a\0b", "..", "../outside.txt", "sub/../../outside.txt", "."])
 def test_a_selection_outside_the_workspace_or_not_a_path_is_refused(ws: Path, bad: Any) -> None:
     """``files=``: a typed one-line error for bytes, an empty or NUL-holding
     name, the workspace itself, or anything that leads out of it."""
     from snapshotter.engine.session.checkout import normalize_selection
     from snapshotter.errors import InvalidInput
 
-    with pytest.raises(InvalidInput):
+    with pytest.raises(InvalidInput) as refused:
         normalize_selection(str(ws), [bad])
+    assert repr(bad) in str(refused.value) and "\n" not in str(refused.value)  # it names what was refused
     assert normalize_selection(str(ws), ["sub/../a.txt", str(ws / "b" / "c.txt")]) == ["a.txt", "b/c.txt"]
 
 
@@ -492,3 +503,119 @@ def test_a_conflict_after_other_writes_is_found_before_anything_is_written(ws: P
     with pytest.raises(RestoreConflict):
         snap.restore(first.id)
     assert read_tree(ws) == before  # nothing written, nothing deleted
+
+
+def test_a_symlink_and_a_file_holding_its_target_text_swap_kinds_both_ways(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """A symlink to ``hello`` and a file holding ``hello`` are the same blob: a restore
+    between them changes the kind of the path, never only its mode."""
+    write(ws, {"plain": "hello", "link": "target.txt"})
+    snap = make()
+    files = snap.snapshot()
+    (ws / "plain").unlink()
+    os.symlink("hello", ws / "plain")
+    (ws / "link").unlink()
+    os.symlink("target.txt", ws / "link")
+    links = snap.snapshot()
+    snap.restore(files.id)
+    assert read_tree(ws) == {"plain": ("file", b"hello"), "link": ("file", b"target.txt")}
+    snap.restore(links.id)
+    assert read_tree(ws) == {"plain": ("link", b"hello"), "link": ("link", b"target.txt")}
+
+
+def test_a_nested_folder_of_tracked_files_where_the_snapshot_has_a_file_is_replaced(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """What stands at ``a/b`` holds only tracked files (the restore deletes them all),
+    at any depth: it is no conflict, and the file takes the folder's place."""
+    write(ws, {"a/b": "a file\n", "a/keep.txt": "k\n"})
+    snap = make()
+    first = snap.snapshot()
+    expected = read_tree(ws)
+    (ws / "a/b").unlink()
+    write(ws, {"a/b/c.txt": "c\n", "a/b/d/e.txt": "e\n"})
+    result = snap.restore(first.id)
+    assert read_tree(ws) == expected
+    assert set(result.deleted_paths) == {"a/b/c.txt", "a/b/d/e.txt"}
+
+
+def test_a_folder_holding_an_ignored_symlink_to_a_folder_is_a_conflict(ws: Path, make, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Where the snapshot has a file, a folder holding an untracked symlink (to a
+    folder elsewhere) blocks it like an untracked file would: refused, nothing written."""
+    write(ws, {"x": "file\n"})
+    snap = make()
+    first = snap.snapshot()
+    snap.close()
+    outside = tmp_path / "elsewhere"
+    write(outside, {"theirs.txt": "not ours\n"})
+    (ws / "x").unlink()
+    write(ws, {"x/t.txt": "tracked\n"})
+    os.symlink(outside, ws / "x/link.secret")
+    before, tracked = read_tree(ws), os.lstat(ws / "x/t.txt")
+    excluding = make(exclude=["*.secret"])
+    with pytest.raises(RestoreConflict, match="is a folder holding untracked files where the snapshot has a file"):
+        excluding.restore(first.id)
+    assert read_tree(ws) == before
+    after = os.lstat(ws / "x/t.txt")  # never deleted and put back: refused before the first write
+    assert (after.st_ino, after.st_mtime_ns) == (tracked.st_ino, tracked.st_mtime_ns)
+    assert (outside / "theirs.txt").read_text() == "not ours\n"
+
+
+def test_a_mode_only_restore_keeps_the_file_itself(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """Only the exec bit differs: the file is changed in place (the same inode, its
+    content untouched), not written anew; one with a second name (a hard link) is written anew instead, so
+    the other name keeps its mode."""
+    write(ws, {"run.sh": "#!/bin/sh\n", "tool.sh": "#!/bin/sh\n"})
+    for name in ("run.sh", "tool.sh"):
+        (ws / name).chmod(0o755)
+    snap = make()
+    first = snap.snapshot()
+    for name in ("run.sh", "tool.sh"):
+        (ws / name).chmod(0o644)
+    os.link(ws / "tool.sh", ws.parent / "hard-link")
+    before = os.lstat(ws / "run.sh")
+    assert snap.restore(first.id).written_paths == ("run.sh", "tool.sh")
+    after = os.lstat(ws / "run.sh")
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns) and after.st_mode & 0o111
+    assert os.lstat(ws / "tool.sh").st_mode & 0o111 and not os.lstat(ws.parent / "hard-link").st_mode & 0o111
+
+
+def test_every_folder_a_restore_empties_goes_however_deep(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"keep.txt": "k\n"})
+    snap = make()
+    first = snap.snapshot()
+    write(ws, {"n/a/b/c/d/e/f.txt": "new\n", "n/a/b/other.txt": "o\n", "m/x/y/z.txt": "z\n"})
+    snap.snapshot()
+    snap.restore(first.id)
+    assert sorted(os.listdir(ws)) == ["keep.txt"]
+
+
+def test_a_selected_folder_restores_what_lies_deep_below_it_and_counts_the_rest(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"a/b/c/d.txt": "d\n", "a/b/x.txt": "x\n", "a/y.txt": "y\n"})
+    snap = make()
+    first = snap.snapshot()
+    write(ws, {"a/b/c/d.txt": "changed\n", "a/y.txt": "changed\n"})
+    result = snap.restore(first.id, files=["a/b"])
+    assert result.written_paths == ("a/b/c/d.txt",) and result.unchanged == 1  # a/b/x.txt
+    assert (ws / "a/b/c/d.txt").read_text() == "d\n" and (ws / "a/y.txt").read_text() == "changed\n"
+
+
+def test_a_submodule_in_the_target_is_left_to_git_and_the_rest_restored(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"keep.txt": "k\n"})
+    snap = make()
+    snap.snapshot()
+    forged = forge_snapshot(
+        snap, [(b"a-sub", 0o160000, b"\1" * 20), (b"b.txt", MODE_FILE, b""), (b"keep.txt", MODE_FILE, b"")]
+    )
+    result = snap.restore(forged)
+    assert [(k.path, k.reason.value) for k in result.kept] == [("a-sub", "not-checked-out")]
+    assert read_tree(ws) == {"b.txt": ("file", b"pwned\n"), "keep.txt": ("file", b"pwned\n")}
+
+
+def test_a_restore_reports_its_writing_as_it_goes(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """``progress`` hears ("writing", done, total) once a written file, deletions not counted."""
+    write(ws, {"a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n"})
+    snap = make()
+    first = snap.snapshot()
+    write(ws, {"a.txt": "A\n", "b.txt": "B\n", "c.txt": "C\n", "new1.txt": "n\n", "new2.txt": "n\n"})
+    heard: list[tuple[str, int, int]] = []
+    snap.progress = lambda phase, done, total: heard.append((phase, done, total))
+    snap.restore(first.id)
+    assert [h for h in heard if h[0] == "writing"] == [("writing", 1, 3), ("writing", 2, 3), ("writing", 3, 3)]

@@ -19,9 +19,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import write
-
-from snapshotter import Snapshotter
 
 LOADED = """
 import contextlib, io, json, sys
@@ -53,16 +50,6 @@ def loaded(ws: Path, home: Path, *words: str) -> list[str]:
     return modules
 
 
-@pytest.fixture
-def recorded(ws: Path, home: Path) -> Path:
-    """A workspace with a store and a few snapshots."""
-    with Snapshotter(ws, home=home) as snap:
-        for i in range(3):
-            write(ws, {f"f{i}.txt": f"{i}\n"})
-            snap.snapshot(f"s{i}")
-    return ws
-
-
 @pytest.mark.parametrize("words", [["--version"], ["--help"], ["where"], ["config"], ["hooks", "status"]])
 def test_a_command_that_reads_no_store_loads_no_engine(recorded: Path, home: Path, words: list[str]) -> None:
     modules = loaded(recorded, home, *words)
@@ -76,7 +63,11 @@ def test_version_and_help_load_no_settings(recorded: Path, home: Path, words: li
     assert "snapshotter.frontends.shared.rendering" not in modules
 
 
-@pytest.mark.parametrize("words", [["log", "-n", "20"], ["show", "@"], ["sessions"]])
+READING = [["log", "-n", "20"], ["show", "@"], ["sessions"]]
+"""The commands that read the store's history (and walk nothing)."""
+
+
+@pytest.mark.parametrize("words", READING)
 def test_reading_the_history_does_not_load_the_walker(recorded: Path, home: Path, words: list[str]) -> None:
     modules = loaded(recorded, home, *words)
     assert WALKER not in modules
@@ -174,3 +165,209 @@ def test_listing_sessions_loads_no_undo_no_comparison_and_no_hook_installer(reco
     heavy = ("snapshotter.history.undo", "snapshotter.engine.session.restoring", "snapshotter.engine.compare")
     assert [m for m in modules if m.startswith(heavy)] == []
     assert [m for m in modules if m.startswith("snapshotter.frontends.hooks.hookinstall")] == []
+
+
+NOT_WALKING = [["--version"], ["--help"], ["where"], ["config"], ["hooks", "status"], *READING]
+"""Every command issue #51 item 2 times beside ``python -c pass`` (``benchmarks/bench_commands.py``)."""
+
+
+@pytest.mark.parametrize("words", NOT_WALKING)
+def test_a_command_that_does_not_walk_loads_no_worktree_comparison_or_dulwich_repository(
+    recorded: Path, home: Path, words: list[str]
+) -> None:
+    """Nothing of the wing that walks the folder (the walk, the stat cache, the
+    filesystem's probe, the user's git repository, the size limits), no
+    comparison, and not dulwich's ``Repo``, whose opening loads most of dulwich
+    (object store, packs, hooks, subprocess): ``log``, ``show`` and ``sessions``
+    read refs and commits through the store's own readers (issue #51)."""
+    modules = loaded_all(recorded, home, *words)
+    assert [m for m in modules if m.startswith(("snapshotter.engine.worktree", "snapshotter.engine.compare"))] == []
+    assert [m for m in modules if m.startswith(("dulwich.repo", "dulwich.object_store", "dulwich.pack"))] == []
+
+
+@pytest.mark.parametrize("words", READING)
+def test_reading_the_history_makes_only_the_snapshots_values(recorded: Path, home: Path, words: list[str]) -> None:
+    """Making a frozen dataclass costs about half a millisecond: a command that
+    reads the history loads the model's ``snapshots`` family alone, not the
+    values of comparisons, restores, remotes or upkeep."""
+    modules = loaded(recorded, home, *words)
+    listed = ["snapshotter.model.sessions"] if words == ["sessions"] else []
+    assert [m for m in modules if m.startswith("snapshotter.model.")] == [*listed, "snapshotter.model.snapshots"]
+
+
+def test_a_status_loads_the_worktree_and_the_values_of_changes(recorded: Path, home: Path) -> None:
+    """The checks above can fail: ``status`` walks, compares and lists changes."""
+    modules = loaded(recorded, home, "status")
+    assert "snapshotter.engine.worktree.statcache" in modules
+    assert "snapshotter.model.changes" in modules
+
+
+def test_the_model_publishes_every_name_from_its_family() -> None:
+    """``snapshotter.model`` names each value where its family's module defines it,
+    and ``from snapshotter.model import X`` works for every name it lists."""
+    import snapshotter.model as model
+    from snapshotter.model import changes, remotes, results, scans, sessions, snapshots, stats
+
+    families = (snapshots, sessions, changes, results, remotes, scans, stats)
+    for name in model.__all__:
+        defined = [family for family in families if name in vars(family)]
+        assert len(defined) >= 1, name
+        assert getattr(model, name) is getattr(defined[0], name)
+    assert sorted(model.__all__) == sorted({*model._FAMILY})
+    with pytest.raises(AttributeError):
+        model.NoSuchValue  # noqa: B018
+
+
+def test_the_facade_blames_as_far_back_as_blame_by_default() -> None:
+    """The facade spells ``blame``'s default limit out rather than import
+    ``history.blame`` (and the values of comparisons) to read it."""
+    import inspect
+
+    from snapshotter.facade.api import Snapshotter
+    from snapshotter.history.blame import DEFAULT_LIMIT
+
+    assert inspect.signature(Snapshotter.blame).parameters["limit"].default == DEFAULT_LIMIT
+
+
+@pytest.mark.parametrize("words", NOT_WALKING)
+def test_a_command_that_writes_nothing_loads_no_file_copying_or_temporary_files(
+    recorded: Path, home: Path, words: list[str]
+) -> None:
+    """``shutil`` (which loads ``bz2``, ``lzma`` and ``fnmatch``) and ``tempfile``
+    (which loads ``shutil`` and ``random``) are for writing; argparse asks
+    ``shutil`` the terminal's width for every option it adds unless the grammar
+    does (``arguments._columns``), and the store's side files (history index,
+    pack indexes, line counts) import ``tempfile`` where they write one."""
+    modules = loaded_all(recorded, home, *words)
+    assert [m for m in modules if m in ("shutil", "tempfile", "random", "bz2", "lzma")] == []
+
+
+@pytest.mark.parametrize("words", READING)
+def test_reading_the_history_makes_no_object_writer(recorded: Path, home: Path, words: list[str]) -> None:
+    """Reading writes no object: the store's writer (its pack builder, its list
+    of loose folders) is made when first asked for."""
+    assert "snapshotter.engine.gitstore.objectwriter" not in loaded(recorded, home, *words)
+
+
+HOOK_LOADED = """
+import json, sys
+from snapshotter.frontends.entry import main
+code = main(["hook", "claude-code", sys.argv[1]])
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
+"""
+"""One hook call as the agent makes it (the event on stdin), then every module it loaded (on stderr:
+the call's answer is on stdout)."""
+
+
+def hook_loaded(ws: Path, home: Path, event: str, **payload: object) -> list[str]:
+    env = dict(os.environ, SNAPSHOTTER_HOME=str(home), SNAPSHOTTER_NO_WATCHER="1")
+    env["SNAPSHOTTER_HOOKS_LOG"] = str(home / "fallback-hooks.log")
+    document = {"session_id": "s", "cwd": str(ws), "hook_event_name": event, **payload}
+    done = subprocess.run(
+        [sys.executable, "-c", HOOK_LOADED, event],
+        cwd=ws,
+        env=env,
+        input=json.dumps(document),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    found = json.loads(done.stderr.splitlines()[-1])
+    assert found["code"] == 0
+    modules: list[str] = found["modules"]
+    return modules
+
+
+def test_a_hook_call_without_a_watcher_loads_no_watch_code_and_no_compaction(recorded: Path, home: Path) -> None:
+    """A call that records its event itself (no watcher: ``SNAPSHOTTER_NO_WATCHER``, Windows, no watchdog)
+    walks without a watcher, and its upkeep pass measures the store without compacting it: neither the watch
+    journal (nor ``importlib.metadata``, which asks watchdog's version), nor dulwich's packs (a compaction's
+    deltas), nor the upkeep's result values are loaded (issue #51 item 4)."""
+    hook_loaded(recorded, home, "UserPromptSubmit", prompt="go")
+    modules = hook_loaded(recorded, home, "PreToolUse", tool_name="Bash", tool_input={"command": "x"}, tool_use_id="t")
+    assert "snapshotter.engine.worktree.walker" in modules  # it did walk
+    assert (home / "fallback-hooks.log").exists() is False or "FAILED" not in (home / "fallback-hooks.log").read_text()
+    unwanted = ("snapshotter.engine.worktree.watch", "importlib.metadata", "dulwich.pack", "snapshotter.model.stats")
+    assert [m for m in modules if m in unwanted] == []
+
+
+UNDOING = (
+    "snapshotter.engine.session.restoring",
+    "snapshotter.engine.session.reverting",
+    "snapshotter.engine.session.hunks",
+    "snapshotter.engine.compare.merge",
+    "snapshotter.engine.compare.hunkset",
+    "snapshotter.history.attribution",
+    "snapshotter.model.results",
+    "merge3",
+    "snapshotter.engine.session.checkout",
+    "snapshotter.engine.worktree.fsops",
+    "snapshotter.model.changes",
+)
+"""What undoes, redoes and reverts: restores (their plans, the workspace's writer), three-way merges,
+a change's hunks, their values, and the values of diffs (a snapshot counts its lines without them)."""
+
+
+@pytest.mark.parametrize(
+    "event, payload",
+    [
+        ("UserPromptSubmit", {"prompt": "go"}),
+        ("PreToolUse", {"tool_name": "Bash", "tool_input": {"command": "x"}, "tool_use_id": "t2"}),
+        ("PreToolUse", {"tool_name": "Edit", "tool_input": {"file_path": "f0.txt"}, "tool_use_id": "t3"}),
+        ("PostToolUse", {"tool_name": "Bash", "tool_input": {"command": "x"}, "tool_use_id": "t", "tool_response": {}}),
+        ("Stop", {}),
+    ],
+)
+def test_a_hook_event_loads_no_restore_revert_or_merge(
+    recorded: Path, home: Path, event: str, payload: dict[str, object]
+) -> None:
+    """A hook event records a checkpoint, a turn's or a tool call's snapshot: it
+    restores and reverts nothing, so it loads none of that (issue #51 item 4:
+    ``history.undo`` once imported it all at its top, about 15-20 ms)."""
+    hook_loaded(recorded, home, "UserPromptSubmit", prompt="go")
+    hook_loaded(recorded, home, "PreToolUse", tool_name="Bash", tool_input={"command": "x"}, tool_use_id="t")
+    modules = hook_loaded(recorded, home, event, **payload)
+    assert "snapshotter.history.undo" in modules  # it did record through the undo stacks
+    assert [m for m in modules if m in UNDOING] == []
+
+
+@pytest.mark.parametrize("words", READING)
+def test_reading_the_history_loads_no_dulwich_refs(recorded: Path, home: Path, words: list[str]) -> None:
+    """The store reads its refs with its own readers: the one thing they took
+    from ``dulwich.refs`` was its check of a ref's name (``gitstore.refnames``)."""
+    assert "dulwich.refs" not in loaded_all(recorded, home, *words)
+
+
+@pytest.mark.parametrize("words", READING)
+def test_reading_the_history_loads_no_dulwich_objects(recorded: Path, home: Path, words: list[str]) -> None:
+    """A snapshot's commit is read for its tree, time and message
+    (``gitstore.commitread``): dulwich's object classes are for writing one."""
+    assert [m for m in loaded_all(recorded, home, *words) if m in ("dulwich.objects", "dulwich._objects")] == []
+
+
+@pytest.mark.parametrize("words", READING)
+def test_reading_the_history_loads_no_dulwich_file_locks(recorded: Path, home: Path, words: list[str]) -> None:
+    """dulwich's lock files are its writers': reading loads no ``dulwich.file``
+    (the engine's failures tell its ``FileLocked`` by the loaded module)."""
+    assert "dulwich.file" not in loaded_all(recorded, home, *words)
+
+
+def test_a_dulwich_lock_held_is_a_typed_store_locked() -> None:
+    """What the engine tells apart without importing dulwich's lock files is still typed."""
+    from dulwich.file import FileLocked
+
+    from snapshotter.engine.session.failures import translated
+    from snapshotter.errors import StoreLocked
+
+    with pytest.raises(StoreLocked, match="held by another writer"), translated("/nowhere"):
+        raise FileLocked("/nowhere/refs/x", "/nowhere/refs/x.lock")
+    with pytest.raises(KeyError), translated("/nowhere"):
+        raise KeyError("not a failure of the store's: passed on as it is")
+
+
+def test_a_hook_event_loads_no_dulwich_objects(recorded: Path, home: Path) -> None:
+    """A hook's snapshot commit is written as text (``trailers.build_commit``): no dulwich object classes."""
+    hook_loaded(recorded, home, "UserPromptSubmit", prompt="go")
+    modules = hook_loaded(recorded, home, "PreToolUse", tool_name="Bash", tool_input={"command": "x"}, tool_use_id="t")
+    assert "snapshotter.engine.worktree.walker" in modules  # it did walk (and record)
+    assert [m for m in modules if m in ("dulwich.objects", "dulwich._objects")] == []

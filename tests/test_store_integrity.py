@@ -100,6 +100,25 @@ def test_swapped_offsets_are_caught_before_a_restore_writes(ws: Path, home: Path
         assert read_tree(ws) == _expected()
 
 
+def test_an_index_checked_whole_once_is_checked_again_once_its_file_changed(ws: Path, home: Path) -> None:
+    """A pack index checked whole is remembered by its file's identity
+    (``checkedindexes``), so the next process need not hash it; the same index
+    damaged in place afterwards (its mtime even put back) is a changed file,
+    checked again and rebuilt, never trusted."""
+    with Snapshotter(ws, home=home) as snap:
+        first, idx = _packed_workspace(ws, snap)
+        _forget(snap)
+        snap.diff(first)  # the index loaded: checked whole and remembered
+        remembered = Path(snap.store_path, "snapshotter", "checked-pack-indexes").read_text()
+        assert os.path.basename(idx) in remembered
+        stat = os.stat(idx)
+        _swap_offsets(idx, *_blob_ids(snap, first, ["f010.txt", "f011.txt"]), forge=False)
+        os.utime(idx, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        _forget(snap)
+        snap.restore(first)  # checked again: fails its checksum, rebuilt from its pack
+        assert read_tree(ws) == _expected()
+
+
 def test_a_forged_index_never_makes_restore_write_wrong_bytes(ws: Path, home: Path) -> None:
     """Offsets swapped and the checksum recomputed: only the objects' ids can tell."""
     with Snapshotter(ws, home=home) as snap:

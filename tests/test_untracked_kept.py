@@ -127,6 +127,41 @@ def test_an_unreadable_file_is_never_overwritten(ws: Path, make, monkeypatch: py
     assert (ws / "locked.txt").read_text() == "new and private\n"
 
 
+def test_an_unreadable_file_kept_as_recorded_is_named(ws: Path, make, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """The scan keeps a file it cannot read as last recorded, which may be what the
+    target holds: the restore cannot tell, leaves it alone and says so."""
+    write(ws, {"locked.txt": "v1\n", "a.txt": "a\n"})
+    snap = make()
+    first = snap.snapshot()
+    write(ws, {"locked.txt": "edited, and now unreadable\n", "a.txt": "changed\n"})
+    deny_reading(monkeypatch, "locked.txt")
+    selected = snap.restore(first.id, files=["a.txt"])  # outside the selection: not the restore's business
+    assert kept(selected) == {} and selected.written_paths == ("a.txt",)
+    write(ws, {"a.txt": "changed\n"})
+    result = snap.restore(first.id)
+    assert kept(result) == {"locked.txt": "unreadable"}
+    assert (ws / "locked.txt").read_text() == "edited, and now unreadable\n"
+    assert result.written_paths == ("a.txt",) and (ws / "a.txt").read_text() == "a\n"
+
+
+def test_an_ignored_file_in_the_way_after_a_missing_folder_is_kept(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """The target's ``a/new.txt`` needs no look (no ``a/`` stands in the workspace),
+    nor ``b.txt`` (nothing stands there): the search for untracked files in the way
+    goes on past them to ``z.secret``."""
+    write(ws, {"a/new.txt": "new\n", "b.txt": "b\n", "z.secret": "recorded\n"})
+    everything = make()
+    first = everything.snapshot()
+    everything.close()
+    (ws / "a/new.txt").unlink()
+    (ws / "a").rmdir()
+    (ws / "b.txt").unlink()
+    write(ws, {"z.secret": "mine\n"})
+    result = make(exclude=["*.secret"]).restore(first.id)
+    assert (ws / "z.secret").read_text() == "mine\n"
+    assert kept(result) == {"z.secret": "ignored"}
+    assert result.written_paths == ("a/new.txt", "b.txt") and (ws / "a/new.txt").read_text() == "new\n"
+
+
 def test_overwriting_untracked_files_saves_them_first(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
     write(ws, {"settings.local": "old\n", "node_modules/x/index.js": "old js\n", "a.txt": "a\n"})
     everything = make(use_default_excludes=False)
@@ -449,24 +484,66 @@ def test_every_untracked_path_in_the_way_is_named_and_nothing_is_written(ws: Pat
 
 
 def test_a_refusal_counts_the_blockers_it_does_not_name(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
-    """Five are named, the rest counted; one alone is "it", several are "them"."""
+    """Five are named, the rest counted; one alone is "it", several are "them". Each
+    blocker is named once, however many of the snapshot's files it blocks."""
     names = [f"f{n}.secret" for n in range(7)]
-    write(ws, {f"{name}/x.txt": "x\n" for name in names})
+    write(ws, {f"{name}/{leaf}": "x\n" for name in names for leaf in ("x.txt", "y.txt")})
     everything = make()
     first = everything.snapshot()
     everything.close()
     for name in names:
-        (ws / name / "x.txt").unlink()
+        for leaf in ("x.txt", "y.txt"):
+            (ws / name / leaf).unlink()
         (ws / name).rmdir()
         (ws / name).write_text("mine\n")
     snap = make(exclude=["*.secret"])
-    with pytest.raises(RestoreConflict, match=r"; and 2 more; move them and retry$"):
+    with pytest.raises(RestoreConflict, match=r"; and 2 more; move them and retry$") as refused:
         snap.restore(first.id)
-    for name in names[1:]:
+    clauses = str(refused.value).split("; ")  # one clause a blocker
+    assert [clause.split(" is an untracked file")[0] for clause in clauses[:5]] == [str(ws / n) for n in names[:5]]
+    assert clauses[5:] == ["and 2 more", "move them and retry"]
+    for name in names[5:]:
         (ws / name).unlink()
-    with pytest.raises(RestoreConflict, match=r"f0\.secret is an untracked file .*; move it and retry$"):
+    with pytest.raises(RestoreConflict) as refused:  # five: all named, none counted
         snap.restore(first.id)
+    assert str(refused.value).split("; ")[5:] == ["move them and retry"]
+    for name in names[1:5]:
+        (ws / name).unlink()
+    with pytest.raises(RestoreConflict) as refused:
+        snap.restore(first.id)
+    blocker = ws / "f0.secret"
+    assert (
+        str(refused.value)
+        == f"{blocker} is an untracked file or symlink where the snapshot has a folder; move it and retry"
+    )
     assert (ws / "f0.secret").read_text() == "mine\n"
+
+
+def test_a_nested_folder_holding_an_untracked_file_where_the_snapshot_has_a_file_is_refused(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"sub/x": "file\n", "sub/keep.txt": "k\n"})
+    everything = make()
+    first = everything.snapshot()
+    everything.close()
+    (ws / "sub/x").unlink()
+    write(ws, {"sub/x/y.secret": "mine\n", "sub/keep.txt": "changed\n"})
+    before = read_tree(ws)
+    with pytest.raises(
+        RestoreConflict, match=r"sub/x is a folder holding untracked files where the snapshot has a file"
+    ):
+        make(exclude=["*.secret"]).restore(first.id)
+    assert read_tree(ws) == before
+
+
+def test_a_file_in_a_folder_ignored_since_the_snapshot_keeps_its_edit_at_any_depth(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    write(ws, {"x/logs/deep/a.txt": "recorded\n", "app.py": "v1\n"})
+    everything = make()
+    old = everything.snapshot()
+    everything.close()
+    write(ws, {"x/logs/deep/a.txt": "my edit\n", "app.py": "v2\n"})
+    result = make(exclude=["logs/"]).restore(old.id)
+    assert (ws / "x/logs/deep/a.txt").read_text() == "my edit\n"
+    assert (ws / "app.py").read_text() == "v1\n"
+    assert "x/logs/deep/a.txt" not in result.written_paths
 
 
 def test_a_file_only_a_nested_rule_added_after_the_target_hides_is_saved_then_restored(ws: Path, make) -> None:  # type: ignore[no-untyped-def]

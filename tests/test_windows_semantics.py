@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from conftest import forge_snapshot, read_tree, tree_modes, write
 
-from snapshotter import FileInUse
-from snapshotter.engine.gitstore.objects import MODE_EXEC, MODE_FILE, MODE_LINK
+from snapshotter import FileInUse, UnsafeTree
+from snapshotter.engine.gitstore.objects import MODE_EXEC, MODE_FILE, MODE_LINK, MODE_TREE, serialize_tree
+from snapshotter.engine.session.checkout import MAX_LINK_TARGET
 from snapshotter.engine.worktree import hostfs
 
 
@@ -75,6 +76,25 @@ def test_restore_records_the_target_modes_for_the_next_snapshot(
     assert snap.snapshot().tree_id == executable.tree_id
     snap.restore(plain.id)
     assert snap.snapshot().tree_id == plain.tree_id
+
+
+def test_a_mode_only_restore_is_remembered_past_the_next_edit_in_its_folder(
+    ws: Path, make, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Where the filesystem shows no exec bit, the restore's record of the file it
+    made executable carries the mode: an edit beside it, which makes the next
+    snapshot rebuild the folder from its records, keeps ``tool`` executable."""
+    write(ws, {"tool": "t\n", "notes.txt": "n\n"})
+    (ws / "tool").chmod(0o755)
+    _posix(monkeypatch)
+    executable = make().snapshot()
+    (ws / "tool").chmod(0o644)
+    make().snapshot()
+    monkeypatch.setattr(hostfs, "detect", lambda root: hostfs.WINDOWS_SIMULATED)
+    snap = make()
+    assert snap.restore(executable.id).written_paths == ("tool",)
+    (ws / "notes.txt").write_text("edited\n")
+    assert tree_modes(snap, snap.snapshot().tree_id) == {"tool": MODE_EXEC, "notes.txt": MODE_FILE}
 
 
 def test_symlinks_restore_as_files_holding_their_target_and_stay_symlinks(
@@ -243,3 +263,43 @@ def test_windows_files_are_not_given_exec_modes_by_umask(ws: Path, make, windows
     snap.snapshot()
     assert snap.last_scan.files_hashed == 0
     assert all(stat.S_ISREG(os.lstat(ws / f"f{i}.txt").st_mode) for i in range(5))
+
+
+def test_a_workspace_path_at_a_name_left_out_is_neither_written_nor_deleted(ws: Path, make, windows: None) -> None:  # type: ignore[no-untyped-def]
+    """The target holds ``readme.md`` and ``docs/`` besides ``README.md`` and ``DOCS/``,
+    which this filesystem cannot tell apart: the second of each is left out, and
+    what the workspace has at those paths (a file, a folder's file) stays as it is."""
+    write(ws, {"readme.md": "mine\n", "docs/notes.txt": "my notes\n"})
+    snap = make()
+    snap.snapshot()
+    writer = snap._engine_ok().store.writer
+    blob = writer.write(b"blob", b"x\n")
+    folder = writer.write(b"tree", serialize_tree([(b"a.txt", MODE_FILE, blob)]))
+    entries = [(b"DOCS", MODE_TREE, folder), (b"README.md", MODE_FILE, b""), (b"docs", MODE_TREE, folder)]
+    forged = forge_snapshot(snap, [*entries, (b"readme.md", MODE_FILE, b"")])
+    result = snap.restore(forged)
+    assert [s.path for s in result.skipped] == ["docs", "readme.md"]
+    assert result.deleted_paths == ()
+    assert read_tree(ws) == {
+        "DOCS/a.txt": ("file", b"x\n"),
+        "README.md": ("file", b"pwned\n"),
+        "docs/notes.txt": ("file", b"my notes\n"),
+        "readme.md": ("file", b"mine\n"),
+    }
+
+
+def test_a_symlink_target_up_to_the_cap_restores_as_its_stand_in_file(ws: Path, make, windows: None) -> None:  # type: ignore[no-untyped-def]
+    """Without symlinks a link is a file holding its target: one of exactly
+    ``MAX_LINK_TARGET`` bytes is written, one byte more refuses the restore."""
+    write(ws, {"a.txt": "a\n"})
+    snap = make()
+    snap.snapshot()
+    writer = snap._engine_ok().store.writer
+    longest = b"t" * MAX_LINK_TARGET
+    fits = forge_snapshot(snap, [(b"link", MODE_LINK, writer.write(b"blob", longest))], seq=998)
+    too_long = forge_snapshot(snap, [(b"link", MODE_LINK, writer.write(b"blob", longest + b"t"))])
+    with pytest.raises(UnsafeTree, match=f"'link' with a target of more than {MAX_LINK_TARGET} bytes"):
+        snap.restore(too_long)
+    assert read_tree(ws) == {"a.txt": ("file", b"a\n")}
+    snap.restore(fits)
+    assert read_tree(ws) == {"link": ("file", longest)}

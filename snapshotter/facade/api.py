@@ -23,18 +23,13 @@ from snapshotter.facade.guard import Guard
 from snapshotter.facade.lifecycle import Lifecycle
 from snapshotter.facade.replicas import Replicas
 from snapshotter.facade.workflows import Workflows
-from snapshotter.model import (
-    FileChange,
-    FileDiff,
-    RestoreResult,
-    ScanStats,
-    SnapshotInfo,
-)
 from snapshotter.options import DEFAULTS, OnError, Options, Retention, WorkspaceSettings, check_path, check_session
 
 TYPE_CHECKING = False  # not ``typing``'s
-if TYPE_CHECKING:  # an annotation only: a call that reaches no remote loads no transport (dulwich's client)
+if TYPE_CHECKING:  # annotations only: a call that reaches no remote loads no transport (dulwich's client),
+    # one that reads the history makes no comparison's, restore's or walk's values
     from snapshotter.engine.gitstore.transport import Credentials
+    from snapshotter.model import FileChange, FileDiff, RestoreResult, ScanStats, SnapshotInfo
 
 log = logging.getLogger("snapshotter")
 
@@ -198,7 +193,11 @@ class Snapshotter(Workflows, Replicas, Lifecycle):
     @property
     def last_scan(self) -> ScanStats:
         """What the most recent walk of the workspace cost."""
-        return self._engine.last_scan if self._engine is not None else ScanStats()
+        if self._engine is not None:
+            return self._engine.last_scan
+        from snapshotter.model import ScanStats
+
+        return ScanStats()
 
     @property
     def progress(self) -> Callable[[str, int, int], None] | None:

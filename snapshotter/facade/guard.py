@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import TracebackType
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from snapshotter.errors import RollbackPerformed, SnapshotError
-from snapshotter.model import RestoreResult, SnapshotInfo
+
+if TYPE_CHECKING:  # annotations only: reading the history makes no restore's values
+    from snapshotter.model import RestoreResult, SnapshotInfo
 
 GUARD_LABEL = "guard"
 

@@ -74,11 +74,11 @@ def call_id(value: str) -> str:
 def written(engine: Engine, writes: Paths | None) -> dict[str, str]:
     """A ``writes=`` argument (the files a tool call says it writes) as the
     ``tool:`` snapshot's metadata: workspace paths, as a JSON list (``owners``)."""
-    from snapshotter.engine.session.checkout import normalize_selection
-    from snapshotter.history.owners import WRITES
-
     if writes is None:
         return {}
+    from snapshotter.engine.session.selection import normalize_selection
+    from snapshotter.history.owners import WRITES
+
     if len(paths(writes) or ()) > MAX_WRITES:
         raise InvalidInput(f"writes= names at most {MAX_WRITES} files (leave it out for a call that writes more)")
     return {WRITES: json.dumps(sorted(set(normalize_selection(engine.workspace, writes))), ensure_ascii=False)}

@@ -8,11 +8,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from snapshotter.facade.calls import public
-from snapshotter.model import GcResult, PruneResult, StoreStats, VerifyResult
 from snapshotter.options import Options
 
 if TYPE_CHECKING:
     from snapshotter.engine.session.engine import Engine
+    from snapshotter.model import GcResult, PruneResult, StoreStats, VerifyResult
 
 
 class Lifecycle:

@@ -23,7 +23,10 @@ from snapshotter.engine.worktree.statcache import write_atomically
 from snapshotter.errors import SnapshotError
 from snapshotter.history.anchors import before_dropping, kept_for_sessions
 from snapshotter.history.stacks import REDO, SESSIONS, UNDO, all_stacks
-from snapshotter.model import GcResult, PruneResult, SnapshotInfo, StoreStats
+
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:  # the results' values load where one is made: the pass after each change makes none
+    from snapshotter.model import GcResult, PruneResult, SnapshotInfo, StoreStats
 
 log = logging.getLogger("snapshotter")
 AUTO_GC_LOOSE = 2000
@@ -151,6 +154,8 @@ def prune(
     ``dropped_before``: snapshots the caller already dropped (their objects need no grace).
     ``report``: the result goes to the user, so the dropped snapshots' deferred
     line counts are counted (before their trees may go); the upkeep pass skips that."""
+    from snapshotter.model import PruneResult
+
     snapshots = list(engine.catalog.newest_first())
     protected = protected_ids(engine, retention)
     drop = by_count_and_age(snapshots, protected, retention, datetime.now(timezone.utc))
@@ -285,6 +290,8 @@ def _note_stuck(engine: Engine, retention: Retention, size: int) -> None:
 def stats(engine: Engine) -> StoreStats:
     """The store's figures: the count from the history index, the oldest and
     newest from the two ends of the refs (no other snapshot is read)."""
+    from snapshotter.model import StoreStats
+
     count = engine.catalog.index.current().count
     oldest, newest = next(engine.catalog.oldest_first(), None), engine.catalog.latest()
     size, loose, packs = usage(engine)

@@ -19,7 +19,6 @@ from snapshotter.engine.gitstore.store import Store
 from snapshotter.engine.session.engine import Engine
 from snapshotter.errors import NO_REMOTE, InvalidInput, WorkspaceError
 from snapshotter.facade.calls import public
-from snapshotter.model import FetchResult, PushResult, RemoteWorkspace
 from snapshotter.options import Options
 
 if TYPE_CHECKING:  # loaded where a remote call runs: a local call loads no remote side
@@ -27,6 +26,7 @@ if TYPE_CHECKING:  # loaded where a remote call runs: a local call loads no remo
 
     from snapshotter.engine.gitstore.transport import Credentials
     from snapshotter.engine.gitstore.wirebudget import Budget
+    from snapshotter.model import FetchResult, PushResult, RemoteWorkspace
     from snapshotter.remote import remotes
     from snapshotter.remote.replicator import Replicator
 
@@ -195,6 +195,7 @@ class Replicas:
         the same snapshots (same ids, labels and sessions), numbered after the
         ones here, to restore, diff, revert or merge like any. ``name`` defaults
         as for :meth:`push`; :meth:`remote_workspaces` lists the names there."""
+        from snapshotter.model import FetchResult
         from snapshotter.remote import remotes
 
         source = self._target(remote, name, credentials)

@@ -19,19 +19,20 @@ from snapshotter.engine.session.engine import Engine
 from snapshotter.errors import InvalidInput, Remedy
 from snapshotter.facade import inputs
 from snapshotter.facade.calls import public
-from snapshotter.history import blame as blaming
-from snapshotter.model import (
-    BlameResult,
-    ConflictMode,
-    ForkInfo,
-    Hunk,
-    RestoreResult,
-    RevertResult,
-    SessionInfo,
-    SnapshotInfo,
-    UndoResult,
-)
 from snapshotter.options import Options
+
+if TYPE_CHECKING:  # annotations only: reading the history loads no blame, undo or fork values
+    from snapshotter.model import (
+        BlameResult,
+        ConflictMode,
+        ForkInfo,
+        Hunk,
+        RestoreResult,
+        RevertResult,
+        SessionInfo,
+        SnapshotInfo,
+        UndoResult,
+    )
 
 
 class Workflows:
@@ -239,15 +240,15 @@ class Workflows:
         return pre
 
     @public()
-    def blame(
-        self, path: str | os.PathLike[str], *, limit: int = blaming.DEFAULT_LIMIT, session: str | None = None
-    ) -> BlameResult:
+    def blame(self, path: str | os.PathLike[str], *, limit: int = 1000, session: str | None = None) -> BlameResult:
         """Who last changed each line of ``path`` as the workspace holds it now:
         per run of lines, the snapshot whose change made them and whose that
         change was (a session's tool call or turn, a person, unknown, not
         snapshotted yet), followed back through at most ``limit`` snapshots as
         ``git blame`` follows commits (see :class:`~snapshotter.LineOrigin`).
         With ``session``, only the lines that session's changes made."""
+
+        from snapshotter.history import blame as blaming
 
         return blaming.blame(self._engine_ok(), os.fspath(path), limit, session)
 

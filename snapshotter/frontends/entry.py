@@ -17,7 +17,21 @@ if TYPE_CHECKING:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    words = list(sys.argv[1:] if argv is None else argv)
+    """Run one command line: ``argv``, or (``None``) this program's own, and then
+    this process is the command's: its garbage collection is timed for a
+    command line (``collecting``)."""
+    if argv is not None:
+        return _main(list(argv))
+    from snapshotter.frontends.shared import collecting
+
+    collecting.hold()
+    try:
+        return _main(sys.argv[1:])
+    finally:
+        collecting.end()
+
+
+def _main(words: list[str]) -> int:
     if words[:1] == ["hook"]:
         from snapshotter.frontends import hookclient
 

@@ -34,7 +34,7 @@ from snapshotter import __version__
 from snapshotter.engine.gitstore.location import canonical_workspace, find_workspace, store_path_for
 from snapshotter.frontends.hooks import hooklog
 from snapshotter.frontends.hooks.agents import AGENTS, SESSION_END, caller, event_name
-from snapshotter.frontends.shared import wire
+from snapshotter.frontends.shared import collecting, wire
 from snapshotter.frontends.shared.userfiles import snapshot_home
 
 TYPE_CHECKING = False  # not ``typing``'s: every hook call pays for this module's imports
@@ -189,6 +189,7 @@ def _directly(workspace: str, agent: Agent, name: str, payload: dict[str, Any], 
     event = hookevents.parse(agent, name, payload, project)
     if event is None:
         return
+    collecting.begin()  # what recording imported is loaded: the snapshot collects as usual
     settings = config.resolve(workspace, {})
     options = {**config.snapshotter_options(settings), "on_error": "raise"}
     options["lock_timeout"] = min(float(options.get("lock_timeout", 30.0)), budget() / 2)
@@ -213,6 +214,7 @@ def _start_watcher(workspace: str, store: str) -> None:
 
     if not watchstart.claim(store):
         return
+    collecting.begin()  # the watcher (a copy of this process) lives on: it collects its garbage
     try:
         child = os.fork()
     except OSError:

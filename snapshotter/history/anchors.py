@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from snapshotter.engine.gitstore.historyindex import key_of
 from snapshotter.engine.session.engine import Engine
-from snapshotter.history.stacks import SESSIONS, TURNS, UNDO, entry_info, live_entries
+from snapshotter.history.stacks import SESSIONS, TURNS, UNDO, readable
 from snapshotter.model import SnapshotInfo
 
 OPEN_CALLS_KEPT = 8
@@ -34,26 +34,84 @@ def before_dropping(engine: Engine, dropping: Sequence[SnapshotInfo]) -> None:
     can no longer be undone exactly: reverting the rest brought back an edit the
     session had undone since (the undo of it kept, the call itself gone). So the
     session's undo points before that change are taken off its stack: its undo
-    stops where its history is whole, and says so, instead of going elsewhere."""
+    stops where its history is whole, and says so, instead of going elsewhere.
+
+    What this reads grows with what is dropped, not with the history (see
+    :func:`_cut`): the session's changes are read from its newest undo point
+    older than every snapshot dropped, up to a little past the newest dropped."""
     going = {info.id for info in dropping}
     if not going:
         return  # nothing dropped: the attribution (and the comparisons under it) need not load
-    from snapshotter.history.attribution import session_changes
-
+    oldest = min(info.sequence for info in dropping)
+    newest = max(info.sequence for info in dropping)
     for name in engine.store.sessions():
         stack_name = f"{SESSIONS}{name}/{UNDO}"
-        stack = [entry_info(engine, sha) for sha in live_entries(engine, stack_name)]
-        if not stack:
+        start = _window_start(engine, stack_name, oldest, newest)
+        if start is None:
+            continue  # no undo point at or before what goes: no stretch of an undo holds it
+        cut = _cut(engine, name, start, going, newest)
+        if cut > start.sequence:
+            engine.store.drop_from_stacks([stack_name], _points_below(engine, stack_name, cut), cut)
+
+
+def _window_start(engine: Engine, stack_name: str, oldest: int, newest: int) -> SnapshotInfo | None:
+    """The undo point the changes are read from: the newest one older than
+    every snapshot dropped (a change wholly before them loses nothing), else the
+    oldest; None if the oldest is newer than every one dropped. Reads the stack
+    from its bottom (entries are pushed in the order snapshots are taken) only
+    that far; an entry whose snapshot is gone is taken off on the way."""
+    found: SnapshotInfo | None = None
+    dead: set[bytes] = set()
+    for _, sha in engine.store.iter_stack(stack_name, newest_first=False):
+        seq = engine.store.seq_of(sha)
+        if seq is None or not readable(engine, sha, seq):
+            dead.add(sha)
             continue
-        cut = 0
-        for piece in session_changes(engine, name, stack[0], None):  # each begins and ends where its owner does
-            start, end = piece.before, piece.after
-            lost = start.id in going or (end is not None and end.id in going)
-            if lost and (end is None or start.tree_id != end.tree_id):
-                cut = max(cut, (end or start).sequence)
-        for point in stack:
-            if point.sequence < cut:
-                engine.store.drop_from_stack(stack_name, bytes.fromhex(point.id))
+        if found is not None and seq >= oldest:
+            break
+        found = engine.catalog.info(seq, sha)
+        if seq >= oldest:
+            break
+    if dead:
+        engine.store.drop_from_stacks([stack_name], dead)
+    return found if found is not None and found.sequence <= newest else None
+
+
+def _cut(engine: Engine, session: str, start: SnapshotInfo, going: set[str], newest: int) -> int:
+    """The sequence below which the session's undo points lose their history:
+    the end of the newest change from ``start`` that changed something and
+    loses a snapshot (0: none). Changes are read up to a snapshot past
+    ``newest`` (the newest dropped); a change reaching that end from a snapshot
+    dropped may run further, so the stretch is doubled until none does (or it
+    reaches now): a change wholly after ``newest`` loses nothing."""
+    from snapshotter.history.attribution import session_changes
+
+    span = max(newest - start.sequence, 64)
+    while True:
+        end = next(engine.catalog.oldest_first(newest + span), None)  # None: the stretch runs to now
+        pieces = session_changes(engine, session, start, end)  # each begins and ends where its owner does
+        last = pieces[-1] if pieces else None
+        if end is None or last is None or last.after is not end or last.before.id not in going:
+            break
+        span *= 2
+    cut = 0
+    for piece in pieces:
+        begin, finish = piece.before, piece.after
+        lost = begin.id in going or (finish is not None and finish.id in going)
+        if lost and (finish is None or begin.tree_id != finish.tree_id):
+            cut = max(cut, (finish or begin).sequence)
+    return cut
+
+
+def _points_below(engine: Engine, stack_name: str, cut: int) -> set[bytes]:
+    """The ids of the undo points numbered below ``cut``, read from the stack's bottom only that far."""
+    found: set[bytes] = set()
+    for _, sha in engine.store.iter_stack(stack_name, newest_first=False):
+        seq = engine.store.seq_of(sha)
+        if seq is not None and seq >= cut:
+            break
+        found.add(sha)
+    return found
 
 
 def kept_for_sessions(engine: Engine) -> set[str]:

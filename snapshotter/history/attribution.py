@@ -138,8 +138,8 @@ def session_changes(engine: Engine, session: str | None, start: SnapshotInfo, en
     """What ``session`` changed from ``start`` to ``end`` (None: now), oldest
     first: each step of the store's history there that holds a change of its
     (see the module's docstring), steps alike joined into one piece."""
-    later = list(engine.catalog.newest_first_down_to(start.sequence))  # the stretch, never the whole history
-    infos = [*openers(engine, [*later, start]), start, *reversed(later)]  # oldest first
+    later = _stretch(engine, start, end)
+    infos = [*openers(engine, [*later, start], open_turns=False), start, *reversed(later)]  # oldest first
     owners = Owners(infos)
     bracketed = brackets_calls(engine, session)
     if not bracketed and end is None:
@@ -167,6 +167,21 @@ def session_changes(engine: Engine, session: str | None, start: SnapshotInfo, en
         else:
             pieces.append(Piece(before, after, None if share == ALL else share))
     return pieces
+
+
+def _stretch(engine: Engine, start: SnapshotInfo, end: SnapshotInfo | None) -> list[SnapshotInfo]:
+    """The snapshots after ``start`` up to ``end`` (None: up to the newest),
+    newest first: the stretch, never the whole history. A bracket opened in it
+    and closed after ``end`` is read as still open, which holds the same steps
+    of the stretch."""
+    if end is None:
+        return list(engine.catalog.newest_first_down_to(start.sequence))
+    found: list[SnapshotInfo] = []
+    for info in engine.catalog.oldest_first(start.sequence):
+        if info.sequence > end.sequence:
+            break
+        found.append(info)
+    return found[::-1]
 
 
 def _share(holding: Sequence[Span], session: str | None, bracketed: bool) -> Share | None:
@@ -214,14 +229,22 @@ OPENERS_READ_BACK = 500
 """Snapshots older than a stretch read back at least, to find the brackets open across its start."""
 
 
-def openers(engine: Engine, window: Sequence[SnapshotInfo]) -> list[SnapshotInfo]:
+def openers(engine: Engine, window: Sequence[SnapshotInfo], open_turns: bool = True) -> list[SnapshotInfo]:
     """The snapshots older than ``window`` (newest first: the stretch a call
     reads) that open brackets it holds the end of, or that are still open (a
     turn, a call) across it, oldest first: what ``Owners`` needs to tell whose
     each step of the stretch is, without reading the whole history. Found by
     id where a snapshot names its start (``since``), from the history index for
     what is open, else read back from the stretch's start until each is found,
-    at most as many again as the stretch holds (``OPENERS_READ_BACK`` at least)."""
+    at most as many again as the stretch holds (``OPENERS_READ_BACK`` at least).
+    A call never closed whose turn ended before the window (its agent killed
+    mid-call) holds nothing of it and is not read: such calls pile up, one
+    more commit to read for every later call, else. Without ``open_turns``, the
+    turns open across the window are not read either: they decide only whose
+    a step no bracket holds is (``Owners.of``, for ``blame``), never how far a
+    bracket of the window runs (a call never closed in a turn still open runs
+    to now, whether that turn's start is read or not), and every agent killed in a turn and never
+    resumed leaves one open for good."""
     if not window:
         return []
     wanted: set[tuple[str | None, str]] = set()
@@ -237,8 +260,9 @@ def openers(engine: Engine, window: Sequence[SnapshotInfo]) -> list[SnapshotInfo
             since.add(info.metadata[SINCE])
     oldest = window[-1].sequence
     for facts in engine.catalog.index.current().sessions.values():  # open across the whole window
-        opened = facts.open_turn()
-        since.update(sha for seq, sha in [*facts.open_calls.values(), *([opened] if opened else [])] if seq < oldest)
+        opened = facts.open_turn() if open_turns else None
+        running = [mark for call, mark in facts.open_calls.items() if facts.ended_calls.get(call, oldest) >= oldest]
+        since.update(sha for seq, sha in [*running, *([opened] if opened else [])] if seq < oldest)
     since -= {info.id for info in window}
     found: dict[str, SnapshotInfo] = {}
     for sha in since:

@@ -45,7 +45,7 @@ def blame(engine: Engine, path: str, limit: int = DEFAULT_LIMIT, session: str | 
     """Each line of ``path`` as the workspace holds it now, with its origin
     (``session``: only the lines that session's changes made)."""
     from snapshotter.engine.compare.linediff import split_lines
-    from snapshotter.engine.session.checkout import normalize_selection
+    from snapshotter.engine.session.selection import normalize_selection
     from snapshotter.history.attribution import openers
     from snapshotter.history.owners import SESSION, Owners
 

@@ -23,13 +23,10 @@ later edits, or with ``reset`` restores the state before it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from snapshotter.engine.gitstore.historyindex import key_of
 from snapshotter.engine.session.engine import Engine
-from snapshotter.engine.session.restoring import restore
-from snapshotter.engine.session.reverting import SINCE, Step, bring_in
-from snapshotter.engine.worktree.pathnames import names_checker
 from snapshotter.errors import (
     BEGIN_TURN,
     TURN_NUMBER,
@@ -39,10 +36,18 @@ from snapshotter.errors import (
     SnapshotNotFound,
     StoreError,
 )
-from snapshotter.history.attribution import Pair, Piece, changed_hunks, closing, revert_changes, session_changes
 from snapshotter.history.owners import ABANDONED, POST_RESTORE, POST_TURN, PRE_TURN, TOOL, TOOL_DONE, label_number
 from snapshotter.history.stacks import REDO, TURNS, UNDO, entry_info, live_entries, readable, stack_of
-from snapshotter.model import ConflictMode, Hunk, RestoreResult, RevertResult, SnapshotInfo, UndoResult
+
+if TYPE_CHECKING:  # annotations only: a hook event checkpoints and snapshots, it restores and reverts nothing
+    from collections.abc import Sequence
+
+    from snapshotter.history.attribution import Pair, Piece
+    from snapshotter.model import ConflictMode, Hunk, RestoreResult, RevertResult, SnapshotInfo, UndoResult
+
+# Restoring, reverting (three-way merges), attribution (line comparisons, tree diffs) and the
+# values of results load in the functions that undo, redo or revert (issue #51): every hook event
+# imports this module to checkpoint or snapshot, and would pay 15-20 ms for them at its top.
 
 CHECKPOINT_LABEL = "checkpoint"
 REDO_TO, POPPED = "redo-to", "undo-popped"
@@ -69,6 +74,8 @@ def restored(engine: Engine, result: RestoreResult) -> None:
     engine.store.push(stack_of(engine, UNDO), bytes.fromhex(result.safety_snapshot_id))
     _abandon_redo(engine)
     if engine.session is not None:
+        from snapshotter.engine.session.reverting import SINCE
+
         meta = {SINCE: result.safety_snapshot_id}
         engine.snapshot(f"after restoring {result.target_id[:12]}", POST_RESTORE, meta, moves_base=False)
 
@@ -115,6 +122,9 @@ def can_redo(engine: Engine) -> bool:
 
 
 def undo(engine: Engine) -> UndoResult:
+    from snapshotter.engine.session.restoring import restore
+    from snapshotter.model import UndoResult
+
     stack = live_entries(engine, stack_of(engine, UNDO), 2)
     if not stack:
         why = "no checkpoint has been taken" if engine.session is None else _NO_POINT_KEPT
@@ -136,6 +146,9 @@ def undo(engine: Engine) -> UndoResult:
 
 
 def redo(engine: Engine) -> UndoResult:
+    from snapshotter.engine.session.restoring import restore
+    from snapshotter.model import UndoResult
+
     stack = live_entries(engine, stack_of(engine, REDO), 1)
     if not stack:
         return UndoResult(False, "redo", "nothing to redo")
@@ -161,12 +174,18 @@ def _saved(result: RestoreResult) -> str:
 
 def _since(engine: Engine, checkpoint_info: SnapshotInfo) -> list[Piece]:
     """The session's changes since ``checkpoint_info``, less those that changed nothing."""
+    from snapshotter.history.attribution import session_changes
+
     pieces = session_changes(engine, engine.session, checkpoint_info, None)
     current_tree = engine.scan(write=False).tree_id.hex()
     return [p for p in pieces if p.before.tree_id != (p.after.tree_id if p.after is not None else current_tree)]
 
 
 def _session_undo(engine: Engine, stack: list[bytes]) -> UndoResult:
+    from snapshotter.engine.session.reverting import SINCE
+    from snapshotter.history.attribution import revert_changes, session_changes
+    from snapshotter.model import UndoResult
+
     top = entry_info(engine, stack[-1])
     changes = _since(engine, top)
     popped: SnapshotInfo | None = None
@@ -201,6 +220,11 @@ def _redo_target(engine: Engine, entry: SnapshotInfo) -> SnapshotInfo | None:
 
 
 def _session_redo(engine: Engine, stack: list[bytes]) -> UndoResult:
+    from snapshotter.engine.session.reverting import Step, bring_in
+    from snapshotter.engine.worktree.pathnames import names_checker
+    from snapshotter.history.attribution import closing
+    from snapshotter.model import UndoResult
+
     after = entry_info(engine, stack[-1])
     target = _redo_target(engine, after)
     if target is None:
@@ -334,6 +358,9 @@ def revert_turn(
     it instead (later edits replaced). ``dry_run``: say what would be written.
     ``n`` may be the turn's pre-turn snapshot instead, of any session: the turn
     is that session's, what is written is this engine's session's."""
+    from snapshotter.engine.session.restoring import restore
+    from snapshotter.history.attribution import revert_changes, session_changes
+
     pre, post = turn_pair(engine, n) if isinstance(n, int) else turn_begun_at(engine, n)
     if reset:
         result = restore(engine, pre, safety_label="pre-revert", dry_run=dry_run)
@@ -359,6 +386,8 @@ def turn_number(engine: Engine, pre: SnapshotInfo) -> int:
 def turn_hunks(engine: Engine, n: int | SnapshotInfo, split: bool = False) -> list[Hunk]:
     """The hunks of the n-th last turn's own changes (or of the turn a pre-turn
     snapshot began): what ``revert_turn(n, hunks=...)`` takes."""
+    from snapshotter.history.attribution import changed_hunks, session_changes
+
     pre, post = turn_pair(engine, n) if isinstance(n, int) else turn_begun_at(engine, n)
     return changed_hunks(engine, session_changes(engine, pre.session, pre, post), None, split)
 

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from snapshotter import model
 from snapshotter.engine.compare import linediff
 from snapshotter.engine.compare.treediff import Change
 from snapshotter.engine.gitstore.objects import MODE_LINK, is_binary
-from snapshotter.model import ChangeStatus, FileDiff
+
+if TYPE_CHECKING:  # the values are made through ``model``: a snapshot counts its lines without loading them
+    from snapshotter.model import ChangeStatus, FileDiff
 
 Marks = Callable[[str], "bool | None"]
 """path -> what ``.gitattributes`` say of diffing it (see :func:`file_diff`)."""
@@ -24,34 +28,26 @@ None for content too large to diff line by line (reported like a binary file).""
 
 
 def status_of(change: Change) -> ChangeStatus:
+    status = model.ChangeStatus
     if change.old is None:
-        return ChangeStatus.ADDED
+        return status.ADDED
     if change.new is None:
-        return ChangeStatus.DELETED
+        return status.DELETED
     if (change.old[0] == MODE_LINK) != (change.new[0] == MODE_LINK):
-        return ChangeStatus.TYPE_CHANGED
-    return ChangeStatus.MODIFIED
+        return status.TYPE_CHANGED
+    return status.MODIFIED
 
 
 def file_diff(change: Change, load_old: ContentLoader, load_new: ContentLoader, marked: bool | None = None) -> FileDiff:
     """The FileDiff of one change, reading both sides' content once for the counts.
     ``marked``: what ``.gitattributes`` say (``DiffAttributes.binary``): True
     binary, False text whatever its bytes, None up to the content."""
-    loaded_old = load_old(change.path, change.old[1], change.old[0]) if change.old else b""
-    loaded_new = load_new(change.path, change.new[1], change.new[0]) if change.new else b""
-    too_large = loaded_old is None or loaded_new is None
-    old, new = loaded_old or b"", loaded_new or b""
-    binary = too_large or (marked if marked is not None else is_binary(old) or is_binary(new))
-    same_content = change.old is not None and change.new is not None and change.old[1] == change.new[1]
-    if binary or same_content:
-        additions = deletions = 0
-    else:
-        additions, deletions = linediff.numstat(old, new)
+    old, new, binary, additions, deletions = _compared(change, load_old, load_new, marked)
 
     def make_patch() -> str:
         return render_patch(change, old, new, binary)
 
-    return FileDiff(
+    return model.FileDiff(
         path=change.path,
         status=status_of(change),
         additions=additions,
@@ -65,12 +61,38 @@ def file_diff(change: Change, load_old: ContentLoader, load_new: ContentLoader, 
     )
 
 
+def file_numstat(
+    change: Change, load_old: ContentLoader, load_new: ContentLoader, marked: bool | None = None
+) -> tuple[int, int]:
+    """(lines added, lines deleted) of one change: :func:`file_diff`'s counts,
+    without its value (recording a snapshot counts lines and makes no diff)."""
+    _, _, _, additions, deletions = _compared(change, load_old, load_new, marked)
+    return additions, deletions
+
+
+def _compared(
+    change: Change, load_old: ContentLoader, load_new: ContentLoader, marked: bool | None
+) -> tuple[bytes, bytes, bool, int, int]:
+    """Both sides' content (b"" for none, or too large to read), whether it is
+    compared as binary, and the lines added and deleted (0 for binary)."""
+    loaded_old = load_old(change.path, change.old[1], change.old[0]) if change.old else b""
+    loaded_new = load_new(change.path, change.new[1], change.new[0]) if change.new else b""
+    too_large = loaded_old is None or loaded_new is None
+    old, new = loaded_old or b"", loaded_new or b""
+    binary = too_large or (marked if marked is not None else is_binary(old) or is_binary(new))
+    same_content = change.old is not None and change.new is not None and change.old[1] == change.new[1]
+    if binary or same_content:
+        return old, new, binary, 0, 0
+    additions, deletions = linediff.numstat(old, new)
+    return old, new, binary, additions, deletions
+
+
 def unreadable_diff(path: str, recorded: tuple[int, bytes] | None) -> FileDiff:
     """A workspace path that exists but cannot be read: no line counts, no patch;
     ``recorded`` is what the other side holds at that path, if anything."""
-    return FileDiff(
+    return model.FileDiff(
         path=path,
-        status=ChangeStatus.UNREADABLE,
+        status=model.ChangeStatus.UNREADABLE,
         additions=0,
         deletions=0,
         binary=False,

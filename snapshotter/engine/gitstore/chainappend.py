@@ -15,8 +15,8 @@ before that point changes. In order:
 4. the new bytes are written there, synced; the pack is renamed to its new
    checksum's name and the new index put in place; the journal goes.
 
-The next process to open the store after a crash (``settle``, the store lock
-taken without waiting, or the next writer, ``recover``) completes an append
+The next process to open the store after a crash (``chainjournal.settle``, the
+store lock taken without waiting, or the next writer, ``recover``) completes an append
 whose pack and index are both in place, and otherwise puts the pack back as it
 was, byte for byte. A pack with another hard link (shared with a fork) is
 never written to. Appends are made under the store lock, one at a time in a
@@ -33,8 +33,9 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
-from snapshotter.engine.fsutil import read_side_file, sync_folder, unlink_quietly
+from snapshotter.engine.fsutil import sync_folder, unlink_quietly
 from snapshotter.engine.gitstore import sha1state
+from snapshotter.engine.gitstore.chainjournal import JOURNAL, OLD_INDEX, TMP, roll_back
 from snapshotter.engine.gitstore.chainpack import (
     PREFIX,
     Tip,
@@ -45,28 +46,16 @@ from snapshotter.engine.gitstore.chainpack import (
     write_file,
 )
 from snapshotter.engine.gitstore.inflate import PIECE
-from snapshotter.engine.gitstore.locking import StoreLock
 from snapshotter.engine.gitstore.packread import PackFile
 from snapshotter.engine.gitstore.packs import OFS_DELTA, entry_header, offset_bytes
-from snapshotter.errors import StoreError, StoreLocked
+from snapshotter.errors import StoreError
 
-_JOURNAL = "chain-append-"
-_TMP = "chain-tmp-"
-_OLD_INDEX = "chain-old-"
 _append_lock = threading.Lock()
 
 
 def _stage(name: str) -> None:
     """Called between the steps of an append: the crash tests' seam (a test
     process replaces it to stop, and be killed, at one of them)."""
-
-
-def appending(pack_dir: str) -> bool:
-    """Whether an append is under way (or was cut short and not yet recovered)."""
-    try:
-        return any(name.startswith(_JOURNAL) for name in os.listdir(pack_dir))
-    except OSError:
-        return False
 
 
 class PackDigest:
@@ -188,9 +177,9 @@ def _apply(
     index: bytes,
 ) -> bool:
     old_name = os.path.basename(tip.base)
-    journal = os.path.join(pack_dir, _JOURNAL + old_name)
-    tmp_pack = os.path.join(pack_dir, _TMP + old_name)
-    kept_index = os.path.join(pack_dir, _OLD_INDEX + old_name)
+    journal = os.path.join(pack_dir, JOURNAL + old_name)
+    tmp_pack = os.path.join(pack_dir, TMP + old_name)
+    kept_index = os.path.join(pack_dir, OLD_INDEX + old_name)
     new_index_tmp = new_base + ".idx.tmp"
     record = {
         "old": old_name,
@@ -231,7 +220,7 @@ def _apply(
         sync_folder(pack_dir)
         _stage("indexed")
     except (OSError, _Shared):
-        _roll_back(pack_dir, record)
+        roll_back(pack_dir, record)
         return False
     unlink_quietly(kept_index)
     unlink_quietly(journal)
@@ -240,77 +229,3 @@ def _apply(
 
 class _Shared(Exception):
     """The pack turned out to have another hard link."""
-
-
-def settle(pack_dir: str, lock_path: str, on_recover: Callable[[], object]) -> None:
-    """Recover an append a killed writer left, if one did and no writer holds
-    the store lock now (one that does is mid-append and finishes it): the lock
-    is taken without waiting, with ``on_recover`` (the store's whole recovery)
-    if its holder died. Readers call it too, so that a store opened after a
-    crash reads every object at once, and git does."""
-    if not appending(pack_dir):
-        return
-    try:
-        with StoreLock(lock_path, 0.0, on_recover=on_recover):
-            recover(pack_dir)
-    except (StoreLocked, OSError):
-        pass
-
-
-def recover(pack_dir: str) -> int:
-    """Complete or roll back every append a killed writer left (hold the store
-    lock). Returns how many journals were settled."""
-    try:
-        names = [name for name in os.listdir(pack_dir) if name.startswith(_JOURNAL)]
-    except OSError:
-        return 0
-    settled = 0
-    for name in names:
-        path = os.path.join(pack_dir, name)
-        try:
-            record = json.loads(read_side_file(path, cap=1 << 20))
-            if not isinstance(record, dict):
-                raise ValueError("not a record")
-        except (OSError, ValueError):
-            unlink_quietly(path)  # torn before it was synced: nothing had been touched yet
-            settled += 1
-            continue
-        new_base = os.path.join(pack_dir, str(record.get("new", "")))
-        if os.path.exists(new_base + ".pack") and os.path.exists(new_base + ".idx"):
-            unlink_quietly(os.path.join(pack_dir, _OLD_INDEX + str(record.get("old", ""))))
-            unlink_quietly(path)
-        else:
-            _roll_back(pack_dir, record)
-        settled += 1
-    return settled
-
-
-def _roll_back(pack_dir: str, record: dict[str, object]) -> None:
-    """Put a pack an append was cut short in back as it was, byte for byte."""
-    old = str(record["old"])
-    new = str(record["new"])
-    size = int(str(record["size"]))
-    end = int(str(record["end"]))
-    tail = bytes.fromhex(str(record["tail"]))
-    if end + len(tail) != size:
-        raise StoreError(f"the journal of an append to {old} is damaged; the pack is left as it is")
-    base = os.path.join(pack_dir, old)
-    tmp_pack = os.path.join(pack_dir, _TMP + old)
-    kept_index = os.path.join(pack_dir, _OLD_INDEX + old)
-    unlink_quietly(os.path.join(pack_dir, new + ".idx"))
-    unlink_quietly(os.path.join(pack_dir, new + ".idx.tmp"))
-    for found in (tmp_pack, os.path.join(pack_dir, new + ".pack"), base + ".pack"):
-        if os.path.exists(found):
-            with open(found, "r+b") as handle:
-                handle.seek(end)
-                handle.write(tail)
-                handle.truncate(size)
-                handle.flush()
-                os.fsync(handle.fileno())
-            if found != base + ".pack":
-                os.rename(found, base + ".pack")
-            break
-    if os.path.exists(kept_index):
-        os.replace(kept_index, base + ".idx")
-    sync_folder(pack_dir)
-    unlink_quietly(os.path.join(pack_dir, _JOURNAL + old))

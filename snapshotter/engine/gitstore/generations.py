@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 import time
 
 from snapshotter.engine.fsutil import SMALL_FILE_CAP, read_side_file, sync_folder
@@ -65,6 +64,8 @@ def _fresh() -> int:
 
 
 def _write(meta_dir: str, number: int) -> int:
+    import tempfile  # when writing: a command that reads loads neither it nor shutil
+
     fd, tmp = tempfile.mkstemp(dir=meta_dir, prefix=".generation-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -28,18 +28,21 @@ import contextlib
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from snapshotter.engine.fsutil import read_side_file, unlink_quietly
+from snapshotter.engine.gitstore.locking import StoreLock
 from snapshotter.engine.gitstore.store import Store
+from snapshotter.errors import StoreError, StoreLocked
 from snapshotter.model import SnapshotInfo
 
 log = logging.getLogger("snapshotter")
 
 FILE_NAME = "history-index"
+LOCK_NAME = "lock"
+"""The store lock's file in the store's own folder (the engine's ``StoreLock``)."""
 CAP = 32 << 20
 VERSION = 1
 PRE_TURN, POST_TURN, TOOL, TOOL_DONE, ABANDONED = "pre-turn:", "post-turn:", "tool:", "tool-done:", "abandoned:"
@@ -69,6 +72,11 @@ class SessionFacts:
     """The newest turn snapshot: ("pre" or "post", seq, id, the turn's number as labelled);
     a ``post-turn`` ends the turn begun before it, as ``sessions`` has always read it."""
     open_calls: dict[str, Mark] = field(default_factory=dict)
+    ended_calls: dict[str, int] = field(default_factory=dict)
+    """Of ``open_calls``, those begun in a turn that has ended since: call -> the
+    ``post-turn``'s sequence, where such a call's bracket ends (``owners``: a call
+    never closed runs to its turn's end). A call missing here may run to now
+    (an index written before this was kept: the reader takes it as open)."""
     closed_calls: int = 0
     closed_call: Mark | None = None
 
@@ -86,6 +94,7 @@ class SessionFacts:
             "agent_session": self.agent_session,
             "turn": self.turn,
             "open_calls": self.open_calls,
+            "ended_calls": self.ended_calls,
             "closed_calls": self.closed_calls,
             "closed_call": self.closed_call,
         }
@@ -102,6 +111,7 @@ class SessionFacts:
             agent_session=_text(data["agent_session"]),
             turn=(str(turn[0]), int(turn[1]), str(turn[2]), str(turn[3])) if turn is not None else None,
             open_calls={str(k): m for k, v in dict(data["open_calls"]).items() if (m := _mark(v)) is not None},
+            ended_calls={str(k): int(v) for k, v in dict(data.get("ended_calls", {})).items()},
             closed_calls=int(data["closed_calls"]),
             closed_call=_mark(data["closed_call"]),
         )
@@ -170,13 +180,21 @@ class State:
             facts.turns += 1
             facts.turn = ("pre", info.sequence, info.id, label[len(PRE_TURN) :])
         elif label.startswith(POST_TURN):
-            facts.turn = ("post", info.sequence, info.id, label[len(POST_TURN) :])
+            number = label[len(POST_TURN) :]
+            if facts.turn is not None and facts.turn[0] == "pre" and facts.turn[3] == number:
+                begun = facts.turn[1]  # the turn this ends: the calls still open in it end here
+                for call, (seq, _) in facts.open_calls.items():
+                    if seq >= begun:
+                        facts.ended_calls.setdefault(call, info.sequence)
+            facts.turn = ("post", info.sequence, info.id, number)
         elif label.startswith(TOOL_DONE):
             facts.open_calls.pop(label[len(TOOL_DONE) :], None)
+            facts.ended_calls.pop(label[len(TOOL_DONE) :], None)
             facts.closed_calls += 1
             facts.closed_call = mark
         elif label.startswith(TOOL):
             facts.open_calls[label[len(TOOL) :]] = mark
+            facts.ended_calls.pop(label[len(TOOL) :], None)
         elif label.startswith(ABANDONED):
             number = label[len(ABANDONED) :]
             if number.isascii() and number.isdigit() and len(number) < 19:
@@ -198,6 +216,9 @@ class State:
             if facts.turn is not None and facts.turn[1] == seq:
                 facts.turn = None
             facts.open_calls = {call: mark for call, mark in facts.open_calls.items() if mark[0] != seq}
+            facts.ended_calls = {  # a dropped turn's end no longer ends its calls (as ``owners`` reads what is kept)
+                call: end for call, end in facts.ended_calls.items() if end != seq and call in facts.open_calls
+            }
             if label.startswith(TOOL_DONE):
                 facts.closed_calls = max(0, facts.closed_calls - 1)
                 if facts.closed_call is not None and facts.closed_call[0] == seq:
@@ -243,6 +264,9 @@ class HistoryIndex:
                 state = self._load()
                 if state is not None and not _matches(state, fingerprint) and state.pending is not None:
                     self._complete(state, fingerprint)
+                    if _matches(state, fingerprint):
+                        self._state = state
+                        self._keep(state)
                 if state is None or not _matches(state, fingerprint):
                     continue
             self._state = state
@@ -250,7 +274,28 @@ class HistoryIndex:
             return state
         state = self._rebuilt()
         self._state = state
+        self._keep(state)
         return state
+
+    def _keep(self, state: State) -> None:
+        """Save a rebuilt or completed index if the store lock is free at once, so
+        the next call loads it (a rebuild reads every snapshot: some 20 s at
+        100,000) instead of rebuilding it again. Never waits: a holder of the
+        lock saves the index itself at the end of its pass (``maintain``).
+        Saved only if it still matches the refs under the lock (writers change
+        them only under it); a read-only store is rebuilt again next time."""
+        lock = StoreLock(os.path.join(self.store.meta_dir, LOCK_NAME), 0, on_recover=self.store.recover)
+        try:
+            lock.acquire()
+        except (StoreLocked, StoreError, OSError):  # locked: a writer holds it (maybe this process)
+            return
+        try:
+            if _matches(state, self.store.snapshot_fingerprint()):
+                self.save()
+        except (StoreError, OSError) as exc:
+            log.debug("snapshotter: the history index %s is not saved: %s", self.path, exc)
+        finally:
+            lock.release()
 
     def _load(self) -> State | None:
         try:
@@ -329,7 +374,7 @@ class HistoryIndex:
         yield
         fingerprint = self.store.snapshot_fingerprint()
         self._complete(state, fingerprint)
-        remaining = max((seq for seq, _ in self.store.iter_snapshot_ids()), default=0)
+        remaining = next(self.store.iter_snapshot_ids(), (0, b""))[0]  # newest first: the highest
         state.as_of = min(state.as_of, remaining) if remaining else 0
         state.fingerprint = (fingerprint[0], [n for n in fingerprint[1] if n <= state.as_of])
         self.save()
@@ -353,6 +398,8 @@ def _matches(state: State, fingerprint: Fingerprint) -> bool:
 def _write(path: str, data: bytes) -> None:
     """Replace the file whole (a temporary file of our own, renamed): never synced,
     a cache lost to a power cut is rebuilt."""
+    import tempfile  # when writing: a command that reads loads neither it nor shutil
+
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".history-index-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:

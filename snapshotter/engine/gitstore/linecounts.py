@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from collections.abc import Iterable
 
 from snapshotter.engine.fsutil import open_side_file, read_side_file, sync_folder, unlink_quietly
@@ -101,6 +100,8 @@ class LineCounts:
     def keep_only(self, shas: Iterable[bytes]) -> None:
         """Rewrite the file with the counts of ``shas`` only (the snapshots a
         compaction keeps). Hold the store lock."""
+        import tempfile  # when writing: a command that reads loads neither it nor shutil
+
         self._load()
         wanted = set(shas)
         kept = {sha: counts for sha, counts in self._counts.items() if sha in wanted}

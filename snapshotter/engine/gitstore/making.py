@@ -15,8 +15,6 @@ import os
 import shutil
 import tempfile
 
-from dulwich.repo import Repo
-
 from snapshotter.engine.fsutil import make_private_folders, read_side_file
 from snapshotter.engine.gitstore.location import SIDE_FOLDER, store_exists
 from snapshotter.engine.gitstore.locking import StoreLock
@@ -40,6 +38,8 @@ def create(path: str, canonical: str) -> None:
         make_private_folders(parent)
         tmp = tempfile.mkdtemp(dir=parent, prefix=".new-store-")
         try:
+            from dulwich.repo import Repo  # only a new store: opening one loads no ``Repo``
+
             Repo.init_bare(tmp).close()
             with open(os.path.join(tmp, "config"), "wb") as handle:
                 handle.write(STORE_CONFIG)

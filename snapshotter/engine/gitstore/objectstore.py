@@ -15,18 +15,17 @@ per object, on what it reads anyway.
 from __future__ import annotations
 
 import os
+import threading
 import time
 import zlib
 from collections.abc import Generator, Iterator
 
-from dulwich.objects import Commit
-
-from snapshotter.engine.gitstore import chainappend
+from snapshotter.engine.gitstore import chainjournal, checkedindexes
+from snapshotter.engine.gitstore.checkedindexes import CheckedIndexes
 from snapshotter.engine.gitstore.digest import ThreadedDigest
 from snapshotter.engine.gitstore.inflate import MAX_WHOLE, ObjectTooLarge, Stream
 from snapshotter.engine.gitstore.loose import loose_header, open_loose, read_loose, stream_loose
 from snapshotter.engine.gitstore.objects import STREAM_THRESHOLD, TYPE_NAMES, object_id
-from snapshotter.engine.gitstore.objectwriter import ObjectWriter
 from snapshotter.engine.gitstore.packread import MAX_CHAIN, BaseById
 from snapshotter.engine.gitstore.packset import PackSet
 from snapshotter.errors import VERIFY, StoreError
@@ -37,13 +36,59 @@ _APPEND_WAIT = 0.05
 every 50 ms for up to 2 s (an append takes its pack out of sight for the few
 milliseconds it writes and syncs it)."""
 
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:
+    from snapshotter.engine.gitstore.bigstore import BigFiles
+    from snapshotter.engine.gitstore.commitread import CommitFields
+    from snapshotter.engine.gitstore.objectwriter import ObjectWriter
+
 
 class StoredObjects:
     """The objects below one ``objects`` folder: loose, and in packs."""
 
     def __init__(self, objects_dir: str) -> None:
-        self.writer = ObjectWriter(objects_dir, self._has_packed)
-        self.packs = PackSet(os.path.join(objects_dir, "pack"))
+        self.objects_dir = objects_dir
+        checked = CheckedIndexes(os.path.join(os.path.dirname(objects_dir), "snapshotter", checkedindexes.FILE_NAME))
+        self.packs = PackSet(os.path.join(objects_dir, "pack"), checked)
+        self._writer: ObjectWriter | None = None
+        self._making_writer = threading.Lock()
+        self._big: BigFiles | None = None
+        self._making_big = threading.Lock()
+
+    @property
+    def writer(self) -> ObjectWriter:
+        """What writes objects here (loose, packs, and big files' chain packs),
+        made when first asked for: reading the history writes nothing (issue #51)."""
+        with self._making_writer:
+            if self._writer is None:
+                from snapshotter.engine.gitstore.objectwriter import ObjectWriter
+
+                writer = ObjectWriter(self.objects_dir, self._has_packed)
+                writer.big = self.big
+                self._writer = writer
+            return self._writer
+
+    @property
+    def big(self) -> BigFiles:
+        """The chain packs and signatures of big files (``bigstore``), made when
+        first asked for: reading the history loads none of their modules."""
+        with self._making_big:
+            if self._big is None:
+                from snapshotter.engine.gitstore.bigstore import BigFiles
+
+                meta_dir = os.path.join(os.path.dirname(self.objects_dir), "snapshotter")
+                self._big = BigFiles(
+                    self.packs, meta_dir, self.has_object, self._count_written, self.blob_chunks, self.blob_size
+                )
+            return self._big
+
+    def _count_written(self, size: int, loose: int, packs: int) -> None:
+        self.writer.count_written(size, loose, packs)
+
+    def loose_path(self, sha: bytes) -> str:
+        """Where ``sha`` is, or would be, a loose object (as ``ObjectWriter.loose_path``)."""
+        hexsha = sha.hex()
+        return os.path.join(self.objects_dir, hexsha[:2], hexsha[2:])
 
     def _has_packed(self, sha: bytes, relist: bool = True) -> bool:
         """Is ``sha`` in a pack; without ``relist``, in the packs as listed last."""
@@ -80,7 +125,7 @@ class StoredObjects:
 
         found = self._from_packs(sha, False, limit, base_by_id)
         if found is None:
-            loose = read_loose(self.writer.loose_path(sha), sha, limit)
+            loose = read_loose(self.loose_path(sha), sha, limit)
             found = (*loose, "") if loose is not None else None
         attempt = 0
         while found is None:
@@ -151,7 +196,7 @@ class StoredObjects:
                 if found is not None:
                     return found
                 if not relist:
-                    loose = stream_loose(self.writer.loose_path(sha), sha)
+                    loose = stream_loose(self.loose_path(sha), sha)
                     if loose is not None:
                         return (*loose, "")
             if self.packs.index_unindexed():
@@ -163,13 +208,13 @@ class StoredObjects:
         raise StoreError(f"object {sha.hex()} is missing from the store", VERIFY)
 
     def _open_loose(self, sha: bytes) -> tuple[int, int, Stream] | None:
-        return open_loose(self.writer.loose_path(sha), sha)
+        return open_loose(self.loose_path(sha), sha)
 
     def _appending(self, attempt: int) -> bool:
         """Whether a chain pack is being appended to (its objects out of sight
         for a moment, see ``chainpack``): then wait a little and look again.
         An append a killed writer left is recovered first (``settle``)."""
-        if attempt + 1 >= _APPEND_WAITS or not chainappend.appending(self.packs.dir):
+        if attempt + 1 >= _APPEND_WAITS or not chainjournal.appending(self.packs.dir):
             return False
         if attempt == 0:
             self.settle_appends()
@@ -211,12 +256,12 @@ class StoredObjects:
             found = self.packs.peek(sha, False)
         except OSError:
             found = None  # a pack vanished (a gc elsewhere): the packs are listed afresh below
-        return found or loose_header(self.writer.loose_path(sha), sha) or self.packs.peek(sha, True)
+        return found or loose_header(self.loose_path(sha), sha) or self.packs.peek(sha, True)
 
     def loose_size(self, sha: bytes) -> int | None:
         """A loose object's size from its header; None if the object is not loose."""
         try:
-            found = loose_header(self.writer.loose_path(sha), sha)
+            found = loose_header(self.loose_path(sha), sha)
         except (OSError, ValueError, zlib.error):
             return 0
         return found[1] if found is not None else None
@@ -227,7 +272,7 @@ class StoredObjects:
         loose folder; never a walk of every object."""
         prefix = prefix.lower()
         found: set[bytes] = set()
-        folder = os.path.join(self.writer.objects_dir, prefix[:2])
+        folder = os.path.join(self.objects_dir, prefix[:2])
         try:
             names = os.listdir(folder)
         except OSError:
@@ -251,12 +296,15 @@ class StoredObjects:
     def has_object(self, sha: bytes) -> bool:
         return self.writer.exists(sha)
 
-    def read_commit(self, sha: bytes) -> Commit:
-        """A commit, checked against its id; KeyError if missing, TypeError if not a commit."""
+    def read_commit(self, sha: bytes) -> CommitFields:
+        """A commit's id, tree, time and message, checked against its id; KeyError
+        if missing, TypeError if not a commit, ValueError if it names no tree or time."""
+        from snapshotter.engine.gitstore.commitread import read_commit_fields
+
         kind, content = self.read_raw(sha)
         if kind != 1:
             raise TypeError(TYPE_NAMES.get(kind, b"object").decode())
-        return Commit.from_string(content)
+        return read_commit_fields(sha.hex().encode("ascii"), content)
 
 
 def _mismatch(sha: bytes, pack: str) -> StoreError:

@@ -11,12 +11,7 @@ or a walk from one end of a name range touches, each once per version of the
 file. A file that does not say it is sorted (written by an old git or by hand)
 is read whole once and sorted in memory.
 
-:func:`rewritten` makes the new content from the old and a few changes: the old
-bytes are copied around the lines that change, never parsed whole. The new
-file always says ``sorted`` and keeps the peeling traits the old one claimed
-(every ref in snapshotter's namespaces names a commit: nothing to peel).
-:func:`rewrite` writes it as git does: ``packed-refs.lock`` made exclusively,
-written, synced, renamed over ``packed-refs``, the folder synced.
+``packedrewrite`` writes a new version of the file around the lines that change.
 
 Every read is guarded as the store's side files are (``fsutil.open_side_file``:
 a regular file, never through a symlink, never blocking): a file that is not
@@ -26,13 +21,16 @@ naming it, never taken as empty (a gc would then drop what it names).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
-from snapshotter.engine.fsutil import NO_FOLLOW, USE_CTIME, open_side_file, read_side_file, settled, sync_folder
+from snapshotter.engine.fsutil import NO_FOLLOW, USE_CTIME, open_side_file, read_side_file, settled
+from snapshotter.engine.gitstore import packedbounds
+from snapshotter.engine.gitstore.interpolation import interpolated
 from snapshotter.errors import StoreError
 
 FILE_NAME = "packed-refs"
@@ -72,6 +70,14 @@ class View:
         self._blocks: dict[int, bytes] = {}
         self._whole: bytes | None = None
         """The sorted content of a file that did not say it was sorted (read whole)."""
+        self._bounds: dict[bytes, int] = {}
+        """Names searched in this version of the file, and where each search ended:
+        a call asks for the same few (the ends of ``refs/snapshots/``) several times."""
+        self._fd: int | None = None
+        """The file, held open through one search (one open a search, not one a block)."""
+        self.hints: dict[bytes, int] = {}
+        """Where searches for some names end, as the file's writer found them
+        (``packedbounds``): each checked before it is used."""
 
     @classmethod
     def empty(cls, path: str) -> View:
@@ -87,6 +93,12 @@ class View:
         if self._whole is not None:
             return self._whole[start:end]
         first, last = start // BLOCK, (end - 1) // BLOCK
+        if first == last:  # most reads: a line or a byte within one block
+            block = self._blocks.get(first)
+            if block is None:
+                self._fetch(first, first)
+                block = self._blocks[first]
+            return block[start - first * BLOCK : end - first * BLOCK]
         missing = [i for i in range(first, last + 1) if i not in self._blocks]
         if missing:
             self._fetch(missing[0], missing[-1])
@@ -94,13 +106,16 @@ class View:
         return data[start - first * BLOCK : end - first * BLOCK]
 
     def _fetch(self, first: int, last: int) -> None:
-        fd, st = _open(self.path)
-        try:
-            if _identity(st) != self.identity:
-                raise Changed
-            data = os.pread(fd, (last - first + 1) * BLOCK, first * BLOCK)
-        finally:
-            os.close(fd)
+        if self._fd is not None:
+            data = _pread(self._fd, (last - first + 1) * BLOCK, first * BLOCK)
+        else:
+            fd, st = _open(self.path)
+            try:
+                if _identity(st) != self.identity:
+                    raise Changed
+                data = _pread(fd, (last - first + 1) * BLOCK, first * BLOCK)
+            finally:
+                os.close(fd)
         for i in range(first, last + 1):
             self._blocks[i] = data[(i - first) * BLOCK : (i - first + 1) * BLOCK]
 
@@ -156,21 +171,82 @@ class View:
         return name, sha, end
 
     def lower_bound(self, name: bytes) -> int:
-        """The offset of the first record whose name is ``name`` or after it.
-        Past the last record: the file's end, without a search (the end of the
-        snapshots' range usually is: ``refs/snapshots/`` sorts last here)."""
+        """The offset of the first record whose name is ``name`` or after it,
+        remembered for this version of the file. Before the first record or past
+        the last: an end of the file, without a search (``refs/snapshots/``
+        usually begins the file, and a name past every ref ends it)."""
+        found = self._bounds.get(name)
+        if found is None:
+            hinted = self.hints.get(name)
+            with self._held():
+                found = hinted if hinted is not None and self._holds(name, hinted) else self._search(name)
+            self._bounds[name] = found
+        return found
+
+    def bounds(self) -> dict[bytes, int]:
+        """The searches made in this version of the file: name -> where each ended."""
+        return dict(self._bounds)
+
+    def _holds(self, name: bytes, at: int) -> bool:
+        """Whether ``at`` is where a search for ``name`` ends: a record starts
+        there (or the file ends), the record before sorts before ``name``, and
+        the one at ``at`` does not."""
+        if not self.start <= at <= self.size:
+            return False
+        try:
+            if at > self.start and (self.read(at - 1, at) != b"\n" or self.read(at, at + 1) == b"^"):
+                return False
+            if at > self.start and self._record(self._line_start(at - 1))[0] >= name:
+                return False
+            return at == self.size or self._record(at)[0] >= name
+        except StoreError:
+            return False  # a hint into damage: the search says what is there
+
+    @contextlib.contextmanager
+    def _held(self) -> Iterator[None]:
+        """The file held open (and checked to be this version) while blocks are read."""
+        if self._fd is not None or self._whole is not None or self.identity is None:
+            yield
+            return
+        fd, st = _open(self.path)
+        try:
+            if _identity(st) != self.identity:
+                raise Changed
+            self._fd = fd
+            yield
+        finally:
+            self._fd = None
+            os.close(fd)
+
+    def _search(self, name: bytes) -> int:
+        """Where ``name`` is or would be: a binary search, but between two refs
+        numbered in ``name``'s folder (``refs/snapshots/0000000042``: fixed-width
+        numbers in lines of one length) an interpolation, which lands on or next
+        to the line at once however long the history; a probe that does not
+        halve the range is followed by a halving one (never worse than twice a
+        binary search)."""
         low, high = self.start, self.size
-        if low < high and self._record(self._line_start(high - 1))[0] < name:
+        first, _, first_end = self._record(low) if low < high else (b"", b"", 0)
+        if low >= high or first >= name:
+            return low
+        last_start = self._line_start(high - 1)
+        last = self._record(last_start)[0]
+        if last < name:
             return high
+        low, high, below, above = first_end, last_start, first, last
+        halve = False
         while low < high:
-            start = self._line_start(low + (high - low) // 2)
-            if start < low:
-                start = low
+            at = low + (high - low) // 2
+            if not halve:
+                at = interpolated(name, below, above, low, high, at)
+            start = max(self._line_start(at), low)
             found, _, end = self._record(start)
+            before = high - low
             if found < name:
-                low = end
+                low, below = end, found
             else:
-                high = start
+                high, above = start, found
+            halve = not halve and (high - low) * 2 > before
         return low
 
     def get(self, name: bytes) -> bytes | None:
@@ -223,6 +299,7 @@ class PackedRefs:
 
     def __init__(self, store_path: str) -> None:
         self.path = os.path.join(store_path, FILE_NAME)
+        self.meta_dir = os.path.join(store_path, "snapshotter")
         self._view: View | None = None
         self._view_settled = False
 
@@ -239,7 +316,8 @@ class PackedRefs:
         known = self._view
         if known is not None and self._view_settled and known.identity == _identity(st):
             return known
-        view = _opened(self.path)
+        view = opened(self.path)
+        view.hints = packedbounds.load(self.meta_dir, view.identity)
         self._view, self._view_settled = view, view.identity is not None and _settled(st)
         return view
 
@@ -247,7 +325,8 @@ class PackedRefs:
         self._view = None
 
 
-def _opened(path: str) -> View:
+def opened(path: str) -> View:
+    """The file at ``path`` as it is now (its header read; a file not sorted read whole and sorted)."""
     for _ in range(5):
         try:
             fd, st = _open(path)
@@ -259,7 +338,7 @@ def _opened(path: str) -> View:
                     f"{path} is larger than {CAP >> 20} MiB: it may name snapshots, so nothing is done "
                     "without it; run `git pack-refs` on the store or remove what is not a ref there"
                 )
-            head = os.pread(fd, min(st.st_size, BLOCK), 0)
+            head = _pread(fd, min(st.st_size, BLOCK), 0)
         finally:
             os.close(fd)
         traits: frozenset[bytes] = frozenset()
@@ -306,63 +385,6 @@ def _sorted_records(path: str, body: bytes) -> bytes:
     return b"".join(text for _, text in records)
 
 
-def rewritten(view: View, changes: Mapping[bytes, bytes | None]) -> list[bytes]:
-    """The content of ``packed-refs`` with ``changes`` made: name -> id (None:
-    the ref goes), as pieces to write. Only the changed lines are looked at."""
-    traits = set(view.traits) | {b"sorted"} if view.identity is not None else {b"peeled", b"fully-peeled", b"sorted"}
-    order = [trait for trait in (b"peeled", b"fully-peeled", b"sorted") if trait in traits]
-    pieces = [b"# pack-refs with: " + b" ".join(order) + b" \n"]
-    position = view.start
-    for name in sorted(changes):
-        at = view.lower_bound(name)
-        after = at
-        if at < view.size:
-            found, _, end = view._record(at)
-            if found == name:
-                after = end
-        pieces.append(view.read(position, at))
-        sha = changes[name]
-        if sha is not None:
-            pieces.append(sha + b" " + name + b"\n")
-        position = after
-    pieces.append(view.read(position, view.size))
-    return [piece for piece in pieces if piece]
-
-
-def rewrite(store_path: str, changes: Mapping[bytes, bytes | None]) -> None:
-    """Make ``changes`` in ``packed-refs`` (name -> id in hex; None: the ref
-    goes) as git does: ``packed-refs.lock`` made exclusively (held already:
-    another writer, or one that died, which the next holder of the store lock
-    clears), the file read afresh under it, the new content written there,
-    synced and renamed over ``packed-refs``, the folder synced: the new file is
-    durable before any loose ref it now holds is deleted."""
-    path = os.path.join(store_path, FILE_NAME)
-    lock = path + ".lock"
-    try:
-        fd = os.open(lock, LOCK_FLAGS, 0o600)
-    except FileExistsError:
-        raise StoreError(
-            f"{lock} exists: another git process is changing refs (or one died; the next call clears it)"
-        ) from None
-    try:
-        try:
-            for piece in rewritten(_opened(path), changes):
-                view = memoryview(piece)
-                while view:
-                    view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(lock, path)
-    except BaseException:
-        try:
-            os.unlink(lock)
-        except OSError:
-            pass
-        raise
-    sync_folder(store_path)
-
-
 def _open(path: str) -> tuple[int, os.stat_result]:
     try:
         return open_side_file(path, follow=False)
@@ -381,6 +403,14 @@ def _unreadable(path: str, exc: OSError) -> StoreError:
         f"cannot read {path} ({reason}): it may name snapshots, so nothing is done without it; "
         "if it is not a file, remove it"
     )
+
+
+def _pread(fd: int, size: int, offset: int) -> bytes:
+    """``size`` bytes at ``offset`` (``os.pread`` where it exists; Windows seeks)."""
+    if hasattr(os, "pread"):
+        return os.pread(fd, size, offset)
+    os.lseek(fd, offset, os.SEEK_SET)
+    return os.read(fd, size)
 
 
 def _identity(st: os.stat_result) -> Identity:

@@ -1,10 +1,8 @@
-"""Reading a pack directly: its version-2 index, and its entries.
+"""Reading a pack directly: its entries (its index is read by ``indexformat``).
 
-dulwich searches an index with a Python binary search on every lookup (about
-17 us here) and reads an entry through several layers (~200 us per object in
-all); a restore of 10,000 files looks up tens of thousands of objects, often in
-two or three packs. Reading the sorted ids once into a list lets ``bisect`` do
-the search (about 1 us), for ~50 bytes of memory per object.
+dulwich reads an entry through several layers (~200 us per object in all); a
+restore of 10,000 files looks up tens of thousands of objects, often in two or
+three packs.
 
 After a gc most older versions are deltas against newer ones (``OFS_DELTA``,
 within the same pack), so they are resolved here too: the chain is followed
@@ -22,120 +20,23 @@ Checking content against ids is the caller's job (``store.py``).
 from __future__ import annotations
 
 import os
-import struct
 import threading
 import zlib
-from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from dulwich.pack import apply_delta
-
-from snapshotter.engine.fsutil import open_side_file, read_side_file
+from snapshotter.engine.fsutil import open_side_file
+from snapshotter.engine.gitstore.indexformat import INDEX_CAP as INDEX_CAP  # where tests and older callers look
+from snapshotter.engine.gitstore.indexformat import PackIndex as PackIndex
 from snapshotter.engine.gitstore.inflate import MAX_WHOLE, PIECE, Stream, inflate_measured, inflate_whole, too_large
 
-_MAGIC = b"\377tOc\0\0\0\2"
 _OFS_DELTA = 6
 _REF_DELTA = 7
 MAX_CHAIN = 64
 """Longer delta chains are refused as damage (gc writes at most 16)."""
-INDEX_CAP = 1 << 30
-"""The largest pack index read (whole, as it is used): 28 bytes an object and
-1 KiB more, so some 38 million objects, past any store of a workspace; a
-bigger one (or one that is not a regular file) is indexed again from its pack."""
 CACHE_BYTES = 16 << 20
 """Bytes of resolved objects each pack keeps for the deltas that follow."""
-_FANOUT = 8
-_NAMES = _FANOUT + 256 * 4
-
-
-class PackIndex:
-    """The ids and offsets of one pack (index version 2, SHA-1)."""
-
-    __slots__ = ("_data", "_count", "_fanout", "_buckets", "_offsets_at", "_large_at")
-
-    def __init__(self, data: bytes) -> None:
-        if data[:8] != _MAGIC:
-            raise ValueError("not a version-2 pack index")
-        (count,) = struct.unpack_from(">I", data, _FANOUT + 255 * 4)
-        end = _NAMES + 20 * count
-        if len(data) < end + 8 * count + 40:
-            raise ValueError("truncated pack index")
-        self._data = data
-        self._count: int = count
-        self._buckets: dict[int, list[bytes]] = {}
-        """The ids of each first byte searched so far: a list of every id would cost
-        ~30 ms and 6 MiB at 100,000 objects before one lookup, and a search of the
-        bytes in place ~15 us a lookup (a restore looks up thousands)."""
-        self._fanout = (0, *struct.unpack_from(">256I", data, _FANOUT))
-        """Ids below first byte b: the search for an id is narrowed to its byte's range."""
-        if any(low > high for low, high in zip(self._fanout, self._fanout[1:])):
-            raise ValueError("damaged pack index")
-        self._offsets_at = end + 4 * count  # past the ids and their CRC-32s
-        self._large_at = self._offsets_at + 4 * count
-
-    def ids(self) -> list[bytes]:
-        """Every object id in the pack, sorted."""
-        data = self._data
-        return [data[i : i + 20] for i in range(_NAMES, _NAMES + 20 * self._count, 20)]
-
-    def count(self) -> int:
-        """How many objects the pack holds."""
-        return self._count
-
-    def starting_with(self, prefix: str) -> list[bytes]:
-        """The ids in the pack whose hex form starts with ``prefix`` (2 to 40 hex digits)."""
-        low_id = bytes.fromhex(prefix.ljust(40, "0"))
-        high_id = bytes.fromhex(prefix.ljust(40, "f"))
-        first = low_id[0]
-        start, end = self._fanout[first], self._fanout[first + 1]
-        data = self._data
-        found = []
-        while start < end:  # the first id at or after low_id in the byte's range
-            middle = (start + end) // 2
-            at = _NAMES + 20 * middle
-            if data[at : at + 20] < low_id:
-                start = middle + 1
-            else:
-                end = middle
-        for i in range(start, self._fanout[first + 1]):
-            sha = data[_NAMES + 20 * i : _NAMES + 20 * i + 20]
-            if sha > high_id:
-                break
-            found.append(sha)
-        return found
-
-    @classmethod
-    def read(cls, path: str) -> PackIndex:
-        """The index at ``path``, read guarded (``fsutil.read_side_file``, up to :data:`INDEX_CAP`)."""
-        return cls(read_side_file(path, INDEX_CAP, follow=False))
-
-    def offset(self, sha: bytes) -> int | None:
-        """Where the object starts in the pack, or None if the pack lacks it."""
-        first = sha[0]
-        low = self._fanout[first]
-        bucket = self._buckets.get(first)
-        if bucket is None:
-            data, high = self._data, self._fanout[first + 1]
-            bucket = [data[at : at + 20] for at in range(_NAMES + 20 * low, _NAMES + 20 * high, 20)]
-            self._buckets[first] = bucket
-        i = bisect_left(bucket, sha)
-        if i == len(bucket) or bucket[i] != sha:
-            return None
-        return self._offset_at(low + i)
-
-    def entries(self) -> list[tuple[bytes, int, int]]:
-        """(id, offset, CRC-32 of the entry as stored) of every object, sorted by id."""
-        count = self._count
-        crcs = struct.unpack_from(f">{count}I", self._data, self._offsets_at - 4 * count)
-        return [(sha, self._offset_at(i), crcs[i]) for i, sha in enumerate(self.ids())]
-
-    def _offset_at(self, i: int) -> int:
-        (offset,) = struct.unpack_from(">I", self._data, self._offsets_at + 4 * i)
-        if offset & 0x80000000:  # past 2 GiB: an entry of the 64-bit table
-            (offset,) = struct.unpack_from(">Q", self._data, self._large_at + 8 * (offset & 0x7FFFFFFF))
-        return int(offset)
 
 
 class PackFile:
@@ -220,6 +121,8 @@ def read_entry(
         if base <= 0 or base > at:
             raise zlib.error(f"object {sha.hex()} has a damaged delta chain in its pack")
         at -= base
+    if deltas:
+        from dulwich.pack import apply_delta  # most of dulwich: loaded at the first delta, not to read a commit
     for at, delta in reversed(deltas):
         source, result = delta_sizes(delta, sha)
         if result > (limit if at == offset else MAX_WHOLE):

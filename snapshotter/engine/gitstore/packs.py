@@ -16,7 +16,6 @@ import hashlib
 import os
 import struct
 import sys
-import tempfile
 import threading
 import zlib
 from array import array
@@ -115,6 +114,8 @@ class PackBuilder:
     """
 
     def __init__(self, pack_dir: str, level: int = 1) -> None:
+        import tempfile  # when writing: a command that reads loads neither it nor shutil
+
         self._dir = pack_dir
         self._level = level
         self._tmp = ""
@@ -179,6 +180,8 @@ class PackBuilder:
     def finish(self) -> str | None:
         """Seal the pack and make it visible; returns its path without the
         ``.pack`` suffix, or None for an empty batch (which leaves nothing)."""
+        import tempfile  # when writing: a command that reads loads neither it nor shutil
+
         try:
             if not self._entries:
                 self.abort()

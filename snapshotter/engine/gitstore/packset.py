@@ -24,22 +24,25 @@ import threading
 from collections.abc import Callable, Iterator
 
 from snapshotter.engine.fsutil import open_side_file
-from snapshotter.engine.gitstore.chainread import OpenLoose, base_kind, stream_object
+from snapshotter.engine.gitstore.checkedindexes import CheckedIndexes
+from snapshotter.engine.gitstore.indexformat import PackIndex
 from snapshotter.engine.gitstore.inflate import PIECE
 from snapshotter.engine.gitstore.packindex import IndexDamaged, PackDamaged, load_index, read_through, write_index
 from snapshotter.engine.gitstore.packread import (
     BaseById,
     PackFile,
-    PackIndex,
     _entry_header,
     peek_entry,
     read_entry,
     stream_entry,
     whole_entry,
 )
-from snapshotter.engine.gitstore.storedblocks import blocks_of
 
 log = logging.getLogger("snapshotter")
+
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:
+    from snapshotter.engine.gitstore.chainread import OpenLoose
 
 Opened = tuple[int, int, Iterator[bytes], str]
 """(type number, size, content in pieces, the pack's path less ``.pack``)."""
@@ -48,8 +51,10 @@ Opened = tuple[int, int, Iterator[bytes], str]
 class PackSet:
     """The packs in one ``objects/pack`` folder; safe to use from several threads."""
 
-    def __init__(self, pack_dir: str) -> None:
+    def __init__(self, pack_dir: str, checked: CheckedIndexes | None = None) -> None:
         self.dir = pack_dir
+        self.checked = checked
+        """The indexes checked whole before (see ``checkedindexes``); None: each is checked at load."""
         self._seen = -1
         """The folder's mtime when it was listed."""
         self._bases: list[str] = []
@@ -105,7 +110,7 @@ class PackSet:
             if found is not None or base in self._broken:
                 return found
         try:
-            found = load_index(base)
+            found = load_index(base, self.checked)
         except IndexDamaged as damage:
             found = self._rebuild(base, str(damage))[0]
         if found is not None:
@@ -274,6 +279,8 @@ class PackSet:
         try:
             opened = _stored(open_pack(base), offset, sha, closers) or stream_entry(open_pack(base), offset, sha)
             if opened is None:
+                from snapshotter.engine.gitstore.chainread import stream_object  # a delta: not to read a commit
+
                 opened = stream_object((base, offset), sha, open_pack, self._locate_quietly, open_loose)
         except BaseException:
             close_all()
@@ -294,6 +301,8 @@ class PackSet:
                 opened = handles[path] = PackFile(path + ".pack")
             return opened
 
+        from snapshotter.engine.gitstore.chainread import base_kind
+
         try:
             return base_kind(found, sha, open_pack, self._locate_quietly, open_loose)
         finally:
@@ -311,6 +320,8 @@ def _stored(
     kind, size, used, distance = _entry_header(pack.read_at(64, offset), sha)
     if distance is not None or kind not in (1, 2, 3, 4) or size <= PIECE:
         return None
+    from snapshotter.engine.gitstore.storedblocks import blocks_of  # a big object: not to read a commit
+
     blocks = blocks_of(pack, offset + used, size)
     if blocks is None:
         return None

@@ -17,7 +17,7 @@ last listing stayed, with everything below it. That costs a stat or two, where a
 stat of every file cost 7 ms an ask at 3,200. A name that is not a number, and
 every file where there is no ctime (Windows), is read each time.
 
-A name git would not take for a ref (``dulwich.refs.check_ref_format``) is
+A name git would not take for a ref (``refnames.valid_ref_name``) is
 passed over as dulwich passes it over, a ``.lock`` file is a ref being written,
 a file that is a symlink or a folder of refs nested below is a damaged ref,
 never followed, and so is a name of more than :data:`MAX_DIGITS` digits.
@@ -29,10 +29,8 @@ import os
 import time
 from collections.abc import Callable, Mapping
 
-from dulwich.objects import ObjectID
-from dulwich.refs import Ref, check_ref_format
-
 from snapshotter.engine.fsutil import USE_CTIME, read_side_head, settled
+from snapshotter.engine.gitstore.refnames import valid_ref_name
 from snapshotter.engine.gitstore.storerepo import REF_FILE_CAP
 
 MAX_DIGITS = 20
@@ -52,7 +50,7 @@ class LooseRefs:
         self.store_path = store_path
         self._listed: dict[bytes, tuple[int, dict[str, _Known]]] = {}
 
-    def read(self, base: bytes, packed: Callable[[], Mapping[Ref, ObjectID]]) -> dict[bytes, bytes | None]:
+    def read(self, base: bytes, packed: Callable[[], Mapping[bytes, bytes]]) -> dict[bytes, bytes | None]:
         """Every ref below ``base`` (a folder's ref name, ``refs/snapshots``): full
         name -> its first line (None: unreadable), loose files first, then the
         ``packed`` refs (read only if asked) no loose file overrides."""
@@ -104,7 +102,7 @@ class LooseRefs:
                 found[ref] = sha
         return found
 
-    def holders(self, base: bytes, packed: Callable[[], Mapping[Ref, ObjectID]]) -> set[bytes]:
+    def holders(self, base: bytes, packed: Callable[[], Mapping[bytes, bytes]]) -> set[bytes]:
         """The names of the folders right below ``base`` that hold a ref, loose at
         any depth or ``packed``: the sessions below ``refs/snapshotter/sessions``.
         Listed, not walked through dulwich, which checks the name of every ref below
@@ -117,7 +115,7 @@ class LooseRefs:
             entries = []
         for entry in entries:
             name = os.fsencode(entry.name)
-            if entry.is_dir(follow_symlinks=False) and check_ref_format(Ref(prefix + name)):
+            if entry.is_dir(follow_symlinks=False) and valid_ref_name(prefix + name):
                 names.update([name] if _holds_a_ref(entry.path) else [])
         return names
 
@@ -155,7 +153,7 @@ def _a_number(name: str) -> bool:
 
 
 def _a_ref_name(base: bytes, name: str) -> bool:
-    return _a_number(name) or check_ref_format(Ref(base + b"/" + os.fsencode(name)))
+    return _a_number(name) or valid_ref_name(base + b"/" + os.fsencode(name))
 
 
 def _nested(folder: str, prefix: bytes) -> list[bytes]:

@@ -21,19 +21,20 @@ writer is cleared by the next holder of the store lock (``Store.recover``).
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 
-from dulwich.refs import Ref, check_ref_format
-
 from snapshotter.engine.fsutil import read_side_head, sync_folder, unlink_quietly
-from snapshotter.engine.gitstore import packedrefs
+from snapshotter.engine.gitstore import packedbounds, packedrefs, packedrewrite
 from snapshotter.engine.gitstore.packedrefs import LOCK_FLAGS, Changed, PackedRefs, View
+from snapshotter.engine.gitstore.refnames import valid_ref_name
 from snapshotter.engine.gitstore.refreading import LooseRefs
 from snapshotter.engine.gitstore.storerepo import REF_FILE_CAP
 from snapshotter.errors import StoreError
 
+log = logging.getLogger("snapshotter")
 WIDTH = 10
 """Digits of a numbered ref's name (``refs/snapshots/0000000042``)."""
 KEPT_LOOSE = 8
@@ -65,6 +66,8 @@ class RefStore:
         self.path = store_path
         self.packed = PackedRefs(store_path)
         self._loose = LooseRefs(store_path)
+        self.hot: Callable[[View], object] | None = None
+        """Runs, on a version of ``packed-refs`` just written, the searches calls make (``Store``)."""
 
     def file_of(self, name: bytes) -> str:
         return os.path.join(self.path, *name.decode("ascii").split("/"))
@@ -179,21 +182,9 @@ class RefStore:
         packed (the sessions below ``refs/snapshotter/sessions``): one search
         of ``packed-refs`` a folder, never a walk of every ref below."""
         names = set(self._loose.holders(base, dict))
-        prefix = base + b"/"
         for _ in range(5):
             try:
-                view = self.packed.view()
-                position, end = view.span(prefix)
-                while position < end:
-                    name, _, after = view._record(position)
-                    folder, slash, _ = name[len(prefix) :].partition(b"/")
-                    if not slash:
-                        position = after
-                        continue
-                    if check_ref_format(Ref(prefix + folder)):
-                        names.add(folder)
-                    position = view.lower_bound(packedrefs.prefix_end(prefix + folder + slash))
-                return names
+                return names | folders_in(self.packed.view(), base)
             except Changed:
                 self.packed.forget()
         raise StoreError(f"{self.packed.path} kept changing while it was read; try again")
@@ -282,10 +273,20 @@ class RefStore:
 
     def _rewrite_packed(self, changes: Mapping[bytes, bytes | None]) -> None:
         """``packed-refs`` with ``changes`` made (name -> id hex, None: gone),
-        read afresh under its lock (a git command may have changed it)."""
+        read afresh under its lock (a git command may have changed it); then
+        the searches every call makes run once in the new file, and where they
+        end is kept for the next processes (``packedbounds``)."""
         self.packed.forget()
-        packedrefs.rewrite(self.path, changes)
+        packedrewrite.rewrite(self.path, changes)
         self.packed.forget()
+        if self.hot is None:
+            return
+        try:
+            view = packedrefs.opened(self.packed.path)
+            self.hot(view)
+            packedbounds.save(self.packed.meta_dir, view.identity, view.bounds())
+        except (Changed, StoreError, OSError) as exc:  # hints only: the next readers search
+            log.debug("snapshotter: the bounds of packed-refs are not kept: %s", exc)
 
     def loose_count(self, base: bytes) -> int:
         return len(self.loose_numbers(base))
@@ -342,7 +343,7 @@ class RefStore:
                 if leaf.endswith(".lock"):
                     continue
                 name = base + b"/" + os.fsencode(leaf if rel == "." else f"{rel}/{leaf}".replace(os.sep, "/"))
-                if not check_ref_format(Ref(name)):
+                if not valid_ref_name(name):
                     continue
                 try:
                     head, _ = read_side_head(os.path.join(folder, leaf), REF_FILE_CAP, follow=False)
@@ -352,3 +353,21 @@ class RefStore:
                 if _HEX40.fullmatch(value):
                     found[name] = value
         return found
+
+
+def folders_in(view: View, base: bytes) -> set[bytes]:
+    """The names of the folders right below ``base`` holding a ref in ``view``:
+    one search a folder (to its end), never a walk of every ref below."""
+    names: set[bytes] = set()
+    prefix = base + b"/"
+    position, end = view.span(prefix)
+    while position < end:
+        name, _, after = view._record(position)
+        folder, slash, _ = name[len(prefix) :].partition(b"/")
+        if not slash:
+            position = after
+            continue
+        if valid_ref_name(prefix + folder):
+            names.add(folder)
+        position = view.lower_bound(packedrefs.prefix_end(prefix + folder + slash))
+    return names

@@ -12,25 +12,20 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
+import threading
 import weakref
 import zlib
 from collections.abc import Iterator
 
 from dulwich import errors as dulwich_errors
-from dulwich.errors import NotGitRepository
-from dulwich.objects import Commit
-from dulwich.refs import Ref
-from dulwich.repo import Repo
 
 from snapshotter.engine.fsutil import SMALL_FILE_CAP, open_side_file, read_side_file, unlink_quietly
-from snapshotter.engine.gitstore import chainappend, generations
-from snapshotter.engine.gitstore.bigstore import BigFiles
+from snapshotter.engine.gitstore import chainjournal, generations
 from snapshotter.engine.gitstore.location import store_exists
-from snapshotter.engine.gitstore.making import create
 from snapshotter.engine.gitstore.objectstore import StoredObjects
-from snapshotter.engine.gitstore.refstore import WIDTH, RefStore, number_name
-from snapshotter.engine.gitstore.storerepo import open_store_repo
+from snapshotter.engine.gitstore.packedrefs import View
+from snapshotter.engine.gitstore.refstore import WIDTH, RefStore, folders_in, number_name
+from snapshotter.engine.gitstore.storerepo import check_config
 from snapshotter.errors import StoreError
 
 DAMAGED_OBJECT: tuple[type[Exception], ...] = (
@@ -52,7 +47,8 @@ RENUMBERED = "renumbered"
 say (fetched from a remote, copied into a fork), so their number is found at once."""
 RENUMBERED_CAP = 16 << 20
 TEMP_NAME = re.compile(
-    r"tmp_obj_|tmp_pack_|tmp_idx_|\.(statcache|generation|line-counts|history-index|signature)-.*\.tmp$"
+    r"tmp_obj_|tmp_pack_|tmp_idx_"
+    r"|\.(statcache|generation|line-counts|history-index|checked|packed-refs-bounds|signature)-.*\.tmp$"
     r"|pack-chain-.*\.idx\.tmp$|pack-chain-\w+\.tmp$"
 )
 """Temporary files writers make in the store (then rename into place)."""
@@ -62,55 +58,91 @@ STACK_NAMES = ("undo", "redo", "turns")
 _BASE_REF = b"refs/snapshotter/base"
 _PINS = b"refs/snapshotter/pins"
 
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:
+    from dulwich.objects import Commit
+    from dulwich.repo import Repo
+
+    from snapshotter.engine.gitstore.trailers import BuiltCommit
+
 
 class Store(StoredObjects):
     """An opened store: refs, raw object access and object writing."""
 
-    def __init__(self, path: str, repo: Repo) -> None:
+    def __init__(self, path: str) -> None:
         super().__init__(os.path.join(path, "objects"))
         self.path = path
-        self.repo = repo
-        # Close at interpreter exit too: dulwich's __del__ on an open object store
-        # prints a traceback when it runs during shutdown (a Snapshotter never closed).
-        self._finalizer = weakref.finalize(self, repo.close)
+        self._repo: Repo | None = None
+        self._opening = threading.Lock()
+        self._finalizer: weakref.finalize[[], Store] | None = None
         self.meta_dir = os.path.join(path, "snapshotter")
-        self.big = BigFiles(
-            self.packs, self.meta_dir, self.has_object, self.writer.count_written, self.blob_chunks, self.blob_size
-        )
-        self.writer.big = self.big
         self.refs = RefStore(path)
+        self.refs.hot = self._searched_by_calls
 
     @classmethod
     def open_or_create(cls, path: str, canonical: str) -> Store:
         if not store_exists(path):
+            from snapshotter.engine.gitstore.making import create  # a new store only
+
             create(path, canonical)
         recorded = _read_workspace_file(path)
         if recorded is not None and recorded != canonical:
             raise StoreError(f"store {path} belongs to {recorded}, not {canonical}; remove it or use another home")
-        try:
-            repo = open_store_repo(path)
-        except (NotGitRepository, OSError, ValueError, KeyError) as exc:
-            raise StoreError(f"cannot open store {path} ({exc}); remove it to start afresh") from None
-        store = cls(path, repo)
+        check_config(os.path.join(path, "config"))
+        store = cls(path)
         store.settle_appends()  # a killed writer's half-done append: put back before anything is read
         return store
 
     def settle_appends(self) -> None:
-        chainappend.settle(self.packs.dir, os.path.join(self.meta_dir, "lock"), self.recover)
+        chainjournal.settle(self.packs.dir, os.path.join(self.meta_dir, "lock"), self.recover)
+
+    @property
+    def repo(self) -> Repo:
+        """The store as dulwich's ``Repo`` (``guardedrepo``), opened when first asked for:
+        only gc (every ref) and releasing packs need it, reading the history does not
+        (issue #51: opening it loads most of dulwich)."""
+        with self._opening:
+            if self._repo is None:
+                from dulwich.errors import NotGitRepository
+
+                from snapshotter.engine.gitstore.guardedrepo import open_store_repo
+
+                try:
+                    repo = open_store_repo(self.path)
+                except (NotGitRepository, OSError, ValueError, KeyError) as exc:
+                    raise StoreError(f"cannot open store {self.path} ({exc}); remove it to start afresh") from None
+                # Close at interpreter exit too: dulwich's __del__ on an open object store
+                # prints a traceback when it runs during shutdown (a Snapshotter never closed).
+                self._finalizer = weakref.finalize(self, repo.close)
+                self._repo = repo
+            return self._repo
 
     def release_packs(self) -> None:
         """Close every open pack (before gc deletes them: Windows cannot delete open files)."""
         super().release_packs()
-        self.repo.object_store.close()
+        if self._repo is not None:
+            self._repo.object_store.close()
 
     def close(self) -> None:
         self.packs.close()
-        self._finalizer()
+        if self._finalizer is not None:
+            self._finalizer()
 
-    def write_commit(self, commit: Commit) -> bytes:
+    def write_commit(self, commit: Commit | BuiltCommit) -> bytes:
         return self.writer.write(b"commit", commit.as_raw_string())
 
     # -- snapshot refs (see ``refstore``: loose and packed, read from either end) --------
+
+    def _searched_by_calls(self, view: View) -> None:
+        """The folders' ends that calls search ``packed-refs`` for: the snapshots',
+        the pins', the sessions' and each stack's (see ``packedbounds``)."""
+        view.span(SNAPSHOTS + b"/")
+        view.span(_PINS + b"/")
+        stacks = [_STACK_PREFIX + name.encode() for name in STACK_NAMES]
+        for session in folders_in(view, _STACK_PREFIX + b"sessions"):
+            stacks += [_STACK_PREFIX + b"sessions/" + session + b"/" + name.encode() for name in STACK_NAMES]
+        for base in stacks:
+            view.span(base + b"/")
 
     def snapshot_refs(self) -> dict[int, bytes]:
         """Sequence number -> raw commit id, for every snapshot ref. Reads them
@@ -352,6 +384,8 @@ class Store(StoredObjects):
 
     def ref_targets(self) -> set[bytes]:
         """Every commit any ref points at: the roots of what gc keeps."""
+        from dulwich.refs import Ref
+
         out = set()
         for value in self.repo.refs.as_dict(Ref(b"refs")).values():
             try:
@@ -380,7 +414,7 @@ class Store(StoredObjects):
         writer of those holds it, so any found then is stale. Returns how many
         files were removed."""
         removed = self.clear_stale_ref_locks()
-        removed += chainappend.recover(self.packs.dir)  # before temporary files go: a journal names some
+        removed += chainjournal.recover(self.packs.dir)  # before temporary files go: a journal names some
         objects_dir = os.path.join(self.path, "objects")
         folders = [objects_dir, self.packs.dir, self.meta_dir, self.big.signatures.folder, self.big.states]
         try:
@@ -399,6 +433,8 @@ class Store(StoredObjects):
 
     def remove(self) -> None:
         self.close()
+        import shutil
+
         shutil.rmtree(self.path, ignore_errors=False)
 
 

@@ -19,15 +19,18 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections.abc import Mapping
 from datetime import datetime, timezone
-
-from dulwich.objects import Commit
 
 from snapshotter.engine.gitstore.objects import EMPTY_TREE
 from snapshotter.errors import InvalidInput
 from snapshotter.model import SkippedPath, SkipReason, SnapshotInfo
+
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:  # dulwich's object classes load where a commit is built: reading one needs none (``commitread``)
+    from dulwich.objects import Commit
+
+    from snapshotter.engine.gitstore.commitread import CommitFields
 
 IDENTITY = b"snapshotter <snapshotter@localhost>"
 _TRAILER_SEQ = "Snapshot-Seq"
@@ -68,6 +71,8 @@ def validate_label(label: str | None) -> str | None:
 def _reads_as_stored(text: str) -> bool:
     """No control or line-breaking character (an escape drives a terminal), and no
     format character but the joiners (a bidi control turns the line around)."""
+    import unicodedata  # here: reading snapshots checks no label
+
     return not any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") and ch not in "\u200c\u200d" for ch in text)
 
 
@@ -97,7 +102,7 @@ def build_commit(
     when: datetime,
     uncounted_against: bytes | None = None,
     session: str | None = None,
-) -> Commit:
+) -> BuiltCommit:
     """A parentless commit recording one snapshot. With ``uncounted_against``
     (a tree id) its line counts are deferred: only ``stats``' file count is
     recorded, and the lines are to be counted from that tree."""
@@ -119,16 +124,24 @@ def build_commit(
         listed = [[s.path, s.reason.value] for s in skipped]
         trailers.append(f"{_TRAILER_SKIPPED}: {json.dumps(listed, ensure_ascii=False)}")
     text = message.rstrip("\n") + "\n\n" + "\n".join(trailers) + "\n"
-    commit = Commit()
-    commit.tree = tree_id.hex().encode()
-    commit.parents = []
-    commit.author = commit.committer = IDENTITY
-    seconds = int(when.timestamp())
-    commit.author_time = commit.commit_time = seconds
-    commit.author_timezone = commit.commit_timezone = 0
-    commit.encoding = b"UTF-8"
-    commit.message = text.encode("utf-8", "surrogateescape")
-    return commit
+    person = IDENTITY + b" %d +0000\n" % int(when.timestamp())
+    head = b"tree " + tree_id.hex().encode() + b"\nauthor " + person + b"committer " + person + b"encoding UTF-8\n\n"
+    return BuiltCommit(head + text.encode("utf-8", "surrogateescape"))
+
+
+class BuiltCommit:
+    """A snapshot's commit as git stores it: written here rather than through
+    dulwich's ``Commit`` (the same bytes, ``tests/test_commitread.py``), whose
+    module a hook call that records a snapshot need not load (issue #51)."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+
+    def as_raw_string(self) -> bytes:
+        """The commit's content (as dulwich names it), what its id is computed from."""
+        return self.raw
 
 
 def is_snapshot_commit(raw: bytes) -> bool:
@@ -136,14 +149,14 @@ def is_snapshot_commit(raw: bytes) -> bool:
     return (f"\n{_TRAILER_SEQ}: ".encode()) in raw
 
 
-def parse_commit(commit: Commit, seq: int) -> SnapshotInfo:
+def parse_commit(commit: Commit | CommitFields, seq: int) -> SnapshotInfo:
     """The SnapshotInfo a snapshot commit records. Unknown trailers are ignored.
     A snapshot whose lines are not counted yet reads 0 additions and deletions
     here (see :func:`parse_snapshot`)."""
     return parse_snapshot(commit, seq)[0]
 
 
-def parse_snapshot(commit: Commit, seq: int) -> tuple[SnapshotInfo, bytes | None]:
+def parse_snapshot(commit: Commit | CommitFields, seq: int) -> tuple[SnapshotInfo, bytes | None]:
     """The SnapshotInfo a snapshot commit records and, if its line counts were
     deferred, the tree they are to be counted from (None: they are recorded)."""
     text = commit.message.decode("utf-8", "replace")

@@ -17,12 +17,14 @@ from dataclasses import dataclass, field
 from snapshotter.engine.compare.treediff import Change, Entry, ScannedTree, StoredTree, changes, entry_at
 from snapshotter.engine.fsutil import StatKey, stat_key
 from snapshotter.engine.gitstore.objects import MODE_EXEC, MODE_LINK, TRACKED_MODES
+from snapshotter.engine.session.selection import normalize_selection as normalize_selection
+from snapshotter.engine.session.selection import selection_filter as selection_filter
 from snapshotter.engine.session.splitwrite import do_all
 from snapshotter.engine.worktree.fsops import Workspace
 from snapshotter.engine.worktree.gitrepo import MODE_GITLINK
 from snapshotter.engine.worktree.hostfs import HostFS, recorded_mode
 from snapshotter.engine.worktree.statcache import Record, StatCache
-from snapshotter.errors import InvalidInput, RestoreConflict, UnsafeTree
+from snapshotter.errors import RestoreConflict, UnsafeTree
 from snapshotter.model import SkippedPath, SkipReason
 
 TYPE_CHECKING = False  # not ``typing``'s
@@ -53,57 +55,21 @@ class Plan:
     workspace's folders too, so the stat cache takes their tree ids as they are."""
 
 
-def normalize_selection(workspace: str, files: Sequence[str | os.PathLike[str]]) -> list[str]:
-    """Relative posix paths for a ``files=`` argument; refuses paths outside."""
-    out = []
-    for item in files:
-        try:
-            raw = os.fspath(item)
-        except TypeError:
-            raise InvalidInput(f"bad path {item!r} in files=; pass paths inside the workspace") from None
-        if not isinstance(raw, str) or not raw or "\0" in raw:
-            raise InvalidInput(f"bad path {raw!r} in files=; pass paths inside the workspace")
-        absolute = raw if os.path.isabs(raw) else os.path.join(workspace, raw)
-        absolute = os.path.normpath(absolute)
-        rel = os.path.relpath(absolute, workspace)
-        if rel == "." or rel.startswith(".." + os.sep) or rel == ".." or os.path.isabs(rel):
-            raise InvalidInput(f"path {raw!r} is not inside the workspace {workspace}")
-        out.append(rel.replace(os.sep, "/"))
-    return out
-
-
-def selection_filter(selected: Sequence[str]) -> Callable[[str, bool], bool]:
-    """``within(path, is_dir)`` for :func:`trees.changes`: a selected path, what
-    lies below one, or a folder on the way to one."""
-    chosen = set(selected)
-
-    def within(path: str, is_dir: bool) -> bool:
-        if path in chosen:
-            return True
-        parent = path
-        while "/" in parent:
-            parent = parent.rpartition("/")[0]
-            if parent in chosen:
-                return True
-        return is_dir and any(s.startswith(path + "/") for s in chosen)
-
-    return within
-
-
 def make_plan(
     target: StoredTree,
     current: ScannedTree,
     workspace: Workspace,
     tracked: Scan | None,
     within: Callable[[str, bool], bool] | None,
-    untracked: Sequence[SkippedPath] | None = None,
+    untracked: Sequence[SkippedPath] = (),
     found: list[Change] | None = None,
     folders: Mapping[str, tuple[int, bytes]] | None = None,
 ) -> Plan:
     """Compare, validate and check for conflicts; writes nothing. ``tracked``
     says what the current scan tracks (to count what stays unchanged);
-    ``untracked`` paths in the way (see :func:`untracked_among`; found here
-    when not given) are kept. ``found``, the changes from this very scan to
+    ``untracked`` paths in the way (the caller's :func:`untracked_among`, once
+    it has judged which of them a rule from inside the workspace hides) are
+    kept. ``found``, the changes from this very scan to
     ``target`` made already (names checked), spares comparing again; with
     ``folders``, the target's folders that comparison read (a whole restore:
     the stat cache takes their tree ids once the plan is applied).
@@ -118,9 +84,7 @@ def make_plan(
     if left_out:
         found = [c for c in found if not _at_or_below(c.path, left_out)]
     tracked_touched = sum(1 for c in found if c.old is not None)  # kept ones are not "unchanged" either
-    if untracked is None and tracked is not None:
-        untracked = untracked_among(found, tracked, workspace)
-    found, kept = _without_kept(found, tracked, untracked or ())
+    found, kept = _without_kept(found, tracked, untracked)
     kept.extend(_unreadable_in(target, tracked, within, {k.path for k in kept}))
     for change in found:
         if change.new is None:

@@ -9,6 +9,7 @@ track (``indexes``) below; ``opening`` opens one. What only a scan or a comparis
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -20,22 +21,24 @@ from snapshotter.engine.gitstore.locking import StoreLock
 from snapshotter.engine.gitstore.objects import EMPTY_TREE, STREAM_THRESHOLD
 from snapshotter.engine.gitstore.store import Store
 from snapshotter.engine.session.failures import STORE_FAILURES, translated
-from snapshotter.engine.session.indexes import UserIndexes
-from snapshotter.engine.worktree import hostfs, statcache
-from snapshotter.engine.worktree.gitrepo import TrackedPaths, find_repository
-from snapshotter.engine.worktree.limits import WorkspaceLimits
+from snapshotter.engine.session.statcaching import StatCaching
 from snapshotter.errors import StoreError
-from snapshotter.model import ScanStats, SnapshotInfo
 from snapshotter.options import Options
 
 TYPE_CHECKING = False  # not ``typing``'s
 if TYPE_CHECKING:  # loaded where used: opening a store to read its history walks nothing, compares nothing
     from snapshotter.engine.compare.treediff import Comparison, ScannedTree, StoredTree
+    from snapshotter.engine.session.indexes import UserIndexes
     from snapshotter.engine.session.recording import Recorded
+    from snapshotter.engine.worktree import statcache
+    from snapshotter.engine.worktree.gitrepo import UserRepository
+    from snapshotter.engine.worktree.hostfs import HostFS
+    from snapshotter.engine.worktree.limits import WorkspaceLimits
     from snapshotter.engine.worktree.pathnames import NameCheck
     from snapshotter.engine.worktree.trust import Prelisting
     from snapshotter.engine.worktree.walker import Scan
     from snapshotter.engine.worktree.watch import ChangeJournal
+    from snapshotter.model import ScanStats, SnapshotInfo
 
 PAUSE_WATCH_AT = 1000
 """A restore changing this many files or more pauses watch mode while it writes."""
@@ -44,7 +47,7 @@ WATCH_AGAIN_AFTER = 60.0
 """Seconds a watcher that stopped by itself (a watch lost, its thread dead) stays off before a scan watches afresh."""
 
 
-class Engine:
+class Engine(StatCaching):
     """Snapshots of one canonical workspace in one opened store."""
 
     def __init__(
@@ -61,26 +64,23 @@ class Engine:
         self.options = options
         self.session = options.session
         """The session every snapshot recorded here is stamped with (None: the anonymous one)."""
-        self.limits = WorkspaceLimits.of(options)
-        self.host = hostfs.detect(workspace)
-        """What the workspace's filesystem can do (exec bits, symlinks, case...)."""
         self.catalog = Catalog(store, self.count_lines, options.session)
         self.lock = StoreLock(os.path.join(store.meta_dir, "lock"), options.lock_timeout, on_recover=store.recover)
-        self.last_scan = ScanStats()
         self.clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
         """When a snapshot is taken; tests move it to make old snapshots."""
         self.progress: Callable[[str, int, int], None] | None = None
         """Told (phase, done, total) while hashing and writing files."""
         self._cache_path = os.path.join(store.meta_dir, "statcache")
-        self._cache: statcache.StatCache | None = statcache.StatCache(listings=listings) if listings else None
+        self._cache: statcache.StatCache | None = None
+        if listings:
+            from snapshotter.engine.worktree.statcache import StatCache
+
+            self._cache = StatCache(listings=listings)
         """None until loaded; a new store starts from the ignore verdicts its size check found."""
         self._deferring = 0
         self._unsaved: statcache.StatCache | None = None  # waiting for ``defer_saves(False)``
         self._prelisting = prelisting
         """A new store's size check listing, for the first scan only (see ``trust.Prelisting``)."""
-        self.repository = find_repository(workspace)
-        """The user's own git repository the workspace is, or lies inside (read only)."""
-        self._indexes = UserIndexes(workspace, self.repository, store.meta_dir)
         self.journal: ChangeJournal | None = None
         """Watch mode's record of what changed since ``_last``; None: every scan walks everything."""
         self.usage_base: tuple[tuple[int, int, int], tuple[int, int, int], float] | None = None
@@ -91,6 +91,42 @@ class Engine:
         """When a scan first found the watcher stopped by itself."""
         if options.watch:
             self._watch_afresh()
+
+    # What only a walk, a comparison or a restore asks of the workspace: found when first
+    # asked, so opening a store to read its history costs none of it (issue #51).
+
+    @functools.cached_property
+    def limits(self) -> WorkspaceLimits:
+        from snapshotter.engine.worktree.limits import WorkspaceLimits
+
+        return WorkspaceLimits.of(self.options)
+
+    @functools.cached_property
+    def host(self) -> HostFS:
+        """What the workspace's filesystem can do (exec bits, symlinks, case...)."""
+        from snapshotter.engine.worktree.hostfs import detect
+
+        return detect(self.workspace)
+
+    @functools.cached_property
+    def repository(self) -> UserRepository | None:
+        """The user's own git repository the workspace is, or lies inside (read only)."""
+        from snapshotter.engine.worktree.gitrepo import find_repository
+
+        return find_repository(self.workspace)
+
+    @functools.cached_property
+    def _indexes(self) -> UserIndexes:
+        from snapshotter.engine.session.indexes import UserIndexes
+
+        return UserIndexes(self.workspace, self.repository, self.store.meta_dir)
+
+    @functools.cached_property
+    def last_scan(self) -> ScanStats:
+        """What the last walk cost (assigned by each scan)."""
+        from snapshotter.model import ScanStats
+
+        return ScanStats()
 
     def _watch_afresh(self) -> None:
         from snapshotter.engine.worktree.watch import ChangeJournal
@@ -127,8 +163,10 @@ class Engine:
         """Walk the workspace; with ``write`` its new objects are stored. ``forced``
         paths are tracked whatever the ignore rules and size cap say."""
         from snapshotter.engine.compare.treediff import RecordedModes
+        from snapshotter.engine.worktree.gitrepo import TrackedPaths
         from snapshotter.engine.worktree.ignore import option_rules
         from snapshotter.engine.worktree.walker import Incremental, scan
+        from snapshotter.model import ScanStats
 
         cache = self._current_cache()
         options = self.options
@@ -174,36 +212,6 @@ class Engine:
             if self._indexes.tracked(result.repositories) != ignores.tracked:
                 return self.scan(write=write, forced=forced)
         return result
-
-    def _current_cache(self) -> statcache.StatCache:
-        """The stat cache, loaded if need be; one made before the store's last
-        gc is dropped, as it may name deleted objects (see ``Store.generation``)."""
-        generation = self.store.generation()
-        if self._cache is not None and self._cache.generation != generation:
-            self._cache = self._last = None  # objects may have been deleted since: their ids cannot be reused
-        if self._cache is None:
-            self._cache = statcache.load(self._cache_path)
-            if self._cache.generation != generation:  # made before a gc: it may name deleted objects
-                self._cache = statcache.StatCache(generation=generation)
-        return self._cache
-
-    def forget_objects_not_in(self, kept: set[bytes], generation: int) -> None:
-        """Drop stat-cache records naming objects gc removed, so none is reused, and
-        stamp the cache with the generation the gc started (see ``Store.generation``)."""
-        cache = self._unsaved if self._unsaved is not None else statcache.load(self._cache_path)
-        self._last = None  # it may name objects that are gone now: walk everything next time
-        folders: dict[str, statcache.Folder] = {}
-        shapes = dict(cache.shapes)
-        for rel, table in cache.folders.items():
-            kept_table = {name: record for name, record in table.items() if record[5] in kept}
-            if kept_table:
-                folders[rel] = kept_table
-            if len(kept_table) != len(table):
-                shapes.pop(rel, None)  # its table no longer names every file listed
-        dirs = {p: r for p, r in cache.dirs.items() if r[1] in kept}
-        kept_cache = statcache.StatCache(folders, dirs, cache.listings, shapes, generation=generation)
-        kept_cache.tracked = cache.tracked  # its listings were judged with those paths tracked (a restore's too)
-        self.save_cache(kept_cache)
 
     def snapshot(
         self, message: str, label: str | None, metadata: dict[str, str], *, moves_base: bool = True
@@ -327,63 +335,6 @@ class Engine:
         if report is None:
             return None
         return lambda done, total: report(phase, done, total)
-
-    # -- the stat cache -------------------------------------------------------------------
-
-    def _remember(self, current: Scan, *, save: bool = True) -> None:
-        """``current`` was recorded: it becomes the stat cache (and watch mode's base)."""
-        if current is not self._last and not current.same_as_cache:
-            # The folder tables are shared with ``current``: the cache never changes them in place.
-            packed = self._cache.packed if self._cache is not None else {}
-            generation = self._cache.generation if self._cache is not None else self.store.generation()
-            cache = statcache.StatCache(
-                current.folder_tables(),
-                current.dir_cache(),
-                current.listings,
-                current.shapes,
-                generation=generation,
-                packed=packed,
-                tracked=current.tracked,
-            )
-            if save:
-                self.save_cache(cache)
-            else:
-                cache.written_ns = self._cache.written_ns if self._cache is not None else 0
-                self._cache = cache
-        if self.journal is not None and current.written:
-            self._last = current
-            self.journal.ack(current.epoch)
-
-    def save_cache(self, cache: statcache.StatCache) -> None:
-        """Make ``cache`` the stat cache and save it; while saves are deferred, when
-        they end (its records judged meanwhile by the last saved one's time)."""
-        if self._deferring:
-            cache.written_ns = self._cache.written_ns if self._cache is not None and cache is not self._cache else 0
-            self._cache = self._unsaved = cache
-            return
-        statcache.save(self._cache_path, cache)
-        self._cache = cache
-
-    def defer_saves(self, deferring: bool) -> None:
-        """Begin (True) or end (False) deferring stat-cache saves; the last end saves
-        what waited. A server answers its caller first and saves after; a crash
-        in between leaves the older cache on disk, which costs only re-reading."""
-        self._deferring += 1 if deferring else -1
-        if self._deferring == 0:
-            self._save_pending()
-
-    def _save_pending(self) -> None:
-        pending, self._unsaved = self._unsaved, None
-        if pending is not None and pending is self._cache:  # not dropped or replaced since
-            statcache.save(self._cache_path, pending)
-
-    def cache_for_writes(self) -> statcache.StatCache:
-        """The stat cache a restore records its writes in (then saves)."""
-        return self._cache if self._cache is not None else statcache.StatCache(generation=self.store.generation())
-
-    def drop_cache(self) -> None:
-        """Forget the cache in memory (a restore failed part-way): the next scan reloads it from disk."""
-        self._cache = None
 
     # -- the store's side ---------------------------------------------------------------------
 

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from snapshotter.engine.compare.diff import ContentLoader, file_diff, status_of, unreadable_diff
 from snapshotter.engine.compare.treediff import ScannedTree, StoredTree, TreeSide, changes, entry_at
 from snapshotter.engine.gitstore.objects import MODE_LINK, STREAM_THRESHOLD
-from snapshotter.engine.session.checkout import normalize_selection, selection_filter
 from snapshotter.engine.session.engine import Engine
+from snapshotter.engine.session.selection import normalize_selection, selection_filter
 from snapshotter.engine.worktree.fsops import Workspace
 from snapshotter.errors import RestoreConflict
 from snapshotter.model import ChangeStatus, FileChange, FileDiff, SnapshotInfo

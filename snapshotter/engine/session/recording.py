@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from snapshotter.engine.compare.diff import ContentLoader, Marks, file_diff, no_marks
+from snapshotter.engine.compare.diff import ContentLoader, Marks, file_numstat, no_marks
 from snapshotter.engine.compare.treediff import Change, Comparison, ScannedTree, StoredTree, changes
 from snapshotter.engine.gitstore import trailers
 from snapshotter.engine.gitstore.catalog import Catalog
@@ -90,9 +90,9 @@ def count_lines(
         if verdict is None and line_counts and added is not None and added in line_counts:
             additions += line_counts[added] or 0  # added: no need to read it back
             continue
-        counted = file_diff(change, read, read, verdict)
-        additions += counted.additions
-        deletions += counted.deletions
+        added_lines, deleted_lines = file_numstat(change, read, read, verdict)
+        additions += added_lines
+        deletions += deleted_lines
     return additions, deletions
 
 

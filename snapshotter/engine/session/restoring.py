@@ -34,12 +34,11 @@ from snapshotter.engine.session.checkout import (
     Plan,
     apply_plan,
     make_plan,
-    normalize_selection,
-    selection_filter,
     untracked_among,
 )
 from snapshotter.engine.session.engine import Engine
 from snapshotter.engine.session.in_the_way import SAVEABLE, Judge
+from snapshotter.engine.session.selection import normalize_selection, selection_filter
 from snapshotter.engine.worktree.fsops import Workspace
 from snapshotter.engine.worktree.ignore import policy_stack
 from snapshotter.engine.worktree.pathnames import names_checker

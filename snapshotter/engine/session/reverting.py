@@ -39,9 +39,10 @@ from snapshotter.engine.compare.merge import merge_text, mergeable
 from snapshotter.engine.compare.treediff import Change, Entry, StoredTree, TreeSide, changes
 from snapshotter.engine.gitstore.inflate import ObjectTooLarge
 from snapshotter.engine.gitstore.objects import MODE_EXEC, MODE_FILE, MODE_LINK, STREAM_THRESHOLD, object_id
-from snapshotter.engine.session.checkout import Plan, normalize_selection, selection_filter
+from snapshotter.engine.session.checkout import Plan
 from snapshotter.engine.session.engine import Engine
 from snapshotter.engine.session.restoring import apply_or_put_back
+from snapshotter.engine.session.selection import normalize_selection, selection_filter
 from snapshotter.engine.worktree.fsops import Workspace
 from snapshotter.errors import InvalidInput, StoreError
 from snapshotter.model import Conflict, ConflictMode, ConflictReason, RevertResult, SkippedPath, SkipReason

@@ -29,7 +29,6 @@ from collections.abc import Iterable, Iterator
 from typing import cast
 
 from dulwich.errors import ApplyDeltaError, ChecksumMismatch
-from dulwich.pack import create_delta
 
 from snapshotter.engine.fsutil import unlink_quietly
 from snapshotter.engine.gitstore import chainpack
@@ -46,7 +45,10 @@ from snapshotter.engine.gitstore.packread import StoredEntries
 from snapshotter.engine.gitstore.packs import PackBuilder
 from snapshotter.engine.gitstore.store import TEMP_NAME, Store
 from snapshotter.errors import StoreError
-from snapshotter.model import GcResult
+
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:  # made by a compaction: the upkeep pass after each change only measures the store
+    from snapshotter.model import GcResult
 
 _DAMAGED = (KeyError, ValueError, zlib.error, ApplyDeltaError, ChecksumMismatch, StoreError)
 """What reading a damaged or missing object raises."""
@@ -175,6 +177,8 @@ def collect(
             store.big.signatures.drop(blob)
     _drop_states_of_gone_packs(store.big.states, pack_dir)
     present_before = set(loose) | set(packed_age)
+    from snapshotter.model import GcResult
+
     result = GcResult(
         objects_kept=len(keep),
         objects_removed=len(present_before - keep - in_grace),
@@ -352,6 +356,15 @@ def _write_pack(
 
 _PROBES = 16
 _PROBE_SIZE = 32
+
+
+def create_delta(base: bytes, target: bytes) -> object:
+    """dulwich's delta of ``target`` against ``base`` (bytes, or pieces of them), loaded
+    at the first delta: it comes with most of dulwich, and the pass after each change
+    only measures the store."""
+    from dulwich.pack import create_delta as delta_of
+
+    return delta_of(base, target)
 
 
 def _worth_a_delta(base: bytes, content: bytes) -> bool:

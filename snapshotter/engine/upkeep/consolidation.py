@@ -39,7 +39,10 @@ from snapshotter.engine.gitstore.packset import unindexed
 from snapshotter.engine.gitstore.store import Store
 from snapshotter.engine.upkeep.compaction import GRACE_SECONDS, disk_usage, loose_objects
 from snapshotter.errors import StoreError
-from snapshotter.model import GcResult
+
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:
+    from snapshotter.model import GcResult
 
 _UNREADABLE = (KeyError, ValueError, zlib.error, ApplyDeltaError, StoreError)
 FACTOR = 2
@@ -114,6 +117,8 @@ def consolidate(store: Store) -> GcResult:
     for sha, path, _ in loose:
         if sha in packed:
             unlink_quietly(path)
+    from snapshotter.model import GcResult  # a result's values load where one is made
+
     return GcResult(
         objects_kept=len(packed),
         objects_removed=0,

@@ -122,13 +122,9 @@ class Workspace:
     def _folder(self, parts: list[str], create: bool) -> int:
         """A descriptor of the folder ``parts`` below the root, opened component by
         component with ``O_NOFOLLOW`` from the deepest folder already open. The last
-        folders used stay open (a restore writes in path order), at most ``_HELD``."""
+        folders used stay open (a restore writes in path order), at most ``_HELD``.
+        Called only by :meth:`_parent`, which has looked ``parts`` itself up already."""
         held = self._held
-        key = "/".join(parts)
-        fd = held.get(key)
-        if fd is not None:
-            held[key] = held.pop(key)  # most recently used last
-            return fd
         depth = len(parts)
         while depth > 0 and "/".join(parts[:depth]) not in held:
             depth -= 1

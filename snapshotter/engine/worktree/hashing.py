@@ -12,7 +12,6 @@ import contextlib
 import errno
 import os
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 
 from snapshotter.engine.gitstore.bigstore import fits
 from snapshotter.engine.gitstore.objects import MODE_TREE, describe_lines, object_id, serialize_tree
@@ -92,7 +91,11 @@ def _hash_pending(
     # Threads pay only for big files: for small ones the GIL hand-offs cost
     # more than hashing and compressing (measured: 2x slower on 2 cores).
     big = [item for item in pending if item.size >= _THREAD_MIN_SIZE]
-    pool = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="snapshotter-hash") if len(big) >= 2 else None
+    pool = None
+    if len(big) >= 2:  # only then: a walk that hashes no big file loads no thread pool
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="snapshotter-hash")
     futures = {id(item): pool.submit(run, item) for item in big} if pool is not None else {}
 
     def outcomes() -> Iterator[Hashed | BaseException | SkipReason]:

@@ -14,8 +14,7 @@ import os
 from dataclasses import dataclass
 
 from snapshotter.engine.fsutil import FileStat
-from snapshotter.engine.gitstore.location import is_refused_root
-from snapshotter.errors import MAX_BYTES, MAX_ENTRIES, UNSAFE_ROOT, UnsafeWorkspace, WorkspaceTooLarge
+from snapshotter.errors import MAX_BYTES, MAX_ENTRIES, WorkspaceTooLarge
 from snapshotter.options import Options
 
 
@@ -76,13 +75,3 @@ def is_sparse(st: FileStat, path: str) -> bool:
         return True
     finally:
         os.close(fd)
-
-
-def check_root(canonical: str, allow_unsafe_root: bool) -> None:
-    if allow_unsafe_root:
-        return
-    if is_refused_root(canonical):
-        raise UnsafeWorkspace(
-            f"refusing to snapshot {canonical}: a filesystem root, home, Desktop, Documents or Downloads folder",
-            UNSAFE_ROOT,
-        )

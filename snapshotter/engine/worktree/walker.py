@@ -45,10 +45,13 @@ from snapshotter.engine.worktree.statcache import Folder, Listings, Record, Shap
 from snapshotter.engine.worktree.trust import FolderTrust, Prelisting, lasting_shapes
 from snapshotter.engine.worktree.unchecked import add_unchecked
 from snapshotter.engine.worktree.walkstate import DirNode, Walk, git_mode_of, never
-from snapshotter.engine.worktree.watch import Changes
 from snapshotter.errors import WorkspaceError
 from snapshotter.model import ScanStats, SkippedPath, SkipReason
 from snapshotter.options import DEFAULTS, Options
+
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:  # an annotation only: a walk without a watcher loads no watch code
+    from snapshotter.engine.worktree.watch import Changes
 
 
 @dataclass

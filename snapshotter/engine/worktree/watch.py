@@ -37,7 +37,6 @@ watch mode is off and every call walks.
 from __future__ import annotations
 
 import collections
-import importlib.metadata
 import importlib.util
 import logging
 import os
@@ -75,9 +74,11 @@ def watch_available() -> bool:
     (a dependency on Python 3.11+)."""
     if importlib.util.find_spec("watchdog") is None:
         return False
+    from importlib import metadata  # here: it loads email, zipfile and more, and a walk without a watcher needs none
+
     try:
-        found = importlib.metadata.version("watchdog")
-    except importlib.metadata.PackageNotFoundError:
+        found = metadata.version("watchdog")
+    except metadata.PackageNotFoundError:
         return False
     parts = [int(p) for p in re.findall(r"\d+", found)[:2]]
     return tuple(parts) >= MIN_WATCHDOG

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from snapshotter.engine.gitstore.location import store_exists
-from snapshotter.frontends.shared import arguments
+from snapshotter.frontends.shared import arguments, collecting
 from snapshotter.frontends.shared.failures import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -140,6 +140,7 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
     if name == "mcp":
         from snapshotter.frontends.mcp.mcp_server import serve
 
+        collecting.begin()
         serve(os.path.abspath(args.workspace), arguments.flags(args))
         return None, lambda: None
     workspace, settings = _settings(args)
@@ -149,6 +150,7 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
     if name == "watch":
         from snapshotter.frontends.watch import watchserver
 
+        collecting.begin()
         refused = watchserver.serve(workspace, settings, run, Console)
         if refused is not None:
             raise CommandFailed("WatcherRunning", refused)
@@ -166,6 +168,7 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
     if name == "clone":
         from snapshotter.frontends.cli import remote_commands
 
+        collecting.begin()
         return remote_commands.clone(args, config.snapshotter_options(settings), _console.environ, _print)
     if name == "hooks":
         from snapshotter.frontends.cli import agent_commands
@@ -175,6 +178,7 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
         from snapshotter.frontends.page import ui_server
 
         with _open(args, workspace, settings) as snap:
+            collecting.begin()
             ui_server.serve(snap, args.port, _console.out, run, Console)
         return None, lambda: None
     store = folders.store_or_none(name, workspace, settings.value("home"))
@@ -183,6 +187,7 @@ def _run(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
         return found, lambda: _print(line())
     new_store = name == "snapshot" and store is not None and not store_exists(store)
     snap = _open(args, workspace, settings)
+    collecting.begin()  # what the command imported is loaded: its work collects as usual
     try:
         result, show = _dispatch(name, snap, args)
     finally:

@@ -23,7 +23,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 from typing import Any
 
 from snapshotter.engine import fsutil
@@ -141,6 +140,8 @@ def write(target: str, path: str, text: str) -> None:
     if os.path.normcase(os.path.realpath(folder)) != os.path.normcase(folder):
         raise InvalidInput(f"{folder} became a link while {path} was written: nothing was written")
     mode = stat.S_IMODE(os.stat(target).st_mode) if os.path.exists(target) else 0o644
+    import tempfile  # only to write: ``hooks status`` reads these files, and tempfile loads shutil and random
+
     fd, temporary = tempfile.mkstemp(dir=folder, prefix=".snapshotter-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:

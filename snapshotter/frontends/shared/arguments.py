@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
+import sys
 from collections.abc import Sequence
 
 from snapshotter import __version__
@@ -336,12 +338,32 @@ class UsageError(Exception):
         self.usage = usage
 
 
+def _columns() -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` finds it: ``COLUMNS``, else stdout's terminal, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse's parser, raising :class:`UsageError` instead of printing and exiting,
     so a ``--json`` caller gets its usage error as a document too. The error
     comes first and alone, with a pointer to ``--help`` (not argparse's usage:
     lines of global options before the one that matters), and a mistyped choice
     gets the nearest ones (``did you mean 'status'?``), as git suggests."""
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        """argparse's formatter, as wide as ``shutil.get_terminal_size`` would make it, without importing
+        ``shutil`` (with ``bz2``, ``lzma``, ``fnmatch``): argparse makes one for every option it adds.
+        The grammar sets no ``formatter_class``: argparse's default is this one."""
+        return argparse.HelpFormatter(prog=self.prog, width=_columns() - 2)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"see `{self.prog} --help`", f"{self.prog}: error: {message}")
