@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from snapshotter import Retention, Snapshotter
-from snapshotter.engine.gitstore import bigstore, signature
+from snapshotter.engine.gitstore import bigfacts, signature
 
 Edit = tuple[str, float, int, int]
 
@@ -89,7 +89,7 @@ def test_random_edits_to_a_big_file_round_trip(tmp_path: Path, request: pytest.F
         _check_sequence(root, seed, initial, steps)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(bigstore, "THRESHOLD", 0)
+        patch.setattr(bigfacts, "THRESHOLD", 0)
         patch.setattr(signature, "BLOCK", 256)
         run()
 

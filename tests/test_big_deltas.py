@@ -18,7 +18,7 @@ import pytest
 from conftest import GIT, git, git_env, needs_git
 
 from snapshotter import Retention, Snapshotter
-from snapshotter.engine.gitstore import chainpack
+from snapshotter.engine.gitstore import bigfacts, chainpack
 from snapshotter.engine.upkeep.compaction import disk_usage
 
 SIZE = 10 << 20
@@ -31,7 +31,7 @@ def _store_bytes(snap: Snapshotter) -> int:
 
 def _chain_packs(snap: Snapshotter) -> list[str]:
     pack_dir = os.path.join(snap.store_path, "objects", "pack")
-    return sorted(name for name in os.listdir(pack_dir) if name.startswith(chainpack.PREFIX) and name.endswith(".pack"))
+    return sorted(name for name in os.listdir(pack_dir) if name.startswith(bigfacts.PREFIX) and name.endswith(".pack"))
 
 
 def _overwrite(data: bytearray, rng: random.Random, count: int = 3) -> None:

@@ -15,7 +15,7 @@ import time
 from datetime import datetime, timezone
 
 from snapshotter.engine.fsutil import SMALL_FILE_CAP, read_side_file
-from snapshotter.engine.gitstore import chainpack
+from snapshotter.engine.gitstore import bigfacts
 from snapshotter.engine.session.engine import Engine
 from snapshotter.engine.upkeep import compaction, consolidation
 from snapshotter.engine.upkeep.retention import Retention, by_count_and_age, droppable, least_missed_first
@@ -105,7 +105,7 @@ def usage(engine: Engine) -> tuple[int, int, int]:
     loose = sum(1 for _ in compaction.loose_objects(objects_dir))
     try:
         names = os.listdir(os.path.join(objects_dir, "pack"))
-        packs = sum(1 for name in names if name.endswith(".pack") and not name.startswith(chainpack.PREFIX))
+        packs = sum(1 for name in names if name.endswith(".pack") and not name.startswith(bigfacts.PREFIX))
     except FileNotFoundError:
         packs = 0
     return compaction.disk_usage(engine.store), loose, packs

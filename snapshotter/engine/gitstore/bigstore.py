@@ -19,17 +19,11 @@ from snapshotter.engine.gitstore import chainappend, chainpack
 from snapshotter.engine.gitstore.chainappend import PackDigest
 from snapshotter.engine.gitstore.chainpack import NewChain, Tip
 from snapshotter.engine.gitstore.digest import ThreadedDigest
-from snapshotter.errors import StoreError
-
-__all__ = ["Base", "BigFiles", "ThreadedDigest", "fits"]
 from snapshotter.engine.gitstore.packset import PackSet
 from snapshotter.engine.gitstore.signature import Signature, SignatureBuilder, Signatures, block_size_for
+from snapshotter.errors import StoreError
 
-THRESHOLD = 8 << 20
-"""Files above this many bytes are kept in chain packs (the streaming threshold:
-nothing above it is held whole, and below it gc's deltas serve)."""
-MAX_SIZE = (4 << 30) - (64 << 20)
-"""Files from here on stay loose objects: a delta addresses 32-bit offsets."""
+__all__ = ["Base", "BigFiles", "ThreadedDigest"]
 
 
 @dataclass(frozen=True)
@@ -125,11 +119,6 @@ class BigFiles:
         self.signatures.save(signature)
         if replaces is not None and replaces != signature.blob:
             self.signatures.drop(replaces)
-
-
-def fits(size: int) -> bool:
-    """Whether a file of ``size`` bytes is kept in a chain pack."""
-    return THRESHOLD < size < MAX_SIZE
 
 
 def _size_of(path: str) -> int:

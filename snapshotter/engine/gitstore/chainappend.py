@@ -35,9 +35,9 @@ from typing import IO, Any
 
 from snapshotter.engine.fsutil import sync_folder, unlink_quietly
 from snapshotter.engine.gitstore import sha1state
+from snapshotter.engine.gitstore.bigfacts import PREFIX
 from snapshotter.engine.gitstore.chainjournal import JOURNAL, OLD_INDEX, TMP, roll_back
 from snapshotter.engine.gitstore.chainpack import (
-    PREFIX,
     Tip,
     drop_state,
     index_bytes,

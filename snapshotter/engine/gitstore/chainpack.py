@@ -37,13 +37,13 @@ from typing import Any
 
 from snapshotter.engine.fsutil import read_side_file, sync_folder, unlink_quietly
 from snapshotter.engine.gitstore import sha1state
+from snapshotter.engine.gitstore.bigfacts import PREFIX, is_chain
 from snapshotter.engine.gitstore.deflate import SegmentDeflater, crc32, deflate
 from snapshotter.engine.gitstore.packindex import load_index
 from snapshotter.engine.gitstore.packread import PackFile, _entry_header
 from snapshotter.engine.gitstore.packs import entry_header, index_v2
 from snapshotter.errors import StoreError, what_to_check
 
-PREFIX = "pack-chain-"
 PLACES = 255
 """Versions a chain takes after its key frame (the entry count is 1 + PLACES, fixed)."""
 MAX_DEPTH = 250
@@ -57,11 +57,6 @@ MAX_PACK = (4 << 30) - (64 << 20)
 STATES = "chains"
 _HEADER = struct.Struct(">4sII")
 _STATE = struct.Struct(">4sQ")
-
-
-def is_chain(base: str) -> bool:
-    """Whether the pack at ``base`` (its path less ``.pack``) is a chain pack."""
-    return os.path.basename(base).startswith(PREFIX)
 
 
 def place(key: bytes, number: int) -> bytes:

@@ -22,7 +22,6 @@ from collections.abc import Generator, Iterator
 
 from snapshotter.engine.gitstore import chainjournal, checkedindexes
 from snapshotter.engine.gitstore.checkedindexes import CheckedIndexes
-from snapshotter.engine.gitstore.digest import ThreadedDigest
 from snapshotter.engine.gitstore.inflate import MAX_WHOLE, ObjectTooLarge, Stream
 from snapshotter.engine.gitstore.loose import loose_header, open_loose, read_loose, stream_loose
 from snapshotter.engine.gitstore.objects import STREAM_THRESHOLD, TYPE_NAMES, object_id
@@ -64,7 +63,7 @@ class StoredObjects:
                 from snapshotter.engine.gitstore.objectwriter import ObjectWriter
 
                 writer = ObjectWriter(self.objects_dir, self._has_packed)
-                writer.big = self.big
+                writer.big_files = self._big_files
                 self._writer = writer
             return self._writer
 
@@ -81,6 +80,9 @@ class StoredObjects:
                     self.packs, meta_dir, self.has_object, self._count_written, self.blob_chunks, self.blob_size
                 )
             return self._big
+
+    def _big_files(self) -> BigFiles:
+        return self.big
 
     def _count_written(self, size: int, loose: int, packs: int) -> None:
         self.writer.count_written(size, loose, packs)
@@ -168,6 +170,8 @@ class StoredObjects:
 
     def _checked_stream(self, sha: bytes) -> Iterator[bytes]:
         kind, size, pieces, where = self._stream(sha)
+        from snapshotter.engine.gitstore.digest import ThreadedDigest  # a blob streamed: not to read the history
+
         digest = ThreadedDigest(b"blob %d\0" % size)  # hashed on a thread while the caller writes
         try:
             if kind != 3:

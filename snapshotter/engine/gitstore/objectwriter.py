@@ -78,8 +78,9 @@ class ObjectWriter:
         self.written = (0, 0, 0)
         """(bytes, loose objects, packs) this writer has added to the store: lets
         the retention pass estimate the store's size instead of walking it."""
-        self.big: BigFiles | None = None
-        """Where big files' versions go (chain packs), set by the store."""
+        self.big_files: Callable[[], BigFiles] | None = None
+        """Where big files' versions go (chain packs), set by the store; asked
+        for only where a big file is written (their modules load then)."""
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:

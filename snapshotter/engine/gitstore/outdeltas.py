@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from dulwich.pack import UnpackedObject
 
-from snapshotter.engine.gitstore import chainpack
+from snapshotter.engine.gitstore import bigfacts
 from snapshotter.engine.gitstore.inflate import ObjectTooLarge
 from snapshotter.engine.gitstore.objects import STREAM_THRESHOLD
 from snapshotter.engine.gitstore.packread import StoredEntries
@@ -31,7 +31,7 @@ class DeltaSender:
     def __init__(self, store: Store, known: Callable[[bytes], bool]) -> None:
         self._store = store
         self._known = known
-        chains = [base for base in store.packs.bases() if chainpack.is_chain(base)]
+        chains = [base for base in store.packs.bases() if bigfacts.is_chain(base)]
         self._entries = StoredEntries(chains, store.packs.index) if chains else None
 
     def entry(self, kind: int, sha: bytes) -> UnpackedObject | None:

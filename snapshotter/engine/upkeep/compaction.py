@@ -31,7 +31,7 @@ from typing import cast
 from dulwich.errors import ApplyDeltaError, ChecksumMismatch
 
 from snapshotter.engine.fsutil import unlink_quietly
-from snapshotter.engine.gitstore import chainpack
+from snapshotter.engine.gitstore import bigfacts
 from snapshotter.engine.gitstore.inflate import ObjectTooLarge
 from snapshotter.engine.gitstore.objects import (
     MODE_LINK,
@@ -195,7 +195,7 @@ def _chains_kept(store: Store, packs: list[str], kept: set[bytes]) -> set[str]:
     """The chain packs holding an object still kept: they stay as they are (a
     chain is never inflated into full copies; a version whose snapshot went,
     the key frame included, stays the base of the versions after it)."""
-    return {base for base in packs if chainpack.is_chain(base) and any(sha in kept for sha in _ids(store, base))}
+    return {base for base in packs if bigfacts.is_chain(base) and any(sha in kept for sha in _ids(store, base))}
 
 
 def _ids(store: Store, base: str) -> list[bytes]:
@@ -213,7 +213,7 @@ def _drop_states_of_gone_packs(states: str, pack_dir: str) -> None:
     except OSError:
         return
     for name in names:
-        if name.startswith(chainpack.PREFIX) and not os.path.exists(os.path.join(pack_dir, name + ".pack")):
+        if name.startswith(bigfacts.PREFIX) and not os.path.exists(os.path.join(pack_dir, name + ".pack")):
             unlink_quietly(os.path.join(states, name))
 
 

@@ -30,7 +30,7 @@ import zlib
 from dulwich.errors import ApplyDeltaError
 
 from snapshotter.engine.fsutil import unlink_quietly
-from snapshotter.engine.gitstore import chainpack
+from snapshotter.engine.gitstore import bigfacts
 from snapshotter.engine.gitstore.inflate import ObjectTooLarge
 from snapshotter.engine.gitstore.objects import STREAM_THRESHOLD, TYPE_NAMES
 from snapshotter.engine.gitstore.packindex import PackDamaged, read_through, write_index
@@ -135,7 +135,7 @@ def _pack_sizes(pack_dir: str) -> dict[str, int]:
     (a big file's versions: they are never merged, see ``chainpack``)."""
     sizes = {}
     for base in _pack_files(pack_dir):
-        if chainpack.is_chain(base):
+        if bigfacts.is_chain(base):
             continue
         try:
             if os.path.exists(base + ".idx"):

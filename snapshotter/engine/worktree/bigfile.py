@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 from snapshotter.engine.fsutil import stat_key
 from snapshotter.engine.gitstore import objectwriter
-from snapshotter.engine.gitstore.bigstore import Base, BigFiles, fits
+from snapshotter.engine.gitstore.bigfacts import fits
+from snapshotter.engine.gitstore.bigstore import Base, BigFiles
 from snapshotter.engine.gitstore.chainappend import PackDigest
 from snapshotter.engine.gitstore.chainpack import NewChain
 from snapshotter.engine.gitstore.deltaencode import Matcher

@@ -13,10 +13,9 @@ import errno
 import os
 from collections.abc import Callable, Iterator
 
-from snapshotter.engine.gitstore.bigstore import fits
+from snapshotter.engine.gitstore.bigfacts import fits
 from snapshotter.engine.gitstore.objects import MODE_TREE, describe_lines, object_id, serialize_tree
 from snapshotter.engine.gitstore.objectwriter import FileChanged, Hashed, ObjectWriter
-from snapshotter.engine.worktree.bigfile import store_big_file
 from snapshotter.engine.worktree.splithash import SplitHashing
 from snapshotter.engine.worktree.statcache import Record, StatCache
 from snapshotter.engine.worktree.walkstate import DirNode, Pending, Walk, git_mode_of
@@ -49,8 +48,10 @@ def _hash_one(item: Pending, writer: ObjectWriter, write: bool) -> Hashed:
         target = os.fsencode(os.readlink(item.path))
         sha = writer.write(b"blob", target) if write else object_id(b"blob", target)
         return Hashed(sha, item.link_key, len(target), describe_lines(target))
-    if write and writer.big is not None and fits(item.size):
-        found = store_big_file(item.path, writer.big, item.record[5] if item.record is not None else None)
+    if write and writer.big_files is not None and fits(item.size):
+        from snapshotter.engine.worktree.bigfile import store_big_file  # a big file: its modules load here
+
+        found = store_big_file(item.path, writer.big_files(), item.record[5] if item.record is not None else None)
         if found is not None:
             return found
     return writer.hash_file(item.path, write)
