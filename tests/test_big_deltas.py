@@ -18,7 +18,7 @@ import pytest
 from conftest import GIT, git, git_env, needs_git
 
 from snapshotter import Retention, Snapshotter
-from snapshotter.engine.gitstore import bigfacts, chainpack
+from snapshotter.engine.gitstore import bigfacts, chainpack, checkedindexes
 from snapshotter.engine.upkeep.compaction import disk_usage
 
 SIZE = 10 << 20
@@ -300,3 +300,31 @@ def test_an_older_version_restored_then_changed_is_a_delta_of_it(ws: Path, tmp_p
     for info, content in versions:
         snap.restore(info.id)
         assert (ws / "db.bin").read_bytes() == content
+
+
+def test_a_store_opened_afresh_reads_and_appends_to_a_chain_its_checked_index_names(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """A new process trusts a pack index it finds in ``checked-pack-indexes`` as the very file it is (no hash
+    of it); a chain pack's index is a new file at each append. Each version here is taken by a store opened
+    afresh: it finds the chain through the index the last one checked, appends, and one more store opened
+    afresh reads every version back, with the chain's current index among the checked ones and no name of a
+    pack gone (the file is a cache: it must never vouch for an index that was replaced)."""
+    rng = random.Random(31)
+    data = bytearray(rng.randbytes(SIZE))
+    versions = []
+    for i in range(4):
+        if i:
+            _overwrite(data, rng)
+        (ws / "db.bin").write_bytes(data)
+        snap = make(max_new_file_size=1 << 30, retention=Retention.unlimited())
+        versions.append((snap.snapshot(f"v{i}"), bytes(data)))
+        snap.close()
+    assert len(_chain_packs(snap)) == 1  # every version after the first appended to the one chain
+    fresh = make(max_new_file_size=1 << 30, retention=Retention.unlimited())
+    for info, content in reversed(versions):
+        fresh.restore(info.id)
+        assert (ws / "db.bin").read_bytes() == content
+    pack_dir = Path(fresh.store_path) / "objects" / "pack"
+    checked = (Path(fresh.store_path) / "snapshotter" / checkedindexes.FILE_NAME).read_text().splitlines()
+    names = [line.split(" ")[0] for line in checked]
+    assert _chain_packs(fresh)[0][: -len(".pack")] + ".idx" in names
+    assert [name for name in names if not (pack_dir / name).exists()] == []
