@@ -296,9 +296,12 @@ def main() -> None:
     parser.add_argument("--versions", type=int, default=5, help="changed versions after the first (default 5)")
     parser.add_argument("--no-git", action="store_true", help="skip git's figures")
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--scratch", type=Path)
+    parser.add_argument(
+        "--scratch", type=Path, help="where to work (default: a new folder); one given is kept, less this run's files"
+    )
     args = parser.parse_args()
     scratch = args.scratch or Path(tempfile.mkdtemp(prefix="snapbig-"))
+    made = args.scratch is None or not scratch.exists()
     scratch.mkdir(parents=True, exist_ok=True)
     use_git = GIT is not None and not args.no_git
     rng = random.Random(53)
@@ -338,7 +341,11 @@ def main() -> None:
             assert all(found == "ok" for found in out["database"]["checks"]), out["database"]["checks"]
             print("every restored database passes PRAGMA integrity_check", flush=True)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        if made:
+            shutil.rmtree(scratch, ignore_errors=True)
+        else:  # the caller's folder (it may hold the --json file): only what this run put there
+            for name in ("file", "database"):
+                shutil.rmtree(scratch / name, ignore_errors=True)
     if args.json:
         args.json.write_text(json.dumps(out, indent=2))
 
