@@ -66,6 +66,7 @@ OPERATIONS = {
     "cold": "cold snapshot (fresh store)",
     "no_change": "no-change snapshot",
     "diff_none": "diff, nothing changed",
+    "status_new": "status, new instance (no change)",
     "changed_10": "snapshot, 10 files changed",
     "restore_exact": "exact restore after 10 changed",
     "restore_10pct": "restore A<->B, 10% of files differ",
@@ -266,6 +267,10 @@ class GitShadow:
 
     def restore(self, tree: str) -> None:
         self.run("read-tree", "-u", "--reset", tree)
+
+    def status(self) -> str:
+        """The index against the work tree, and the files it does not track."""
+        return self.run("status", "--porcelain")
 
     def diff(self, tree: str) -> str:
         """Stored tree -> work tree, with line counts and patches (the index says which files to read)."""
@@ -488,6 +493,26 @@ class Bench:
                 else:
                     self.time_side(row, side, lambda: self.git.diff(tree))
 
+    def status_new(self, row: Row) -> None:
+        """``status`` with nothing changed by a new ``Snapshotter`` on the same store: the walk
+        as a new process pays for it, less the imports (the stat cache loaded from its file,
+        its folders checked with the forked copy where ``second_core`` allows), beside
+        ``git status --porcelain``, which reads its index and ``lstat``s every file too."""
+        self.sync()
+
+        def ours() -> None:
+            with Snapshotter(self.ws.root, home=self.home, **self.options) as fresh:
+                found = fresh.status()
+                scan = fresh.last_scan
+            if found:
+                raise RuntimeError(f"nothing changed, yet status found {len(found)} changes")
+            row.files_hashed.append(scan.files_hashed)
+            row.scans.append(dataclasses.asdict(scan))
+
+        for run in range(self.runs):
+            for side in stay_fair(run):
+                self.time_side(row, side, ours if side == "snapshotter" else self.git.status)
+
     def changed_10(self, row: Row) -> None:
         snap = self.snap
         assert snap is not None
@@ -618,6 +643,7 @@ class Bench:
         for key, body in (
             ("no_change", self.no_change),
             ("diff_none", self.diff_none),
+            ("status_new", self.status_new),
             ("changed_10", self.changed_10),
             ("restore_exact", self.restore_exact),
             ("restore_10pct", self.restore_10pct),

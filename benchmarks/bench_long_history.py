@@ -28,7 +28,10 @@ opens one, but ``snapshot, open store``; retention off so the history stays):
   style, the newest 100 snapshots (``/api/log``) and the sessions;
 - ``hook call``: the real ``snapshotter hook claude-code PreToolUse`` command
   with ``SNAPSHOTTER_NO_WATCHER=1`` (a process start included); its
-  ``PostToolUse`` follows, not timed, so no call is left open.
+  ``PostToolUse`` follows, not timed, so no call is left open;
+- retention, pin and unpin, a session's listing, a fork, a push and a fetch of
+  10 new snapshots over a real ``git daemon``: see ``long_history_ops``
+  (``--no-remote`` leaves them out).
 
 With ``--chart FILE``: an SVG chart of each row's cost against the history's
 length (log scale), beside the table.
@@ -42,6 +45,7 @@ A measurement, not a test: it takes minutes (an hour with 100,000); run it by ha
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -221,39 +225,64 @@ def whole_turns(history: longhistory.History, size: int) -> int:
     return size + (newest - size) % longhistory.SNAPSHOTS_PER_TURN
 
 
-def measure(sizes: list[int], runs: int) -> tuple[dict[str, dict[int, float]], dict[str, dict[int, int]]]:
+def measure(
+    sizes: list[int], runs: int, ops: bool = True, only: list[str] | None = None
+) -> tuple[dict[str, dict[int, float]], dict[str, dict[int, int]], dict[str, dict[int, tuple[int, int, int]]]]:
+    """Each row's fastest run (ms), commits parsed and (the rows of
+    ``long_history_ops``) bytes read from and written to the server and
+    ``packed-refs`` bytes rewritten, a call, at each size."""
+    import long_history_ops
+
     scratch = Path(tempfile.mkdtemp(prefix="bench-history-"))
     table: dict[str, dict[int, float]] = {}
     parsed: dict[str, dict[int, int]] = {}
+    wired: dict[str, dict[int, tuple[int, int, int]]] = {}
     counter = Parsed()
+    wire = long_history_ops.Wire()
     try:
         history = longhistory.History(scratch / "ws", scratch / "home")
         rows = Rows(history, scratch)
-        for size in sizes:
-            started = time.perf_counter()
-            history.build(whole_turns(history, size))
-            print(f"{size:,} snapshots built in {time.perf_counter() - started:.0f} s", flush=True)
-            with rows._open() as kept:
-                kept.snapshot("warm")  # the first snapshot of a folder walks it whole
-                for name, call in rows.calls(kept).items():
-                    call()  # warm
-                    times = []
-                    before = counter.count
-                    for _ in range(runs):
-                        start = time.perf_counter()
-                        done = call()
-                        times.append(done.seconds if isinstance(done, Took) else time.perf_counter() - start)
-                    table.setdefault(name, {})[size] = min(times) * 1000  # the least disturbed run: a shared machine
-                    parsed.setdefault(name, {})[size] = (counter.count - before) // runs
-                    median = statistics.median(times) * 1000
-                    print(
-                        f"  {name:<24} {table[name][size]:8.1f} ms (median {median:.1f}), "
-                        f"{parsed[name][size]} commits parsed",
-                        flush=True,
-                    )
+        with contextlib.ExitStack() as stack:
+            extra: long_history_ops.OpsRows | None = None
+            if ops:
+                url, bare = stack.enter_context(long_history_ops.serving(scratch))
+                extra = long_history_ops.OpsRows(rows, scratch, url, bare, wire)
+            for size in sizes:
+                started = time.perf_counter()
+                history.build(whole_turns(history, size))
+                print(f"{size:,} snapshots built in {time.perf_counter() - started:.0f} s", flush=True)
+                if extra is not None:
+                    extra.sync()
+                with rows._open() as kept:
+                    kept.snapshot("warm")  # the first snapshot of a folder walks it whole
+                    calls = rows.calls(kept)
+                    calls.update(extra.calls() if extra is not None else {})
+                    calls = {name: call for name, call in calls.items() if not only or any(w in name for w in only)}
+                    for name, call in calls.items():
+                        call()  # warm
+                        times = []
+                        before, wire_before = counter.count, wire.snapshot()
+                        for _ in range(runs):
+                            start = time.perf_counter()
+                            done = call()
+                            times.append(done.seconds if isinstance(done, Took) else time.perf_counter() - start)
+                        table.setdefault(name, {})[size] = min(times) * 1000  # the least disturbed run
+                        parsed.setdefault(name, {})[size] = (counter.count - before) // runs
+                        moved = tuple((b - a) // runs for a, b in zip(wire_before, wire.snapshot()))
+                        wired.setdefault(name, {})[size] = moved  # type: ignore[assignment]
+                        median = statistics.median(times) * 1000
+                        if extra is not None and extra.dropped:
+                            print(f"  (retention dropped {extra.dropped} snapshots a run)")
+                            extra.dropped.clear()
+                        print(
+                            f"  {name:<24} {table[name][size]:8.1f} ms (median {median:.1f}), "
+                            f"{parsed[name][size]} commits parsed, {moved[0]:,} B read from the server, "
+                            f"{moved[1]:,} B written to it, {moved[2]:,} B of packed-refs rewritten",
+                            flush=True,
+                        )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return table, parsed
+    return table, parsed, wired
 
 
 def defaults() -> None:
@@ -287,12 +316,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--chart", type=Path, help="write an SVG chart of the table here")
+    parser.add_argument("--rows", nargs="+", help="only the rows whose names hold one of these words")
+    parser.add_argument("--no-remote", action="store_true", help="leave out the rows of long_history_ops")
     parser.add_argument("--defaults", action="store_true", help="what the default retention keeps of a day and a week")
     args = parser.parse_args()
     if args.defaults:
         defaults()
         return
-    table, parsed = measure(sorted(args.sizes), args.runs)
+    table, parsed, wired = measure(sorted(args.sizes), args.runs, not args.no_remote, args.rows)
     first = min(args.sizes)
     header = "| call | " + " | ".join(f"{size:,}" for size in sorted(args.sizes)) + " | worst ratio |"
     print("\n" + header + "\n|" + "---|" * (len(args.sizes) + 2))
@@ -306,6 +337,10 @@ def main() -> None:
     print("\nsnapshot commits parsed a call (a hook call's are in its own process, not counted):")
     for name, counts in parsed.items():
         print(f"  {name:<24} " + "  ".join(f"{counts[size]:>6,}" for size in sorted(counts)))
+    print("\nbytes read from the server / written to it / of packed-refs rewritten, a call:")
+    for name, moved in wired.items():
+        if any(any(cell) for cell in moved.values()):
+            print(f"  {name:<24} " + "  ".join("/".join(f"{n:,}" for n in moved[size]) for size in sorted(moved)))
     if args.json:
         data: dict[str, Any] = {name: {str(k): v for k, v in cells.items()} for name, cells in table.items()}
         args.json.write_text(json.dumps(data, indent=2))

@@ -467,3 +467,21 @@ def recorded(ws: Path, home: Path) -> Path:
             write(ws, {f"f{i}.txt": f"{i}\n"})
             snap.snapshot(f"s{i}")
     return ws
+
+
+def loosen(snap: Snapshotter) -> None:
+    """Every packed object of ``snap``'s store as a loose file, and its packs
+    gone: a store as git leaves one it never packed, and as snapshotter wrote
+    small snapshots until every scan's new objects went to a pack. For tests
+    of what is read from loose objects."""
+    from snapshotter.engine.gitstore.packread import PackIndex
+
+    store = snap._engine_ok().store
+    for base in store.packs.bases(again=True):
+        for sha, _, _ in PackIndex.read(base + ".idx").entries():
+            store.copy_to_loose(sha)
+    store.writer.make_durable()
+    for base in store.packs.bases(again=True):
+        for suffix in (".pack", ".idx"):
+            os.remove(base + suffix)
+    store.release_packs()

@@ -9,7 +9,7 @@ exits non-zero at the first result that is not the expected one, and prints a
 JSON report of what it ran with: the compressor, the modules loaded from
 snapshotter's dependencies (a module PyInstaller missed is absent there, even
 when its package falls back without a word), watch mode. ``cli`` is the
-``snapshotter`` command.
+``snapshotter`` command, through the console script's entry.
 """
 
 from __future__ import annotations
@@ -88,9 +88,10 @@ def api(ws: Path, scratch: Path) -> dict[str, object]:
 
 def main() -> int:
     if sys.argv[1:2] == ["cli"]:
-        from snapshotter.frontends.cli.cli import main as cli
+        from snapshotter.frontends.entry import main as command
 
-        return cli(sys.argv[2:])
+        sys.argv[1:] = sys.argv[2:]  # as the console script sees its words
+        return command()
     if len(sys.argv) != 4 or sys.argv[1] != "api":
         raise SystemExit(__doc__)
     report = api(Path(sys.argv[2]).resolve(), Path(sys.argv[3]).resolve())

@@ -88,3 +88,24 @@ def test_a_merge_names_what_it_takes_not_a_revert(
     code, out, _ = run(capsys, "merge", *base, str(fork))
     assert code == 0 and "take     new.txt" in out.splitlines() and "revert" not in out
     assert (ws / "new.txt").read_text() == "from the fork\n"
+
+
+@pytest.mark.parametrize("flag", ["--stat", "--numstat", "--name-status"])
+def test_a_diff_that_shows_no_patch_makes_none(
+    ws: Path, home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, flag: str
+) -> None:
+    """``diff --stat`` (and the other summaries) print counts: making each file's patch
+    text as well (for a JSON result nobody asked for) doubled a diff's line work."""
+    from snapshotter.engine.compare import diff
+
+    write(ws, {"a.txt": "one\n"})
+    base = ["-C", str(ws), "--home", str(home)]
+    assert run(capsys, "snapshot", *base, "-m", "first")[0] == 0
+    write(ws, {"a.txt": "two\n", "b.txt": "b\n"})
+    made: list[str] = []
+    render = diff.render_patch
+    monkeypatch.setattr(diff, "render_patch", lambda change, *rest: made.append(change.path) or render(change, *rest))
+    code, out, _ = run(capsys, "diff", *base, flag)
+    assert code == 0 and "a.txt" in out and made == []
+    code, out, _ = run(capsys, "diff", *base, flag, "--json")  # the JSON result carries every patch
+    assert code == 0 and '"patch"' in out and sorted(made) == ["a.txt", "b.txt"]

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import read_tree, tree_modes, write
+from conftest import loosen, read_tree, tree_modes, write
 
 from snapshotter import Snapshotter, StoreError, WorkspaceError
 from snapshotter.engine.gitstore import objects, objectwriter
@@ -300,6 +300,7 @@ def _two_snapshots(ws: Path, snap: Snapshotter) -> tuple[str, str]:
 def test_truncated_object_is_reported_and_other_snapshots_still_restore(ws: Path, make) -> None:  # type: ignore[no-untyped-def]
     snap = make()
     first, second = _two_snapshots(ws, snap)
+    loosen(snap)
     store = snap._engine_ok().store
     blob = objects.object_id(b"blob", b"only in the second snapshot\n")
     path = store.writer.loose_path(blob)

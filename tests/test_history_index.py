@@ -85,8 +85,8 @@ def test_a_saved_rebuild_counts_what_the_refs_hold(tmp_path: Path) -> None:
 def test_calls_a_killed_agent_left_open_end_with_their_turn_in_the_index_as_in_a_rebuild(tmp_path: Path) -> None:
     """The index kept call by call says where each call never closed ends (its
     turn's end) as a rebuild from the refs says it; an index saved before it
-    kept that reads as every such call still open (what ``openers`` then reads
-    is more, never less)."""
+    kept that (version 1, every such call read as open to now, so each later
+    step of the session was the call's) is rebuilt once, never used."""
     import json
     import os
 
@@ -101,12 +101,16 @@ def test_calls_a_killed_agent_left_open_end_with_their_turn_in_the_index_as_in_a
         kept = snap._engine_ok().catalog.index.current().sessions["killed-agent"]
     assert sorted(kept.ended_calls) == ["killed_0", "killed_1", "killed_2"]
     assert set(kept.open_calls) == set(kept.ended_calls)
-    index_file = os.path.join(store_path, "snapshotter", historyindex.FILE_NAME)
-    saved = json.loads(Path(index_file).read_text())
+    index_file = Path(store_path, "snapshotter", historyindex.FILE_NAME)
+    saved = json.loads(index_file.read_text())
     os.remove(index_file)
     with Snapshotter(ws, home=tmp_path / "home", retention=Retention.unlimited()) as snap:
         rebuilt = snap._engine_ok().catalog.index.current().sessions["killed-agent"]
     assert rebuilt.as_json() == kept.as_json()
     del saved["sessions"]["killed-agent"]["ended_calls"]
-    older = historyindex.State.of(saved).sessions["killed-agent"]
-    assert older.ended_calls == {} and older.open_calls == kept.open_calls
+    saved["version"] = 1
+    index_file.write_text(json.dumps(saved))
+    with Snapshotter(ws, home=tmp_path / "home", retention=Retention.unlimited()) as snap:
+        read = snap._engine_ok().catalog.index.current().sessions["killed-agent"]
+    assert read.as_json() == kept.as_json()
+    assert json.loads(index_file.read_text())["version"] == historyindex.VERSION

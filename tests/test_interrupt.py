@@ -60,23 +60,41 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return ws
 
 
-def interrupted(ws: Path, home: Path, when: str) -> subprocess.CompletedProcess[str]:
-    """``snapshotter snapshot`` of ``ws``, SIGINT sent to its group at ``when``."""
-    env = dict(os.environ, SNAPSHOTTER_HOME=str(home))
-    process = subprocess.Popen(
+def snapshotting(ws: Path, home: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
         [*COMMAND, "-C", str(ws), "snapshot"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
+        env=dict(os.environ, SNAPSHOTTER_HOME=str(home)),
         start_new_session=True,
     )
+
+
+@pytest.fixture(scope="module")
+def packing_seconds(big: Path, tmp_path_factory: pytest.TempPathFactory) -> float:
+    """How long a first snapshot of ``big`` runs from its first temporary file on:
+    the later moments are fractions of it, so that they fall inside the packing
+    on a fast machine as on a slow one (fixed delays of 0.4 and 1.0 s came after
+    the end on a quiet machine, and those tests were skipped)."""
+    home = tmp_path_factory.mktemp("timed") / "home"
+    process = snapshotting(big, home)
+    wait_for(lambda: temporary_files(home) or process.poll() is not None, 60)
+    started = time.monotonic()
+    process.communicate(timeout=300)
+    return time.monotonic() - started
+
+
+def interrupted(ws: Path, home: Path, when: str, packing: float = 0.0) -> subprocess.CompletedProcess[str]:
+    """``snapshotter snapshot`` of ``ws``, SIGINT sent to its group at ``when``
+    (``packing``: how long its packing runs, see ``packing_seconds``)."""
+    process = snapshotting(ws, home)
     try:
         if when == "importing":  # inside main: its imports have reached dulwich's compiled part
             reached = wait_for(lambda: "dulwich" in maps(process.pid), 30)
         else:
             reached = wait_for(lambda: temporary_files(home), 60)
-            time.sleep({"packing": 0.0, "packing, later": 0.4, "packing, later still": 1.0}[when])
+            time.sleep({"packing": 0.0, "packing, later": 0.3, "packing, later still": 0.7}[when] * packing)
         if not reached or process.poll() is not None:
             pytest.skip(f"the moment '{when}' was not caught (the command was faster)")
         os.killpg(process.pid, signal.SIGINT)
@@ -99,12 +117,12 @@ def test_ctrl_c_while_importing_exits_130_with_one_line(big: Path, tmp_path: Pat
 @pytest.mark.skipif(not secondcore.SUPPORTED, reason="the second core runs on Linux with 2 cores or more")
 @pytest.mark.parametrize("when", ["packing", "packing, later", "packing, later still"])
 def test_ctrl_c_in_a_first_big_snapshot_leaves_nothing_the_next_call_keeps(
-    big: Path, tmp_path: Path, when: str
+    big: Path, tmp_path: Path, when: str, packing_seconds: float
 ) -> None:
     """The report: 4 of 8 Ctrl-Cs early in a first big snapshot left
     ``tmp_pack_*`` files (the second core's) that the next call did not clear."""
     home = tmp_path / "home"
-    done = interrupted(big, home, when)
+    done = interrupted(big, home, when, packing_seconds)
     assert done.returncode == 130, done.stderr
     assert done.stderr.splitlines() == ["snapshotter: interrupted"], done.stderr
     env = dict(os.environ, SNAPSHOTTER_HOME=str(home))

@@ -10,7 +10,6 @@ word; otherwise which side checks which folder depends on their speeds.
 
 from __future__ import annotations
 
-import mmap
 import os
 import threading
 import time
@@ -304,7 +303,7 @@ def _verdicts_run_here(
     keys = {preload._key(cache.folder(rel)): rel for rel in preload.walk_order(cache) if cache.folder(rel)}
     read, written = os.pipe()
     try:
-        reached = mmap.mmap(-1, preload._REACHED.size)  # zero: the walk has reached no folder yet
+        reached = preload.shared_memory()  # the walk has reached no folder yet, the copy sent nothing
         preload._REACHED.pack_into(reached, 0, reached_at)
         preload._check_from_the_end(str(ws), cache, cache.racy_cutoff() if cutoff is None else cutoff, written, reached)
         os.close(written)
@@ -382,15 +381,20 @@ def _unchanged(ws: Path, i: int) -> tuple[int, int, int, int]:
 
 
 def test_the_copys_loop_checks_an_instances_decoded_tables_too(ws: Path, home: Path) -> None:
-    """After its first snapshot an instance holds decoded tables (a dict per
-    folder), not the file's packed bytes: the copy's loop checks them with
-    ``racy.unchanged_files``, with the same verdicts."""
+    """An instance may hold decoded tables (a dict per folder: a watcher's scan
+    shares them), not the file's packed bytes: the copy's loop checks them with
+    ``racy.unchanged_files``, with the same verdicts. (A save holds what it
+    packed as ``PackedFolder``s again: ``statcache._hold_packed``.)"""
     write(ws, _files())
     _settle()
     with Snapshotter(ws, home=home) as snap:
         snap.snapshot()
         _settle()
         cache = snap._engine._current_cache()  # type: ignore[union-attr]
+        for rel in list(cache.tables):
+            folder = cache.folder(rel)
+            if type(folder) is PackedFolder:
+                cache.tables[rel] = folder.as_dict()
         assert not any(type(cache.folder(rel)) is PackedFolder for rel in cache.tables)
         write(ws, {"d1/f6/file2.txt": "edited in place\n"})
         _settle()
@@ -428,6 +432,171 @@ def test_the_copy_sends_its_verdicts_as_it_goes(
     for files in sizes[:-1]:
         assert sum(files[:-1]) < every <= sum(files), sizes  # sent once it held enough, not later
     assert sum(sizes[-1][:-1]) < every, sizes
+
+
+def test_the_copy_counts_each_piece_before_and_after_it_writes_it(
+    ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk reads the pipe only when the copy's count of moves has moved.
+    The copy counts one before writing each piece (at most a page, which fits
+    the smallest pipe once the walk has drained it), so a full pipe cannot hold
+    it while the walk looks at an unmoved count; and one after, so a piece the
+    walk looked for between the two is read on its next look, not left in the
+    pipe until the next piece (or for ever, after the last)."""
+    _first(ws, home)
+    monkeypatch.setattr(preload, "_FLUSH_FILES", 4)  # a verdict per folder: many pieces
+    monkeypatch.setattr(preload, "_PIECE", preload._VERDICT.size * 3)  # three verdicts a piece
+    shared = preload.shared_memory()
+    counts: list[tuple[int, int]] = []
+    real_send = secondcore.send
+
+    def send(out: int, data: bytes) -> None:
+        counts.append((preload.pipe_moves(shared), len(data)))
+        real_send(out, data)
+
+    monkeypatch.setattr(secondcore, "send", send)
+    monkeypatch.setattr(preload, "shared_memory", lambda: shared)
+    found = _verdicts_run_here(ws, home)
+    assert len(found) == FOLDERS + 1
+    assert [moves for moves, _ in counts] == list(range(1, 2 * len(counts), 2))
+    assert preload.pipe_moves(shared) == 2 * len(counts)
+    assert all(0 < size <= preload._VERDICT.size * 3 for _, size in counts)
+    assert sum(size for _, size in counts) == preload._VERDICT.size * (FOLDERS + 1)
+
+
+def test_the_copy_says_from_which_folder_of_the_order_it_has_sent(
+    ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After each batch the copy writes in the shared memory the place in the
+    walk's order of the last folder it sent (the nearest to the walk's end):
+    before it, the walk has no verdict to ask for."""
+    _first(ws, home)
+    monkeypatch.setattr(preload, "_FLUSH_FILES", 9)  # a batch every third folder or so
+    shared = preload.shared_memory()
+    assert not preload.sent_from(shared, 10**9)  # nothing sent yet
+    cache = _saved_cache(ws, home)
+    order = preload.walk_order(cache)
+    places: list[int] = []
+    real_send = secondcore.send
+
+    def send(out: int, data: bytes) -> None:
+        real_send(out, data)
+        places.append(min(order.index(_rel_of(cache, order, v)) for v in preload._VERDICT.iter_unpack(data)))
+
+    monkeypatch.setattr(secondcore, "send", send)
+    monkeypatch.setattr(preload, "shared_memory", lambda: shared)
+    found = _verdicts_run_here(ws, home, cache)
+    assert len(places) > 2 and places == sorted(places, reverse=True)
+    assert min(order.index(rel) for rel in found) == places[-1]
+    assert preload.sent_from(shared, places[-1])
+    assert not preload.sent_from(shared, places[-1] - 1)
+
+
+def _rel_of(cache: statcache.StatCache, order: list[str], verdict: tuple[int, ...]) -> str:
+    return next(rel for rel in order if cache.folder(rel) and preload._key(cache.folder(rel)) == verdict[:2])
+
+
+def test_the_walk_drains_the_pipe_even_where_it_asks_for_no_verdict(
+    ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy, ahead, fills the pipe with verdicts of folders the walk has
+    not come to: the walk must read them as soon as the count of moves moves,
+    or a full pipe stops the copy while the walk, not yet there, never reads."""
+    monkeypatch.setattr(preload, "WAIT_FOR_COPY", False)
+    _first(ws, home)
+    cache = _saved_cache(ws, home)
+    order = preload.walk_order(cache)
+    place = len(order) - 1
+    table = cache.folder(order[place])
+    verdict = preload._VERDICT.pack(*preload._key(table), 7, 1, 2, 3)
+    read, written = os.pipe()
+    os.set_blocking(read, False)
+    shared = preload.shared_memory()
+    copy = secondcore.Copy(-1, read)
+    try:
+        preload._send(written, verdict, shared, place)
+        walk_side = preload.Preload(copy, shared)
+        assert not walk_side.may_hold(place - 1)
+        with pytest.raises(BlockingIOError):
+            os.read(read, 1)  # drained
+        assert walk_side.may_hold(place)
+        assert walk_side.total(table) == 7
+    finally:
+        os.close(written)
+        os.close(read)
+
+
+def test_the_walk_asks_for_no_verdict_before_the_copy_has_sent_one(
+    ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Asking for a verdict that cannot have come costs a few calls at each
+    folder the walk checks itself: while the copy has sent nothing for the
+    folders from the walk's place on, the walk does not ask."""
+    _first(ws, home)
+    write(ws, {"d1/f6/file2.txt": "edited in place\n"})
+    _settle()
+    asked: list[str] = []
+    real_verdict = preload.Preload._verdict
+    real_loop = preload._check_from_the_end
+
+    def verdict(self: preload.Preload, table: statcache.Folder) -> tuple[int, int, int, int] | None:
+        asked.append("asked")
+        return real_verdict(self, table)
+
+    def late(*args: object) -> None:
+        time.sleep(1.0)
+        real_loop(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(preload.Preload, "_verdict", verdict)
+    monkeypatch.setattr(preload, "WAIT_FOR_COPY", False)
+    monkeypatch.setattr(preload, "_check_from_the_end", late)
+    tree, snap = _again(ws, home)
+    assert asked == [] and snap.last_scan.dirs_preloaded == 0
+    assert snap.last_scan.files_hashed == 1
+    assert no_child_left()
+    with Snapshotter(ws, home=home.parent / "cold") as cold:
+        assert cold.snapshot().tree_id == tree
+
+
+def test_the_walk_reads_the_pipe_only_when_the_copy_has_sent(
+    ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Asking the pipe at every folder whose verdict has not come costs a system
+    call and an exception each (about 4,400 a walk of 100,000 files): the walk
+    reads it only when the copy's count of pieces has moved since it last read.
+    Here the copy starts late, so the walk checks every folder itself, reading
+    nothing; then a copy that has sent is read, and its verdicts taken."""
+    _first(ws, home)
+    write(ws, {"d1/f6/file2.txt": "edited in place\n"})
+    _settle()
+    reads: list[int] = []
+    real_chunks = secondcore.Copy.chunks
+    real_loop = preload._check_from_the_end
+
+    def chunks(self: secondcore.Copy, size: int) -> Iterator[bytes]:
+        reads.append(size)
+        return real_chunks(self, size)
+
+    def late(*args: object) -> None:
+        time.sleep(1.0)
+        real_loop(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(secondcore.Copy, "chunks", chunks)
+    monkeypatch.setattr(preload, "WAIT_FOR_COPY", False)
+    monkeypatch.setattr(preload, "_check_from_the_end", late)
+    tree, snap = _again(ws, home)
+    assert reads == [] and snap.last_scan.dirs_preloaded == 0
+    assert snap.last_scan.files_hashed == 1
+    assert no_child_left()
+    monkeypatch.setattr(preload, "_check_from_the_end", real_loop)
+    monkeypatch.setattr(preload, "WAIT_FOR_COPY", True)
+    write(ws, {"d1/f6/file2.txt": "edited in place again\n"})
+    _settle()
+    again, snap = _again(ws, home)
+    assert 1 <= len(reads) <= 2 and snap.last_scan.dirs_preloaded == FOLDERS + 1 - 1
+    assert no_child_left()
+    with Snapshotter(ws, home=home.parent / "cold") as cold:
+        assert cold.snapshot().tree_id == again != tree
 
 
 def test_a_folder_whose_mtime_was_set_back_is_vouched_for(ws: Path, home: Path) -> None:

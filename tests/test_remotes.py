@@ -20,13 +20,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import GIT, contents, needs_git, write
+from conftest import GIT, contents, loosen, needs_git, write
 from remote_servers import bare_repository, git_daemon, has_git_program, http_backend, ssh_server
 
 from snapshotter import Credentials, PushRefused, RemoteAuthError, RemoteError, SnapshotError, Snapshotter, UnsafeTree
 from snapshotter.engine.gitstore.objects import MODE_TREE
 from snapshotter.engine.gitstore.replication import reachable
-from snapshotter.engine.worktree.hashing import _PACK_THRESHOLD
 
 pytestmark = needs_git
 TRANSPORTS = ["path", "file", "git", "http", "ssh"]
@@ -569,7 +568,7 @@ def test_a_damaged_object_in_this_store_is_never_sent(tmp_path: Path, ws: Path, 
     from snapshotter import SnapshotError
     from snapshotter.engine.gitstore.packread import PackIndex
 
-    write(ws, {f"f{i}.txt": f"line {i} of a file worth compressing\n" * 20 for i in range(_PACK_THRESHOLD)})
+    write(ws, {f"f{i}.txt": f"line {i} of a file worth compressing\n" * 20 for i in range(64)})
     snap = make()
     snap.snapshot()
     (pack,) = (Path(snap._engine_ok().store.path) / "objects" / "pack").glob("*.pack")  # this many new files: one pack
@@ -598,6 +597,7 @@ def test_a_packed_object_is_sent_as_stored_only_if_it_matches_its_id(tmp_path: P
     write(ws, {"a.txt": "genuine\n", "b.txt": "b\n"})
     snap = make()
     snap.snapshot()
+    loosen(snap)
     store = snap._engine_ok().store
     blob = object_id(b"blob", b"genuine\n")
     loose = Path(store.path) / "objects" / blob.hex()[:2] / blob.hex()[2:]

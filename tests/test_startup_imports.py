@@ -395,3 +395,21 @@ def test_a_hook_call_writing_small_files_loads_no_big_file_code(recorded: Path, 
     modules = hook_loaded(recorded, home, "PreToolUse", tool_name="Bash", tool_input={"command": "x"}, tool_use_id="t")
     assert "snapshotter.engine.gitstore.objectwriter" in modules  # it did write
     assert [m for m in modules if m in BIG_FILE_CODE] == []
+
+
+LINE_DIFF = tuple(f"snapshotter.engine.compare.{name}" for name in ("linediff", "xdiff", "xprepare", "hunks"))
+"""Counting and showing lines: what a call that counts no line has no use for."""
+
+
+@pytest.mark.parametrize("words", [["snapshot"], ["status"]])
+def test_a_call_with_no_line_to_count_loads_no_line_diff(recorded: Path, home: Path, words: list[str]) -> None:
+    """A snapshot with nothing changed counts no line, and ``status`` lists paths only:
+    neither loads the line differ (git's xdiff in Python, about 5 ms of imports)."""
+    modules = loaded(recorded, home, *words)
+    assert [m for m in modules if m in LINE_DIFF] == []
+
+
+def test_a_snapshot_of_a_changed_file_loads_the_line_diff(recorded: Path, home: Path) -> None:
+    """The check above can fail: a changed file's lines are counted."""
+    (recorded / "f0.txt").write_text("changed\n")
+    assert "snapshotter.engine.compare.linediff" in loaded(recorded, home, "snapshot")

@@ -16,7 +16,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from conftest import read_tree, write
+from conftest import loosen, read_tree, write
 
 from snapshotter import Snapshotter, StoreError
 from snapshotter.engine.gitstore.objects import object_id
@@ -223,6 +223,7 @@ def test_a_loose_object_holding_another_objects_content_is_refused(ws: Path, hom
     with Snapshotter(ws, home=home) as snap:
         write(ws, {"a.txt": "alpha\n", "b.txt": "bravo\n"})
         first = snap.snapshot("first").id
+        loosen(snap)
         write(ws, {"a.txt": "changed\n", "b.txt": "changed too\n"})
         before = read_tree(ws)
         _swap_loose(snap, *_blob_ids(snap, first, ["a.txt", "b.txt"]))

@@ -227,10 +227,11 @@ def read_side_file_and_stat(
     try:
         if st.st_size > cap:
             raise FileTooLarge(errno.EFBIG, f"larger than {cap} bytes", path)
-        head = _read_up_to(fd, len(starts_with))
-        if head != starts_with:
-            raise NotTheExpectedFile(errno.EINVAL, "not the kind of file expected there", path)
-        data = head + _read_up_to(fd, cap + 1 - len(head))  # one more: a file that grew past the cap since fstat
+        if starts_with:  # checked first: a sparse file of zeros planted there is never read whole
+            if _read_up_to(fd, len(starts_with)) != starts_with:
+                raise NotTheExpectedFile(errno.EINVAL, "not the kind of file expected there", path)
+            os.lseek(fd, 0, os.SEEK_SET)  # then read whole from its start, into one buffer (``_read_up_to``)
+        data = _read_up_to(fd, cap + 1, st.st_size + 1)  # one more: a file that grew past the cap since fstat
     finally:
         os.close(fd)
     if len(data) > cap:
@@ -256,10 +257,17 @@ def read_side_text(path: str, cap: int = SIDE_FILE_CAP, follow: bool = True) -> 
     return read_side_file(path, cap, follow).decode("utf-8")
 
 
-def _read_up_to(fd: int, wanted: int) -> bytes:
+def _read_up_to(fd: int, wanted: int, expected: int = 1 << 20) -> bytes:
+    """Up to ``wanted`` bytes; the first read asks for ``expected`` (the size ``fstat``
+    gave, plus one), so a file read whole is one buffer, neither joined nor copied:
+    a fresh process faults in each page of every buffer it fills, and the stat cache
+    of 100,000 files (7.8 MB) read in 1 MiB pieces, joined and prefixed took 13 ms
+    of CPU where one read takes a third of it."""
     chunks: list[bytes] = []
+    step = max(expected, 1)
     while wanted > 0:
-        chunk = os.read(fd, min(wanted, 1 << 20))
+        chunk = os.read(fd, min(wanted, step))
+        step = 1 << 20
         if not chunk:
             break
         chunks.append(chunk)

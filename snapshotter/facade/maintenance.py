@@ -15,7 +15,6 @@ import time
 from datetime import datetime, timezone
 
 from snapshotter.engine.fsutil import SMALL_FILE_CAP, read_side_file
-from snapshotter.engine.gitstore import bigfacts
 from snapshotter.engine.session.engine import Engine
 from snapshotter.engine.upkeep import compaction, consolidation
 from snapshotter.engine.upkeep.retention import Retention, by_count_and_age, droppable, least_missed_first
@@ -101,14 +100,7 @@ def _drop(engine: Engine, infos: list[SnapshotInfo], oldest: bool = False) -> li
 def usage(engine: Engine) -> tuple[int, int, int]:
     """(bytes on disk, loose objects, packs) of the store (chain packs, which
     consolidation never merges, are not counted among the packs)."""
-    objects_dir = os.path.join(engine.store_path, "objects")
-    loose = sum(1 for _ in compaction.loose_objects(objects_dir))
-    try:
-        names = os.listdir(os.path.join(objects_dir, "pack"))
-        packs = sum(1 for name in names if name.endswith(".pack") and not name.startswith(bigfacts.PREFIX))
-    except FileNotFoundError:
-        packs = 0
-    return compaction.disk_usage(engine.store), loose, packs
+    return compaction.store_usage(engine.store)
 
 
 def estimated_usage(engine: Engine) -> tuple[int, int, int]:

@@ -19,16 +19,47 @@ if TYPE_CHECKING:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command line: ``argv``, or (``None``) this program's own, and then
     this process is the command's: its garbage collection is timed for a
-    command line (``collecting``)."""
+    command line (``collecting``), and it leaves as soon as it is done (``_leave``)."""
     if argv is not None:
         return _main(list(argv))
     from snapshotter.frontends.shared import collecting
 
     collecting.hold()
     try:
-        return _main(sys.argv[1:])
+        code = _main(sys.argv[1:])
     finally:
         collecting.end()
+    _leave(code)
+    return code  # only where ``os._exit`` is not there to call
+
+
+def _leave(code: int) -> None:
+    """Leave the process without the interpreter's finalization, which tears down
+    every module and what it holds only for the system to take the memory back
+    (25-30 ms after a snapshot of 100,000 files, measured from outside). First what
+    finalization does that matters: wait for the threads that are not daemons
+    (``threading._shutdown``, as the interpreter does, which first tells thread
+    pools to stop), run the ``atexit`` handlers (weakref finalizers close the
+    store; logging flushes) and flush the output. A command that raised leaves
+    the usual way, with the interpreter's report, and so does one run under a
+    profiler or a tracer (``python -m cProfile``, a debugger), which reports after."""
+    import atexit
+    import os
+    import threading
+
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is None or not hasattr(atexit, "_run_exitfuncs"):
+        return
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        return
+    shutdown()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a reader gone (the pipe was flushed before: ``cli.main``), a closed stream
+            pass
+    os._exit(code)
 
 
 def _main(words: list[str]) -> int:

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from snapshotter import model
-from snapshotter.engine.compare import linediff
 from snapshotter.engine.compare.treediff import Change
 from snapshotter.engine.gitstore.objects import MODE_LINK, is_binary
 
@@ -83,6 +82,8 @@ def _compared(
     same_content = change.old is not None and change.new is not None and change.old[1] == change.new[1]
     if binary or same_content:
         return old, new, binary, 0, 0
+    from snapshotter.engine.compare import linediff  # here: a snapshot or status that counts no line loads no differ
+
     additions, deletions = linediff.numstat(old, new)
     return old, new, binary, additions, deletions
 
@@ -146,5 +147,7 @@ def render_patch(change: Change, old: bytes, new: bytes, binary: bool) -> str:
         return "".join(lines)
     tab = "\t" if " " in path else ""  # git's mark that a name with a space ends here
     lines.append(f"--- {a_name}{tab if change.old else ''}\n+++ {b_name}{tab if change.new else ''}\n")
+    from snapshotter.engine.compare import linediff
+
     lines.append(linediff.unified_hunks(old, new))
     return "".join(lines)

@@ -44,7 +44,10 @@ FILE_NAME = "history-index"
 LOCK_NAME = "lock"
 """The store lock's file in the store's own folder (the engine's ``StoreLock``)."""
 CAP = 32 << 20
-VERSION = 1
+VERSION = 2
+"""2: sessions keep ``ended_calls``. An index of version 1 is rebuilt once: it
+took every call a killed agent never closed as open to now, which made each
+later step of its session's stretch that call's."""
 PRE_TURN, POST_TURN, TOOL, TOOL_DONE, ABANDONED = "pre-turn:", "post-turn:", "tool:", "tool-done:", "abandoned:"
 NOT_INDEXED = (PRE_TURN, POST_TURN, TOOL, TOOL_DONE, ABANDONED)
 """Label kinds with one label a snapshot, found from the stacks or near the newest: not kept by name."""
@@ -75,8 +78,7 @@ class SessionFacts:
     ended_calls: dict[str, int] = field(default_factory=dict)
     """Of ``open_calls``, those begun in a turn that has ended since: call -> the
     ``post-turn``'s sequence, where such a call's bracket ends (``owners``: a call
-    never closed runs to its turn's end). A call missing here may run to now
-    (an index written before this was kept: the reader takes it as open)."""
+    never closed runs to its turn's end)."""
     closed_calls: int = 0
     closed_call: Mark | None = None
 
@@ -111,7 +113,7 @@ class SessionFacts:
             agent_session=_text(data["agent_session"]),
             turn=(str(turn[0]), int(turn[1]), str(turn[2]), str(turn[3])) if turn is not None else None,
             open_calls={str(k): m for k, v in dict(data["open_calls"]).items() if (m := _mark(v)) is not None},
-            ended_calls={str(k): int(v) for k, v in dict(data.get("ended_calls", {})).items()},
+            ended_calls={str(k): int(v) for k, v in dict(data["ended_calls"]).items()},
             closed_calls=int(data["closed_calls"]),
             closed_call=_mark(data["closed_call"]),
         )

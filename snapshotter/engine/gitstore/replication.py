@@ -47,6 +47,7 @@ from dulwich.pack import UnpackedObject
 from dulwich.repo import Repo
 
 from snapshotter.engine.gitstore.incoming import IncomingPack
+from snapshotter.engine.gitstore.negotiation import Haves, listing, nearest_held, wanting
 from snapshotter.engine.gitstore.objects import MODE_TREE, parse_tree
 from snapshotter.engine.gitstore.outentries import counted, read_checked, streamed
 from snapshotter.engine.gitstore.packindex import PackContents, PackDamaged, PackOverBudget
@@ -132,20 +133,24 @@ def reachable(store: Store, commits: list[bytes], known: set[bytes] | None = Non
 class Plan:
     """What a push will send, worked out before connecting to send it: the objects
     the ``wants`` reach and the ``haves`` (commits the remote holds, and so
-    does this store) do not. Checks run on it before any byte goes."""
+    does this store: the newest of them, see ``negotiation.nearest_held``) do
+    not. ``listed``: every commit the remote's refs named then. Checks run on
+    it before any byte goes."""
 
     wants: frozenset[bytes]
     haves: frozenset[bytes]
     objects: list[tuple[int, bytes]]
+    listed: frozenset[bytes] = frozenset()
     known: frozenset[bytes] = frozenset()
-    """Every object the remote holds or the push sends (a delta's base may be any of them)."""
+    """Every object the ``haves`` reach or the push sends (a delta's base may be any of them)."""
 
 
 def plan(store: Store, wants: list[bytes], haves: list[bytes]) -> Plan:
     """The :class:`Plan` for commits ``wants`` over ``haves`` (both hex, as refs hold them)."""
-    held = frozenset(sha for sha in _hex_set(haves) if store.has_object(bytes.fromhex(sha.decode())))
+    listed = frozenset(_hex_set(haves))
+    held = nearest_held(store, listed)
     objects, known = _objects(store, held, _hex_set(wants))
-    return Plan(frozenset(_hex_set(wants)), held, objects, frozenset(known))
+    return Plan(frozenset(_hex_set(wants)), held, objects, listed, frozenset(known))
 
 
 def _objects(
@@ -186,18 +191,17 @@ def send(
         have: object, want: object, ofs_delta: bool = True, progress: object = None
     ) -> tuple[int, Iterator[UnpackedObject]]:
         remote.meter.sending()
-        haves = {sha for sha in _hex_set(have) if store.has_object(bytes.fromhex(sha.decode()))}
         wants = _hex_set(want)
         known: set[bytes] | frozenset[bytes]
         if planned is None or not wants <= planned.wants:
-            objects, known = _objects(store, haves, wants)
-        elif haves - planned.haves:  # the remote holds more than the plan knew: send none of that
+            made = plan(store, sorted(wants), sorted(_hex_set(have)))
+            objects, known = made.objects, made.known
+        else:  # the refs the remote shows only now: what they reach is not sent (and may be a delta's base)
+            fresh = {sha for sha in _hex_set(have) - planned.listed if store.has_object(bytes.fromhex(sha.decode()))}
             skip: set[bytes] = set()
-            reachable(store, [bytes.fromhex(sha.decode()) for sha in haves - planned.haves], skip)
-            objects = [entry for entry in planned.objects if entry[1] not in skip]
-            known = planned.known | skip
-        else:
-            objects, known = planned.objects, planned.known
+            reachable(store, [bytes.fromhex(sha.decode()) for sha in fresh], skip)
+            objects = [entry for entry in planned.objects if entry[1] not in skip] if skip else planned.objects
+            known = planned.known | skip if skip else planned.known
         sent[0] = len(objects)
         return len(objects), counted(streamed(store, objects, report, known.__contains__), sent)
 
@@ -223,8 +227,14 @@ def receive(store: Store, remote: Remote, refs: Refs, credentials: Credentials |
     incoming = IncomingPack(store.packs.dir)
     try:
         with remote_errors(remote, credentials):
-            haves: Any = _Haves(store)  # dulwich's GraphWalker protocol, typed with its ObjectID
-            result = remote.client.fetch_pack(remote.path.encode(), _wanting(wanted, remote), haves, incoming.write)
+            haves: Any = Haves(store)  # dulwich's GraphWalker protocol, typed with its ObjectID
+            result = remote.client.fetch_pack(
+                remote.path.encode(),
+                wanting(wanted, remote.meter),
+                haves,
+                incoming.write,
+                ref_prefix=listing(refs, set(wanted)),
+            )
             check_object_format(remote, getattr(result, "object_format", None))
             contents = _checked(store, remote, incoming, wanted, remote.meter.budget.max_bytes)
         incoming.install(contents)
@@ -263,27 +273,6 @@ def _checked(
     return contents
 
 
-class _Haves:
-    """dulwich's graph walker over this store: its snapshot commits, newest
-    first, as the "haves" a server sends less for (every commit of a store is
-    a snapshot a ref names, so no parents need walking)."""
-
-    def __init__(self, store: Store) -> None:
-        refs = store.snapshot_refs()
-        self._left = [refs[seq].hex().encode() for seq in sorted(refs, reverse=True)]
-
-    def __next__(self) -> bytes | None:
-        return self._left.pop(0) if self._left else None
-
-    next = __next__
-
-    def ack(self, sha: bytes) -> None:
-        return None
-
-    def nak(self) -> None:
-        return None
-
-
 def missing_local_repository(remote: Remote) -> bool:
     """Whether the remote is a folder on this machine that does not exist yet;
     InvalidInput if its parent folder does not exist either (see
@@ -313,17 +302,6 @@ def ensure_local_repository(remote: Remote) -> None:
             raise InvalidInput(f"cannot make the remote {remote.shown}: {exc.strerror}") from None
         else:
             Repo.init_bare(remote.path).close()
-
-
-def _wanting(wanted: list[bytes], remote: Remote) -> Any:
-    """dulwich's ``determine_wants``: the commits to fetch, whatever the remote
-    advertises. Called once the advertisement is read: a pack comes next."""
-
-    def determine_wants(refs: object, depth: int | None = None) -> list[bytes]:
-        remote.meter.expect_pack()
-        return list(wanted)
-
-    return determine_wants
 
 
 def _hex_set(values: object) -> set[bytes]:

@@ -70,16 +70,40 @@ def disk_usage(store: Store) -> int:
     """Bytes used by the store's files (the lock file's holder record, present
     only while someone holds it, and a running watcher's key and socket are not
     counted: sizes must not depend on that)."""
-    total = 0
-    for dirpath, _, filenames in os.walk(store.path):
-        for name in filenames:
-            if name in _NOT_COUNTED and dirpath == store.meta_dir:
-                continue
+    return store_usage(store)[0]
+
+
+def store_usage(store: Store) -> tuple[int, int, int]:
+    """(bytes on disk as :func:`disk_usage` counts them, loose objects, packs other
+    than chain packs), in one walk of the store: each mutating call of a new
+    process measures it once, and counting the loose objects in a walk of their
+    own stat'ed each of them twice."""
+    objects = os.path.join(store.path, "objects")
+    pack_dir = os.path.join(objects, "pack")
+    total = loose = packs = 0
+    folders = [store.path]
+    while folders:
+        folder = folders.pop()
+        fan_out = os.path.dirname(folder) == objects and len(os.path.basename(folder)) == 2
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
             try:
-                total += os.lstat(os.path.join(dirpath, name)).st_size
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(entry.path)
+                    continue
+                if folder == store.meta_dir and entry.name in _NOT_COUNTED:
+                    continue
+                total += entry.stat(follow_symlinks=False).st_size
             except OSError:
                 continue
-    return total
+            if fan_out and _LOOSE_NAME.fullmatch(entry.name):
+                loose += 1
+            elif folder == pack_dir and entry.name.endswith(".pack") and not entry.name.startswith(bigfacts.PREFIX):
+                packs += 1  # a chain pack is never merged by consolidation: not among the packs that call it
+    return total, loose, packs
 
 
 def reachable(store: Store, roots: Iterable[bytes]) -> set[bytes]:

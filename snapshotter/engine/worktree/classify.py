@@ -26,8 +26,12 @@ def classify(walk: Walk, node: DirNode, base: str, pairs: Pairs, lstat: Lstat, f
     """Check folder ``node``'s tracked files (``pairs``, whose records come from
     ``table``) and set its records to those that still match."""
     preload = walk.preload
-    if preload is not None and (type(pairs) is PackedItems or type(pairs) is TrustedItems):
-        # A folder trusted unchanged that the preload's copy got to first.
+    if (
+        preload is not None
+        and (type(pairs) is PackedItems or type(pairs) is TrustedItems)
+        and preload.may_hold(len(walk.order) - 1)
+    ):
+        # A folder trusted unchanged (or relisted by the copy) that the preload's copy got to first.
         total = preload.total(table)
         if total is not None:
             _all_matched(walk, node, table, total)

@@ -22,8 +22,6 @@ from snapshotter.engine.worktree.walkstate import DirNode, Pending, Walk, git_mo
 from snapshotter.model import SkippedPath, SkipReason
 
 _THREAD_MIN_SIZE = 1 << 20
-_PACK_THRESHOLD = 64
-"""From this many files to hash, or folders changed, on, new objects go to one pack, not loose files."""
 _WORKERS = 4
 
 Progress = Callable[[int, int], None]
@@ -34,9 +32,13 @@ def write_objects(
 ) -> tuple[int, int]:
     """Hash the walk's pending files and give every folder its tree id; returns
     (files hashed, bytes hashed). ``line_counts`` receives each new blob's lines."""
-    changed_folders = sum(1 for node in walk.order if not node.clean)  # each needs a new tree, and so do its parents
-    many = len(walk.pending) >= _PACK_THRESHOLD or changed_folders >= _PACK_THRESHOLD
-    batch = writer.batch() if write and many else contextlib.nullcontext()
+    # A scan's new objects go to one pack: a pack and its index cost three fsyncs
+    # however many objects they hold, where loose objects cost two each (the file
+    # and its folder): 60 for 10 files changed, 0.2 s of a 0.25 s snapshot here.
+    # Packs pile up no faster than snapshots that change something, and upkeep
+    # merges them geometrically past 20 (``consolidation``).
+    changes = bool(walk.pending) or any(not node.clean for node in walk.order)
+    batch = writer.batch() if write and changes else contextlib.nullcontext()
     with batch:
         counts = _hash_pending(walk, writer, write, line_counts, progress)
         _build_trees(walk.order, walk.cache, writer, write)

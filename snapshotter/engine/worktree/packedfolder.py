@@ -63,6 +63,13 @@ class PackedFolder(Mapping[str, Record]):
         view, at = memoryview(self._body), self._records_at
         return view[self._names_at : self._names_end], view[at : at + self._count * RECORD.size]
 
+    def spans(self) -> tuple[tuple[bytes, int, int], tuple[bytes, int, int]]:
+        """Where its names and its records lie in the bytes it views, each as
+        (those bytes, start, end): a save writes a run of folders that follow one
+        another in the same bytes as one piece (``statcache._coalesced``)."""
+        body, at = self._body, self._records_at
+        return (body, self._names_at, self._names_end), (body, at, at + self._count * RECORD.size)
+
     def all_match(self, lstat: Callable[..., FileStat], fd: int, cutoff: int) -> int | None:
         """The total size of its files if ``lstat`` (in folder ``fd``) finds each
         with its recorded mode, size, mtime, ctime and inode and an mtime below

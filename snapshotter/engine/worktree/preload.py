@@ -10,6 +10,12 @@ and checks the folder itself otherwise, so the two meet in the middle and the
 result is the same as checking alone. The walk tells the copy how far it got
 (a counter in memory both share), so the copy stops where the walk has been
 instead of checking folders again; it is stopped when the walk ends anyway.
+The copy counts in that memory each piece it writes to the pipe, before and
+after, and the walk reads the pipe only when the count has moved: asking an
+empty pipe at every folder whose verdict has not come cost a system call and
+an exception each, 3,200 to 5,500 a no-change walk of 100,000 files. It also
+writes there the place in the walk's order from which it has sent its verdicts:
+the walk asks for none before that place (the copy works from the far end).
 
 A folder the copy vouched for is taken without being opened again
 (``readdir.take_vouched``): the copy saw its own stat equal its shape before
@@ -66,6 +72,21 @@ _FLUSH_FILES = 500  # the copy sends its verdicts after about this many files
 _MISMATCH = -1
 _REACHED = struct.Struct("<q")
 """How many folders of its order the walk has reached, in the memory both share."""
+_MOVES = struct.Struct("<q")
+"""The copy's count of moves on the pipe, after ``_REACHED``: one before and one
+after each piece it writes (see ``_send``)."""
+_MOVES_AT = _REACHED.size
+_SENT_FROM = struct.Struct("<q")
+"""The place in the walk's order of the last folder whose verdict the copy has
+sent (the nearest to the walk's start), after ``_MOVES``: before it there is no
+verdict to ask for."""
+_SENT_FROM_AT = _MOVES_AT + _MOVES.size
+_NOTHING_SENT = 2**62
+SHARED_BYTES = _SENT_FROM_AT + _SENT_FROM.size
+"""The memory the walk and the copy share: ``_REACHED``, ``_MOVES``, ``_SENT_FROM``."""
+_PIECE = 4096 // _VERDICT.size * _VERDICT.size
+"""The most the copy writes at once: whole verdicts in a page, which the
+smallest pipe holds once the walk has drained it (see ``_send``)."""
 
 
 def walk_order(cache: StatCache) -> list[str]:
@@ -104,6 +125,8 @@ class Preload:
         self._copy = copy
         self._reached = reached
         self._verdicts: dict[tuple[int, int], tuple[int, int, int, int]] = {}
+        self._read_at = 0
+        """The copy's count of moves when the walk last read the pipe."""
 
     @classmethod
     def start(cls, workspace: str, cache: StatCache, cutoff: int) -> Preload | None:
@@ -111,7 +134,7 @@ class Preload:
         where it would not pay or may not be made."""
         if not secondcore.available() or cache.size_hint() < MIN_FILES:
             return None
-        reached = mmap.mmap(-1, _REACHED.size)  # anonymous and shared: the copy sees the walk's writes
+        reached = shared_memory()
         copy = secondcore.start(
             lambda out: _check_from_the_end(workspace, cache, cutoff, out, reached), blocking=WAIT_FOR_COPY
         )
@@ -141,6 +164,18 @@ class Preload:
         verdict = self._verdict(table)
         return verdict is not None and same_stat(own, *verdict[1:])
 
+    def may_hold(self, place: int) -> bool:
+        """Whether the copy may have sent the verdict of the folder at this place
+        of the walk's order (it has sent those from some place on): if not, asking
+        for it is useless (a few calls at each folder the walk checks itself).
+        Always, where the walk waits for the copy (``WAIT_FOR_COPY``). Either
+        way what the copy has sent is read: the copy, ahead, may have filled the
+        pipe with the verdicts of folders the walk has not come to."""
+        if WAIT_FOR_COPY:
+            return True
+        self._drain()
+        return sent_from(self._reached, place)
+
     def reached(self, folders: int) -> None:
         """The walk has reached this many folders of its order (and checks the
         last itself): the copy need not check any of them."""
@@ -149,11 +184,20 @@ class Preload:
     def _verdict(self, table: Folder) -> tuple[int, int, int, int] | None:
         key = _key(table)
         verdicts = self._verdicts
-        if key not in verdicts and not self._copy.done:
-            for source, place, total, mtime, ctime, inode in self._copy.records(_VERDICT):
-                verdicts[source, place] = (total, mtime, ctime, inode)  # type: ignore[index,assignment]
+        if key not in verdicts:
+            self._drain()
         found = verdicts.get(key)
         return found if found is not None and found[0] != _MISMATCH else None
+
+    def _drain(self) -> None:
+        """Take the verdicts the copy has sent, if it has moved on the pipe since
+        the last read: asking an empty pipe costs a system call and an exception."""
+        moves = _MOVES.unpack_from(self._reached, _MOVES_AT)[0]
+        if (moves != self._read_at or WAIT_FOR_COPY) and not self._copy.done:
+            self._read_at = moves
+            verdicts = self._verdicts
+            for source, place, total, mtime, ctime, inode in self._copy.records(_VERDICT):
+                verdicts[source, place] = (total, mtime, ctime, inode)  # type: ignore[index,assignment]
 
     def stop(self) -> None:
         """End the copy, wherever it is, and reap it."""
@@ -171,6 +215,7 @@ def _check_from_the_end(workspace: str, cache: StatCache, cutoff: int, out: int,
     walk_reached = _REACHED.unpack_from
     sent: list[bytes] = []
     files = 0
+    last = len(order)  # the place of the last folder with a verdict in ``sent``
     for index in range(len(order) - 1, -1, -1):
         if index < walk_reached(reached)[0]:
             break
@@ -204,13 +249,47 @@ def _check_from_the_end(workspace: str, cache: StatCache, cutoff: int, out: int,
             os.close(fd)
         verdict = _MISMATCH if total is None else total
         sent.append(_VERDICT.pack(*_key(table), verdict, own.st_mtime_ns, own.st_ctime_ns, own.st_ino))
+        last = index
         files += len(table)
         if files >= _FLUSH_FILES:
-            secondcore.send(out, b"".join(sent))
+            _send(out, b"".join(sent), reached, last)
             sent.clear()
             files = 0
     if sent:
-        secondcore.send(out, b"".join(sent))
+        _send(out, b"".join(sent), reached, last)
+
+
+def _send(out: int, data: bytes, shared: mmap.mmap, place: int) -> None:
+    """Write ``data`` to the pipe a piece at a time, counting a move in the
+    shared memory before and after each piece: the walk reads the pipe when
+    that count has moved (``Preload._verdict``). Before: a piece fits the pipe
+    once the walk has drained what came before it, so the copy never waits on
+    a walk that has seen the count and read already. After: a walk that read
+    between the two finds the piece on its next look. Then the verdicts of the
+    folders from ``place`` of the walk's order on are all sent (``sent_from``)."""
+    for at in range(0, len(data), _PIECE):
+        _MOVES.pack_into(shared, _MOVES_AT, pipe_moves(shared) + 1)
+        secondcore.send(out, data[at : at + _PIECE])
+        _MOVES.pack_into(shared, _MOVES_AT, pipe_moves(shared) + 1)
+    _SENT_FROM.pack_into(shared, _SENT_FROM_AT, place)
+
+
+def shared_memory() -> mmap.mmap:
+    """The memory the walk and its copy share (anonymous, so each sees the
+    other's writes): the walk has reached no folder, the copy sent nothing."""
+    shared = mmap.mmap(-1, SHARED_BYTES)
+    _SENT_FROM.pack_into(shared, _SENT_FROM_AT, _NOTHING_SENT)
+    return shared
+
+
+def sent_from(shared: mmap.mmap, place: int) -> bool:
+    """Whether the copy has sent the verdicts of the folders from this place of the walk's order on."""
+    return bool(place >= _SENT_FROM.unpack_from(shared, _SENT_FROM_AT)[0])
+
+
+def pipe_moves(shared: mmap.mmap) -> int:
+    """The copy's count of moves on the pipe (only the copy writes it)."""
+    return int(_MOVES.unpack_from(shared, _MOVES_AT)[0])
 
 
 def _holds_only(fd: int, own: os.stat_result, table: Folder) -> bool:

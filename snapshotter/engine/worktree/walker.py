@@ -273,14 +273,15 @@ def _visit_all(walk: Walk, stack: list[Queued]) -> None:
         base = path if path.endswith(os.sep) else path + os.sep
         table = folder_of(node.rel)
         if preload is not None and table:
-            taken = take_vouched(walk, node, base, rules, table, may_reuse, stack)
-            if taken >= 0:  # the copy's word, on the stat it saw: nothing to open
-                entries_seen += taken
-                if limits is not None:
-                    limits.check(walk.workspace, entries_seen, walk.bytes_seen)
-                if before is not None:
-                    forget_gone_subdirs(before, node, walk.nodes, walk.listings, walk.forgotten)
-                continue
+            if preload.may_hold(len(order) - 1):  # the copy has sent verdicts from here on
+                taken = take_vouched(walk, node, base, rules, table, may_reuse, stack)
+                if taken >= 0:  # the copy's word, on the stat it saw: nothing to open
+                    entries_seen += taken
+                    if limits is not None:
+                        limits.check(walk.workspace, entries_seen, walk.bytes_seen)
+                    if before is not None:
+                        forget_gone_subdirs(before, node, walk.nodes, walk.listings, walk.forgotten)
+                    continue
             preload.reached(len(order))  # the walk checks this folder itself: the copy can stop short of it
         try:
             fd = open_folder(path, node is root)

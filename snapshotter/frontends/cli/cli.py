@@ -243,9 +243,9 @@ def _dispatch(name: str, snap: Snapshotter, args: argparse.Namespace) -> tuple[A
         refs, named = words.refs_and_paths(snap, args.words, start)
         from_ref, to_ref = (*refs, None, None)[:2]
         diffs = snap.diff(from_ref, to_ref, files=words.paths(start, named + args.paths) or None)
-        return [f.diff_json(d, with_patch=True) for d in diffs], lambda: listings.diff(
-            diffs, args, _console.out, _console.err, _console.environ
-        )
+        # The JSON result (every patch) only for --json: the text a flag asks for may need no patch.
+        documents = [f.diff_json(d, with_patch=True) for d in diffs] if args.json else None
+        return documents, lambda: listings.diff(diffs, args, _console.out, _console.err, _console.environ)
     if name == "status":
         start = os.path.abspath(args.workspace)
         words.refs_and_paths(snap, args.paths[: len(args.paths) - len(args.dashed)], start, at_most=0)
