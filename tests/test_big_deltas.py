@@ -328,3 +328,24 @@ def test_a_store_opened_afresh_reads_and_appends_to_a_chain_its_checked_index_na
     names = [line.split(" ")[0] for line in checked]
     assert _chain_packs(fresh)[0][: -len(".pack")] + ".idx" in names
     assert [name for name in names if not (pack_dir / name).exists()] == []
+
+
+@needs_git
+def test_new_big_files_alike_in_one_scan_are_stored_once(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """Big files are hashed on threads, inside the scan's batch; copies of one new big file make the same
+    chain pack (its name is its checksum) at the same moment: each must still be put in place (the
+    index's temporary name was shared: one thread's rename took the file from under the other's, and
+    the snapshot failed), and the store holds the content once."""
+    content = random.Random(5).randbytes(SIZE)
+    for i in range(80):  # with as many small files as before every scan had a batch
+        (ws / f"small{i}.txt").write_text(f"{i}\n")
+    names = [f"copy{i}.bin" for i in range(4)]
+    for name in names:
+        (ws / name).write_bytes(content)
+    snap = make(max_new_file_size=1 << 30, retention=Retention.unlimited())
+    info = snap.snapshot("copies")
+    assert len(_chain_packs(snap)) == 1
+    assert _store_bytes(snap) < SIZE + (SIZE >> 1), "the same big file was stored twice"
+    for name in names:
+        assert _git_blob(snap, info.tree_id, name, tmp_path) == content
+    _fsck(snap, tmp_path)

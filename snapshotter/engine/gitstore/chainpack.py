@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import struct
 import tempfile
 import zlib
@@ -200,9 +201,12 @@ class NewChain:
             os.fsync(self._out.fileno())
             self._out.close()
             base = os.path.join(self._dir, PREFIX + checksum.hex())
-            write_file(base + ".idx.tmp", index_bytes(entries, checksum))  # a ``.tmp`` name: no reader takes it
+            # A ``.tmp`` name no reader takes, and no other thread: copies of one new big file, hashed
+            # on threads of one scan, make the same pack at the same moment.
+            index_tmp = f"{base}.{secrets.token_hex(6)}.idx.tmp"
+            write_file(index_tmp, index_bytes(entries, checksum))
             os.replace(self._tmp, base + ".pack")
-            os.replace(base + ".idx.tmp", base + ".idx")
+            os.replace(index_tmp, base + ".idx")
             sync_folder(self._dir)
         except OSError as exc:
             raise StoreError(f"cannot finish a pack in {self._dir}: {exc.strerror}; {what_to_check(exc)}") from None
@@ -229,8 +233,9 @@ def keep_state(states_dir: str, base: str, end: int, state: bytes) -> None:
         os.makedirs(states_dir, mode=0o700, exist_ok=True)
         path = os.path.join(states_dir, os.path.basename(base))
         data = _STATE.pack(b"SHA1", end) + state
-        write_file(path + ".tmp", data + hashlib.sha1(data).digest(), sync=False)
-        os.replace(path + ".tmp", path)
+        tmp = f"{path}_{secrets.token_hex(6)}.tmp"  # one of its own: another thread may keep the same state
+        write_file(tmp, data + hashlib.sha1(data).digest(), sync=False)
+        os.replace(tmp, path)
     except OSError:
         pass
 
