@@ -21,7 +21,7 @@ import pytest
 from conftest import GIT, git, git_env
 
 from snapshotter import Retention, Snapshotter
-from snapshotter.engine.gitstore import chainjournal
+from snapshotter.engine.gitstore import bigfacts, chainjournal
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")
 
@@ -91,7 +91,8 @@ def test_a_writer_killed_mid_append_loses_nothing(tmp_path: Path, stage: str) ->
         big.write_bytes(latest)
         _change(big, rng)
         after = snap.snapshot("after")
-        assert len([n for n in os.listdir(os.path.join(store, "objects", "pack")) if n.endswith(".pack")]) == 1
+        names = os.listdir(os.path.join(store, "objects", "pack"))
+        assert len([n for n in names if n.startswith(bigfacts.PREFIX) and n.endswith(".pack")]) == 1  # appended to
         big.write_bytes(b"")
         snap.restore(after.id)
         assert big.read_bytes() != b""

@@ -15,7 +15,7 @@ import random
 from pathlib import Path
 
 import pytest
-from conftest import GIT, git, git_env, needs_git
+from conftest import GIT, git, git_env, loosen, needs_git
 
 from snapshotter import Retention, Snapshotter
 from snapshotter.engine.gitstore import bigfacts, chainpack, checkedindexes
@@ -349,3 +349,27 @@ def test_new_big_files_alike_in_one_scan_are_stored_once(ws: Path, tmp_path: Pat
     for name in names:
         assert _git_blob(snap, info.tree_id, name, tmp_path) == content
     _fsck(snap, tmp_path)
+
+
+@needs_git
+def test_loosening_a_store_leaves_its_chain_packs(ws: Path, tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
+    """The tests' ``loosen`` (every packed object made loose) leaves a chain pack as it is: the big
+    file's versions stay there as deltas, and every snapshot still restores."""
+    rng = random.Random(7)
+    data = bytearray(rng.randbytes(SIZE))
+    (ws / "db.bin").write_bytes(data)
+    (ws / "small.txt").write_text("v0\n")
+    snap = make(max_new_file_size=1 << 30, retention=Retention.unlimited())
+    versions = [(snap.snapshot("v0"), bytes(data))]
+    _overwrite(data, rng)
+    (ws / "db.bin").write_bytes(data)
+    (ws / "small.txt").write_text("v1\n")
+    versions.append((snap.snapshot("v1"), bytes(data)))
+    chains = _chain_packs(snap)
+    loosen(snap)
+    pack_dir = os.path.join(snap.store_path, "objects", "pack")
+    assert sorted(n for n in os.listdir(pack_dir) if n.endswith(".pack")) == chains
+    _fsck(snap, tmp_path)
+    for info, content in versions:
+        snap.restore(info.id)
+        assert (ws / "db.bin").read_bytes() == content
