@@ -28,7 +28,6 @@ the server.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import sys
 import time
@@ -39,12 +38,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+import longhistory  # noqa: E402
 import remote_servers  # noqa: E402
 
 from snapshotter import Retention, Snapshotter  # noqa: E402
 from snapshotter.engine.gitstore import packedrewrite, wirebudget  # noqa: E402
 from snapshotter.engine.gitstore.location import store_path_for  # noqa: E402
-from snapshotter.remote import remotes  # noqa: E402
 
 NAME = "bench-history"
 DROPPED = 10
@@ -108,32 +107,6 @@ def serving(scratch: Path) -> Iterator[tuple[str, Path]]:
         yield f"{url}/history.git", bare
 
 
-def hold_everything(bare: Path, snap: Snapshotter, url: str) -> None:
-    """Make the remote hold every snapshot of ``snap``'s store as pushes would have
-    left it (the store's objects through alternates; one packed ref a snapshot),
-    and this store's record of having pushed them."""
-    store = snap._engine_ok().store
-    (bare / "objects" / "info").mkdir(exist_ok=True)
-    (bare / "objects" / "info" / "alternates").write_text(os.path.join(snap.store_path, "objects") + "\n")
-    prefix = remotes.PREFIX + NAME.encode() + b"/snapshots/"
-    shas = sorted(sha.hex() for sha in store.snapshot_refs().values())
-    held: dict[bytes, bytes] = {}
-    packed = bare / "packed-refs"
-    if packed.exists():
-        for line in packed.read_bytes().splitlines():
-            if line and not line.startswith(b"#"):
-                sha, _, name = line.partition(b" ")
-                held[name] = sha
-    held.update({prefix + sha.encode(): sha.encode() for sha in shas})
-    lines = [b"# pack-refs with: peeled fully-peeled sorted \n"]
-    lines += [held[name] + b" " + name + b"\n" for name in sorted(held)]
-    packed.write_bytes(b"".join(lines))
-    to = remotes.Target(remotes.open_remote(url), NAME, None)
-    record = remotes._pushed_file(store, to)
-    os.makedirs(os.path.dirname(record), exist_ok=True)
-    Path(record).write_text("".join(f"{sha}\n" for sha in shas))
-
-
 class OpsRows:
     """The rows above, on the history ``rows`` (``bench_long_history.Rows``) holds."""
 
@@ -150,7 +123,7 @@ class OpsRows:
     def sync(self) -> None:
         """At each size, before its rows: the remote holds the whole history."""
         with self.rows._open() as snap:
-            hold_everything(self.bare, snap, self.url)
+            longhistory.remote_holds(self.bare, snap, self.url, NAME)
             snap.push(self.url, name=NAME)  # this store's state refs, as its last push left them
 
     def calls(self) -> dict[str, Callable[[], object]]:

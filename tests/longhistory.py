@@ -177,3 +177,34 @@ class _Writer:
         if seq == self.total:
             self.store.set_base(sha)
         return sha
+
+
+def remote_holds(bare: Path, snap: Snapshotter, url: str, name: str) -> None:
+    """Make the bare repository ``bare`` (reached at ``url``) hold every snapshot
+    of ``snap``'s store under the namespace ``name`` as pushes would have left
+    it (its objects through alternates to the store's; one packed ref a
+    snapshot), and this store's record of having pushed them: a long history
+    on a remote without a long first push."""
+    from snapshotter.remote import remotes
+
+    store = snap._engine_ok().store
+    (bare / "objects" / "info").mkdir(exist_ok=True)
+    (bare / "objects" / "info" / "alternates").write_text(os.path.join(snap.store_path, "objects") + "\n")
+    prefix = remotes.PREFIX + name.encode() + b"/snapshots/"
+    shas = sorted(sha.hex() for sha in store.snapshot_refs().values())
+    held: dict[bytes, bytes] = {}
+    packed = bare / "packed-refs"
+    if packed.exists():
+        for line in packed.read_bytes().splitlines():
+            if line and not line.startswith(b"#"):
+                sha, _, ref = line.partition(b" ")
+                held[ref] = sha
+    held.update({prefix + sha.encode(): sha.encode() for sha in shas})
+    lines = [
+        b"# pack-refs with: peeled fully-peeled sorted \n",
+        *(held[ref] + b" " + ref + b"\n" for ref in sorted(held)),
+    ]
+    packed.write_bytes(b"".join(lines))
+    record = Path(remotes._pushed_file(store, remotes.Target(remotes.open_remote(url), name, None)))
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text("".join(f"{sha}\n" for sha in shas))

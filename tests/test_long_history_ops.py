@@ -121,31 +121,6 @@ def test_a_fetch_of_a_few_snapshots_tells_the_server_as_much_at_2000_as_at_300(t
     assert written[1] <= written[0] + 1024, f"bytes written to the server at 300 and 2,000 snapshots: {written}"
 
 
-def _remote_holds_the_history(bare: Path, snap: Snapshotter, url: str) -> None:
-    """The remote holds every snapshot of ``snap``'s store under ``NAME``, as pushes
-    would have left it (one ref a snapshot), its objects through alternates to
-    the store's: a long history on the remote without a long first push."""
-    from snapshotter.remote import remotes
-
-    store = snap._engine_ok().store
-    (bare / "objects" / "info" / "alternates").write_text(str(Path(snap.store_path) / "objects") + "\n")
-    prefix = b"refs/snapshotter/" + NAME.encode() + b"/snapshots/"
-    held = {}
-    packed = bare / "packed-refs"
-    if packed.exists():
-        for line in packed.read_bytes().splitlines():
-            if line and not line.startswith(b"#"):
-                sha, _, name = line.partition(b" ")
-                held[name] = sha
-    held.update({prefix + sha.hex().encode(): sha.hex().encode() for sha in store.snapshot_refs().values()})
-    lines = [b"# pack-refs with: peeled fully-peeled sorted \n", *(held[n] + b" " + n + b"\n" for n in sorted(held))]
-    packed.write_bytes(b"".join(lines))
-    to = remotes.Target(remotes.open_remote(url), NAME, None)  # and this store's record of having pushed them
-    record = Path(remotes._pushed_file(store, to))
-    record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text("".join(f"{sha.hex()}\n" for sha in store.snapshot_refs().values()))
-
-
 def test_a_fetch_of_a_few_snapshots_reads_as_much_of_its_pack_exchange_at_2000_as_at_300(
     tmp_path: Path, served: str
 ) -> None:
@@ -165,7 +140,7 @@ def test_a_fetch_of_a_few_snapshots_reads_as_much_of_its_pack_exchange_at_2000_a
     for size in (300, 2000):
         history.build(size)
         with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
-            _remote_holds_the_history(bare, snap, served)
+            longhistory.remote_holds(bare, snap, served, NAME)
         _elsewhere(other, other_home, served, 5)
         with pytest.MonkeyPatch.context() as patch:
             exchange = _ReadInReceive(patch)
@@ -193,7 +168,7 @@ def test_a_push_of_10_snapshots_reads_and_sends_as_much_at_2000_as_at_300(tmp_pa
     for size in (300, 2000):
         history.build(size)
         with Snapshotter(history.ws, home=history.home, retention=Retention.unlimited()) as snap:
-            _remote_holds_the_history(bare, snap, served)
+            longhistory.remote_holds(bare, snap, served, NAME)
             snap.push(served, name=NAME)  # this store's base and stacks, as its last push left them
             for n in range(10):
                 with open(history.path(0, 0), "a") as handle:
