@@ -18,6 +18,7 @@ by id in another pack or loose (a pack fetched from a remote), up to
 
 from __future__ import annotations
 
+import os
 import tempfile
 import zlib
 from bisect import bisect_right
@@ -28,11 +29,13 @@ from dataclasses import dataclass
 from snapshotter.engine.gitstore.deltaformat import Copy, DeltaDamaged, OpReader
 from snapshotter.engine.gitstore.inflate import PIECE, Stream
 from snapshotter.engine.gitstore.packread import MAX_CHAIN, PackFile, _entry_header, _entry_stream
+from snapshotter.engine.gitstore.spancopy import Span
 from snapshotter.engine.gitstore.storedblocks import StoredBlocks, blocks_of
 
 LITERALS_IN_MEMORY = 16 << 20
 RECENT = 32 << 20
 _BASE, _LITERAL = 0, 1
+_PREAD = getattr(os, "pread", None)
 
 OpenPack = Callable[[str], PackFile]
 """Opens a pack (its path less ``.pack``) for this read."""
@@ -68,6 +71,64 @@ def stream_object(
         literals.close()
         raise
     return base_kind, size, _assemble(starts, pieces, size, base_size, open_base, literals)
+
+
+def copy_pieces(
+    first: tuple[str, int], sha: bytes, open_pack: OpenPack, locate: Locate, open_loose: OpenLoose
+) -> tuple[int, int, Iterator[bytes | Span], list[tuple[str, int]]] | None:
+    """(type number, size, content as pieces, the entries read: (pack, offset))
+    of the packed object at ``first``, where its whole base is a packed entry in
+    stored blocks: its spans are given as they lie in the pack (``Span``, to be
+    copied by the kernel), the deltas' inserted bytes as bytes. None for any
+    other object (read it with ``stream_object``)."""
+    if _PREAD is None:
+        return None  # a span is read with pread where the kernel cannot copy it
+    deltas, kind, base_size, open_base = _walk(_Entry(*first), sha, open_pack, locate, open_loose)
+    if not isinstance(open_base, _Opener) or open_base.stored is None or open_base.entry is None:
+        return None
+    blocks = open_base.stored()
+    if blocks is None:
+        return None
+    read = [(entry.pack, entry.offset) for entry in (open_base.entry, *reversed(deltas))]
+    if not deltas:
+        return kind, base_size, _spans([(base_size, _BASE, 0)], blocks, None), read
+    literals = tempfile.SpooledTemporaryFile(LITERALS_IN_MEMORY, prefix="snapshotter-delta-")  # noqa: SIM115
+    try:
+        _, pieces, size = _compose(deltas, base_size, open_pack, literals, sha)
+    except BaseException:
+        literals.close()
+        blocks.close()
+        raise
+    return kind, size, _spans(pieces, blocks, literals), read
+
+
+def _spans(
+    pieces: list[tuple[int, int, int]],
+    blocks: StoredBlocks,
+    literals: tempfile.SpooledTemporaryFile[bytes] | None,
+) -> Iterator[bytes | Span]:
+    """The object's content: the base's spans in the pack, the inserted bytes read."""
+    try:
+        for length, kind, where in pieces:
+            if kind == _BASE:
+                yield from blocks.spans(where, length)
+                continue
+            assert literals is not None
+            yield from _literal(literals, where, length)
+    finally:
+        blocks.close()
+        if literals is not None:
+            literals.close()
+
+
+def _literal(literals: tempfile.SpooledTemporaryFile[bytes], where: int, length: int) -> Iterator[bytes]:
+    literals.seek(where)
+    while length:
+        chunk = literals.read(min(length, PIECE))
+        if not chunk:
+            raise ChainDamaged("a delta's inserted bytes went missing")
+        length -= len(chunk)
+        yield chunk
 
 
 def base_kind(first: tuple[str, int], sha: bytes, open_pack: OpenPack, locate: Locate, open_loose: OpenLoose) -> int:
@@ -114,6 +175,7 @@ def _packed_base(
 ) -> Callable[[], Stream]:
     opener = _Opener(lambda: _entry_stream(open_pack(at.pack), at.offset, head, used, size, sha))
     opener.stored = lambda: blocks_of(open_pack(at.pack), at.offset + used, size)
+    opener.entry = at
     return opener
 
 
@@ -124,6 +186,8 @@ class _Opener:
     def __init__(self, opener: Callable[[], Stream]) -> None:
         self._opener = opener
         self.stored: Callable[[], StoredBlocks | None] | None = None
+        self.entry: _Entry | None = None
+        """The base's entry in its pack."""
 
     def __call__(self) -> Stream:
         return self._opener()
@@ -316,13 +380,7 @@ def _assemble(
             if kind == _BASE:
                 yield from base.read(where, length)
                 continue
-            literals.seek(where)
-            while length:
-                chunk = literals.read(min(length, PIECE))
-                if not chunk:
-                    raise ChainDamaged("a delta's inserted bytes went missing")
-                length -= len(chunk)
-                yield chunk
+            yield from _literal(literals, where, length)
     finally:
         literals.close()
         if stored is not None:

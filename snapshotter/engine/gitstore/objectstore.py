@@ -18,7 +18,7 @@ import os
 import threading
 import time
 import zlib
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterable, Iterator
 
 from snapshotter.engine.gitstore import chainjournal, checkedindexes
 from snapshotter.engine.gitstore.checkedindexes import CheckedIndexes
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from snapshotter.engine.gitstore.bigstore import BigFiles
     from snapshotter.engine.gitstore.commitread import CommitFields
     from snapshotter.engine.gitstore.objectwriter import ObjectWriter
+    from snapshotter.engine.gitstore.spancopy import Span
 
 
 class StoredObjects:
@@ -167,6 +168,37 @@ class StoredObjects:
         if kind != 3:
             raise StoreError(f"object {sha.hex()} should be a blob; the store is damaged", VERIFY)
         yield content
+
+    def blob_content(self, sha: bytes) -> bytes | Iterable[bytes | Span]:
+        """A blob's content for a restore to write: a small one whole, checked
+        against its id; a big one whose base is kept in stored blocks as a
+        ``CheckedCopy`` (its spans copied from the packs by the kernel, its
+        entries checked by their index's CRC-32, not hashed again: see
+        ``entrycheck``); any other big one as ``blob_chunks`` gives it."""
+        try:
+            kind, content = self.read_raw(sha, STREAM_THRESHOLD)
+        except ObjectTooLarge:
+            pass
+        except KeyError:
+            raise StoreError(f"blob {sha.hex()} is missing from the store", VERIFY) from None
+        else:
+            if kind != 3:
+                raise StoreError(f"object {sha.hex()} should be a blob; the store is damaged", VERIFY)
+            return content
+        from snapshotter.engine.gitstore.entrycheck import CheckedCopy  # a big blob: not to read the history
+
+        for relist in (False, True):
+            try:
+                found = self.packs.copy_source(sha, relist, self._open_loose)
+            except OSError:
+                found = None
+            if found is not None:
+                kind, _, pieces, entries, close = found
+                if kind != 3:
+                    close()
+                    raise StoreError(f"object {sha.hex()} should be a blob; the store is damaged", VERIFY)
+                return CheckedCopy(sha, pieces, entries, close)
+        return self._checked_stream(sha)
 
     def _checked_stream(self, sha: bytes) -> Iterator[bytes]:
         kind, size, pieces, where = self._stream(sha)

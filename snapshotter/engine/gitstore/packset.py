@@ -43,6 +43,8 @@ log = logging.getLogger("snapshotter")
 TYPE_CHECKING = False  # not ``typing``'s
 if TYPE_CHECKING:
     from snapshotter.engine.gitstore.chainread import OpenLoose
+    from snapshotter.engine.gitstore.entrycheck import CheckedEntry
+    from snapshotter.engine.gitstore.spancopy import Span
 
 Opened = tuple[int, int, Iterator[bytes], str]
 """(type number, size, content in pieces, the pack's path less ``.pack``)."""
@@ -287,6 +289,50 @@ class PackSet:
             raise
         kind, size, pieces = opened
         return kind, size, closing(pieces, close_all), base
+
+    def copy_source(
+        self, sha: bytes, relist: bool, open_loose: OpenLoose
+    ) -> tuple[int, int, Iterator[bytes | Span], list[CheckedEntry], Callable[[], None]] | None:
+        """A packed object whose whole base is kept in stored blocks, for a
+        restore: (type number, size, pieces: bytes and spans of the packs, the
+        entries read with their index's CRC-32, a closer for its handles).
+        None if it is in no pack, or read otherwise (``chainread.copy_pieces``)."""
+        found = self.locate(sha, relist)
+        if found is None:
+            return None
+        handles: dict[str, PackFile] = {}
+
+        def open_pack(path: str) -> PackFile:
+            opened = handles.get(path)
+            if opened is None:
+                opened = handles[path] = PackFile(path + ".pack")
+            return opened
+
+        def close_all() -> None:
+            for handle in handles.values():
+                handle.close()
+            handles.clear()
+
+        from snapshotter.engine.gitstore.chainread import copy_pieces  # a big object: not to read a commit
+        from snapshotter.engine.gitstore.entrycheck import entries_at
+
+        try:
+            made = copy_pieces(found, sha, open_pack, self._locate_quietly, open_loose)
+            if made is None:
+                close_all()
+                return None
+            kind, size, pieces, read = made
+            entries: list[CheckedEntry] = []
+            for base in dict.fromkeys(base for base, _ in read):
+                index = self.index(base)
+                if index is None:
+                    raise OSError(f"{base}.idx is gone")
+                offsets = [offset for where, offset in read if where == base]
+                entries += entries_at(base, index, offsets, os.fstat(open_pack(base).fileno()).st_size)
+        except BaseException:
+            close_all()
+            raise
+        return kind, size, pieces, entries, close_all
 
     def kind_of(self, sha: bytes, relist: bool, open_loose: OpenLoose) -> int | None:
         """The type of a packed object, a delta's found from headers alone."""

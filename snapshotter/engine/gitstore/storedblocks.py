@@ -25,6 +25,7 @@ from typing import cast
 
 from snapshotter.engine.gitstore.inflate import PIECE
 from snapshotter.engine.gitstore.packread import PackFile
+from snapshotter.engine.gitstore.spancopy import Span
 
 _HEADER = struct.Struct("<BHH")
 _ZLIB_HEADERS = {b"\x78\x01", b"\x78\x5e", b"\x78\x9c", b"\x78\xda"}
@@ -64,6 +65,19 @@ class StoredBlocks:
         if self._map is not None:
             return self._mapped(self._map, offset, length)
         return self._copied(offset, length)
+
+    def spans(self, offset: int, length: int) -> Iterator[Span]:
+        """Where the content from ``offset`` for ``length`` bytes lies in the
+        pack: one span per stored block (for ``spancopy``: copied by the kernel)."""
+        end = offset + length
+        index = bisect_right(self._starts, offset) - 1
+        fd = self._pack.fileno()
+        while offset < end:
+            block_end = self._starts[index + 1] if index + 1 < len(self._starts) else self._size
+            part = min(block_end, end) - offset
+            yield Span(fd, self._positions[index] + offset - self._starts[index], part)
+            offset += part
+            index += 1
 
     def _mapped(self, mapped: mmap.mmap, offset: int, length: int) -> Iterator[bytes]:
         end = offset + length
