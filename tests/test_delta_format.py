@@ -19,9 +19,10 @@ import zlib
 import pytest
 from dulwich.pack import apply_delta
 
+from snapshotter.engine.gitstore import deltaformat
 from snapshotter.engine.gitstore.deflate import SegmentDeflater
 from snapshotter.engine.gitstore.deltaencode import Matcher
-from snapshotter.engine.gitstore.deltaformat import DeltaWriter, apply_small
+from snapshotter.engine.gitstore.deltaformat import Copy, DeltaWriter, OpReader, apply_small
 from snapshotter.engine.gitstore.packread import PackFile
 from snapshotter.engine.gitstore.signature import Signature, SignatureBuilder
 from snapshotter.engine.gitstore.storedblocks import blocks_of
@@ -85,6 +86,26 @@ def test_matcher_deltas_apply_as_git_applies_them(seed: int) -> None:
             assert apply_small(old, delta) == new
         signature = matcher.signature.finish(hashlib.sha1(new).digest())
         assert signature == _sign(new, matcher.signature.block_size)
+
+
+def _applied_in_pieces(old: bytes, delta: bytes, piece: int) -> bytes:
+    pieces = iter([delta[at : at + piece] for at in range(0, len(delta), piece)])
+    reader = OpReader(lambda: next(pieces, b""), "the delta")
+    return b"".join(old[op.offset : op.offset + op.size] if isinstance(op, Copy) else op.data for op in reader.ops())
+
+
+@pytest.mark.parametrize("joined", [200, 1 << 20])
+def test_a_delta_read_in_pieces_of_any_size_makes_what_git_makes(joined: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(deltaformat, "_INSERTS_JOINED", joined)  # runs of inserts joined up to this many bytes
+    rng = random.Random(joined)
+    for _ in range(30):
+        old = rng.randbytes(rng.randrange(1000, 100_000))
+        new = _edit(rng, old)
+        delta, _ = _delta(old, new, 512, 1 << 16)
+        if delta is None:
+            continue
+        for piece in (1, 2, 7, 128, 129, 4096, len(delta)):
+            assert _applied_in_pieces(old, delta, piece) == b"".join(apply_delta(old, delta))
 
 
 def test_an_unchanged_or_lightly_changed_file_makes_a_small_delta() -> None:

@@ -111,7 +111,7 @@ def _spans(
     try:
         for length, kind, where in pieces:
             if kind == _BASE:
-                yield from blocks.spans(where, length)
+                yield blocks.spans(where, length)
                 continue
             assert literals is not None
             yield from _literal(literals, where, length)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from snapshotter.engine.gitstore.deflate import compressor
 
 MAX_COPY = 0xFFFFFF
+_INSERTS_JOINED = 1 << 20
 """The largest copy one instruction takes (three size bytes)."""
 MAX_INSERT = 127
 MAX_OFFSET = 0xFFFFFFFF
@@ -224,8 +225,38 @@ class OpReader:
         self._buffer, self._at = piece, 0
         return False
 
+    def _inserts(self, command: int) -> bytes:
+        """The bytes of an insert and of those right after it, as one: a
+        delta inserts at most 127 bytes an instruction, and a changed 64 KiB
+        took 516 of them, each a step of this loop (0.2 s of a restore of a
+        1 GiB file 5 deltas deep, before). Up to ``_INSERTS_JOINED`` bytes."""
+        parts = [self._take(command)]
+        joined = command
+        while joined < _INSERTS_JOINED:
+            buffer, at = self._buffer, self._at
+            end = len(buffer)
+            while at < end and joined < _INSERTS_JOINED:  # inserts whole in the buffer, sliced out
+                command = buffer[at]
+                stop = at + 1 + command
+                if not 0 < command < 0x80 or stop > end:
+                    break
+                parts.append(buffer[at + 1 : stop])
+                joined += command
+                at = stop
+            self._at = at
+            if at < end:
+                command = buffer[at]
+                if not 0 < command < 0x80 or joined >= _INSERTS_JOINED:
+                    break
+                self._at += 1  # an insert running past the buffer's end
+                parts.append(self._take(command))
+                joined += command
+            elif self._at_end():
+                break
+        return b"".join(parts)
+
     def ops(self) -> Iterator[Copy | Insert]:
-        """Every instruction in order; DeltaDamaged if they do not make
+        """Every instruction in order (inserts in a row as one); DeltaDamaged if they do not make
         ``result_size`` bytes or reach past ``base_size``."""
         made = 0
         while not self._at_end():
@@ -244,8 +275,8 @@ class OpReader:
                 made += size
                 op: Copy | Insert = Copy(offset, size)
             elif command:
-                data = self._take(command)
-                made += command
+                data = self._inserts(command)
+                made += len(data)
                 op = Insert(data)
             else:
                 raise DeltaDamaged(f"{self.what} holds an unknown instruction")

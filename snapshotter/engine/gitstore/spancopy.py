@@ -17,20 +17,22 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from snapshotter.engine.gitstore.inflate import PIECE
 
 _REFUSALS = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, getattr(errno, "ENOTSUP", errno.EOPNOTSUPP)}
 
 
-@dataclass(frozen=True)
 class Span:
-    """``length`` bytes of the open pack ``fd`` from ``offset``, to be written as they are."""
+    """Bytes of an open pack to be written as they are: ``runs``, each (offset
+    in the pack, length), in order (a stored block each: one object for many,
+    as a step of Python per block cost more than the block's copy)."""
 
-    fd: int
-    offset: int
-    length: int
+    __slots__ = ("fd", "runs")
+
+    def __init__(self, fd: int, runs: Iterable[tuple[int, int]]) -> None:
+        self.fd = fd
+        self.runs = runs
 
 
 def write_pieces(out: int, pieces: Iterable[bytes | Span]) -> None:
@@ -40,36 +42,38 @@ def write_pieces(out: int, pieces: Iterable[bytes | Span]) -> None:
     copy = getattr(os, "copy_file_range", None)  # looked up at each call: Linux only
     for piece in pieces:
         if isinstance(piece, Span):
-            if not _copy_span(piece, out, copy):
-                copy = None
+            copy = _copy_runs(piece, out, copy)
             continue
         _write(out, piece)
 
 
-def _copy_span(span: Span, out: int, copy: Callable[[int, int, int, int], int] | None) -> bool:
-    """Copy ``span`` to ``out``; False if the kernel refused (the span is then read and written)."""
-    at, left = span.offset, span.length
-    kernel = copy is not None
-    while left and copy is not None:
-        try:
-            done = int(copy(span.fd, out, left, at))
-        except OSError as exc:
-            if exc.errno not in _REFUSALS:
-                raise
-            kernel = False
-            break
-        if done <= 0:
-            raise OSError(errno.EIO, "a pack is shorter than an object's stored blocks say")
-        at += done
-        left -= done
-    while left:
-        data = os.pread(span.fd, min(left, PIECE), at)
-        if not data:
-            raise OSError(errno.EIO, "a pack is shorter than an object's stored blocks say")
-        _write(out, data)
-        at += len(data)
-        left -= len(data)
-    return kernel
+Copy = Callable[[int, int, int, int], int]
+
+
+def _copy_runs(span: Span, out: int, copy: Copy | None) -> Copy | None:
+    """Copy ``span`` to ``out``; returns ``copy``, or None once the kernel refused."""
+    fd = span.fd
+    for at, left in span.runs:
+        while left and copy is not None:
+            try:
+                done = copy(fd, out, left, at)
+            except OSError as exc:
+                if exc.errno not in _REFUSALS:
+                    raise
+                copy = None
+                break
+            if done <= 0:
+                raise OSError(errno.EIO, "a pack is shorter than an object's stored blocks say")
+            at += done
+            left -= done
+        while left:
+            data = os.pread(fd, min(left, PIECE), at)
+            if not data:
+                raise OSError(errno.EIO, "a pack is shorter than an object's stored blocks say")
+            _write(out, data)
+            at += len(data)
+            left -= len(data)
+    return copy
 
 
 def _write(out: int, data: bytes) -> None:

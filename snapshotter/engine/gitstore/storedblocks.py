@@ -66,16 +66,20 @@ class StoredBlocks:
             return self._mapped(self._map, offset, length)
         return self._copied(offset, length)
 
-    def spans(self, offset: int, length: int) -> Iterator[Span]:
+    def spans(self, offset: int, length: int) -> Span:
         """Where the content from ``offset`` for ``length`` bytes lies in the
-        pack: one span per stored block (for ``spancopy``: copied by the kernel)."""
+        pack: a run per stored block (for ``spancopy``: copied by the kernel)."""
+        return Span(self._pack.fileno(), self._runs(offset, length))
+
+    def _runs(self, offset: int, length: int) -> Iterator[tuple[int, int]]:
         end = offset + length
-        index = bisect_right(self._starts, offset) - 1
-        fd = self._pack.fileno()
+        starts, positions = self._starts, self._positions
+        index = bisect_right(starts, offset) - 1
+        last = len(starts) - 1
         while offset < end:
-            block_end = self._starts[index + 1] if index + 1 < len(self._starts) else self._size
-            part = min(block_end, end) - offset
-            yield Span(fd, self._positions[index] + offset - self._starts[index], part)
+            block_end = starts[index + 1] if index < last else self._size
+            part = (block_end if block_end < end else end) - offset
+            yield positions[index] + offset - starts[index], part
             offset += part
             index += 1
 
