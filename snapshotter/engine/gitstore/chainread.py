@@ -13,7 +13,10 @@ A piece may point back into the base (content moved, or copied twice): it is
 taken from the last ``RECENT`` bytes read, or the base is read again from its
 start. Any chain is read: offset deltas in one pack, deltas naming their base
 by id in another pack or loose (a pack fetched from a remote), up to
-``MAX_CHAIN`` deep. The content is checked against its id by the caller.
+``MAX_CHAIN`` deep. The content is checked against its id by the caller; for
+a restore (``copy_pieces``) the entries read are checked by their CRC-32
+instead (``entrycheck``), and a base kept in stored blocks is given as spans
+of its pack, for the kernel to copy (``spancopy``).
 """
 
 from __future__ import annotations
@@ -77,28 +80,32 @@ def copy_pieces(
     first: tuple[str, int], sha: bytes, open_pack: OpenPack, locate: Locate, open_loose: OpenLoose
 ) -> tuple[int, int, Iterator[bytes | Span], list[tuple[str, int]]] | None:
     """(type number, size, content as pieces, the entries read: (pack, offset))
-    of the packed object at ``first``, where its whole base is a packed entry in
-    stored blocks: its spans are given as they lie in the pack (``Span``, to be
-    copied by the kernel), the deltas' inserted bytes as bytes. None for any
-    other object (read it with ``stream_object``)."""
+    of the packed object at ``first`` whose whole base is packed too: where the
+    base is kept in stored blocks its spans are given as they lie in the pack
+    (``Span``, to be copied by the kernel), else it is inflated; the deltas'
+    inserted bytes are bytes. None where the base is loose (read it with
+    ``stream_object``: no index keeps a CRC-32 of a loose object), or where
+    there is no ``pread`` (Windows: the check's thread reads at offsets)."""
     if _PREAD is None:
-        return None  # a span is read with pread where the kernel cannot copy it
-    deltas, kind, base_size, open_base = _walk(_Entry(*first), sha, open_pack, locate, open_loose)
-    if not isinstance(open_base, _Opener) or open_base.stored is None or open_base.entry is None:
         return None
-    blocks = open_base.stored()
-    if blocks is None:
+    deltas, kind, base_size, open_base = _walk(_Entry(*first), sha, open_pack, locate, open_loose)
+    if not isinstance(open_base, _Opener) or open_base.entry is None:
         return None
     read = [(entry.pack, entry.offset) for entry in (open_base.entry, *reversed(deltas))]
+    blocks = open_base.stored() if open_base.stored is not None else None
     if not deltas:
-        return kind, base_size, _spans([(base_size, _BASE, 0)], blocks, None), read
+        whole = _whole(open_base, base_size) if blocks is None else _spans([(base_size, _BASE, 0)], blocks, None)
+        return kind, base_size, whole, read
     literals = tempfile.SpooledTemporaryFile(LITERALS_IN_MEMORY, prefix="snapshotter-delta-")  # noqa: SIM115
     try:
-        _, pieces, size = _compose(deltas, base_size, open_pack, literals, sha)
+        starts, pieces, size = _compose(deltas, base_size, open_pack, literals, sha)
     except BaseException:
         literals.close()
-        blocks.close()
+        if blocks is not None:
+            blocks.close()
         raise
+    if blocks is None:  # compressed: inflated as ``stream_object`` does (zlib checks its Adler-32)
+        return kind, size, _assemble(starts, pieces, size, base_size, open_base, literals), read
     return kind, size, _spans(pieces, blocks, literals), read
 
 

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 
 from snapshotter.engine.gitstore.deflate import crc32
 from snapshotter.engine.gitstore.indexformat import PackIndex
-from snapshotter.engine.gitstore.packread import PackFile
 from snapshotter.engine.gitstore.spancopy import Span
 from snapshotter.errors import VERIFY, StoreError
 
@@ -37,16 +36,19 @@ class CheckedEntry:
     """A packed entry a restore reads: where it is and the CRC-32 its index keeps."""
 
     pack: str
-    """The pack's path less ``.pack``."""
+    """The pack's path less ``.pack`` (for messages)."""
+    fd: int
+    """The pack, open (renamed by an append meanwhile, it is still this file)."""
     offset: int
     length: int
     crc: int
     sha: bytes
 
 
-def entries_at(base: str, index: PackIndex, offsets: list[int], pack_size: int) -> list[CheckedEntry]:
-    """The entries of ``base`` at ``offsets``: each ends where the next entry
-    of the pack begins (the last before the pack's checksum)."""
+def entries_at(base: str, fd: int, index: PackIndex, offsets: list[int]) -> list[CheckedEntry]:
+    """The entries of ``base`` (open as ``fd``) at ``offsets``: each ends where
+    the next entry of the pack begins (the last before the pack's checksum)."""
+    pack_size = os.fstat(fd).st_size
     listed = sorted((offset, sha, crc) for sha, offset, crc in index.entries())
     starts = [offset for offset, _, _ in listed]
     found = []
@@ -55,12 +57,12 @@ def entries_at(base: str, index: PackIndex, offsets: list[int], pack_size: int) 
         if at < 0 or starts[at] != offset:
             raise StoreError(f"{os.path.basename(base)}.idx does not list an entry its pack reads; run verify()")
         end = starts[at + 1] if at + 1 < len(starts) else pack_size - 20
-        found.append(CheckedEntry(base, offset, end - offset, listed[at][2], listed[at][1]))
+        found.append(CheckedEntry(base, fd, offset, end - offset, listed[at][2], listed[at][1]))
     return found
 
 
 class EntryCheck:
-    """The CRC-32 of ``entries`` computed on a thread, each read through a handle of its own."""
+    """The CRC-32 of ``entries`` computed on a thread (their packs stay open until it ends)."""
 
     def __init__(self, entries: list[CheckedEntry]) -> None:
         self._entries = entries
@@ -97,27 +99,23 @@ class EntryCheck:
 
 
 def _crc_of(entry: CheckedEntry, stop: threading.Event) -> int:
-    pack = PackFile(entry.pack + ".pack")
-    try:
-        buffer = bytearray(min(_READ, max(entry.length, 1)))
-        view = memoryview(buffer)
-        value, at, left = 0, entry.offset, entry.length
-        while left and not stop.is_set():
-            want = min(left, len(buffer))
-            if _PREADV is not None:
-                got = _PREADV(pack.fileno(), [view[:want]], at)
-                piece: bytes | memoryview = view[:got]
-            else:  # no preadv (Windows, older macOS)
-                piece = pack.read_at(want, at)
-                got = len(piece)
-            if got <= 0:
-                raise OSError(errno.EIO, "the pack is shorter than its index says")
-            value = crc32(piece, value)
-            at += got
-            left -= got
-        return value
-    finally:
-        pack.close()
+    buffer = bytearray(min(_READ, max(entry.length, 1)))
+    view = memoryview(buffer)
+    value, at, left = 0, entry.offset, entry.length
+    while left and not stop.is_set():
+        want = min(left, len(buffer))
+        if _PREADV is not None:
+            got = _PREADV(entry.fd, [view[:want]], at)
+            piece: bytes | memoryview = view[:got]
+        else:  # no preadv (older macOS); without pread (Windows) no restore comes here
+            piece = os.pread(entry.fd, want, at)
+            got = len(piece)
+        if got <= 0:
+            raise OSError(errno.EIO, "the pack is shorter than its index says")
+        value = crc32(piece, value)
+        at += got
+        left -= got
+    return value
 
 
 class CheckedCopy:

@@ -171,10 +171,10 @@ class StoredObjects:
 
     def blob_content(self, sha: bytes) -> bytes | Iterable[bytes | Span]:
         """A blob's content for a restore to write: a small one whole, checked
-        against its id; a big one whose base is kept in stored blocks as a
-        ``CheckedCopy`` (its spans copied from the packs by the kernel, its
-        entries checked by their index's CRC-32, not hashed again: see
-        ``entrycheck``); any other big one as ``blob_chunks`` gives it."""
+        against its id; a big packed one as a ``CheckedCopy`` (its base's stored
+        blocks copied from the pack by the kernel, or inflated; its entries
+        checked by their index's CRC-32, not hashed again: see ``entrycheck``);
+        a big loose one, or one on a loose base, as ``blob_chunks`` gives it."""
         try:
             kind, content = self.read_raw(sha, STREAM_THRESHOLD)
         except ObjectTooLarge:

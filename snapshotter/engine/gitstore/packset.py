@@ -293,10 +293,10 @@ class PackSet:
     def copy_source(
         self, sha: bytes, relist: bool, open_loose: OpenLoose
     ) -> tuple[int, int, Iterator[bytes | Span], list[CheckedEntry], Callable[[], None]] | None:
-        """A packed object whose whole base is kept in stored blocks, for a
-        restore: (type number, size, pieces: bytes and spans of the packs, the
-        entries read with their index's CRC-32, a closer for its handles).
-        None if it is in no pack, or read otherwise (``chainread.copy_pieces``)."""
+        """A packed object whose whole base is packed too, for a restore: (type
+        number, size, pieces: bytes and spans of the packs, the entries read
+        with their index's CRC-32, a closer for its handles). None if it is in
+        no pack, or its base is loose (``chainread.copy_pieces``)."""
         found = self.locate(sha, relist)
         if found is None:
             return None
@@ -328,7 +328,7 @@ class PackSet:
                 if index is None:
                     raise OSError(f"{base}.idx is gone")
                 offsets = [offset for where, offset in read if where == base]
-                entries += entries_at(base, index, offsets, os.fstat(open_pack(base).fileno()).st_size)
+                entries += entries_at(base, open_pack(base).fileno(), index, offsets)
         except BaseException:
             close_all()
             raise
