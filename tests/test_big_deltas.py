@@ -373,3 +373,38 @@ def test_loosening_a_store_leaves_its_chain_packs(ws: Path, tmp_path: Path, make
     for info, content in versions:
         snap.restore(info.id)
         assert (ws / "db.bin").read_bytes() == content
+
+
+@needs_git
+def test_chunks_unchanged_in_place_are_compared_with_the_stored_version_not_hashed(  # type: ignore[no-untyped-def]
+    ws: Path, tmp_path: Path, make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from snapshotter.engine.gitstore import deltaencode
+
+    hashed: list[int] = []
+    strong = deltaencode.strong_hash
+
+    def counted(block: bytes | memoryview) -> bytes:
+        hashed.append(len(block))
+        return strong(block)
+
+    monkeypatch.setattr(deltaencode, "strong_hash", counted)
+    rng = random.Random(77)
+    data = bytearray(rng.randbytes(SIZE))  # random: the key frame is kept in stored blocks
+    (ws / "db.bin").write_bytes(data)
+    snap = make(max_new_file_size=1 << 30, retention=Retention.unlimited())
+    versions = [(snap.snapshot("v0"), bytes(data))]
+    for i in (1, 2):
+        at = rng.randrange(0, SIZE - 100)
+        data[at : at + 100] = rng.randbytes(100)  # one 1 MiB chunk of ten changed, in place
+        (ws / "db.bin").write_bytes(data)
+        hashed.clear()
+        versions.append((snap.snapshot(f"v{i}"), bytes(data)))
+        assert len(hashed) <= 2 * 64, len(hashed)  # the changed chunk's 64 blocks (all 640 before)
+    assert len(_chain_packs(snap)) == 1
+    for info, content in versions:
+        assert _git_blob(snap, info.tree_id, "db.bin", tmp_path) == content
+    _fsck(snap, tmp_path)
+    for info, content in reversed(versions):
+        snap.restore(info.id)
+        assert (ws / "db.bin").read_bytes() == content

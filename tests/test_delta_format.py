@@ -19,10 +19,11 @@ import zlib
 import pytest
 from dulwich.pack import apply_delta
 
-from snapshotter.engine.gitstore import deltaformat
+from snapshotter.engine.gitstore import deltaencode, deltaformat
 from snapshotter.engine.gitstore.deflate import SegmentDeflater
 from snapshotter.engine.gitstore.deltaencode import Matcher
 from snapshotter.engine.gitstore.deltaformat import Copy, DeltaWriter, OpReader, apply_small
+from snapshotter.engine.gitstore.oldcontent import OldContent
 from snapshotter.engine.gitstore.packread import PackFile
 from snapshotter.engine.gitstore.signature import Signature, SignatureBuilder
 from snapshotter.engine.gitstore.storedblocks import blocks_of
@@ -35,9 +36,13 @@ def _sign(data: bytes, block: int) -> Signature:
     return builder.finish(hashlib.sha1(data).digest())
 
 
-def _delta(old: bytes, new: bytes, block: int, piece: int) -> tuple[bytes | None, Matcher]:
+def _delta(
+    old: bytes, new: bytes, block: int, piece: int, content: OldContent | None = None, signed: bytes | None = None
+) -> tuple[bytes | None, Matcher]:
+    """``new`` as a delta of ``old``, matched against the signature of
+    ``signed`` (``old`` unless given), comparing with ``content`` where given."""
     writer = DeltaWriter(len(old), len(new), max(len(new) // 2, 4096))
-    matcher = Matcher(_sign(old, block), len(new), writer, block)
+    matcher = Matcher(_sign(old if signed is None else signed, block), len(new), writer, block, content)
     for at in range(0, len(new), piece):
         matcher.feed(new[at : at + piece])
     assert matcher.finish()
@@ -169,3 +174,44 @@ def test_stored_blocks_read_at_any_offset(maker: str) -> None:
             assert blocks_of(pack, 0, 300_000) is None  # not stored blocks: inflated instead
         finally:
             pack.close()
+
+
+def _old_content(old: bytes, piece: int) -> OldContent:
+    return OldContent(iter([old[at : at + piece] for at in range(0, len(old), piece)]), len(old), lambda: None)
+
+
+def test_chunks_unchanged_in_place_are_compared_with_the_old_bytes_not_hashed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hashed: list[int] = []
+    strong = deltaencode.strong_hash
+
+    def counted(block: bytes | memoryview) -> bytes:
+        hashed.append(len(block))
+        return strong(block)
+
+    monkeypatch.setattr(deltaencode, "strong_hash", counted)
+    rng = random.Random(7)
+    old = rng.randbytes(8 << 20)
+    new = bytearray(old)
+    new[3_000_000:3_000_100] = rng.randbytes(100)  # one chunk of eight changed, in place
+    delta, matcher = _delta(old, bytes(new), 16 << 10, 1 << 20, _old_content(old, 65535))
+    assert delta is not None and b"".join(apply_delta(old, delta)) == bytes(new)
+    assert len(hashed) <= 64 + 2  # the changed chunk's blocks only (the seven others: a comparison each)
+    signature = matcher.signature.finish(hashlib.sha1(new).digest())
+    assert signature == _sign(bytes(new), 16 << 10)  # the new signature as if every block were hashed
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_deltas_made_comparing_with_the_old_bytes_apply_as_git_applies_them(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(6):
+        old = rng.randbytes(rng.randrange(1 << 18, 3 << 20))
+        new = _edit(rng, old)
+        block = rng.choice([1024, 4096])
+        piece = rng.choice([4096, 1 << 16, 1 << 20])
+        content = _old_content(old, rng.choice([1000, 65535, 1 << 20]))
+        delta, matcher = _delta(old, new, block, piece, content)
+        if delta is not None:
+            assert b"".join(apply_delta(old, delta)) == new
+        assert matcher.signature.finish(hashlib.sha1(new).digest()) == _sign(new, matcher.signature.block_size)

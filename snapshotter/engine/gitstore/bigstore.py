@@ -19,6 +19,7 @@ from snapshotter.engine.gitstore import chainappend, chainpack
 from snapshotter.engine.gitstore.chainappend import PackDigest
 from snapshotter.engine.gitstore.chainpack import NewChain, Tip
 from snapshotter.engine.gitstore.digest import ThreadedDigest
+from snapshotter.engine.gitstore.oldcontent import OldContent
 from snapshotter.engine.gitstore.packset import PackSet
 from snapshotter.engine.gitstore.signature import Signature, SignatureBuilder, Signatures, block_size_for
 from snapshotter.errors import StoreError
@@ -55,6 +56,25 @@ class BigFiles:
         self._count_written = count_written
         """Tells the store's writer what was added (bytes, loose objects, packs),
         for the retention pass's estimate of the store's size."""
+
+    def old_content(self, base: Base) -> OldContent | None:
+        """The base version's stored bytes, where its key frame is kept in
+        stored blocks (read through a map of the pack; a deflated one would
+        cost an inflating of the whole on this thread), not checked against
+        its id (a delta copies exactly them); else None (chunks are then
+        hashed: see ``oldcontent``)."""
+        try:
+            found = self.packs.copy_source(base.signature.blob, False, lambda sha: None)
+        except (OSError, ValueError, zlib.error, StoreError):
+            return None
+        if found is None:
+            return None
+        kind, size, pieces, _, close, stored = found
+        if kind != 3 or size != base.signature.size or not stored:
+            getattr(pieces, "close", lambda: None)()
+            close()
+            return None
+        return OldContent(pieces, size, close)
 
     def base_for(self, previous: bytes | None) -> Base | None:
         """Where a new version of a file whose last version was ``previous`` may

@@ -78,8 +78,9 @@ def stream_object(
 
 def copy_pieces(
     first: tuple[str, int], sha: bytes, open_pack: OpenPack, locate: Locate, open_loose: OpenLoose
-) -> tuple[int, int, Iterator[bytes | Span], list[tuple[str, int]]] | None:
-    """(type number, size, content as pieces, the entries read: (pack, offset))
+) -> tuple[int, int, Iterator[bytes | Span], list[tuple[str, int]], bool] | None:
+    """(type number, size, content as pieces, the entries read: (pack, offset),
+    whether the base is kept in stored blocks)
     of the packed object at ``first`` whose whole base is packed too: where the
     base is kept in stored blocks its spans are given as they lie in the pack
     (``Span``, to be copied by the kernel), else it is inflated; the deltas'
@@ -95,7 +96,7 @@ def copy_pieces(
     blocks = open_base.stored() if open_base.stored is not None else None
     if not deltas:
         whole = _whole(open_base, base_size) if blocks is None else _spans([(base_size, _BASE, 0)], blocks, None)
-        return kind, base_size, whole, read
+        return kind, base_size, whole, read, blocks is not None
     literals = tempfile.SpooledTemporaryFile(LITERALS_IN_MEMORY, prefix="snapshotter-delta-")  # noqa: SIM115
     try:
         starts, pieces, size = _compose(deltas, base_size, open_pack, literals, sha)
@@ -105,8 +106,8 @@ def copy_pieces(
             blocks.close()
         raise
     if blocks is None:  # compressed: inflated as ``stream_object`` does (zlib checks its Adler-32)
-        return kind, size, _assemble(starts, pieces, size, base_size, open_base, literals), read
-    return kind, size, _spans(pieces, blocks, literals), read
+        return kind, size, _assemble(starts, pieces, size, base_size, open_base, literals), read, False
+    return kind, size, _spans(pieces, blocks, literals), read, True
 
 
 def _spans(

@@ -18,6 +18,9 @@ resumes, shifted. It rolls at most two blocks at a time, again after 4, 8,
 a file rewritten throughout costs linear time. No match is ever taken that
 the SHA-1 did not confirm.
 
+Given the old version's bytes (``oldcontent``), a chunk in place is compared
+with them first, with no hash: equal, it is copied whole.
+
 While matching, the new version's own signature is made (its blocks at their
 own, unshifted places), for the version after it.
 """
@@ -25,6 +28,7 @@ own, unshifted places), for the version after it.
 from __future__ import annotations
 
 from snapshotter.engine.gitstore.deltaformat import DeltaTooLarge, DeltaWriter
+from snapshotter.engine.gitstore.oldcontent import OldContent
 from snapshotter.engine.gitstore.signature import (
     CHUNK_BLOCKS,
     SAMPLE,
@@ -52,8 +56,17 @@ class Matcher:
     writer's limit, the writer is dropped (``writer`` becomes None) and only
     the signature is made."""
 
-    def __init__(self, old: Signature | None, new_size: int, writer: DeltaWriter | None, block_size: int) -> None:
+    def __init__(
+        self,
+        old: Signature | None,
+        new_size: int,
+        writer: DeltaWriter | None,
+        block_size: int,
+        old_content: OldContent | None = None,
+    ) -> None:
         self.old = old
+        self._old_content = old_content
+        """The old version's bytes, to find a chunk unchanged in place by comparing, not hashing."""
         self.writer = writer if old is not None else None
         self.size = new_size
         self.signature = SignatureBuilder(new_size, block_size)
@@ -170,6 +183,11 @@ class Matcher:
         if at + length > end:
             return False
         self._chunk_checked = at + length
+        if self._old_content is not None and self._old_content.same(self._buffer, at - self._buffer_at, at, length):
+            self._copy(at, at, length)  # the very bytes the delta copies: no hash needed to vouch for them
+            if self._same_chunks:
+                self._inherited.add(number)
+            return True
         view = self._view(at, at + length)
         block = self._block
         strongs = [strong_hash(view[i : i + block]) for i in range(0, length, block)]

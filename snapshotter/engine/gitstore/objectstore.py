@@ -193,7 +193,7 @@ class StoredObjects:
             except OSError:
                 found = None
             if found is not None:
-                kind, _, pieces, entries, close = found
+                kind, _, pieces, entries, close, _ = found
                 if kind != 3:
                     close()
                     raise StoreError(f"object {sha.hex()} should be a blob; the store is damaged", VERIFY)

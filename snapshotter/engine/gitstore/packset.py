@@ -292,11 +292,12 @@ class PackSet:
 
     def copy_source(
         self, sha: bytes, relist: bool, open_loose: OpenLoose
-    ) -> tuple[int, int, Iterator[bytes | Span], list[CheckedEntry], Callable[[], None]] | None:
+    ) -> tuple[int, int, Iterator[bytes | Span], list[CheckedEntry], Callable[[], None], bool] | None:
         """A packed object whose whole base is packed too, for a restore: (type
         number, size, pieces: bytes and spans of the packs, the entries read
-        with their index's CRC-32, a closer for its handles). None if it is in
-        no pack, or its base is loose (``chainread.copy_pieces``)."""
+        with their index's CRC-32, a closer for its handles, whether the base
+        is kept in stored blocks). None if it is in no pack, or its base is
+        loose (``chainread.copy_pieces``)."""
         found = self.locate(sha, relist)
         if found is None:
             return None
@@ -321,7 +322,7 @@ class PackSet:
             if made is None:
                 close_all()
                 return None
-            kind, size, pieces, read = made
+            kind, size, pieces, read, stored = made
             entries: list[CheckedEntry] = []
             for base in dict.fromkeys(base for base, _ in read):
                 index = self.index(base)
@@ -332,7 +333,7 @@ class PackSet:
         except BaseException:
             close_all()
             raise
-        return kind, size, pieces, entries, close_all
+        return kind, size, pieces, entries, close_all, stored
 
     def kind_of(self, sha: bytes, relist: bool, open_loose: OpenLoose) -> int | None:
         """The type of a packed object, a delta's found from headers alone."""

@@ -101,10 +101,11 @@ class _Work:
         self.digest = ThreadedDigest(b"blob %d\0" % size)
         self.pack_digest: PackDigest | None = None
         self.chain: NewChain | None = None
+        self.old_content = big.old_content(base) if base is not None else None
         if base is not None:
             old = base.signature
             delta = DeltaWriter(old.size, size, max(size // 2, 4096), big.packs.dir)
-            self.matcher = Matcher(old, size, delta, block_size_for(size))
+            self.matcher = Matcher(old, size, delta, block_size_for(size), self.old_content)
             self.pack_digest = big.digest(base.tip)
         else:
             self.matcher = Matcher(None, size, None, block_size_for(size))
@@ -159,6 +160,8 @@ class _Work:
 
     def close(self) -> None:
         self.digest.close()
+        if self.old_content is not None:
+            self.old_content.close()
         if self.pack_digest is not None:
             self.pack_digest.cancel()
         if self.chain is not None:
