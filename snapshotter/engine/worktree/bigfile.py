@@ -129,7 +129,10 @@ class _Work:
         grew = os.read(fd, 1)
         after = os.fstat(fd)
         sha = self.digest.digest()
-        if total != size or grew or stat_key(before) != stat_key(after) or not self.matcher.finish():
+        finished = self.matcher.finish()
+        if self.old_content is not None:
+            self.old_content.close()  # its map of the chain pack, let go before the append writes the pack
+        if total != size or grew or stat_key(before) != stat_key(after) or not finished:
             return None
         return _Pass(sha, stat_key(before), lines.lines())
 
