@@ -111,6 +111,8 @@ def _restores_every_version(
     for snapshot, content in versions:
         oracle = _git_content(snap, snapshot, tmp_path)
         assert oracle is None or oracle == content
+    if GIT is not None:
+        git("--git-dir", snap.store_path, "fsck", "--strict", "--no-dangling", "--no-progress", env=git_env(tmp_path))
 
 
 @pytest.mark.skipif(_COPY is None, reason="no os.copy_file_range on this system")
