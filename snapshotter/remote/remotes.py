@@ -227,7 +227,7 @@ def _push(
         store, to.remote, [to.snapshots + sha.encode() for sha in (*step.finish, *archived)], to.credentials
     )
     counts = (len(sending), sent.objects, sent.refs_updated + finished, len(dropped))
-    return PushResult(to.remote.shown, to.name, *counts, tuple(skipped))
+    return PushResult(to.remote.shown, to.name, *counts, tuple(skipped), bytes_sent=sent.bytes)
 
 
 def _updates(
