@@ -69,7 +69,10 @@ class Retention:
     max_age: timedelta | None = setting(
         timedelta(days=7), "retention: drop snapshots older than this (0: no limit)", workspace="keep-more"
     )
-    max_store_bytes: int | None = setting(500 * 2**20, "retention: store size cap (0: no limit)")
+    max_store_bytes: int | None = setting(8 * 2**30, "retention: store size cap (0: no limit)")
+    """8 GiB: a week of agent work on a 1 GiB database that one tool call in four
+    changes (about 3.4 GiB, measured: docs/store.md), with room for the rest of a
+    workspace at its 2 GiB cap."""
     max_undo: int | None = setting(
         100, "retention: undo points kept whatever the other limits say (0: all)", workspace="keep-more"
     )
@@ -137,13 +140,21 @@ class Options:
     use_default_excludes: bool = setting(
         True, "apply the built-in excludes (.env, node_modules, ...)", workspace="only-on"
     )
-    max_new_file_size: int = setting(
-        10 * 2**20, "skip new files larger than this many bytes (0: no cap)", workspace="lower"
-    )
+    max_new_file_size: int = setting(2**30, "skip new files larger than this many bytes (0: no cap)", workspace="lower")
+    """1 GiB: a big file's versions cost what changed (chain packs), and the first
+    snapshot of a new 1 GiB file takes a few seconds, a fraction of an agent
+    hook's 20 s budget (docs/store.md)."""
     on_error: OnError = "raise"
     lock_timeout: float = setting(30.0, "seconds to wait for another writer", workspace="any")
     retention: Retention = Retention()
     allow_unsafe_root: bool = setting(False, "allow home, Desktop, Documents, Downloads or a filesystem root")
+    sparse_files: bool = setting(
+        False,
+        "snapshot new sparse files (mostly holes, read as zeros) instead of leaving them out",
+        workspace="only-off",
+    )
+    """A new file over 8 MiB that is mostly holes (a disk image made with ``truncate``) is left out as too large
+    unless this is on: reading it costs its whole apparent size."""
     max_workspace_bytes: int = setting(2 * 2**30, "refuse bigger workspaces (0: no cap)", workspace="lower")
     max_workspace_entries: int = setting(200_000, "refuse workspaces with more entries (0: no cap)", workspace="lower")
     watch: bool = False
@@ -227,6 +238,7 @@ class Options:
             "trust_folder_mtimes",
             "second_core",
             "auto_push",
+            "sparse_files",
         )
         for flag in flags:
             given = getattr(self, flag)

@@ -473,15 +473,20 @@ def loosen(snap: Snapshotter) -> None:
     """Every packed object of ``snap``'s store as a loose file, and its packs
     gone: a store as git leaves one it never packed, and as snapshotter wrote
     small snapshots until every scan's new objects went to a pack. For tests
-    of what is read from loose objects."""
+    of what is read from loose objects. A big file's chain pack (issue #53)
+    stays as it is: its versions live there as deltas, never as loose files."""
+    from snapshotter.engine.gitstore.bigfacts import is_chain
+    from snapshotter.engine.gitstore.objects import TYPE_NAMES
     from snapshotter.engine.gitstore.packread import PackIndex
 
     store = snap._engine_ok().store
-    for base in store.packs.bases(again=True):
+    bases = [base for base in store.packs.bases(again=True) if not is_chain(base)]
+    for base in bases:
         for sha, _, _ in PackIndex.read(base + ".idx").entries():
-            store.copy_to_loose(sha)
+            kind, content = store.read_raw(sha)  # checked against its id
+            store.writer.write_stream(TYPE_NAMES[kind], len(content), [content], sha)
     store.writer.make_durable()
-    for base in store.packs.bases(again=True):
+    for base in bases:
         for suffix in (".pack", ".idx"):
             os.remove(base + suffix)
     store.release_packs()

@@ -38,9 +38,14 @@ def edit(ws: Path, rng: random.Random) -> None:
         )
         if rng.random() < 0.2:
             path.chmod(0o755)
-    if rng.random() < 0.1:
-        big = ws / "big.bin"
-        big.write_bytes(os.urandom(9 << 20))  # streamed (> 8 MiB): a long write to be killed in
+    big = ws / "big.bin"
+    if rng.random() < 0.3 and big.exists():  # a few pages changed in place: a delta appended to its chain pack
+        with open(big, "r+b") as handle:
+            for _ in range(rng.randrange(1, 4)):
+                handle.seek(rng.randrange(0, (9 << 20) - 65536))
+                handle.write(os.urandom(rng.randrange(1, 65536)))
+    elif rng.random() < 0.05:
+        big.write_bytes(os.urandom(9 << 20))  # a big file (> 8 MiB) whole: a new chain, a long write to be killed in
 
 
 def main() -> None:

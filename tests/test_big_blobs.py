@@ -2,9 +2,9 @@
 
 A file of zeros inflates about a thousand times: read whole (or inflated one
 compressed megabyte at a time) it costs its full size in memory. Each test
-builds a store holding such a file, loose (as snapshots store big files) or
-forced into a pack (as a forged store, or one packed by another tool, could
-hold it), then measures the peak RSS of a fresh process that restores it,
+builds a store holding such a file, in a chain pack (as snapshots store big
+files), loose (as older versions stored them) or in a pack written by another
+tool (as a forged store could hold it), then measures the peak RSS of a fresh process that restores it,
 verifies the store, diffs it and compacts it.
 """
 
@@ -17,11 +17,13 @@ import struct
 import subprocess
 import sys
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from snapshotter import Snapshotter
+from snapshotter.engine.gitstore.objectwriter import ObjectWriter
 from snapshotter.engine.gitstore.packs import entry_header, index_v2
 
 SIZE = 128 << 20
@@ -54,7 +56,7 @@ def now_mib():
         return peak_mib()
 
 ws, home, big, step = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-with Snapshotter(ws, home=home, max_new_file_size=1 << 40) as snap:
+with Snapshotter(ws, home=home, max_new_file_size=1 << 40, sparse_files=True) as snap:
     big_one, small_one = snap.list()[-1], snap.list()[-2]
     start = now_mib()
     if step == "restore":
@@ -79,44 +81,54 @@ def _zeros(path: Path, size: int) -> None:
         handle.truncate(size)
 
 
-def _pack_the_blob(store_path: str, size: int) -> bytes:
-    """Write a pack holding a blob of ``size`` zeros, built chunk by chunk, and
-    delete its loose copy: the blob is then in a pack only."""
-    digest = hashlib.sha1(b"blob %d\0" % size)
-    squeezer = zlib.compressobj(1)
+def _zero_pieces(size: int) -> Iterator[bytes]:
     chunk = bytes(1 << 20)
-    pieces = []
     for _ in range(size // len(chunk)):
-        digest.update(chunk)
-        pieces.append(squeezer.compress(chunk))
-    pieces.append(squeezer.flush())
+        yield chunk
+
+
+def _keep_the_blob_only(store_path: str, size: int, where: str) -> bytes:
+    """Store the blob of ``size`` zeros as older versions did (``loose``) or as a
+    pack written by another tool holds it (``packed``), and delete the chain pack
+    snapshots keep it in now: it is then stored that way only."""
+    digest = hashlib.sha1(b"blob %d\0" % size)
+    for piece in _zero_pieces(size):
+        digest.update(piece)
     sha = digest.digest()
-    entry = entry_header(3, size) + b"".join(pieces)
+    pack_dir = os.path.join(store_path, "objects", "pack")
+    for name in os.listdir(pack_dir):
+        if name.startswith("pack-chain-"):
+            os.unlink(os.path.join(pack_dir, name))
+    if where == "loose":
+        ObjectWriter(os.path.join(store_path, "objects"), lambda sha, relist: False).write_stream(
+            b"blob", size, _zero_pieces(size), sha
+        )
+        return sha
+    squeezer = zlib.compressobj(1)
+    entry = entry_header(3, size) + b"".join(squeezer.compress(piece) for piece in _zero_pieces(size))
+    entry += squeezer.flush()
     body = b"PACK" + struct.pack(">II", 2, 1) + entry
     checksum = hashlib.sha1(body).digest()
-    pack_dir = os.path.join(store_path, "objects", "pack")
     base = os.path.join(pack_dir, "pack-" + checksum.hex())
     Path(base + ".pack").write_bytes(body + checksum)
     Path(base + ".idx").write_bytes(index_v2([sha], [12], [zlib.crc32(entry)], checksum))
-    loose = os.path.join(store_path, "objects", sha.hex()[:2], sha.hex()[2:])
-    os.unlink(loose)
     return sha
 
 
-@pytest.mark.parametrize("where", ["loose", "packed"])
+@pytest.mark.parametrize("where", ["chain", "loose", "packed"])
 def test_big_zero_blob_memory_stays_flat(tmp_path: Path, where: str, request: pytest.FixtureRequest) -> None:
     size = 512 << 20 if request.config.getoption("--long") else SIZE
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "small.txt").write_text("small\n")
     _zeros(ws / "zeros.bin", size)
-    with Snapshotter(ws, home=tmp_path / "home", max_new_file_size=1 << 40) as snap:
+    with Snapshotter(ws, home=tmp_path / "home", max_new_file_size=1 << 40, sparse_files=True) as snap:
         snap.snapshot("big")
         (ws / "zeros.bin").write_text("not zeros any more\n")
         snap.snapshot("small")
         store_path = snap.store_path
-    if where == "packed":
-        _pack_the_blob(store_path, size)
+    if where != "chain":
+        _keep_the_blob_only(store_path, size, where)
     growth = {}
     for step in ("restore", "verify", "diff", "back", "gc", "restore"):
         done = subprocess.run(

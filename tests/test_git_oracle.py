@@ -433,7 +433,10 @@ def test_cold_snapshot_writes_one_pack_that_git_reads(  # type: ignore[no-untype
     snap = make(ws)
     info = snap.snapshot()
     packs = list((Path(snap.store_path) / "objects" / "pack").glob("pack-*.pack"))
+    chains = [pack for pack in packs if pack.name.startswith("pack-chain-")]  # the big file: a pack of its own
+    packs = [pack for pack in packs if pack not in chains]
     assert len(packs) == 1 and packs[0].with_suffix(".idx").exists()
+    assert len(chains) == 1 and chains[0].with_suffix(".idx").exists()
     assert not list((Path(snap.store_path) / "objects" / "pack").glob("tmp_*"))
     env = git_env(tmp_path)
     git("--git-dir", snap.store_path, "fsck", "--strict", "--no-dangling", env=env)

@@ -373,6 +373,30 @@ def test_a_hook_event_loads_no_dulwich_objects(recorded: Path, home: Path) -> No
     assert [m for m in modules if m in ("dulwich.objects", "dulwich._objects")] == []
 
 
+BIG_FILE_CODE = (
+    "snapshotter.engine.worktree.bigfile",
+    "snapshotter.engine.gitstore.bigstore",
+    "snapshotter.engine.gitstore.chainappend",
+    "snapshotter.engine.gitstore.chainpack",
+    "snapshotter.engine.gitstore.chainread",
+    "snapshotter.engine.gitstore.deltaencode",
+    "snapshotter.engine.gitstore.signature",
+    "snapshotter.engine.gitstore.sha1state",
+    "ctypes",
+)
+"""What keeps big files as deltas (issue #53): loaded by a call that writes or reads one, not by every write."""
+
+
+def test_a_hook_call_writing_small_files_loads_no_big_file_code(recorded: Path, home: Path) -> None:
+    """A hook call that snapshots a changed small file writes its blob and commit, and loads none of the
+    big files' chain packs, delta matcher or OpenSSL hashing state: those load where a big file is written."""
+    hook_loaded(recorded, home, "UserPromptSubmit", prompt="go")
+    (recorded / "f0.txt").write_text("changed\n")
+    modules = hook_loaded(recorded, home, "PreToolUse", tool_name="Bash", tool_input={"command": "x"}, tool_use_id="t")
+    assert "snapshotter.engine.gitstore.objectwriter" in modules  # it did write
+    assert [m for m in modules if m in BIG_FILE_CODE] == []
+
+
 LINE_DIFF = tuple(f"snapshotter.engine.compare.{name}" for name in ("linediff", "xdiff", "xprepare", "hunks"))
 """Counting and showing lines: what a call that counts no line has no use for."""
 

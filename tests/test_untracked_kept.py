@@ -429,7 +429,7 @@ def test_what_the_workspace_files_add_is_kept_apart_from_the_callers(ws: Path, t
         (str(ws / "snapshotter.toml"), ("build/",)),
     )
     assert options.workspace_settings.default_excludes == str(ws / "snapshotter.toml")
-    assert options.max_new_file_size == 10 * 2**20 and options.new_file_cap == 100
+    assert options.max_new_file_size == Options().max_new_file_size and options.new_file_cap == 100  # the default
     assert settings.value("exclude") == ["*.tmp", "src/", "build/", "*.bak"]  # `snapshotter config` shows them all
     flagged = config.resolve(
         str(ws), {"max_new_file_size": 5000}, {"SNAPSHOTTER_CONFIG": str(user), "SNAPSHOTTER_USE_DEFAULT_EXCLUDES": "0"}

@@ -98,7 +98,8 @@ def _drop(engine: Engine, infos: list[SnapshotInfo], oldest: bool = False) -> li
 
 
 def usage(engine: Engine) -> tuple[int, int, int]:
-    """(bytes on disk, loose objects, packs) of the store."""
+    """(bytes on disk, loose objects, packs) of the store (chain packs, which
+    consolidation never merges, are not counted among the packs)."""
     return compaction.store_usage(engine.store)
 
 

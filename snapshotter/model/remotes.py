@@ -23,6 +23,8 @@ class PushResult:
     """Remote snapshot refs deleted because retention dropped them here (``prune=True``)."""
     skipped: tuple[SkippedSnapshot, ...] = ()
     """Snapshots left out, and why (``skip_refused=True``); without it, such a snapshot refuses the push."""
+    bytes_sent: int = 0
+    """Bytes of objects sent (a big file's new version goes as a delta of one the remote holds)."""
 
 
 @dataclass(frozen=True)

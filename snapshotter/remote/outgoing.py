@@ -21,7 +21,7 @@ import os
 from collections.abc import Iterable
 
 from snapshotter.engine.gitstore.objects import MODE_TREE, parse_tree
-from snapshotter.engine.gitstore.replication import read_checked
+from snapshotter.engine.gitstore.outentries import read_checked
 from snapshotter.engine.gitstore.store import Store
 from snapshotter.engine.worktree.ignore import IgnoreStack
 from snapshotter.errors import PushRefused, Remedy

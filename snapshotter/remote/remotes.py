@@ -236,7 +236,7 @@ def _push(
     else:
         pushstate.write_state(where.state, None)
     counts = (len(sending), sent.objects, sent.refs_updated + finished, len(dropped))
-    return PushResult(to.remote.shown, to.name, *counts, tuple(skipped))
+    return PushResult(to.remote.shown, to.name, *counts, tuple(skipped), bytes_sent=sent.bytes)
 
 
 def _updates(

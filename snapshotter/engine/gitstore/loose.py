@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import weakref
 import zlib
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -84,3 +85,19 @@ def stream_loose(path: str, sha: bytes) -> tuple[int, int, Iterator[bytes]] | No
         handle.close()
         raise
     return kind, size, closing(stream.pieces(size), handle.close)
+
+
+def open_loose(path: str, sha: bytes) -> tuple[int, int, Stream] | None:
+    """(type number, size, its content's stream) of the loose object at
+    ``path``, for reading a delta's base; None if there is none. The file
+    closes with the stream."""
+    handle = _open(path)
+    if handle is None:
+        return None
+    try:
+        stream, kind, size = _header(handle, sha)
+    except BaseException:
+        handle.close()
+        raise
+    weakref.finalize(stream, handle.close)
+    return kind, size, stream

@@ -14,25 +14,33 @@ per object, on what it reads anyway.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
+import time
 import zlib
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterable, Iterator
 
-from snapshotter.engine.gitstore import checkedindexes
+from snapshotter.engine.gitstore import chainjournal, checkedindexes
 from snapshotter.engine.gitstore.checkedindexes import CheckedIndexes
-from snapshotter.engine.gitstore.inflate import MAX_WHOLE, ObjectTooLarge
-from snapshotter.engine.gitstore.loose import loose_header, read_loose, stream_loose
+from snapshotter.engine.gitstore.inflate import MAX_WHOLE, ObjectTooLarge, Stream
+from snapshotter.engine.gitstore.loose import loose_header, open_loose, read_loose, stream_loose
 from snapshotter.engine.gitstore.objects import STREAM_THRESHOLD, TYPE_NAMES, object_id
 from snapshotter.engine.gitstore.packread import MAX_CHAIN, BaseById
 from snapshotter.engine.gitstore.packset import PackSet
 from snapshotter.errors import VERIFY, StoreError
 
+_APPEND_WAITS = 40
+_APPEND_WAIT = 0.05
+"""A reader missing an object while a chain pack is appended to looks again,
+every 50 ms for up to 2 s (an append takes its pack out of sight for the few
+milliseconds it writes and syncs it)."""
+
 TYPE_CHECKING = False  # not ``typing``'s
 if TYPE_CHECKING:
+    from snapshotter.engine.gitstore.bigstore import BigFiles
     from snapshotter.engine.gitstore.commitread import CommitFields
     from snapshotter.engine.gitstore.objectwriter import ObjectWriter
+    from snapshotter.engine.gitstore.spancopy import Span
 
 
 class StoredObjects:
@@ -44,17 +52,41 @@ class StoredObjects:
         self.packs = PackSet(os.path.join(objects_dir, "pack"), checked)
         self._writer: ObjectWriter | None = None
         self._making_writer = threading.Lock()
+        self._big: BigFiles | None = None
+        self._making_big = threading.Lock()
 
     @property
     def writer(self) -> ObjectWriter:
-        """What writes objects here (loose, and packs), made when first asked for:
-        reading the history writes nothing (issue #51)."""
+        """What writes objects here (loose, packs, and big files' chain packs),
+        made when first asked for: reading the history writes nothing (issue #51)."""
         with self._making_writer:
             if self._writer is None:
                 from snapshotter.engine.gitstore.objectwriter import ObjectWriter
 
-                self._writer = ObjectWriter(self.objects_dir, self._has_packed)
+                writer = ObjectWriter(self.objects_dir, self._has_packed)
+                writer.big_files = self._big_files
+                self._writer = writer
             return self._writer
+
+    @property
+    def big(self) -> BigFiles:
+        """The chain packs and signatures of big files (``bigstore``), made when
+        first asked for: reading the history loads none of their modules."""
+        with self._making_big:
+            if self._big is None:
+                from snapshotter.engine.gitstore.bigstore import BigFiles
+
+                meta_dir = os.path.join(os.path.dirname(self.objects_dir), "snapshotter")
+                self._big = BigFiles(
+                    self.packs, meta_dir, self.has_object, self._count_written, self.blob_chunks, self.blob_size
+                )
+            return self._big
+
+    def _big_files(self) -> BigFiles:
+        return self.big
+
+    def _count_written(self, size: int, loose: int, packs: int) -> None:
+        self.writer.count_written(size, loose, packs)
 
     def loose_path(self, sha: bytes) -> str:
         """Where ``sha`` is, or would be, a loose object (as ``ObjectWriter.loose_path``)."""
@@ -98,12 +130,14 @@ class StoredObjects:
         if found is None:
             loose = read_loose(self.loose_path(sha), sha, limit)
             found = (*loose, "") if loose is not None else None
-        if found is None:
+        attempt = 0
+        while found is None:
             found = self._from_packs(sha, True, limit, base_by_id)
-        if found is None and self.packs.index_unindexed():
-            found = self._from_packs(sha, True, limit, base_by_id)
-        if found is None:
-            raise KeyError(sha.hex())
+            if found is None and self.packs.index_unindexed():
+                found = self._from_packs(sha, True, limit, base_by_id)
+            if found is None and not self._appending(attempt):
+                raise KeyError(sha.hex())
+            attempt += 1
         kind, content, where = found
         name = TYPE_NAMES.get(kind)
         if name is None or object_id(name, content) != sha:
@@ -135,60 +169,113 @@ class StoredObjects:
             raise StoreError(f"object {sha.hex()} should be a blob; the store is damaged", VERIFY)
         yield content
 
+    def blob_content(self, sha: bytes) -> bytes | Iterable[bytes | Span]:
+        """A blob's content for a restore to write: a small one whole, checked
+        against its id; a big packed one as a ``CheckedCopy`` (its base's stored
+        blocks copied from the pack by the kernel, or inflated; its entries
+        checked by their index's CRC-32, not hashed again: see ``entrycheck``);
+        a big loose one, or one on a loose base, as ``blob_chunks`` gives it."""
+        try:
+            kind, content = self.read_raw(sha, STREAM_THRESHOLD)
+        except ObjectTooLarge:
+            pass
+        except KeyError:
+            raise StoreError(f"blob {sha.hex()} is missing from the store", VERIFY) from None
+        else:
+            if kind != 3:
+                raise StoreError(f"object {sha.hex()} should be a blob; the store is damaged", VERIFY)
+            return content
+        from snapshotter.engine.gitstore.entrycheck import CheckedCopy  # a big blob: not to read the history
+
+        for relist in (False, True):
+            try:
+                found = self.packs.copy_source(sha, relist, self._open_loose)
+            except OSError:
+                found = None
+            if found is not None:
+                kind, _, pieces, entries, close, _ = found
+                if kind != 3:
+                    close()
+                    raise StoreError(f"object {sha.hex()} should be a blob; the store is damaged", VERIFY)
+                return CheckedCopy(sha, pieces, entries, close)
+        return self._checked_stream(sha)
+
     def _checked_stream(self, sha: bytes) -> Iterator[bytes]:
         kind, size, pieces, where = self._stream(sha)
+        from snapshotter.engine.gitstore.digest import ThreadedDigest  # a blob streamed: not to read the history
+
+        digest = ThreadedDigest(b"blob %d\0" % size)  # hashed on a thread while the caller writes
         try:
             if kind != 3:
                 raise StoreError(f"object {sha.hex()} should be a blob; the store is damaged", VERIFY)
-            digest = hashlib.sha1(b"blob %d\0" % size)
             for piece in pieces:
                 digest.update(piece)
                 yield piece
             if digest.digest() != sha:
                 raise _mismatch(sha, where)
         finally:
+            digest.close()
             if isinstance(pieces, Generator):
                 pieces.close()
 
     def _stream(self, sha: bytes) -> tuple[int, int, Iterator[bytes], str]:
         """(type number, size, content in pieces, the pack's path or "" if
         loose) of an object, not checked against its id; StoreError if the
-        store lacks it."""
-
-        def base_by_id(base: bytes) -> tuple[int, bytes]:
-            return self._read(base, MAX_WHOLE, 1)
-
-        for relist in (False, True):
-            try:
-                found = self.packs.stream(sha, relist, base_by_id)
-            except OSError:
-                found = None
-            if found is not None:
-                return found
-            if not relist:
-                loose = stream_loose(self.loose_path(sha), sha)
-                if loose is not None:
-                    return (*loose, "")
-        if self.packs.index_unindexed():
-            found = self.packs.stream(sha, True, base_by_id)
-            if found is not None:
-                return found
+        store lacks it. A delta is read a piece at a time (``chainread``),
+        whatever its size."""
+        for attempt in range(_APPEND_WAITS):
+            for relist in (False, True):
+                try:
+                    found = self.packs.stream(sha, relist, self._open_loose)
+                except OSError:
+                    found = None
+                if found is not None:
+                    return found
+                if not relist:
+                    loose = stream_loose(self.loose_path(sha), sha)
+                    if loose is not None:
+                        return (*loose, "")
+            if self.packs.index_unindexed():
+                found = self.packs.stream(sha, True, self._open_loose)
+                if found is not None:
+                    return found
+            if not self._appending(attempt):
+                break
         raise StoreError(f"object {sha.hex()} is missing from the store", VERIFY)
 
-    def copy_to_loose(self, sha: bytes) -> None:
-        """Store a packed object as a loose one, streamed a piece at a time and
-        checked against its id as it is written: gc and consolidation keep big
-        blobs loose, and a pack (forged, or written by another tool) may hold one."""
-        kind, size, pieces, _ = self._stream(sha)
-        self.writer.write_stream(TYPE_NAMES[kind], size, pieces, sha)
+    def _open_loose(self, sha: bytes) -> tuple[int, int, Stream] | None:
+        return open_loose(self.loose_path(sha), sha)
+
+    def _appending(self, attempt: int) -> bool:
+        """Whether a chain pack is being appended to (its objects out of sight
+        for a moment, see ``chainpack``): then wait a little and look again.
+        An append a killed writer left is recovered first (``settle``)."""
+        if attempt + 1 >= _APPEND_WAITS or not chainjournal.appending(self.packs.dir):
+            return False
+        if attempt == 0:
+            self.settle_appends()
+            return True
+        time.sleep(_APPEND_WAIT)
+        return True
+
+    def settle_appends(self) -> None:
+        """Recover an append a killed writer left (``Store`` knows the lock)."""
 
     def object_header(self, sha: bytes) -> tuple[int, int]:
         """(type number, size) of an object, from its header where it can be
-        (a delta in a pack is resolved to learn its type); KeyError if missing."""
+        (a delta in a pack: its type from its chain's headers, its size from
+        the delta's); KeyError if missing."""
         found = self._header(sha)
         if found is None or found[0] in (6, 7):
-            kind, content = self.read_raw(sha)
-            return kind, len(content)
+            for relist in (False, True):
+                try:
+                    kind = self.packs.kind_of(sha, relist, self._open_loose)
+                except OSError:
+                    kind = None
+                if kind is not None and found is not None:
+                    return kind, found[1]
+            kind_found, content = self.read_raw(sha)
+            return kind_found, len(content)
         return found
 
     def blob_size(self, sha: bytes) -> int:

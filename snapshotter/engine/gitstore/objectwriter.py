@@ -25,6 +25,10 @@ from snapshotter.engine.gitstore.objects import BINARY_PROBE, STREAM_THRESHOLD, 
 from snapshotter.engine.gitstore.packs import PackBuilder
 from snapshotter.errors import VERIFY, StoreError, what_to_check
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from snapshotter.engine.gitstore.bigstore import BigFiles
+
 CHUNK = 1 << 20
 
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -74,6 +78,9 @@ class ObjectWriter:
         self.written = (0, 0, 0)
         """(bytes, loose objects, packs) this writer has added to the store: lets
         the retention pass estimate the store's size instead of walking it."""
+        self.big_files: Callable[[], BigFiles] | None = None
+        """Where big files' versions go (chain packs), set by the store; asked
+        for only where a big file is written (their modules load then)."""
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
@@ -275,7 +282,7 @@ class ObjectWriter:
         (None if binary). The id is None if the file's size changed meanwhile."""
         header = b"blob %d\0" % size
         digest = hashlib.sha1(header)
-        counter = _LineCounter()
+        counter = LineTally()
         squeezer = compressor() if write else None
         tmp_fd, tmp = self._tmp_in(self.objects_dir) if write else (-1, "")
         out = os.fdopen(tmp_fd, "wb") if write else None
@@ -312,22 +319,29 @@ class ObjectWriter:
                 unlink_quietly(tmp)  # gone already once moved into place
 
 
-class _LineCounter:
-    """Counts lines over chunks, with git's binary rule (NUL in the first 8,000 bytes)."""
+class LineTally:
+    """Counts lines over chunks, with git's binary rule (NUL in the first 8,000
+    bytes): once a NUL is seen there, nothing more is counted."""
 
     def __init__(self) -> None:
         self.count = 0
         self.head = b""
         self.last = b""
+        self.binary = False
 
     def feed(self, chunk: bytes) -> None:
+        if self.binary:
+            return
         if len(self.head) < BINARY_PROBE:
             self.head += chunk[: BINARY_PROBE - len(self.head)]
+            if is_binary(self.head):
+                self.binary = True
+                return
         self.count += chunk.count(b"\n")
         self.last = chunk[-1:]
 
     def lines(self) -> int | None:
-        if is_binary(self.head):
+        if self.binary or is_binary(self.head):
             return None
         return self.count + (1 if self.last and self.last != b"\n" else 0)
 

@@ -104,6 +104,8 @@ def read_entry(
                 raise too_large(sha, len(content), limit)
             break
         kind, content, base = _inflate_at(pack, at, sha, limit if not deltas else MAX_WHOLE)
+        if base is not None and not deltas and delta_sizes(content, sha)[1] > limit:
+            raise too_large(sha, delta_sizes(content, sha)[1], limit)  # known before the chain is read
         if base is None:
             if deltas:
                 pack.remember(at, (kind, content))

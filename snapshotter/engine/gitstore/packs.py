@@ -96,7 +96,7 @@ def _big_endian(numbers: array[int]) -> bytes:
     return numbers.tobytes()
 
 
-def _offset_bytes(distance: int) -> bytes:
+def offset_bytes(distance: int) -> bytes:
     """git's encoding of an OFS_DELTA base distance (big-endian, off by one per byte)."""
     out = [distance & 0x7F]
     distance >>= 7
@@ -167,7 +167,7 @@ class PackBuilder:
             if sha in self._entries:
                 return
             if base is not None:
-                header += _offset_bytes(self._offset - (self._entries[base] >> _CRC_BITS))
+                header += offset_bytes(self._offset - (self._entries[base] >> _CRC_BITS))
             crc = zlib.crc32(data, zlib.crc32(header))
             try:
                 self._file.write(header)

@@ -27,11 +27,12 @@ from collections.abc import Callable, Iterator
 from snapshotter.engine.fsutil import open_side_file
 from snapshotter.engine.gitstore.checkedindexes import CheckedIndexes
 from snapshotter.engine.gitstore.indexformat import PackIndex
-from snapshotter.engine.gitstore.inflate import MAX_WHOLE, PIECE
+from snapshotter.engine.gitstore.inflate import PIECE
 from snapshotter.engine.gitstore.packindex import IndexDamaged, PackDamaged, load_index, read_through, write_index
 from snapshotter.engine.gitstore.packread import (
     BaseById,
     PackFile,
+    _entry_header,
     peek_entry,
     read_entry,
     stream_entry,
@@ -39,6 +40,12 @@ from snapshotter.engine.gitstore.packread import (
 )
 
 log = logging.getLogger("snapshotter")
+
+TYPE_CHECKING = False  # not ``typing``'s
+if TYPE_CHECKING:
+    from snapshotter.engine.gitstore.chainread import OpenLoose
+    from snapshotter.engine.gitstore.entrycheck import CheckedEntry
+    from snapshotter.engine.gitstore.spancopy import Span
 
 Opened = tuple[int, int, Iterator[bytes], str]
 """(type number, size, content in pieces, the pack's path less ``.pack``)."""
@@ -252,28 +259,127 @@ class PackSet:
         with self._guard:
             return peek_entry(self._file(found[0]), found[1], sha)
 
-    def stream(self, sha: bytes, relist: bool, base_by_id: BaseById) -> Opened | None:
-        """A packed object a piece at a time, through a handle of its own (the
-        pieces are read long after this returns); a delta is resolved whole
-        (``MAX_WHOLE`` at most). None if it is in no pack."""
+    def stream(self, sha: bytes, relist: bool, open_loose: OpenLoose) -> Opened | None:
+        """A packed object a piece at a time, through handles of its own (the
+        pieces are read long after this returns); a delta is resolved a piece
+        at a time too (``chainread``). None if it is in no pack."""
         found = self.locate(sha, relist)
         if found is None:
             return None
         base, offset = found
-        where = base
-        own = PackFile(base + ".pack")
+        handles: dict[str, PackFile] = {}
+
+        def open_pack(path: str) -> PackFile:
+            opened = handles.get(path)
+            if opened is None:
+                opened = handles[path] = PackFile(path + ".pack")
+            return opened
+
+        closers: list[Callable[[], None]] = []
+
+        def close_all() -> None:
+            for close in closers:
+                close()
+            for handle in handles.values():
+                handle.close()
+            handles.clear()
+
         try:
-            opened = stream_entry(own, offset, sha)
+            opened = _stored(open_pack(base), offset, sha, closers) or stream_entry(open_pack(base), offset, sha)
+            if opened is None:
+                from snapshotter.engine.gitstore.chainread import stream_object  # a delta: not to read a commit
+
+                opened = stream_object((base, offset), sha, open_pack, self._locate_quietly, open_loose)
         except BaseException:
-            own.close()
+            close_all()
             raise
-        if opened is None:
-            own.close()
-            with self._guard:
-                kind, content = read_entry(self._file(base), offset, sha, MAX_WHOLE, base_by_id)
-            return kind, len(content), iter((content,)), where
         kind, size, pieces = opened
-        return kind, size, closing(pieces, own.close), where
+        return kind, size, closing(pieces, close_all), base
+
+    def copy_source(
+        self, sha: bytes, relist: bool, open_loose: OpenLoose
+    ) -> tuple[int, int, Iterator[bytes | Span], list[CheckedEntry], Callable[[], None], bool] | None:
+        """A packed object whose whole base is packed too, for a restore: (type
+        number, size, pieces: bytes and spans of the packs, the entries read
+        with their index's CRC-32, a closer for its handles, whether the base
+        is kept in stored blocks). None if it is in no pack, or its base is
+        loose (``chainread.copy_pieces``)."""
+        found = self.locate(sha, relist)
+        if found is None:
+            return None
+        handles: dict[str, PackFile] = {}
+
+        def open_pack(path: str) -> PackFile:
+            opened = handles.get(path)
+            if opened is None:
+                opened = handles[path] = PackFile(path + ".pack")
+            return opened
+
+        def close_all() -> None:
+            for handle in handles.values():
+                handle.close()
+            handles.clear()
+
+        from snapshotter.engine.gitstore.chainread import copy_pieces  # a big object: not to read a commit
+        from snapshotter.engine.gitstore.entrycheck import entries_at
+
+        try:
+            made = copy_pieces(found, sha, open_pack, self._locate_quietly, open_loose)
+            if made is None:
+                close_all()
+                return None
+            kind, size, pieces, read, stored = made
+            entries: list[CheckedEntry] = []
+            for base in dict.fromkeys(base for base, _ in read):
+                index = self.index(base)
+                if index is None:
+                    raise OSError(f"{base}.idx is gone")
+                offsets = [offset for where, offset in read if where == base]
+                entries += entries_at(base, open_pack(base).fileno(), index, offsets)
+        except BaseException:
+            close_all()
+            raise
+        return kind, size, pieces, entries, close_all, stored
+
+    def kind_of(self, sha: bytes, relist: bool, open_loose: OpenLoose) -> int | None:
+        """The type of a packed object, a delta's found from headers alone."""
+        found = self.locate(sha, relist)
+        if found is None:
+            return None
+        handles: dict[str, PackFile] = {}
+
+        def open_pack(path: str) -> PackFile:
+            opened = handles.get(path)
+            if opened is None:
+                opened = handles[path] = PackFile(path + ".pack")
+            return opened
+
+        from snapshotter.engine.gitstore.chainread import base_kind
+
+        try:
+            return base_kind(found, sha, open_pack, self._locate_quietly, open_loose)
+        finally:
+            for handle in handles.values():
+                handle.close()
+
+    def _locate_quietly(self, sha: bytes) -> tuple[str, int] | None:
+        return self.locate(sha, False) or self.locate(sha, True)
+
+
+def _stored(
+    pack: PackFile, offset: int, sha: bytes, closers: list[Callable[[], None]]
+) -> tuple[int, int, Iterator[bytes]] | None:
+    """A big whole entry kept in stored blocks, read from the pack as it is."""
+    kind, size, used, distance = _entry_header(pack.read_at(64, offset), sha)
+    if distance is not None or kind not in (1, 2, 3, 4) or size <= PIECE:
+        return None
+    from snapshotter.engine.gitstore.storedblocks import blocks_of  # a big object: not to read a commit
+
+    blocks = blocks_of(pack, offset + used, size)
+    if blocks is None:
+        return None
+    closers.append(blocks.close)
+    return kind, size, blocks.read(0, size)
 
 
 def closing(pieces: Iterator[bytes], close: Callable[[], None]) -> Iterator[bytes]:

@@ -24,6 +24,7 @@ without the terminal escapes a server may put in its text.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import zlib
@@ -46,16 +47,14 @@ from dulwich.objects import ZERO_SHA
 from dulwich.pack import UnpackedObject
 from dulwich.repo import Repo
 
-from snapshotter.engine.gitstore.deflate import compressor, deflate
 from snapshotter.engine.gitstore.incoming import IncomingPack
-from snapshotter.engine.gitstore.inflate import ObjectTooLarge
 from snapshotter.engine.gitstore.negotiation import Haves, listing, nearest_held, wanting
-from snapshotter.engine.gitstore.objects import MODE_TREE, TYPE_NAMES, object_id, parse_tree
+from snapshotter.engine.gitstore.objects import MODE_TREE, object_id, parse_tree
+from snapshotter.engine.gitstore.outentries import counted, raw_entry, read_checked, streamed
 from snapshotter.engine.gitstore.packindex import PackContents, PackDamaged, PackOverBudget
-from snapshotter.engine.gitstore.packs import entry_header
 from snapshotter.engine.gitstore.store import MISSING_OR_DAMAGED, Store
 from snapshotter.engine.gitstore.transport import Credentials, Remote, printable, without_secrets
-from snapshotter.errors import VERIFY, InvalidInput, RemoteAuthError, RemoteError, SnapshotError, StoreError
+from snapshotter.errors import InvalidInput, RemoteAuthError, RemoteError, SnapshotError, StoreError
 
 Refs = dict[bytes, bytes]
 """Ref name -> commit id (hex, as git sends them)."""
@@ -73,6 +72,8 @@ class Sent:
     objects: int
     refs_updated: int
     refused: Mapping[str, str]
+    bytes: int = 0
+    """Bytes of objects as they went into the pack (their entries, headers included)."""
 
 
 def remote_refs(remote: Remote, prefix: bytes = b"", credentials: Credentials | None = None) -> Refs:
@@ -146,6 +147,8 @@ class Plan:
     objects: list[tuple[int, bytes]]
     listed: frozenset[bytes] = frozenset()
     extra: tuple[RawObject, ...] = ()
+    known: frozenset[bytes] = frozenset()
+    """Every object the ``haves`` reach or the push sends (a delta's base may be any of them)."""
 
 
 def plan(store: Store, wants: list[bytes], haves: list[bytes], extra: Sequence[RawObject] = ()) -> Plan:
@@ -157,13 +160,17 @@ def plan(store: Store, wants: list[bytes], haves: list[bytes], extra: Sequence[R
             raise InvalidInput(f"the extra object {sha.hex()} is not the object its id names; nothing was pushed")
     listed = frozenset(_hex_set(haves))
     held = nearest_held(store, listed)
-    return Plan(frozenset(_hex_set(wants)), held, _objects(store, held, _hex_set(wants)), listed, tuple(extra))
+    objects, known = _objects(store, held, _hex_set(wants))
+    return Plan(frozenset(_hex_set(wants)), held, objects, listed, tuple(extra), frozenset(known))
 
 
-def _objects(store: Store, haves: set[bytes] | frozenset[bytes], wants: set[bytes]) -> list[tuple[int, bytes]]:
+def _objects(
+    store: Store, haves: set[bytes] | frozenset[bytes], wants: set[bytes]
+) -> tuple[list[tuple[int, bytes]], set[bytes]]:
+    """The objects to send, and every object the remote then holds."""
     known: set[bytes] = set()
     reachable(store, [bytes.fromhex(sha.decode()) for sha in haves], known)
-    return reachable(store, [bytes.fromhex(sha.decode()) for sha in sorted(wants)], known)
+    return reachable(store, [bytes.fromhex(sha.decode()) for sha in sorted(wants)], known), known
 
 
 def send(
@@ -181,7 +188,7 @@ def send(
     ``extra`` ones after them; ``progress(done, total)`` is told as objects go.
     A ref in ``expected`` moves only from that value (hex, None: absent), the
     one a listing read: moved since, it is refused, never overwritten."""
-    sent = [0]
+    sent = [0, 0]
     moved: set[bytes] = set()
     extra = planned.extra if planned is not None else ()
     extra_ids = {sha.hex().encode() for _, sha, _ in extra}  # wanted by an update, read from no store
@@ -204,15 +211,19 @@ def send(
     ) -> tuple[int, Iterator[UnpackedObject]]:
         remote.meter.sending()
         wants = _hex_set(want) - extra_ids
+        known: set[bytes] | frozenset[bytes]
         if planned is None or not wants <= planned.wants:
-            objects = plan(store, sorted(wants), sorted(_hex_set(have))).objects
-        else:  # the refs the remote shows only now: what they reach is not sent
+            made = plan(store, sorted(wants), sorted(_hex_set(have)))
+            objects, known = made.objects, made.known
+        else:  # the refs the remote shows only now: what they reach is not sent (and may be a delta's base)
             fresh = {sha for sha in _hex_set(have) - planned.listed if store.has_object(bytes.fromhex(sha.decode()))}
             skip: set[bytes] = set()
             reachable(store, [bytes.fromhex(sha.decode()) for sha in fresh], skip)
             objects = [entry for entry in planned.objects if entry[1] not in skip] if skip else planned.objects
+            known = planned.known | skip if skip else planned.known
         sent[0] = len(objects) + len(extra)
-        return sent[0], _streamed(store, objects, report, extra)
+        entries = itertools.chain(streamed(store, objects, report, known.__contains__), map(raw_entry, extra))
+        return sent[0], counted(entries, sent)
 
     remote.meter.begin()
     with remote_errors(remote, credentials):
@@ -220,7 +231,8 @@ def send(
     status = result.ref_status or {}
     status = {**status, **{name: "moved since it was listed" for name in moved}}
     refused = {printable(name.decode("utf-8", "replace")): printable(str(why)) for name, why in status.items() if why}
-    return Sent(sent[0], sum(1 for name in updates if name.decode("utf-8", "replace") not in refused), refused)
+    updated = sum(1 for name in updates if name.decode("utf-8", "replace") not in refused)
+    return Sent(sent[0], updated, refused, sent[1])
 
 
 def receive(
@@ -318,89 +330,6 @@ def ensure_local_repository(remote: Remote) -> None:
 
 def _hex_set(values: object) -> set[bytes]:
     return {bytes(v) for v in values if v and bytes(v) != ZERO_SHA}  # type: ignore[attr-defined]
-
-
-def _streamed(
-    store: Store,
-    objects: list[tuple[int, bytes]],
-    progress: Callable[[int, int], None] | None,
-    extra: tuple[RawObject, ...] = (),
-) -> Iterator[UnpackedObject]:
-    """The objects as the pack writer takes them, read one at a time, then the
-    ``extra`` ones (checked by :func:`plan`) as given."""
-    total = len(objects) + len(extra)
-    for done, (kind, sha) in enumerate(objects, 1):
-        if progress is not None and (done % 256 == 0 or done == total):
-            progress(done, total)
-        yield _unpacked(store, kind, sha)
-    for kind, sha, content in extra:
-        yield _entry(kind, sha, content, entry_header(kind, len(content)) + deflate(content))
-    if extra and progress is not None:
-        progress(total, total)
-
-
-_UNREADABLE: tuple[type[Exception], ...] = (OSError, *MISSING_OR_DAMAGED)
-
-
-def _unpacked(store: Store, kind: int, sha: bytes) -> UnpackedObject:
-    """One object as a pack entry, in one piece (dulwich sends each piece with a
-    system call of its own). Only true objects leave: each is checked against
-    its id. A whole object in a pack goes as stored instead of being compressed
-    again; any other is compressed here at the snapshot level (zlib 1, ISA-L
-    when installed), where dulwich would use zlib's default, 4 times slower. A
-    first push of 100,000 files took 13 s with dulwich's compression, 9.5 s
-    with ours, 4.5 s sent as stored, beside git push's 2.4 s."""
-    try:
-        found = store.packs.whole(sha)
-    except _UNREADABLE:
-        found = None  # a pack vanished (a gc elsewhere), or a damaged entry: the usual way says which
-    if found is not None and found[0] == kind and object_id(TYPE_NAMES[kind], found[1]) == sha:
-        return _entry(kind, sha, found[1], entry_header(kind, len(found[1])) + found[2])
-    try:
-        _, content = read_checked(store, sha)  # not packed whole, or damaged there: read (and checked) the usual way
-    except ObjectTooLarge:
-        if kind != 3:
-            raise
-        return _streamed_blob(store, sha)
-    return _entry(kind, sha, content, entry_header(kind, len(content)) + deflate(content))
-
-
-def _streamed_blob(store: Store, sha: bytes) -> UnpackedObject:
-    """A blob too big to hold whole (over ``MAX_WHOLE``), as a pack entry made
-    while it is sent: inflated from the store a piece at a time, compressed
-    again a piece at a time, never held whole. Its id is checked as the pieces
-    go (``blob_chunks``): a damaged one raises after its last piece, so the pack
-    is cut short and the remote takes no ref."""
-    size = store.blob_size(sha)
-
-    def pieces() -> Iterator[bytes]:
-        yield entry_header(3, size)
-        squeezer = compressor()
-        for piece in store.blob_chunks(sha):
-            packed = squeezer.compress(piece)
-            if packed:
-                yield packed
-        yield squeezer.flush()
-
-    unpacked = UnpackedObject(3, sha=sha, decomp_len=size)
-    unpacked.comp_chunks = pieces()  # type: ignore[assignment]  # dulwich iterates it once, as it writes
-    return unpacked
-
-
-def read_checked(store: Store, sha: bytes) -> tuple[int, bytes]:
-    """An object of this store, checked; one missing or damaged is a StoreError
-    that says so (never a KeyError, nor a damage blamed on the remote)."""
-    try:
-        return store.read_raw(sha)
-    except MISSING_OR_DAMAGED as exc:
-        state = "missing from" if isinstance(exc, KeyError) else "damaged in"
-        raise StoreError(f"object {sha.hex()} is {state} this store; nothing was pushed", VERIFY) from None
-
-
-def _entry(kind: int, sha: bytes, content: bytes, packed: bytes) -> UnpackedObject:
-    unpacked = UnpackedObject(kind, decomp_chunks=[content], sha=sha, decomp_len=len(content))
-    unpacked.comp_chunks = [packed]
-    return unpacked
 
 
 class remote_errors:  # noqa: N801 (used as a context manager, like contextlib's)

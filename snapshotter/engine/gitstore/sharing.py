@@ -10,8 +10,10 @@ would make the fork read through the parent's folder, and a gc there could
 delete what the fork still needs.
 
 Objects are immutable once written, and both stores only ever replace a file
-(a temporary file renamed over it), never write one in place, so a shared
-inode never changes under the other store. Where the filesystem cannot link
+(a temporary file renamed over it), never write one in place (a big file's
+chain pack is appended to in place, but only while it has one hard link: a
+shared one is never written, see ``chainappend``), so a shared inode never
+changes under the other store. Where the filesystem cannot link
 (another device, FAT, a refusal) the file is copied instead. A pack goes
 before its index: a reader that sees an index finds its pack (one without an
 index is indexed again, see ``packset``).

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dulwich import errors as dulwich_errors
 
 from snapshotter.engine.fsutil import SMALL_FILE_CAP, open_side_file, read_side_file, unlink_quietly
-from snapshotter.engine.gitstore import generations
+from snapshotter.engine.gitstore import chainjournal, generations
 from snapshotter.engine.gitstore.location import store_exists
 from snapshotter.engine.gitstore.objectstore import StoredObjects
 from snapshotter.engine.gitstore.packedrefs import View
@@ -47,7 +47,9 @@ RENUMBERED = "renumbered"
 say (fetched from a remote, copied into a fork), so their number is found at once."""
 RENUMBERED_CAP = 16 << 20
 TEMP_NAME = re.compile(
-    r"tmp_obj_|tmp_pack_|tmp_idx_|\.(statcache|generation|line-counts|history-index|checked|packed-refs-bounds)-.*\.tmp$"
+    r"tmp_obj_|tmp_pack_|tmp_idx_"
+    r"|\.(statcache|generation|line-counts|history-index|checked|packed-refs-bounds|signature)-.*\.tmp$"
+    r"|pack-chain-.*\.idx\.tmp$|pack-chain-\w+\.tmp$"
 )
 """Temporary files writers make in the store (then rename into place)."""
 _STACK_PREFIX = b"refs/snapshotter/"
@@ -87,7 +89,12 @@ class Store(StoredObjects):
         if recorded is not None and recorded != canonical:
             raise StoreError(f"store {path} belongs to {recorded}, not {canonical}; remove it or use another home")
         check_config(os.path.join(path, "config"))
-        return cls(path)
+        store = cls(path)
+        store.settle_appends()  # a killed writer's half-done append: put back before anything is read
+        return store
+
+    def settle_appends(self) -> None:
+        chainjournal.settle(self.packs.dir, os.path.join(self.meta_dir, "lock"), self.recover)
 
     @property
     def repo(self) -> Repo:
@@ -407,8 +414,9 @@ class Store(StoredObjects):
         writer of those holds it, so any found then is stale. Returns how many
         files were removed."""
         removed = self.clear_stale_ref_locks()
-        folders = [os.path.join(self.path, "objects"), self.packs.dir, self.meta_dir]
-        objects_dir = folders[0]
+        removed += chainjournal.recover(self.packs.dir)  # before temporary files go: a journal names some
+        objects_dir = os.path.join(self.path, "objects")
+        folders = [objects_dir, self.packs.dir, self.meta_dir, self.big.signatures.folder, self.big.states]
         try:
             folders += [os.path.join(objects_dir, n) for n in os.listdir(objects_dir) if len(n) == 2]
         except OSError:

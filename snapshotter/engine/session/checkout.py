@@ -29,6 +29,7 @@ from snapshotter.model import SkippedPath, SkipReason
 
 TYPE_CHECKING = False  # not ``typing``'s
 if TYPE_CHECKING:  # annotations only: reading the store (``log``, ``show``) does not load the walker
+    from snapshotter.engine.gitstore.spancopy import Span
     from snapshotter.engine.worktree.walker import Scan
 
 MAX_LINK_TARGET = 1 << 16
@@ -279,6 +280,7 @@ def apply_plan(
     cache: StatCache,
     progress: Callable[[int, int], None] | None = None,
     second_core: bool = True,
+    blob_content: Callable[[bytes], bytes | Iterable[bytes | Span]] | None = None,
 ) -> None:
     """Carry out a checked plan and record what it wrote in the stat cache.
 
@@ -304,7 +306,7 @@ def apply_plan(
         if mode == MODE_LINK:
             st = workspace.write_symlink(path, _link_target(path, blob_chunks(sha)))
         else:
-            st = workspace.write_file(path, blob_chunks(sha), mode == MODE_EXEC)
+            st = workspace.write_file(path, (blob_content or blob_chunks)(sha), mode == MODE_EXEC)
         return _record_key(st, mode, workspace.host)
 
     def written(index: int, key: StatKey | None) -> None:

@@ -206,7 +206,13 @@ def apply_or_put_back(engine: Engine, plan: Plan, workspace: Workspace, safety: 
         cache = engine.cache_for_writes()
         try:
             apply_plan(
-                plan, workspace, engine.store.blob_chunks, cache, engine.phase("writing"), engine.options.second_core
+                plan,
+                workspace,
+                engine.store.blob_chunks,
+                cache,
+                engine.phase("writing"),
+                engine.options.second_core,
+                engine.store.blob_content,
             )
         except BaseException as failure:
             engine.drop_cache()  # records may describe half-applied writes: reload from disk
@@ -215,7 +221,15 @@ def apply_or_put_back(engine: Engine, plan: Plan, workspace: Workspace, safety: 
                 undo = make_plan(
                     StoredTree(engine.store, bytes.fromhex(safety.tree_id)), ScannedTree(back), workspace, None, None
                 )
-                apply_plan(undo, workspace, engine.store.blob_chunks, StatCache(), None, engine.options.second_core)
+                apply_plan(
+                    undo,
+                    workspace,
+                    engine.store.blob_chunks,
+                    StatCache(),
+                    None,
+                    engine.options.second_core,
+                    engine.store.blob_content,
+                )
             except BaseException:
                 raise StoreError(
                     f"writing failed part-way ({failure}) and putting the workspace back failed too; "

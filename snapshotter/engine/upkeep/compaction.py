@@ -13,8 +13,10 @@ written while gc runs; and an object no ref reaches is kept while it is younger
 than the grace period, in case a writer that does not take the lock is between
 writing objects and its ref. Objects known dead (reachable only from snapshots
 just pruned, passed as ``dead_roots``) need no grace and go at once. Big blobs
-(above the streaming threshold) stay loose, so they are never read whole into
-memory; one found in a pack is written loose, a piece at a time.
+(above the streaming threshold) are never read whole into memory: loose ones
+stay loose; a chain pack (a big file's versions as deltas, ``chainpack``)
+holding any object still kept stays as it is, and so does any other pack
+holding a big object, so no delta chain is ever inflated into full copies.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from typing import cast
 
 from dulwich.errors import ApplyDeltaError, ChecksumMismatch
 
+from snapshotter.engine.fsutil import unlink_quietly
+from snapshotter.engine.gitstore import bigfacts
 from snapshotter.engine.gitstore.inflate import ObjectTooLarge
 from snapshotter.engine.gitstore.objects import (
     MODE_LINK,
@@ -70,9 +74,10 @@ def disk_usage(store: Store) -> int:
 
 
 def store_usage(store: Store) -> tuple[int, int, int]:
-    """(bytes on disk as :func:`disk_usage` counts them, loose objects, packs), in one
-    walk of the store: each mutating call of a new process measures it once, and
-    counting the loose objects in a walk of their own stat'ed each of them twice."""
+    """(bytes on disk as :func:`disk_usage` counts them, loose objects, packs other
+    than chain packs), in one walk of the store: each mutating call of a new
+    process measures it once, and counting the loose objects in a walk of their
+    own stat'ed each of them twice."""
     objects = os.path.join(store.path, "objects")
     pack_dir = os.path.join(objects, "pack")
     total = loose = packs = 0
@@ -96,8 +101,8 @@ def store_usage(store: Store) -> tuple[int, int, int]:
                 continue
             if fan_out and _LOOSE_NAME.fullmatch(entry.name):
                 loose += 1
-            elif folder == pack_dir and entry.name.endswith(".pack"):
-                packs += 1
+            elif folder == pack_dir and entry.name.endswith(".pack") and not entry.name.startswith(bigfacts.PREFIX):
+                packs += 1  # a chain pack is never merged by consolidation: not among the packs that call it
     return total, loose, packs
 
 
@@ -170,17 +175,18 @@ def collect(
     in_grace |= {sha for sha, (_, st) in loose.items() if now - st.st_mtime < grace_seconds and sha not in keep}
     in_grace -= dead
     stay_loose = {sha for sha in keep | in_grace if sha in loose and (store.loose_size(sha) or 0) > STREAM_THRESHOLD}
-    to_pack = (keep | {sha for sha in in_grace if sha in packed_age}) - stay_loose
+    kept_packs = _chains_kept(store, packs, keep | in_grace)
+    stay_packed = {sha for base in kept_packs for sha in _ids(store, base)}
+    to_pack = (keep | {sha for sha in in_grace if sha in packed_age}) - stay_loose - stay_packed
     stored = StoredEntries(packs, store.packs.index)
     unreadable: set[bytes] = set()
     try:
         bases = _delta_bases(store, to_pack)
-        new_base = _write_pack(store, pack_dir, to_pack, bases, stored, unreadable) if to_pack else None
+        new_base = _write_pack(store, pack_dir, to_pack, bases, stored, unreadable, kept_packs) if to_pack else None
     finally:
         stored.close()
-    store.writer.make_durable()  # big blobs moved out of packs: their names on disk before the packs go
     holding_damage = {base for base in packs if any(_holds(store, base, sha) for sha in unreadable)}
-    old_bases = [base for base in packs if base != new_base and base not in holding_damage]  # damage stays put
+    old_bases = [base for base in packs if base != new_base and base not in holding_damage | kept_packs]
     store.release_packs()  # close the packs before deleting them
     for base in old_bases:
         for suffix in (".idx", ".pack", ".rev", ".bitmap", ".keep"):
@@ -190,6 +196,10 @@ def collect(
         if sha in packed_now or (sha not in keep and sha not in in_grace):
             _remove(path)
     temps = _remove_stale_temps(store.path, now, grace_seconds)
+    for blob in store.big.signatures.held():  # a version no longer kept is never a delta's base again
+        if blob not in keep and blob not in in_grace:
+            store.big.signatures.drop(blob)
+    _drop_states_of_gone_packs(store.big.states, pack_dir)
     present_before = set(loose) | set(packed_age)
     from snapshotter.model import GcResult
 
@@ -203,6 +213,32 @@ def collect(
         seconds=time.perf_counter() - started,
     )
     return result, keep | in_grace
+
+
+def _chains_kept(store: Store, packs: list[str], kept: set[bytes]) -> set[str]:
+    """The chain packs holding an object still kept: they stay as they are (a
+    chain is never inflated into full copies; a version whose snapshot went,
+    the key frame included, stays the base of the versions after it)."""
+    return {base for base in packs if bigfacts.is_chain(base) and any(sha in kept for sha in _ids(store, base))}
+
+
+def _ids(store: Store, base: str) -> list[bytes]:
+    try:
+        index = store.packs.index(base)
+    except OSError:
+        return []
+    return index.ids() if index is not None else []
+
+
+def _drop_states_of_gone_packs(states: str, pack_dir: str) -> None:
+    """The kept SHA-1 states of chain packs deleted (see ``chainpack``)."""
+    try:
+        names = os.listdir(states)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith(bigfacts.PREFIX) and not os.path.exists(os.path.join(pack_dir, name + ".pack")):
+            unlink_quietly(os.path.join(states, name))
 
 
 def _holds(store: Store, base: str, sha: bytes) -> bool:
@@ -277,15 +313,17 @@ def _write_pack(
     bases: dict[bytes, bytes],
     stored: StoredEntries,
     unreadable: set[bytes],
+    kept_packs: set[str],
 ) -> str | None:
     """Write ``objects`` into one pack, bases before their deltas; returns its path.
 
     An entry an earlier gc already wrote as this one would (whole at zlib 6 or
     more, or a delta against the same base) is copied as stored, CRC-checked:
     neither inflated, nor deflated, nor diffed again, as git's repack reuses them.
-    A blob above the streaming threshold found in a pack (forged, or packed by
-    another tool) is written loose instead, a piece at a time, as big blobs are
-    stored everywhere else; an object whose base went loose is stored whole.
+    An object above the streaming threshold found in a pack (a delta chain
+    fetched from a remote, a pack written by another tool) stays where it is,
+    and its pack is added to ``kept_packs``: never inflated, never held whole;
+    an object whose base stayed there is stored whole.
     An object that cannot be read is left out and added to ``unreadable``: it
     stays where it is, and one damaged object never stops the compaction.
     """
@@ -316,7 +354,9 @@ def _write_pack(
                     continue
                 kind, content = store.read_raw(sha, STREAM_THRESHOLD)
             except ObjectTooLarge:
-                store.copy_to_loose(sha)
+                found = store.packs.locate(sha, relist=False)
+                if found is not None:
+                    kept_packs.add(found[0])
                 continue
             except _DAMAGED:
                 unreadable.add(sha)

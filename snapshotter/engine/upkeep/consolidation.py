@@ -13,7 +13,9 @@ Which packs merge follows git's geometric repacking: sorted by size, every
 pack smaller than twice the packs below it is merged with them, so each
 object is rewritten about log2(store size) times over its life, and the pack
 count stays logarithmic. The largest pack (after a gc, the one holding deltas
-at zlib 6) is never merged. Big blobs stay loose, as everywhere.
+at zlib 6) is never merged. Big blobs are never read whole: loose ones stay
+loose, chain packs (a big file's versions as deltas) are never merged, and a
+pack holding a big object stays as it is.
 
 Order of writes: the new pack is complete and synced before any copy it
 replaces is deleted, so every object is in at least one place at every moment.
@@ -28,6 +30,7 @@ import zlib
 from dulwich.errors import ApplyDeltaError
 
 from snapshotter.engine.fsutil import unlink_quietly
+from snapshotter.engine.gitstore import bigfacts
 from snapshotter.engine.gitstore.inflate import ObjectTooLarge
 from snapshotter.engine.gitstore.objects import STREAM_THRESHOLD, TYPE_NAMES
 from snapshotter.engine.gitstore.packindex import PackDamaged, read_through, write_index
@@ -86,18 +89,14 @@ def consolidate(store: Store) -> GcResult:
     packed: set[bytes] = set()
     if loose or merged:
         builder = PackBuilder(pack_dir)
-        placed: set[bytes] = set()
-        """Big blobs found in a pack: written loose instead (big blobs stay loose)."""
         try:
             for sha in [sha for sha, _, _ in loose] + [sha for ids in merged.values() for sha in ids]:
-                if sha in builder or sha in placed:
+                if sha in builder:
                     continue
                 try:
                     kind, content = store.read_raw(sha, STREAM_THRESHOLD)
                 except ObjectTooLarge:
-                    store.copy_to_loose(sha)
-                    placed.add(sha)
-                    continue
+                    continue  # a big object (a delta chain fetched, a pack another tool wrote): its pack stays
                 except _UNREADABLE:
                     continue  # damaged: its copy stays where it is, for verify() to report
                 builder.add(TYPE_NAMES[kind], sha, content)
@@ -106,8 +105,6 @@ def consolidate(store: Store) -> GcResult:
             builder.abort()
             raise
         written = builder.finish()  # synced and visible before any copy goes
-        store.writer.make_durable()
-        packed |= placed
     store.release_packs()  # Windows cannot delete open files
     # A file that cannot go now (held open elsewhere on Windows) is left to the next
     # consolidation: its objects are in the new pack too.
@@ -134,9 +131,12 @@ def consolidate(store: Store) -> GcResult:
 
 
 def _pack_sizes(pack_dir: str) -> dict[str, int]:
-    """Base path -> size of each pack with an index."""
+    """Base path -> size of each pack with an index, chain packs left out
+    (a big file's versions: they are never merged, see ``chainpack``)."""
     sizes = {}
     for base in _pack_files(pack_dir):
+        if bigfacts.is_chain(base):
+            continue
         try:
             if os.path.exists(base + ".idx"):
                 sizes[base] = os.path.getsize(base + ".pack")

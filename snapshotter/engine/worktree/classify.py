@@ -3,13 +3,13 @@
 A file whose stat matches its record (and is not racy) keeps its blob id
 without being read; a folder whose files all match takes the cache's table of
 records whole. The rest are queued to be hashed, or skipped: special files,
-and new files over ``max_new_file_size``.
+new files over ``max_new_file_size``, and new sparse files (``limits.is_sparse``).
 """
 
 from __future__ import annotations
 
 from snapshotter.engine.fsutil import USE_CTIME
-from snapshotter.engine.worktree.limits import stored_size
+from snapshotter.engine.worktree.limits import is_sparse, stored_size
 from snapshotter.engine.worktree.packedfolder import PackedItems
 from snapshotter.engine.worktree.racy import NOTHING_FRESH, Miss, fresh, unchanged_files
 from snapshotter.engine.worktree.readdir import Lstat, Pairs, TrustedItems
@@ -109,10 +109,15 @@ def _examine(
                 continue
         missed.append(name)
         is_link = kind == _S_IFLNK  # a real symlink: read its target, never follow it
-        if record is None and not is_link and st.st_size > walk.max_new_file_size and not forced(rel):
-            skipped.append(SkippedPath(rel, SkipReason.TOO_LARGE))
-            bytes_seen -= stored_size(st)  # left out: it counts toward no cap
-            continue
+        if record is None and not is_link and not forced(rel):
+            if st.st_size > walk.max_new_file_size:
+                skipped.append(SkippedPath(rel, SkipReason.TOO_LARGE))
+                bytes_seen -= stored_size(st)  # left out: it counts toward no cap
+                continue
+            if not walk.sparse_files and is_sparse(st, base + name):
+                skipped.append(SkippedPath(rel, SkipReason.TOO_LARGE, "sparse: mostly holes"))
+                bytes_seen -= stored_size(st)
+                continue
         pending.append(Pending(node, name, base, is_link, st.st_size, key if is_link else None, recorded, record))
     walk.files_seen += seen
     walk.bytes_seen += bytes_seen

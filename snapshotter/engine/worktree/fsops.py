@@ -18,18 +18,27 @@ half-way is recovered from its ``pre-restore`` snapshot either way. So no name
 in the workspace is a temporary file of ours: one called like a watcher's
 cookie is the user's, snapshotted, restored and deleted as any other (the
 watcher passes over only the cookies it made itself, see ``watch``).
+
+One exception: a big blob checked by its packs' CRC-32 (``entrycheck``) is
+known good only after its last byte, so it is written first as a file with no
+name (``O_TMPFILE``; where there is none, ``.<name>.snapshotter-<hex>.tmp``
+beside it) and put in place once checked: a damaged pack fails the restore with
+the old file still there. A rename is nothing beside a gigabyte.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import secrets
 import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 from snapshotter.engine.fsutil import DIR_FLAGS, NO_FOLLOW, unlink_quietly
+from snapshotter.engine.gitstore.entrycheck import CheckedCopy
+from snapshotter.engine.gitstore.spancopy import Span, write_pieces
 from snapshotter.engine.worktree.hostfs import POSIX, HostFS
 from snapshotter.errors import FileInUse, RestoreConflict, UnsafeTree
 
@@ -168,18 +177,17 @@ class Workspace:
         if not stat.S_ISDIR(st.st_mode):
             raise RestoreConflict(f"{path} is a symlink or a file, not a folder; refusing to write through it")
 
-    def write_file(self, rel: str, content: bytes | Iterable[bytes], executable: bool) -> os.stat_result:
+    def write_file(self, rel: str, content: bytes | Iterable[bytes | Span], executable: bool) -> os.stat_result:
         """Atomically replace ``rel`` with ``content`` (bytes or pieces of it); returns the new file's stat."""
         mode = 0o777 if executable else 0o666  # less the umask, as git does
+        if isinstance(content, CheckedCopy):
+            return self._write_checked(rel, content, mode)
 
         def create(fd: int | None, path: str) -> os.stat_result:
             out = os.open(path, _NEW_FILE, mode, dir_fd=fd)
             try:
                 try:
-                    for piece in (content,) if isinstance(content, bytes) else content:
-                        view = memoryview(piece)
-                        while view:
-                            view = view[os.write(out, view) :]
+                    write_pieces(out, (content,) if isinstance(content, bytes) else content)
                     return os.fstat(out)
                 finally:
                     os.close(out)
@@ -188,6 +196,33 @@ class Workspace:
                 raise
 
         return self._install(rel, create)
+
+    def _write_checked(self, rel: str, content: CheckedCopy, mode: int) -> os.stat_result:
+        """A big blob checked after its last piece (``entrycheck``) is written
+        where no name shows it (``O_TMPFILE``; else under a temporary name beside
+        it) and put in place once checked: if the check fails, the file that was
+        there stays as it was (putting it back could need the damaged pack too)."""
+        fd, name, parent = self._parent(rel, create=True)
+        try:
+            out, tmp = _staging(fd, parent, name, mode)
+        except BaseException:
+            content.close()
+            raise
+        staged = os.path.join(parent, tmp) if tmp is not None and fd is None else tmp
+        try:
+            try:
+                write_pieces(out, content)
+                if tmp is None:  # linked into place while open: /proc names the unnamed file
+                    source = f"/proc/self/fd/{out}"
+                    return self._install(rel, lambda at, path: os.link(source, path, dst_dir_fd=at))
+            finally:
+                os.close(out)
+            assert staged is not None
+            return self._install(rel, lambda at, path: os.rename(staged, path, src_dir_fd=at, dst_dir_fd=at))
+        except BaseException:
+            if staged is not None:
+                unlink_quietly(staged, fd)
+            raise
 
     def write_symlink(self, rel: str, target: bytes) -> os.stat_result:
         """Atomically replace ``rel`` with a symlink to ``target`` (where symlinks
@@ -369,3 +404,17 @@ class Workspace:
             if not delays:
                 raise
             raise FileInUse(f"{shown()} is in use by another program; close it and retry") from None
+
+
+def _staging(fd: int | None, parent: str, name: str, mode: int) -> tuple[int, str | None]:
+    """(descriptor, temporary name) of a new file to write ``name``'s content
+    in first: unnamed (``O_TMPFILE``, Linux) where it can be, so that a restore
+    killed meanwhile leaves nothing behind; else named after ``name``."""
+    unnamed = getattr(os, "O_TMPFILE", 0)
+    if unnamed and fd is not None and os.path.isdir("/proc/self/fd"):
+        try:
+            return os.open(".", unnamed | os.O_WRONLY, mode, dir_fd=fd), None
+        except OSError:
+            pass  # a file system without it: a name of our own, then
+    tmp = f".{name}.snapshotter-{secrets.token_hex(4)}.tmp"
+    return os.open(tmp if fd is not None else os.path.join(parent, tmp), _NEW_FILE, mode, dir_fd=fd), tmp

@@ -13,6 +13,7 @@ import errno
 import os
 from collections.abc import Callable, Iterator
 
+from snapshotter.engine.gitstore.bigfacts import fits
 from snapshotter.engine.gitstore.objects import MODE_TREE, describe_lines, object_id, serialize_tree
 from snapshotter.engine.gitstore.objectwriter import FileChanged, Hashed, ObjectWriter
 from snapshotter.engine.worktree.splithash import SplitHashing
@@ -49,6 +50,12 @@ def _hash_one(item: Pending, writer: ObjectWriter, write: bool) -> Hashed:
         target = os.fsencode(os.readlink(item.path))
         sha = writer.write(b"blob", target) if write else object_id(b"blob", target)
         return Hashed(sha, item.link_key, len(target), describe_lines(target))
+    if write and writer.big_files is not None and fits(item.size):
+        from snapshotter.engine.worktree.bigfile import store_big_file  # a big file: its modules load here
+
+        found = store_big_file(item.path, writer.big_files(), item.record[5] if item.record is not None else None)
+        if found is not None:
+            return found
     return writer.hash_file(item.path, write)
 
 

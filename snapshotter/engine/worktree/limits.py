@@ -10,6 +10,7 @@ knob; 0 disables a cap. Counting stops as soon as a cap is passed.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from snapshotter.engine.fsutil import FileStat
@@ -48,3 +49,29 @@ def stored_size(st: FileStat) -> int:
     using 8 KiB must not refuse a whole workspace)."""
     blocks = getattr(st, "st_blocks", None)
     return st.st_size if blocks is None else min(st.st_size, blocks * 512)
+
+
+SPARSE_FROM = 8 << 20
+
+
+def is_sparse(st: FileStat, path: str) -> bool:
+    """Whether the regular file at ``path`` is mostly holes: over 8 MiB, less
+    than half of it on disk, and a hole found in it (``SEEK_HOLE``, so that a
+    file the filesystem compresses is not taken for one). Reading it would cost
+    its whole apparent size for zeros: a new one is left out unless the caller
+    asks (``sparse_files``)."""
+    if st.st_size <= SPARSE_FROM or stored_size(st) * 2 >= st.st_size:
+        return False
+    seek_hole = getattr(os, "SEEK_HOLE", None)
+    if seek_hole is None:
+        return True  # no way to ask: the blocks alone say so
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return False  # read as any file: the read says what is wrong
+    try:
+        return os.lseek(fd, 0, seek_hole) < st.st_size
+    except OSError:
+        return True
+    finally:
+        os.close(fd)

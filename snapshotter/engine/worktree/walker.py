@@ -239,6 +239,7 @@ def _begin(
         carry_modes=host.needs_recorded_modes,
         cutoff=cutoff,
         max_new_file_size=options.new_file_cap,
+        sparse_files=options.sparse_files,
         forced=ignores.forced.has if ignores.forced is not None else never,  # tracked whatever their size
     )
     if incremental is None:  # an incremental walk checks the caps once, over the whole result

@@ -113,6 +113,8 @@ class Walk:
     """Records whose mtime is at or above this are racy: hashed again."""
     max_new_file_size: int
     """New files over this size are skipped, not tracked."""
+    sparse_files: bool = False
+    """New sparse files are tracked (else skipped as too large, see ``limits.is_sparse``)."""
     forced: Callable[[str], bool] = never
     """Paths tracked whatever their size."""
     previous_mode: Callable[[str], int | None] | None = None
