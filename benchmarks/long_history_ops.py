@@ -218,7 +218,7 @@ class OpsRows:
 
             def use(snap: Snapshotter) -> None:
                 got = snap.fetch(self.url, name=NAME)
-                if len(got.snapshots) < SENT:  # the warm run also brings back what retention dropped here
+                if len(got.snapshots) < SENT:  # (it no longer brings back what retention dropped here)
                     raise SystemExit(f"fetch brought {len(got.snapshots)} snapshots, not {SENT}")
 
             with open_() as snap:

@@ -238,3 +238,4 @@ def remote_holds(
     record = Path(remotes._pushed_file(store, remotes.Target(remotes.open_remote(url), name, None)))
     record.parent.mkdir(parents=True, exist_ok=True)
     record.write_text("".join(f"{sha.hex()} archived\n" for sha in archived) + "".join(f"{s.hex()}\n" for s in kept))
+    (record.parent.parent / "push-state" / record.name).unlink(missing_ok=True)  # its cache, of the record replaced

@@ -33,8 +33,9 @@ KEPT_ENTRIES = 100
 
 def state_refs(store: Store, prefix: bytes, taken: Mapping[str, int]) -> dict[bytes, bytes]:
     """This store's base, pins and kept stack entries as refs under ``prefix``
-    (ref name -> hex id). ``taken``: the order this store took its snapshots in
-    (hex id -> position, the newest highest), which ranks its sessions."""
+    (ref name -> hex id). ``taken``: the numbers of this store's newest
+    snapshots (hex id -> number; a push looks at as many as it needs, see
+    ``pushstate.scan``), which rank its sessions."""
     out: dict[bytes, bytes] = {}
     base = store.base()
     if base is not None:
@@ -51,10 +52,20 @@ def state_refs(store: Store, prefix: bytes, taken: Mapping[str, int]) -> dict[by
 def newest_sessions(store: Store, taken: Mapping[str, int]) -> list[str]:
     """The :data:`KEPT_SESSIONS` sessions whose stacks' tops are the newest
     snapshots here (one ref read a stack, no commit read); a session whose tops
-    this store no longer holds (retention dropped them) counts as the oldest."""
+    are not in ``taken`` (retention dropped them, or older than those looked
+    at) counts as the oldest."""
+    found = session_tops(store)
 
     def last_active(session: str) -> int:
-        tops = (store.stack_top(f"sessions/{session}/{stack}", 1) for stack in STACKS)
-        return max((taken.get(top[0].hex(), -1) for top in tops if top), default=-1)
+        return max((taken.get(top, -1) for top in found[session]), default=-1)
 
-    return sorted(store.sessions(), key=lambda s: (last_active(s), s), reverse=True)[:KEPT_SESSIONS]
+    return sorted(found, key=lambda s: (last_active(s), s), reverse=True)[:KEPT_SESSIONS]
+
+
+def session_tops(store: Store) -> dict[str, list[str]]:
+    """Each session's stacks' tops (hex): what ranks it (one ref read a stack)."""
+    found: dict[str, list[str]] = {}
+    for session in store.sessions():
+        tops = (store.stack_top(f"sessions/{session}/{stack}", 1) for stack in STACKS)
+        found[session] = [top[0].hex() for top in tops if top]
+    return found

@@ -29,7 +29,6 @@ hosted servers refuse) and refuses, naming the file, before a byte is sent.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 import secrets
@@ -37,7 +36,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from snapshotter.engine.fsutil import SMALL_FILE_CAP, open_side_file, read_side_file
+from snapshotter.engine.fsutil import SMALL_FILE_CAP, read_side_file
 from snapshotter.engine.gitstore import replication
 from snapshotter.engine.gitstore.location import store_key
 from snapshotter.engine.gitstore.locking import StoreLock
@@ -47,16 +46,14 @@ from snapshotter.engine.gitstore.transport import Credentials, Remote, open_remo
 from snapshotter.engine.gitstore.wirebudget import Budget
 from snapshotter.engine.session.engine import Engine
 from snapshotter.engine.worktree.ignore import IgnoreStack
-from snapshotter.engine.worktree.statcache import write_atomically
 from snapshotter.errors import InvalidInput, RemoteError, StoreError
 from snapshotter.model import PushResult, RemoteWorkspace, SkippedSnapshot, SnapshotInfo
-from snapshotter.remote import archivewalk, archiving, hoststate, outgoing
+from snapshotter.remote import archivewalk, archiving, holdings, hoststate, outgoing, pushstate, records
 
 PREFIX = b"refs/snapshotter/"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _HOST_FILE = "host-id"
 _PUSHED = "pushed"
-_LIST_CAP = 64 << 20
 _ARRIVALS = "fetched"
 _FETCHED_FROM = "fetched-from"
 _ID = re.compile(r"[0-9a-f]{40}")
@@ -81,16 +78,22 @@ def default_name(workspace: str) -> str:
 
 def host_id(store: Store) -> str:
     """This store's id on remotes: random, made once, kept beside the store."""
-    path = os.path.join(store.meta_dir, _HOST_FILE)
-    try:
-        found = read_side_file(path, SMALL_FILE_CAP, follow=False).decode("ascii").strip()
-        if re.fullmatch(r"[0-9a-f]{16}", found):
-            return found
-    except (OSError, UnicodeDecodeError):
-        pass
+    found = _known_host_id(store)
+    if found is not None:
+        return found
     made = secrets.token_hex(8)
-    _write_text(path, made + "\n")
+    _write_text(os.path.join(store.meta_dir, _HOST_FILE), made + "\n")
     return made
+
+
+def _known_host_id(store: Store) -> str | None:
+    """This store's id on remotes if it has one yet (a fetch makes none)."""
+    try:
+        found = read_side_file(os.path.join(store.meta_dir, _HOST_FILE), SMALL_FILE_CAP, follow=False)
+        text = found.decode("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if re.fullmatch(r"[0-9a-f]{16}", text) else None
 
 
 @dataclass(frozen=True)
@@ -155,24 +158,22 @@ def _push(
 ) -> PushResult:
     new_there = replication.missing_local_repository(to.remote)
     there = {} if new_there else replication.remote_refs(to.remote, PREFIX + to.name.encode() + b"/", to.credentials)
-    ordered = [sha.hex() for _, sha in sorted(store.snapshot_refs().items())]  # oldest first: the record's order
-    local = set(ordered)
-    record = _pushed_file(store, to)
-    made = archiving.read_record(_read_file(record))
+    host_prefix = PREFIX + to.name.encode() + b"/hosts/" + host_id(store).encode() + b"/"
+    where = _where(store, to, host_prefix)
+    # This store's snapshots since its last push here, and the live end of its records (``pushstate``);
+    # everything where it has no state (a prune, a new remote, a remote that lost refs).
+    view = pushstate.look(store, where, there, use_state=not (prune or new_there))
+    made, prefix = view.record, to.snapshots
     # Never one its record marks archived (the listing no longer names it, an archive holds it there),
     # nor one fetched from there: another store's, which it may have archived (or pruned) since.
-    theirs = _fetched_from(store, to)
     new = [
         sha
-        for sha in ordered
-        if to.snapshots + sha.encode() not in there and sha not in made.archived and sha not in theirs
+        for sha in view.candidates
+        if prefix + sha.encode() not in there and sha not in made.archived and sha not in view.theirs
     ]
-    host_prefix = PREFIX + to.name.encode() + b"/hosts/" + host_id(store).encode() + b"/"
-    prunable = set(made.unarchived) - local if prune else set()  # never in this push's archive
-    taken = {sha: n for n, sha in enumerate(ordered)}
-    step = archiving.choose(
-        made, there, to.snapshots, host_prefix + archiving.ARCHIVE, int(time.time()), prunable, taken
-    )
+    prunable = set(made.unarchived) - set(view.positions) if prune else set()  # never in this push's archive
+    taken = view.positions
+    step = archiving.choose(made, there, prefix, where.archive, int(time.time()), prunable, taken)
     state = hoststate.state_refs(store, host_prefix, taken)
     held = {value.decode() for value in there.values()}
     outgoing_commits = sorted((set(new) | {value.decode() for value in state.values()}) - held)
@@ -198,6 +199,8 @@ def _push(
             raise outgoing.refuse(SkippedSnapshot("", f"{next(iter(big)).hex()}", "too large"), checks.max_file_size)
         skipped += more
     if not updates and not step.finish:
+        live = {sha for sha in made.unarchived if prefix + sha.encode() in there}
+        pushstate.settle(where, view, live, [entry.id for entry in skipped], step.listed)
         return PushResult(to.remote.shown, to.name, 0, 0, 0, 0, tuple(skipped))
     if new_there:
         replication.ensure_local_repository(to.remote)
@@ -213,19 +216,25 @@ def _push(
     # Only what this push created there, never a snapshot that was there already (another
     # store's, fetched here): a later prune deletes only what this store made.
     # Added to as snapshots go (one line each), rewritten whole only when a prune takes some out.
-    dropped = {
-        ref[len(to.snapshots) :].decode() for ref, v in updates.items() if v is None and ref.startswith(to.snapshots)
-    }
+    dropped = {ref[len(prefix) :].decode() for ref, v in updates.items() if v is None and ref.startswith(prefix)}
     archived = list(step.snapshots) if step.tip is not None and archive_refused is None else []
     if dropped:
+        pushstate.write_state(where.state, None)  # a state names offsets in the record it replaces
         made = archiving.Record(made.order, made.archived | set(archived))
-        _write_text(record, made.text(dropped, sending))
+        _write_text(where.pushed, made.text(dropped, sending))
     elif sending or archived:
-        _append_text(record, "".join(f"{sha}\n" for sha in sending) + "".join(f"{sha} archived\n" for sha in archived))
+        _append_text(
+            where.pushed, "".join(f"{sha}\n" for sha in sending) + "".join(f"{sha} archived\n" for sha in archived)
+        )
     # Round 2, only once the remote took the archive and the record says so: every ref deleted is named by it.
-    finished = archiving.delete_refs(
-        store, to.remote, [to.snapshots + sha.encode() for sha in (*step.finish, *archived)], to.credentials
-    )
+    deleting = [prefix + sha.encode() for sha in (*step.finish, *archived)]
+    finished = archiving.delete_refs(store, to.remote, deleting, to.credentials)
+    if finished == len(deleting) and archive_refused is None:  # else the next push reads everything
+        live = {sha for sha in made.unarchived if prefix + sha.encode() in there} - dropped - set(archived)
+        tip = step.tip if step.tip is not None else step.listed
+        pushstate.settle(where, view, live | set(sending), left_out, tip)
+    else:
+        pushstate.write_state(where.state, None)
     counts = (len(sending), sent.objects, sent.refs_updated + finished, len(dropped))
     return PushResult(to.remote.shown, to.name, *counts, tuple(skipped), bytes_sent=sent.bytes)
 
@@ -269,16 +278,18 @@ def _still_refused(to: Target, refused: Mapping[str, str], updates: Mapping[byte
 def fetch(engine: Engine, source: Target) -> list[SnapshotInfo]:
     """Bring ``source``'s snapshots into this store (hold the store lock): the same
     commits, with refs numbered after this store's; returns the new ones, oldest first.
-    This store's snapshot refs are read once, and only what they do not name is
-    asked for or looked at (each of the remote's was looked up in the store,
-    and the refs read twice more: 1.5 s of a 2.2 s fetch at 10,000 snapshots).
-    The snapshots the hosts archived there come too (``archivewalk``), the
-    archive commits without a ref."""
+    Only the listed snapshots the last fetch from there did not see listed are
+    looked up here (``holdings``: the newest refs, then each on its own), and
+    only what this store lacks is asked for or looked at: it read every
+    snapshot ref here (0.14 s at 100,000). A snapshot dropped here since a
+    fetch saw it listed is not brought back. The snapshots the hosts archived
+    there come too (``archivewalk``), the archive commits without a ref; this
+    store's own archive is not walked (it holds what this store pushed)."""
     store = engine.store
-    have = set(store.snapshot_refs().values())
     namespace = PREFIX + source.name.encode() + b"/"
     cache = archivewalk.cache_file(store, source.remote.shown, source.name)
     seen = archivewalk.read_seen(cache)
+    own = namespace + b"hosts/" + (_known_host_id(store) or "").encode() + b"/" + archiving.ARCHIVE
     try:
         listed = replication.remote_refs(source.remote, namespace, source.credentials)
         there = {name: value for name, value in listed.items() if name.startswith(source.snapshots)}
@@ -287,16 +298,20 @@ def fetch(engine: Engine, source: Target) -> list[SnapshotInfo]:
             raise RemoteError(
                 f"{source.remote.shown} holds no snapshots named {source.name!r}; `remote list` shows them"
             )
-        held = {sha.hex().encode() for sha in have}
-        missing = {name: value for name, value in there.items() if value not in held}
-        new_tips = {name: tip for name, tip in tips.items() if seen.tips.get(name) != tip}
         named = set(there.values())
-        more = archivewalk.more_haves(store, seen, new_tips, named, held) if new_tips else []
+        # One the last listing named was brought (or held) by the fetch that saw it: its cache is
+        # written after its refs, so a fetch killed before them left those unseen, to look up again.
+        known = seen.named | holdings.held(store, named - seen.named)
+        missing = {name: value for name, value in there.items() if value not in known}
+        new_tips = {name: tip for name, tip in tips.items() if seen.tips.get(name) != tip and name != own}
+        gone = holdings.held(store, seen.named - named, exact=False) if new_tips else set()
+        more = archivewalk.more_haves(store, seen, new_tips, named, gone) if new_tips else []
         replication.receive(store, source.remote, {**missing, **new_tips}, source.credentials, more)
     finally:
         source.remote.release()
     candidates = {bytes.fromhex(value.decode()) for value in missing.values()}
-    candidates |= archivewalk.walk(store, new_tips, seen) - have
+    archived = {sha.hex().encode() for sha in archivewalk.walk(store, new_tips, seen)} - seen.named
+    candidates |= {bytes.fromhex(name.decode()) for name in archived - holdings.held(store, archived)}
     arrived: list[tuple[tuple[int, int], bytes]] = []
     for sha in candidates:
         try:
@@ -307,7 +322,7 @@ def fetch(engine: Engine, source: Target) -> list[SnapshotInfo]:
             arrived.append((_taken_in_order(content), sha))
     made: list[SnapshotInfo] = []
     new = [sha for _, sha in arrived]
-    _note_arrivals(store, new, have | set(new))  # before their refs: retention counts their age from now
+    _note_arrivals(store, new)  # before their refs: retention counts their age from now
     if new:  # before their refs too: killed after, a push would send them back as this store's
         _append_text(_record_path(store, _FETCHED_FROM, source), "".join(f"{sha.hex()}\n" for sha in new))
     for _, sha in sorted(arrived):
@@ -315,6 +330,8 @@ def fetch(engine: Engine, source: Target) -> list[SnapshotInfo]:
         while not store.add_snapshot_ref(seq, sha):
             seq += 1
         made.append(engine.catalog.info(seq, sha))
+    if new:  # after their refs: a push need not read the lines before it again (``pushstate``)
+        _append_text(_record_path(store, _FETCHED_FROM, source), pushstate.SETTLED + "\n")
     now = archivewalk.Seen(tips, frozenset(named))
     if now != seen:  # after the refs: killed before, the next fetch walks again
         archivewalk.write_seen(cache, now)
@@ -334,25 +351,25 @@ def recently_fetched(store: Store, within: float) -> set[str]:
     return found
 
 
-def _note_arrivals(store: Store, shas: list[bytes], snapshots: set[bytes]) -> None:
-    """Record ``shas`` as fetched now; entries of what is no longer among
-    ``snapshots`` (this store's, the new ones with them) go."""
+def _note_arrivals(store: Store, shas: list[bytes]) -> None:
+    """Record ``shas`` as fetched now; entries of what is no longer here (its
+    commit gone: dropped and collected) go. One object lookup an entry, so
+    what it costs grows with the fetched snapshots held, not with the history."""
     path = os.path.join(store.meta_dir, _ARRIVALS)
     known = {line.partition(" ")[0]: line for line in _read_file(path).splitlines() if line}
     now = time.time()
     for sha in shas:
         known[sha.hex()] = f"{sha.hex()} {now:.0f}"
-    live = {sha.hex() for sha in snapshots}
+    live = {sha for sha in known if _ID.fullmatch(sha) and store.has_object(bytes.fromhex(sha))}
     _write_text(path, "".join(f"{line}\n" for sha, line in sorted(known.items()) if sha in live))
 
 
-def _read_file(path: str) -> str:
-    """One of the store's lists kept here, read guarded (``fsutil.read_side_file``:
-    a line is some 50 bytes a snapshot, so 64 MiB is far more than a store holds)."""
-    try:
-        return read_side_file(path, _LIST_CAP, follow=False).decode("ascii")
-    except (OSError, UnicodeDecodeError):
-        return ""
+_read_file = records.read_file
+_append_text = records.append_text
+"""Appends a list kept here. A line cut short by a crash is no id and is
+passed over by ``archiving.read_record``: that snapshot is then not pruned,
+never one pruned that this store did not make."""
+_write_text = records.write_text
 
 
 def workspaces(location: str, credentials: Credentials | None) -> list[RemoteWorkspace]:
@@ -400,34 +417,12 @@ def _pushed_file(store: Store, to: Target) -> str:
     return _record_path(store, _PUSHED, to)
 
 
+def _where(store: Store, to: Target, host_prefix: bytes) -> pushstate.Where:
+    """Where a push to ``to`` keeps its state and records (``pushstate``)."""
+    state, pushed, fetched = (_record_path(store, folder, to) for folder in (pushstate.FOLDER, _PUSHED, _FETCHED_FROM))
+    return pushstate.Where(state, pushed, fetched, to.snapshots, host_prefix + archiving.ARCHIVE)
+
+
 def _record_path(store: Store, folder: str, to: Target) -> str:
     """This store's record in ``folder`` for one remote and name."""
-    key = hashlib.sha256(f"{to.remote.shown}\0{to.name}".encode()).hexdigest()[:16]
-    return os.path.join(store.meta_dir, folder, key)
-
-
-def _fetched_from(store: Store, source: Target) -> set[str]:
-    """The snapshots (hex) fetches brought from ``source``'s remote and name: another
-    store's, never pushed there by this one (``fetched-from/<key>``, one id a line,
-    appended by each fetch; a line cut short by a crash is no id and is passed over)."""
-    lines = _read_file(_record_path(store, _FETCHED_FROM, source)).splitlines()
-    return {line for line in lines if _ID.fullmatch(line)}
-
-
-def _append_text(path: str, text: str) -> None:
-    """Add ``text`` to a list kept here (made if missing; never through a
-    symlink or into a pipe). A line cut short by a crash is no id and is
-    passed over by ``archiving.read_record``: that snapshot is then not pruned,
-    never one pruned that this store did not make."""
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    fd, _ = open_side_file(path, follow=False, append=True)
-    try:
-        os.write(fd, ("\n" + text).encode("ascii"))  # on a line of its own after any cut short
-    finally:
-        os.close(fd)
-
-
-def _write_text(path: str, text: str) -> None:
-    folder = os.path.dirname(path)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    write_atomically(path, text.encode("ascii"))  # a temporary file of its own (O_EXCL), never a planted pipe
+    return records.record_path(store.meta_dir, folder, to.remote.shown, to.name)
