@@ -267,29 +267,20 @@ class PackSet:
         if found is None:
             return None
         base, offset = found
-        handles: dict[str, PackFile] = {}
-
-        def open_pack(path: str) -> PackFile:
-            opened = handles.get(path)
-            if opened is None:
-                opened = handles[path] = PackFile(path + ".pack")
-            return opened
-
+        packs = _Handles()
         closers: list[Callable[[], None]] = []
 
         def close_all() -> None:
             for close in closers:
                 close()
-            for handle in handles.values():
-                handle.close()
-            handles.clear()
+            packs.close()
 
         try:
-            opened = _stored(open_pack(base), offset, sha, closers) or stream_entry(open_pack(base), offset, sha)
+            opened = _stored(packs.open(base), offset, sha, closers) or stream_entry(packs.open(base), offset, sha)
             if opened is None:
                 from snapshotter.engine.gitstore.chainread import stream_object  # a delta: not to read a commit
 
-                opened = stream_object((base, offset), sha, open_pack, self._locate_quietly, open_loose)
+                opened = stream_object((base, offset), sha, packs.open, self._locate_quietly, open_loose)
         except BaseException:
             close_all()
             raise
@@ -307,26 +298,15 @@ class PackSet:
         found = self.locate(sha, relist)
         if found is None:
             return None
-        handles: dict[str, PackFile] = {}
-
-        def open_pack(path: str) -> PackFile:
-            opened = handles.get(path)
-            if opened is None:
-                opened = handles[path] = PackFile(path + ".pack")
-            return opened
-
-        def close_all() -> None:
-            for handle in handles.values():
-                handle.close()
-            handles.clear()
+        packs = _Handles()
 
         from snapshotter.engine.gitstore.chainread import copy_pieces  # a big object: not to read a commit
         from snapshotter.engine.gitstore.entrycheck import entries_at
 
         try:
-            made = copy_pieces(found, sha, open_pack, self._locate_quietly, open_loose)
+            made = copy_pieces(found, sha, packs.open, self._locate_quietly, open_loose)
             if made is None:
-                close_all()
+                packs.close()
                 return None
             kind, size, pieces, read, stored = made
             entries: list[CheckedEntry] = []
@@ -335,35 +315,47 @@ class PackSet:
                 if index is None:
                     raise OSError(f"{base}.idx is gone")
                 offsets = [offset for where, offset in read if where == base]
-                entries += entries_at(base, open_pack(base).fileno(), index, offsets)
+                entries += entries_at(base, packs.open(base).fileno(), index, offsets)
         except BaseException:
-            close_all()
+            packs.close()
             raise
-        return kind, size, pieces, entries, close_all, stored
+        return kind, size, pieces, entries, packs.close, stored
 
     def kind_of(self, sha: bytes, relist: bool, open_loose: OpenLoose) -> int | None:
         """The type of a packed object, a delta's found from headers alone."""
         found = self.locate(sha, relist)
         if found is None:
             return None
-        handles: dict[str, PackFile] = {}
-
-        def open_pack(path: str) -> PackFile:
-            opened = handles.get(path)
-            if opened is None:
-                opened = handles[path] = PackFile(path + ".pack")
-            return opened
+        packs = _Handles()
 
         from snapshotter.engine.gitstore.chainread import base_kind
 
         try:
-            return base_kind(found, sha, open_pack, self._locate_quietly, open_loose)
+            return base_kind(found, sha, packs.open, self._locate_quietly, open_loose)
         finally:
-            for handle in handles.values():
-                handle.close()
+            packs.close()
 
     def _locate_quietly(self, sha: bytes) -> tuple[str, int] | None:
         return self.locate(sha, False) or self.locate(sha, True)
+
+
+class _Handles:
+    """Packs opened by path (less ``.pack``) for one read that outlives the
+    call making it (a stream, a restore's copy), each once, closed together."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, PackFile] = {}
+
+    def open(self, path: str) -> PackFile:
+        opened = self._open.get(path)
+        if opened is None:
+            opened = self._open[path] = PackFile(path + ".pack")
+        return opened
+
+    def close(self) -> None:
+        for handle in self._open.values():
+            handle.close()
+        self._open.clear()
 
 
 def _stored(
