@@ -76,14 +76,10 @@ def loose_header(path: str, sha: bytes) -> tuple[int, int] | None:
 def stream_loose(path: str, sha: bytes) -> tuple[int, int, Iterator[bytes]] | None:
     """(type number, size, content in pieces) of the loose object at ``path``,
     read and inflated a piece at a time; None if there is none."""
-    handle = _open(path)
-    if handle is None:
+    opened = _opened(path, sha)
+    if opened is None:
         return None
-    try:
-        stream, kind, size = _header(handle, sha)
-    except BaseException:
-        handle.close()
-        raise
+    handle, stream, kind, size = opened
     return kind, size, closing(stream.pieces(size), handle.close)
 
 
@@ -91,6 +87,16 @@ def open_loose(path: str, sha: bytes) -> tuple[int, int, Stream] | None:
     """(type number, size, its content's stream) of the loose object at
     ``path``, for reading a delta's base; None if there is none. The file
     closes with the stream."""
+    opened = _opened(path, sha)
+    if opened is None:
+        return None
+    handle, stream, kind, size = opened
+    weakref.finalize(stream, handle.close)
+    return kind, size, stream
+
+
+def _opened(path: str, sha: bytes) -> tuple[BinaryIO, Stream, int, int] | None:
+    """The loose object's file, open, and its content's stream past the header."""
     handle = _open(path)
     if handle is None:
         return None
@@ -99,5 +105,4 @@ def open_loose(path: str, sha: bytes) -> tuple[int, int, Stream] | None:
     except BaseException:
         handle.close()
         raise
-    weakref.finalize(stream, handle.close)
-    return kind, size, stream
+    return handle, stream, kind, size
