@@ -138,6 +138,20 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
+def served(tmp_path: Path) -> Iterator[str]:
+    """The URL of a bare repository a real ``git daemon`` serves on the loopback
+    interface (for the tests that count what a push or a fetch exchanges; they
+    skip where git cannot serve)."""
+    from remote_servers import bare_repository, git_daemon
+
+    base = tmp_path / "remotes"
+    base.mkdir()
+    bare_repository(base / "shared.git")
+    with git_daemon(base) as url:
+        yield f"{url}/shared.git"
+
+
+@pytest.fixture
 def ws(tmp_path: Path) -> Path:
     path = tmp_path / "ws"
     path.mkdir()

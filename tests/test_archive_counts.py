@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from remote_servers import GIT, bare_repository, git_daemon, has_git_program
+from remote_servers import GIT, has_git_program
 from test_long_history_ops import _Written
 
 from snapshotter import Retention, Snapshotter
@@ -46,15 +45,6 @@ class _ReadFromServer:
             real(meter, count)
 
         patch.setattr(wirebudget.Meter, "take", take)
-
-
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[str]:
-    base = tmp_path / "remotes"
-    base.mkdir()
-    bare_repository(base / "shared.git")
-    with git_daemon(base) as url:
-        yield f"{url}/shared.git"
 
 
 def git(bare: Path, *args: str) -> str:

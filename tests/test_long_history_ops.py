@@ -8,12 +8,11 @@ remotes are real ``git daemon`` s on the loopback interface (``remote_servers``)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from remote_servers import bare_repository, git_daemon, has_git_program
+from remote_servers import has_git_program
 
 from snapshotter import Retention, Snapshotter
 
@@ -77,15 +76,6 @@ class _ObjectReads:
             return real(store, sha, *args)
 
         patch.setattr(objectstore.StoredObjects, "read_raw", read_raw)
-
-
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[str]:
-    base = tmp_path / "remotes"
-    base.mkdir()
-    bare_repository(base / "shared.git")
-    with git_daemon(base) as url:
-        yield f"{url}/shared.git"
 
 
 def _elsewhere(ws: Path, home: Path, url: str, count: int) -> None:

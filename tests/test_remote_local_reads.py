@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from remote_servers import bare_repository, git_daemon, has_git_program
+from remote_servers import has_git_program
 from test_archive_counts import AFTER, BATCH, _remote_holds_the_history_archived
 
 from snapshotter import Retention, Snapshotter
@@ -73,15 +73,6 @@ class _LocalReads:
         patch.setattr(os, "open", counted_open)
         patch.setattr(os, "read", counted_read)
         patch.setattr(os, "pread", counted_pread)
-
-
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[str]:
-    base = tmp_path / "remotes"
-    base.mkdir()
-    bare_repository(base / "shared.git")
-    with git_daemon(base) as url:
-        yield f"{url}/shared.git"
 
 
 def _ten_more(snap: Snapshotter, history: Any, what: str) -> None:
