@@ -37,9 +37,11 @@ FILE_NAME = "packed-refs"
 CAP = 64 << 20
 """About 70 bytes a ref: 64 MiB is some 900,000 refs, far more than any retention keeps."""
 BLOCK = 2 << 10
-FIRST_PIECE = 4 << 10
+FIRST_PIECE = 512
 LAST_PIECE = 256 << 10
-"""A walk over a range of refs reads pieces of 4 KiB, doubling up to 256 KiB (see ``View.forward``)."""
+"""A walk over a range of refs reads pieces of 512 bytes (some seven refs: a
+call asking for the newest one parses no more), doubling up to 256 KiB (see
+``View.forward``)."""
 GIT_HEADER = b"# pack-refs with: peeled fully-peeled sorted \n"
 """What git 2.39 writes first (the space before the newline included)."""
 _HEX40 = re.compile(rb"[0-9a-f]{40}")
@@ -263,9 +265,9 @@ class View:
     def forward(self, start: int, end: int) -> Iterator[tuple[bytes, bytes, int]]:
         """(name, id, offset) of each record in ``start``..``end`` (record bounds), in
         name order. Read in pieces that double from ``FIRST_PIECE`` to ``LAST_PIECE``,
-        each split into lines at once: a caller that stops after a few reads a few
-        KiB, one that reads 100,000 refs does not pay a search's line-by-line reads
-        for each (0.5 s at 100,000 snapshots)."""
+        each split into lines at once: a caller that stops after a few reads a
+        few hundred bytes, one that reads 100,000 refs does not pay a search's
+        line-by-line reads for each (0.5 s at 100,000 snapshots)."""
         position, piece = start, FIRST_PIECE
         while position < end:
             data = self.read(position, min(end, position + piece))
