@@ -14,21 +14,16 @@ cache: missing or unreadable, the next fetch walks each chain whole, once.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from snapshotter.engine.fsutil import read_side_file
 from snapshotter.engine.gitstore import archives
 from snapshotter.engine.gitstore.store import Store
-from snapshotter.engine.worktree.statcache import write_atomically
 from snapshotter.errors import StoreError
+from snapshotter.remote import records
 
 _FOLDER = "archives"
-_CAP = 64 << 20
-"""A line is some 41 bytes a listed snapshot (110 a host): more than a listing holds."""
 _HOST_ARCHIVE = re.compile(rb"hosts/[A-Za-z0-9._-]{1,100}/archive")
 """A host id as any release writes one (16 hex digits now); any other name a
 server lists there is none of ours (and never reaches the cache's lines)."""
@@ -51,8 +46,7 @@ def is_archive(rest: bytes) -> bool:
 
 def cache_file(store: Store, shown: str, name: str) -> str:
     """Where the tips a fetch from remote ``shown``, namespace ``name``, saw are kept."""
-    key = hashlib.sha256(f"{shown}\0{name}".encode()).hexdigest()[:16]
-    return os.path.join(store.meta_dir, _FOLDER, key)
+    return records.record_path(store.meta_dir, _FOLDER, shown, name)
 
 
 @dataclass(frozen=True)
@@ -69,10 +63,7 @@ class Seen:
 def read_seen(path: str) -> Seen:
     """What a fetch saw last time; nothing if the cache is missing, unreadable
     or not ours (read guarded: never through a symlink, capped)."""
-    try:
-        text = read_side_file(path, _CAP, follow=False).decode("ascii")
-    except (OSError, UnicodeDecodeError):
-        return Seen({}, frozenset())
+    text = records.read_file(path)  # guarded and capped; empty if missing or unreadable
     tips: dict[bytes, bytes] = {}
     named: set[bytes] = set()
     for line in text.splitlines():
@@ -86,10 +77,9 @@ def read_seen(path: str) -> Seen:
 
 def write_seen(path: str, seen: Seen) -> None:
     """Keep ``seen`` as what this fetch saw, replacing the cache whole."""
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     lines = [f"{name.decode('ascii')} {sha.decode('ascii')}\n" for name, sha in sorted(seen.tips.items())]
     lines += [f"{sha.decode('ascii')}\n" for sha in sorted(seen.named)]
-    write_atomically(path, "".join(lines).encode("ascii"))
+    records.write_text(path, "".join(lines))
 
 
 def more_haves(
