@@ -31,7 +31,6 @@ import hashlib
 import os
 import secrets
 import struct
-import tempfile
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +41,7 @@ from snapshotter.engine.gitstore.bigfacts import PREFIX, is_chain
 from snapshotter.engine.gitstore.deflate import SegmentDeflater, crc32, deflate
 from snapshotter.engine.gitstore.packindex import load_index
 from snapshotter.engine.gitstore.packread import PackFile, _entry_header
-from snapshotter.engine.gitstore.packs import entry_header, index_v2
+from snapshotter.engine.gitstore.packs import entry_header, index_v2, new_pack_file
 from snapshotter.errors import StoreError, what_to_check
 
 PLACES = 255
@@ -146,15 +145,7 @@ class NewChain:
         self._dir = pack_dir
         self._states = states_dir
         self._size = size
-        self._tmp = ""
-        try:
-            os.makedirs(pack_dir, mode=0o700, exist_ok=True)
-            fd, self._tmp = tempfile.mkstemp(dir=pack_dir, prefix="tmp_pack_")
-            self._out = os.fdopen(fd, "wb")
-        except OSError as exc:
-            if self._tmp:
-                unlink_quietly(self._tmp)
-            raise StoreError(f"cannot write a pack in {pack_dir}: {exc.strerror}; {what_to_check(exc)}") from None
+        self._out, self._tmp = new_pack_file(pack_dir, "wb")
         self._digest = _digest()
         self._squeezer = SegmentDeflater()
         self._crc = 0

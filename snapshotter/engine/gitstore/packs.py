@@ -20,6 +20,7 @@ import threading
 import zlib
 from array import array
 from collections.abc import Iterator, Sequence
+from typing import IO
 
 from snapshotter.engine.fsutil import sync_folder, unlink_quietly
 from snapshotter.engine.gitstore.deflate import deflate
@@ -107,6 +108,22 @@ def offset_bytes(distance: int) -> bytes:
     return bytes(reversed(out))
 
 
+def new_pack_file(pack_dir: str, mode: str) -> tuple[IO[bytes], str]:
+    """A new temporary file in ``pack_dir`` (made if missing) for a pack being
+    written, open in ``mode``, and its path; a StoreError naming the folder if not."""
+    import tempfile  # when writing: a command that reads loads neither it nor shutil
+
+    tmp = ""
+    try:
+        os.makedirs(pack_dir, mode=0o700, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=pack_dir, prefix="tmp_pack_")
+        return os.fdopen(fd, mode), tmp
+    except OSError as exc:
+        if tmp:
+            unlink_quietly(tmp)
+        raise StoreError(f"cannot write a pack in {pack_dir}: {exc.strerror}; {what_to_check(exc)}") from None
+
+
 class PackBuilder:
     """One pack being written; safe to feed from several threads.
 
@@ -114,19 +131,14 @@ class PackBuilder:
     """
 
     def __init__(self, pack_dir: str, level: int = 1) -> None:
-        import tempfile  # when writing: a command that reads loads neither it nor shutil
-
         self._dir = pack_dir
         self._level = level
-        self._tmp = ""
+        self._file, self._tmp = new_pack_file(pack_dir, "w+b")
         try:
-            os.makedirs(pack_dir, mode=0o700, exist_ok=True)
-            fd, self._tmp = tempfile.mkstemp(dir=pack_dir, prefix="tmp_pack_")
-            self._file = os.fdopen(fd, "w+b")
             self._file.write(_HEADER.pack(b"PACK", 2, 0))
         except OSError as exc:
-            if self._tmp:
-                unlink_quietly(self._tmp)
+            self._file.close()
+            unlink_quietly(self._tmp)
             raise StoreError(f"cannot write a pack in {pack_dir}: {exc.strerror}; {what_to_check(exc)}") from None
         self._offset = _HEADER.size
         self._entries: dict[bytes, int] = {}
