@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import snapshotter
+from snapshotter.engine.worktree import packedfolder
 
 ROOT = Path(__file__).resolve().parent.parent
 DISTRIBUTION = "workspace-snapshotter"
@@ -66,7 +67,7 @@ def test_the_sdist_carries_what_its_tests_need(tmp_path: Path) -> None:
             archive.extractall(tmp_path / "unpacked", filter="data")
         else:  # pragma: no cover - Pythons before the extraction filters
             archive.extractall(tmp_path / "unpacked")  # noqa: S202 - our own archive, just built
-    needed = {"LICENSE", "README.md", "SECURITY.md", "pyproject.toml", "snapshotter/py.typed", *PAGE}
+    needed = {"LICENSE", "README.md", "SECURITY.md", "pyproject.toml", "snapshotter/py.typed", *PAGE, *STAT_LOOP}
     needed |= {str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("*.py")}
     assert needed <= names, sorted(needed - names)
     (unpacked,) = (tmp_path / "unpacked").iterdir()
@@ -82,6 +83,10 @@ def test_the_sdist_carries_what_its_tests_need(tmp_path: Path) -> None:
     assert "error" not in collected.stdout.lower().splitlines()[-1]
 
 
+STAT_LOOP_MODULE = "snapshotter/engine/worktree/_statmatch"
+STAT_LOOP = {"setup.py", f"{STAT_LOOP_MODULE}.c"}
+"""The optional C stat loop and what builds it: an install from the sdist compiles it where it can."""
+
 PAGE = {f"snapshotter/frontends/page/{name}" for name in ("index.html", "page.js", "page.css")}
 """The page of ``snapshotter ui``: package data, read with ``importlib.resources``."""
 
@@ -92,7 +97,12 @@ def test_the_wheel_carries_the_page_and_every_module(tmp_path: Path) -> None:
         p.relative_to(ROOT).as_posix() for p in (ROOT / "snapshotter").rglob("*.py") if "__pycache__" not in p.parts
     }
     with zipfile.ZipFile(_built("--wheel", tmp_path)) as archive:
-        assert set(archive.namelist()) >= PAGE | modules, sorted((PAGE | modules) - set(archive.namelist()))
+        names = set(archive.namelist())
+    assert names >= PAGE | modules, sorted((PAGE | modules) - names)
+    if packedfolder._compiled_all_match is not None:  # it could be built here: the wheel carries it
+        assert any(
+            name.startswith("snapshotter/engine/worktree/_statmatch.") and name.endswith(".so") for name in names
+        )
 
 
 def _has_modern_setuptools() -> bool:

@@ -7,7 +7,8 @@ is below the racy cutoff (``worktree/racy.py``). Two checks apply the rule:
 cache file's packed bytes. Each case here gives both the same folder and the
 same records and asks the same question, so a check that skips a field, follows
 a symlink, or miscounts what it saw fails here (the walk-level tests in
-tests/test_racy.py show each path is taken).
+tests/test_racy.py show each path is taken). ``all_match`` runs each case twice:
+as compiled (``_statmatch``, where it was built) and in Python.
 
 The stats are made real: a file rewritten with its old mtime put back (as
 ``rsync -t``, ``tar`` and ``cp -p`` do) differs from its record only in its
@@ -27,7 +28,7 @@ import pytest
 from conftest import write
 
 from snapshotter.engine.fsutil import USE_CTIME
-from snapshotter.engine.worktree import racy, statcache
+from snapshotter.engine.worktree import packedfolder, racy, statcache
 from snapshotter.engine.worktree.packedfolder import PackedFolder, Record
 from snapshotter.engine.worktree.statcache import StatCache
 
@@ -70,6 +71,16 @@ def _both(tmp_path: Path, folder: Path, records: dict[str, Record], cutoff: int 
     with _open(folder) as fd:
         hits, _, _, _ = racy.unchanged_files(records.items(), os.stat, fd, cutoff)
         return hits, packed.all_match(os.stat, fd, cutoff)
+
+
+@pytest.fixture(autouse=True, params=["compiled", "python"])
+def stat_loop(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Which loop ``all_match`` runs: the C one, or the same in Python."""
+    if request.param == "python":
+        monkeypatch.setattr(packedfolder, "_compiled_all_match", None)
+    elif packedfolder._compiled_all_match is None:
+        pytest.skip("the stat loop is not compiled here (tests/test_statmatch.py says whether it should be)")
+    return str(request.param)
 
 
 @pytest.fixture

@@ -42,12 +42,12 @@ from __future__ import annotations
 import os
 import struct
 import tempfile
-import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from snapshotter.engine.collector import collector_paused
 from snapshotter.engine.fsutil import read_side_file_and_stat
+from snapshotter.engine.gitstore.deflate import crc32  # ISA-L's where installed: 0.5 ms, not 3.3, for 7.8 MB
 from snapshotter.engine.worktree import racy
 from snapshotter.engine.worktree.packedfolder import RECORD, Buffer, PackedFolder
 from snapshotter.engine.worktree.packedfolder import Record as Record  # re-exported: the walk names it from here
@@ -234,7 +234,7 @@ def _decode(data: bytes, written_ns: int) -> StatCache:
     body, size = data, len(data) - _TRAILER  # not sliced off: a copy of the whole file would double the peak
     if size < len(_MAGIC) + _HEADER.size or not data.startswith(_MAGIC):
         raise ValueError("corrupt stat cache")
-    if zlib.crc32(memoryview(data)[:size]).to_bytes(_TRAILER, "little") != data[size:]:
+    if crc32(memoryview(data)[:size]).to_bytes(_TRAILER, "little") != data[size:]:
         raise ValueError("corrupt stat cache")
     offset = len(_MAGIC)
     version = struct.unpack_from("<I", body, offset)[0]
@@ -319,7 +319,7 @@ def save(path: str, cache: StatCache) -> None:
         parts = _encode(cache)
     crc = 0
     for part in parts:
-        crc = zlib.crc32(part, crc)
+        crc = crc32(part, crc)
     write_atomically(path, *parts, crc.to_bytes(_TRAILER, "little"))
     cache.written_ns = os.stat(path).st_mtime_ns
     _hold_packed(cache)

@@ -1,0 +1,3 @@
+def all_match(
+    body: bytes, names_at: int, names_end: int, records_at: int, count: int, fd: int, cutoff: int, /
+) -> int | None: ...
