@@ -242,6 +242,18 @@ def test_a_command_that_writes_nothing_loads_no_file_copying_or_temporary_files(
     assert [m for m in modules if m in ("shutil", "tempfile", "random", "bz2", "lzma")] == []
 
 
+@pytest.mark.parametrize("words", [["status"], ["diff", "--stat"], ["snapshot", "-m", "nothing changed"]])
+def test_a_walk_that_changes_nothing_loads_no_file_copying_or_temporary_files(
+    recorded: Path, home: Path, words: list[str]
+) -> None:
+    """The same for the walking commands of issue #51 item 1 when nothing
+    changed: the stat cache, the commit a snapshot still writes and the pack
+    and loose-object writers make their temporary files with
+    ``fsutil.new_temp_file``, not ``tempfile`` (3 ms of each call's start)."""
+    modules = loaded_all(recorded, home, *words)
+    assert [m for m in modules if m in ("shutil", "tempfile", "random", "bz2", "lzma", "secrets")] == []
+
+
 @pytest.mark.parametrize("words", READING)
 def test_reading_the_history_makes_no_object_writer(recorded: Path, home: Path, words: list[str]) -> None:
     """Reading writes no object: the store's writer (its pack builder, its list

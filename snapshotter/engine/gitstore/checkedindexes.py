@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-from snapshotter.engine.fsutil import read_side_file, unlink_quietly
+from snapshotter.engine.fsutil import new_temp_file, read_side_file, unlink_quietly
 
 FILE_NAME = "checked-pack-indexes"
 CAP = 64 << 10
@@ -62,8 +62,6 @@ class CheckedIndexes:
     def add(self, name: str, found: Identity, present: set[str]) -> None:
         """Remember that ``name`` was checked whole; entries of indexes not in
         ``present`` (the folder's names) are forgotten."""
-        import tempfile  # when writing: a command that reads loads neither it nor shutil
-
         known = {key: value for key, value in self._read().items() if key in present}
         known[name] = found
         self._known = known
@@ -73,7 +71,7 @@ class CheckedIndexes:
             return  # not a store's objects (a scratch folder): nothing kept
         tmp = ""
         try:
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".checked-", suffix=".tmp")
+            fd, tmp = new_temp_file(folder, ".checked-", ".tmp")
             with os.fdopen(fd, "wb") as handle:
                 handle.write(text.encode("ascii"))
             os.replace(tmp, self.path)

@@ -21,7 +21,7 @@ import contextlib
 import os
 import time
 
-from snapshotter.engine.fsutil import SMALL_FILE_CAP, read_side_file, sync_folder
+from snapshotter.engine.fsutil import SMALL_FILE_CAP, new_temp_file, read_side_file, sync_folder
 
 FILE_NAME = "generation"
 GENERATION_LIMIT = 2**62
@@ -64,9 +64,7 @@ def _fresh() -> int:
 
 
 def _write(meta_dir: str, number: int) -> int:
-    import tempfile  # when writing: a command that reads loads neither it nor shutil
-
-    fd, tmp = tempfile.mkstemp(dir=meta_dir, prefix=".generation-", suffix=".tmp")
+    fd, tmp = new_temp_file(meta_dir, ".generation-", ".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(b"%d\n" % number)

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from snapshotter.engine.fsutil import read_side_file, unlink_quietly
+from snapshotter.engine.fsutil import new_temp_file, read_side_file, unlink_quietly
 from snapshotter.engine.gitstore.locking import StoreLock
 from snapshotter.engine.gitstore.store import Store
 from snapshotter.errors import StoreError, StoreLocked
@@ -400,9 +400,7 @@ def _matches(state: State, fingerprint: Fingerprint) -> bool:
 def _write(path: str, data: bytes) -> None:
     """Replace the file whole (a temporary file of our own, renamed): never synced,
     a cache lost to a power cut is rebuilt."""
-    import tempfile  # when writing: a command that reads loads neither it nor shutil
-
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".history-index-", suffix=".tmp")
+    fd, tmp = new_temp_file(os.path.dirname(path), ".history-index-", ".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

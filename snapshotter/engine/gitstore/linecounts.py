@@ -33,7 +33,7 @@ import os
 import re
 from collections.abc import Iterable
 
-from snapshotter.engine.fsutil import open_side_file, read_side_file, sync_folder, unlink_quietly
+from snapshotter.engine.fsutil import new_temp_file, open_side_file, read_side_file, sync_folder, unlink_quietly
 
 FILE_NAME = "line-counts"
 CAP = 64 << 20
@@ -100,8 +100,6 @@ class LineCounts:
     def keep_only(self, shas: Iterable[bytes]) -> None:
         """Rewrite the file with the counts of ``shas`` only (the snapshots a
         compaction keeps). Hold the store lock."""
-        import tempfile  # when writing: a command that reads loads neither it nor shutil
-
         self._load()
         wanted = set(shas)
         kept = {sha: counts for sha, counts in self._counts.items() if sha in wanted}
@@ -109,7 +107,7 @@ class LineCounts:
             return
         text = b"".join(f"{sha.hex()} {a} {d}\n".encode("ascii") for sha, (a, d) in kept.items())
         folder = os.path.dirname(self.path)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".line-counts-", suffix=".tmp")
+        fd, tmp = new_temp_file(folder, ".line-counts-", ".tmp")
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(text)

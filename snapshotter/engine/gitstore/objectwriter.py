@@ -14,12 +14,11 @@ import contextlib
 import hashlib
 import os
 import stat
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from snapshotter.engine.fsutil import StatKey, stat_key, sync_folder, unlink_quietly
+from snapshotter.engine.fsutil import StatKey, new_temp_file, stat_key, sync_folder, unlink_quietly
 from snapshotter.engine.gitstore.deflate import compressor, deflate
 from snapshotter.engine.gitstore.objects import BINARY_PROBE, STREAM_THRESHOLD, describe_lines, is_binary, object_id
 from snapshotter.engine.gitstore.packs import PackBuilder
@@ -203,7 +202,7 @@ class ObjectWriter:
     def _tmp_in(self, folder: str) -> tuple[int, str]:
         self._ensure_folder(folder)
         try:
-            return tempfile.mkstemp(dir=folder, prefix="tmp_obj_")
+            return new_temp_file(folder, "tmp_obj_")
         except OSError as exc:
             raise StoreError(f"cannot write to the store in {folder}: {exc.strerror}; {what_to_check(exc)}") from None
 

@@ -22,7 +22,7 @@ from array import array
 from collections.abc import Iterator, Sequence
 from typing import IO
 
-from snapshotter.engine.fsutil import sync_folder, unlink_quietly
+from snapshotter.engine.fsutil import new_temp_file, sync_folder, unlink_quietly
 from snapshotter.engine.gitstore.deflate import deflate
 from snapshotter.errors import StoreError, what_to_check
 
@@ -111,12 +111,10 @@ def offset_bytes(distance: int) -> bytes:
 def new_pack_file(pack_dir: str, mode: str) -> tuple[IO[bytes], str]:
     """A new temporary file in ``pack_dir`` (made if missing) for a pack being
     written, open in ``mode``, and its path; a StoreError naming the folder if not."""
-    import tempfile  # when writing: a command that reads loads neither it nor shutil
-
     tmp = ""
     try:
         os.makedirs(pack_dir, mode=0o700, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=pack_dir, prefix="tmp_pack_")
+        fd, tmp = new_temp_file(pack_dir, "tmp_pack_")
         return os.fdopen(fd, mode), tmp
     except OSError as exc:
         if tmp:
@@ -192,8 +190,6 @@ class PackBuilder:
     def finish(self) -> str | None:
         """Seal the pack and make it visible; returns its path without the
         ``.pack`` suffix, or None for an empty batch (which leaves nothing)."""
-        import tempfile  # when writing: a command that reads loads neither it nor shutil
-
         try:
             if not self._entries:
                 self.abort()
@@ -216,7 +212,7 @@ class PackBuilder:
             if os.path.exists(base + ".pack") and os.path.exists(base + ".idx"):
                 unlink_quietly(self._tmp)  # named by its checksum: the same bytes are there already
                 return base
-            idx_fd, idx_tmp = tempfile.mkstemp(dir=self._dir, prefix="tmp_idx_")
+            idx_fd, idx_tmp = new_temp_file(self._dir, "tmp_idx_")
             try:
                 with os.fdopen(idx_fd, "wb") as idx:
                     entries = self._entries

@@ -21,10 +21,9 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
-import tempfile
 from dataclasses import dataclass
 
-from snapshotter.engine.fsutil import read_side_file, unlink_quietly
+from snapshotter.engine.fsutil import new_temp_file, read_side_file, unlink_quietly
 
 BLOCK = 16 << 10
 MAX_BLOCKS = 1 << 16
@@ -186,7 +185,7 @@ class Signatures:
         a reader never meets half of one). A failure only loses the cache."""
         try:
             os.makedirs(self.folder, mode=0o700, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".signature-", suffix=".tmp")
+            fd, tmp = new_temp_file(self.folder, ".signature-", ".tmp")
         except OSError:
             return
         try:

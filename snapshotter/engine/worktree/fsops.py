@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -416,5 +415,5 @@ def _staging(fd: int | None, parent: str, name: str, mode: int) -> tuple[int, st
             return os.open(".", unnamed | os.O_WRONLY, mode, dir_fd=fd), None
         except OSError:
             pass  # a file system without it: a name of our own, then
-    tmp = f".{name}.snapshotter-{secrets.token_hex(4)}.tmp"
+    tmp = f".{name}.snapshotter-{os.urandom(4).hex()}.tmp"  # ``secrets.token_hex``, without its imports
     return os.open(tmp if fd is not None else os.path.join(parent, tmp), _NEW_FILE, mode, dir_fd=fd), tmp

@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import stat
 import sys
-import tempfile
 from dataclasses import dataclass, replace
 
 _LONG_PATH = 240
@@ -150,6 +149,8 @@ def _case_insensitive(root: str, default: bool) -> bool:
 
 def _can_symlink() -> bool:
     """Windows creates symlinks only with a privilege or developer mode: try it."""
+    import tempfile  # here: a walk on POSIX never needs it (with shutil and random, 3 ms of every command's start)
+
     folder = tempfile.mkdtemp(prefix="snapshotter-symlink-probe-")
     link = os.path.join(folder, "link")
     try:

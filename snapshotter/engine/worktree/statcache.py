@@ -41,12 +41,11 @@ from __future__ import annotations
 
 import os
 import struct
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from snapshotter.engine.collector import collector_paused
-from snapshotter.engine.fsutil import read_side_file_and_stat
+from snapshotter.engine.fsutil import new_temp_file, read_side_file_and_stat
 from snapshotter.engine.gitstore.deflate import crc32  # ISA-L's where installed: 0.5 ms, not 3.3, for 7.8 MB
 from snapshotter.engine.worktree import racy
 from snapshotter.engine.worktree.packedfolder import RECORD, Buffer, PackedFolder
@@ -327,7 +326,7 @@ def save(path: str, cache: StatCache) -> None:
 
 def write_atomically(path: str, *pieces: Buffer) -> None:
     """Write a small file of the store's own (temp file in the same folder, then rename)."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".statcache-", suffix=".tmp")
+    fd, tmp = new_temp_file(os.path.dirname(path), ".statcache-", ".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             for piece in pieces:
