@@ -206,9 +206,9 @@ def test_the_model_publishes_every_name_from_its_family() -> None:
     """``snapshotter.model`` names each value where its family's module defines it,
     and ``from snapshotter.model import X`` works for every name it lists."""
     import snapshotter.model as model
-    from snapshotter.model import changes, remotes, results, scans, sessions, snapshots, stats
+    from snapshotter.model import changes, lines, remotes, results, scans, sessions, snapshots, stats
 
-    families = (snapshots, sessions, changes, results, remotes, scans, stats)
+    families = (snapshots, sessions, changes, lines, results, remotes, scans, stats)
     for name in model.__all__:
         defined = [family for family in families if name in vars(family)]
         assert len(defined) >= 1, name
@@ -315,6 +315,7 @@ UNDOING = (
     "snapshotter.engine.session.checkout",
     "snapshotter.engine.worktree.fsops",
     "snapshotter.model.changes",
+    "snapshotter.model.lines",
 )
 """What undoes, redoes and reverts: restores (their plans, the workspace's writer), three-way merges,
 a change's hunks, their values, and the values of diffs (a snapshot counts its lines without them)."""

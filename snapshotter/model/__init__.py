@@ -1,7 +1,7 @@
 """Frozen values returned by the public API, and nothing else.
 
 Each family of values is a module of its own (``snapshots``, ``sessions``,
-``changes``, ``results``, ``remotes``, ``scans``, ``stats``), loaded the first time one of its names
+``changes``, ``lines``, ``results``, ``remotes``, ``scans``, ``stats``), loaded the first time one of its names
 is asked for here: making a frozen dataclass costs about half a millisecond,
 and a command that reads the history has use for four of the 23 (issue #51).
 ``from snapshotter.model import SnapshotInfo`` loads ``snapshots`` alone.
@@ -14,12 +14,6 @@ import sys
 TYPE_CHECKING = False  # not ``typing``'s: importing it costs what this module saves
 if TYPE_CHECKING:
     from snapshotter.model.changes import (
-        BlameResult as BlameResult,
-    )
-    from snapshotter.model.changes import (
-        BlameRun as BlameRun,
-    )
-    from snapshotter.model.changes import (
         ChangeStatus as ChangeStatus,
     )
     from snapshotter.model.changes import (
@@ -28,10 +22,16 @@ if TYPE_CHECKING:
     from snapshotter.model.changes import (
         FileDiff as FileDiff,
     )
-    from snapshotter.model.changes import (
+    from snapshotter.model.lines import (
+        BlameResult as BlameResult,
+    )
+    from snapshotter.model.lines import (
+        BlameRun as BlameRun,
+    )
+    from snapshotter.model.lines import (
         Hunk as Hunk,
     )
-    from snapshotter.model.changes import (
+    from snapshotter.model.lines import (
         LineOrigin as LineOrigin,
     )
     from snapshotter.model.remotes import (
@@ -132,10 +132,10 @@ _FAMILY = {
     "ChangeStatus": "changes",
     "FileChange": "changes",
     "FileDiff": "changes",
-    "Hunk": "changes",
-    "LineOrigin": "changes",
-    "BlameRun": "changes",
-    "BlameResult": "changes",
+    "Hunk": "lines",
+    "LineOrigin": "lines",
+    "BlameRun": "lines",
+    "BlameResult": "lines",
     "RestoreResult": "results",
     "ConflictMode": "results",
     "ConflictReason": "results",
@@ -166,6 +166,8 @@ def __getattr__(name: str) -> object:
         import snapshotter.model.snapshots
     elif family == "changes":
         import snapshotter.model.changes
+    elif family == "lines":
+        import snapshotter.model.lines
     elif family == "results":
         import snapshotter.model.results
     elif family == "remotes":
