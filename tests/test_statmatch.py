@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_record_match import _packed
 
-from snapshotter.engine.worktree import packedfolder, statcache
+from snapshotter.engine.worktree import packedfolder
 from snapshotter.engine.worktree.packedfolder import RECORD, PackedFolder, Record
-from snapshotter.engine.worktree.statcache import StatCache
 
 BLOB = b"\2" * 20
 FAR_NS = 2**62
@@ -36,14 +36,6 @@ compiled = pytest.mark.skipif(packedfolder._compiled_all_match is None, reason="
 def in_python(name: str, **kwargs: Any) -> os.stat_result:
     """``os.stat`` by another name: ``all_match`` runs its Python loop."""
     return os.stat(name, **kwargs)
-
-
-def _packed(where: Path, records: dict[str, Record]) -> PackedFolder:
-    path = str(where / "statcache")
-    statcache.save(path, StatCache.from_paths({f"d/{name}": record for name, record in records.items()}))
-    table = statcache.load(path).folder("d")
-    assert isinstance(table, PackedFolder)
-    return table
 
 
 def _records(folder: Path) -> dict[str, Record]:
