@@ -33,7 +33,7 @@ from __future__ import annotations
 import errno
 import mmap
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from snapshotter.engine.gitstore.inflate import PIECE
 
@@ -101,12 +101,40 @@ class _Copier:
 
     def copy(self, span: Span) -> None:
         fd = span.fd
-        for at, left in span.runs:
-            if self._splice is not None:
-                at, left = self._spliced(fd, at, left)
+        for at, left in self._through_pipe(fd, iter(span.runs)):
             if self._copy is not None:
                 at, left = self._copied(fd, at, left)
             self._read_and_write(fd, at, left)
+
+    def _through_pipe(self, fd: int, runs: Iterator[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+        """Splice ``runs`` into the pipe; yields what it did not take (the
+        rest of the runs, once the kernel refused)."""
+        if self._splice is None or (self._pipe is None and not self._open_pipe()):
+            yield from runs
+            return
+        assert self._pipe is not None
+        splice, writer, slots, pages_of = self._splice, self._pipe[1], self._slots, _pages
+        for at, left in runs:  # a step per block: the usual case first, in as few steps as it takes
+            pages = pages_of(at, left)
+            if self._used + pages <= slots:
+                try:
+                    done = splice(fd, writer, left, at)
+                except OSError:
+                    done = 0  # tried again below, where every answer is dealt with
+                if done == left:
+                    self._used += pages
+                    self._held += done
+                    continue
+                if done > 0:
+                    self._used += pages_of(at, done)
+                    self._held += done
+                    at += done
+                    left -= done
+            at, left = self._spliced(fd, at, left)
+            if left:
+                yield at, left
+                yield from runs
+                return
 
     def _spliced(self, fd: int, at: int, left: int) -> tuple[int, int]:
         """Splice what it can of the run into the pipe; returns what is left (all of it once refused)."""
