@@ -189,7 +189,7 @@ class StoredObjects:
 
         for relist in (False, True):
             try:
-                found = self.packs.copy_source(sha, relist, self._open_loose)
+                found = self.packs.copy_source(sha, relist, self._open_loose, checked=True)
             except OSError:
                 found = None
             if found is not None:
