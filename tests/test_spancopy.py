@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import os
 import random
+import sys
 import threading
 from collections.abc import Iterable
 from pathlib import Path
@@ -197,3 +198,45 @@ def test_a_pack_shorter_than_its_spans_is_an_error_not_a_short_file(
         finally:
             os.close(out)
             os.close(fd)
+
+
+@pytest.mark.parametrize("size", [1, 5 << 20])
+def test_the_disk_reserved_first_leaves_the_file_its_bytes_alone(tmp_path: Path, size: int) -> None:
+    """The size given is reserved on disk before the copy (``fallocate``
+    where there is one); the file's size stays what was written, were the
+    size given too big."""
+    path, data, runs = _source(tmp_path)
+    fd = os.open(path, os.O_RDONLY)
+    out = os.open(tmp_path / "out", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        pieces, expected = _pieces(fd, data, runs)
+        write_pieces(out, pieces, size)
+        assert os.fstat(out).st_size == len(expected)
+    finally:
+        os.close(out)
+        os.close(fd)
+    assert (tmp_path / "out").read_bytes() == expected
+
+
+def test_a_reserved_file_has_its_blocks_and_no_size(tmp_path: Path) -> None:
+    out = os.open(tmp_path / "out", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        reserved = spancopy.reserve(out, 5 << 20)
+        found = os.fstat(out)
+    finally:
+        os.close(out)
+    if sys.platform.startswith("linux") and sys.maxsize > 1 << 32 and not reserved:
+        assert _refuses(tmp_path), "Linux has fallocate, and this file system takes it"
+    assert found.st_size == 0
+    assert not reserved or found.st_blocks * 512 >= 5 << 20
+
+
+def _refuses(folder: Path) -> bool:
+    """Whether the file system refuses ``fallocate`` (asked through ctypes, as ``reserve`` does not)."""
+    import ctypes
+
+    probe = os.open(folder / "probe", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        return int(ctypes.CDLL(None).fallocate(probe, 1, ctypes.c_int64(0), ctypes.c_int64(4096))) != 0
+    finally:
+        os.close(probe)

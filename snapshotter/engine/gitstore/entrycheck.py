@@ -156,8 +156,11 @@ class CheckedCopy:
         pieces: Iterator[bytes | Span],
         entries: list[CheckedEntry],
         close: Callable[[], None],
+        size: int | None = None,
     ) -> None:
         self.sha = sha
+        self.size = size
+        """The bytes the pieces make (for the writer to reserve them on disk first)."""
         self._pieces = pieces
         self._entries = entries
         self._close = close
