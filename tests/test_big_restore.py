@@ -1,9 +1,9 @@
 """Restoring a big file kept as a chain of deltas (issue #53): copied in the kernel, checked cheaply.
 
 The spans of a restored version that lie in the pack as they are (the key
-frame's stored blocks) are copied from the pack to the file with
-``os.copy_file_range``; where the kernel cannot (no such call, another file
-system), the same spans are read and written. Either way the file is byte for
+frame's stored blocks) are copied from the pack to the file by the kernel
+(``os.splice`` through a pipe, else ``os.copy_file_range``); where the kernel
+cannot (no such call, another file system), the same spans are read and written. Either way the file is byte for
 byte the version (``git cat-file`` is the oracle where git is installed). A
 restore does not hash the file again against its id, as ``git checkout`` does
 not: it checks the CRC-32 the pack index keeps for each entry the chain uses,
@@ -30,7 +30,7 @@ from snapshotter.errors import StoreError
 
 SIZE = 10 << 20  # over the big-file threshold (8 MiB)
 CHANGE = 64 << 10
-_COPY = getattr(os, "copy_file_range", None)
+_KERNEL_CALLS = ("splice", "copy_file_range")
 
 
 def _blob_id(content: bytes) -> str:
@@ -84,17 +84,19 @@ def _git_content(snap: Snapshotter, snapshot: str, tmp: Path) -> bytes | None:
     return done.stdout
 
 
-def _counting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Count the bytes ``os.copy_file_range`` copies (the real call does the copy)."""
-    assert _COPY is not None
+def _counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """Count the bytes ``os.<name>`` copies from the pack (the real call does
+    the copy; a splice out of its pipe, into the file, is not counted again)."""
+    real = getattr(os, name)
     copied: list[int] = []
 
     def counted(*args: int, **kwargs: int | None) -> int:
-        done: int = _COPY(*args, **kwargs)
-        copied.append(done)
+        done: int = real(*args, **kwargs)
+        if name != "splice" or len(args) > 3 or "offset_src" in kwargs:
+            copied.append(done)
         return done
 
-    monkeypatch.setattr(os, "copy_file_range", counted)
+    monkeypatch.setattr(os, name, counted)
     return copied
 
 
@@ -115,32 +117,37 @@ def _restores_every_version(
         git("--git-dir", snap.store_path, "fsck", "--strict", "--no-dangling", "--no-progress", env=git_env(tmp_path))
 
 
-@pytest.mark.skipif(_COPY is None, reason="no os.copy_file_range on this system")
+@pytest.mark.parametrize("kernel", _KERNEL_CALLS)
 def test_a_deep_version_is_copied_from_the_pack_by_the_kernel_byte_exact(
-    ws: Path, tmp_path: Path, make: Callable[..., Snapshotter], monkeypatch: pytest.MonkeyPatch
+    ws: Path, tmp_path: Path, make: Callable[..., Snapshotter], monkeypatch: pytest.MonkeyPatch, kernel: str
 ) -> None:
-    copied = _counting(monkeypatch)
+    if getattr(os, kernel, None) is None:
+        pytest.skip(f"no os.{kernel} on this system")
+    if kernel != "splice":
+        monkeypatch.delattr(os, "splice", raising=False)
+    copied = _counting(monkeypatch, kernel)
     _restores_every_version(ws, tmp_path, make)
     assert sum(copied) > 5 * (SIZE // 2)  # most of each version came straight from the key frame's stored blocks
 
 
-@pytest.mark.parametrize("how", ["missing", "EXDEV", "ENOSYS", "EINVAL", "EOPNOTSUPP"])
+@pytest.mark.parametrize("how", ["missing", "EXDEV", "ENOSYS", "EINVAL", "EOPNOTSUPP", "EPERM"])
 def test_where_the_kernel_cannot_copy_the_spans_are_read_and_written_byte_exact(
     ws: Path, tmp_path: Path, make: Callable[..., Snapshotter], monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
-    if how == "missing":
-        monkeypatch.delattr(os, "copy_file_range", raising=False)
-    else:
-        refused: list[int] = []
+    refused: dict[str, int] = {}
+    for name in _KERNEL_CALLS:
+        if how == "missing":
+            monkeypatch.delattr(os, name, raising=False)
+            continue
 
-        def refuse(*args: int, **kwargs: int | None) -> int:
-            refused.append(1)
+        def refuse(*args: int, name: str = name, **kwargs: int | None) -> int:
+            refused[name] = refused.get(name, 0) + 1
             raise OSError(getattr(errno, how), os.strerror(getattr(errno, how)))
 
-        monkeypatch.setattr(os, "copy_file_range", refuse)
+        monkeypatch.setattr(os, name, refuse)
     _restores_every_version(ws, tmp_path, make)
     if how != "missing":
-        assert refused  # the kernel copy was tried, refused, and the spans read and written instead
+        assert sorted(refused) == sorted(_KERNEL_CALLS)  # each tried, refused, and the spans read and written
 
 
 def _flip_in_key_frame(pack: Path, at: int) -> None:
@@ -185,7 +192,8 @@ def test_a_damaged_key_frame_fails_the_restore_and_leaves_the_file_as_it_was(
     compressible: bool,
 ) -> None:
     if not kernel:
-        monkeypatch.delattr(os, "copy_file_range", raising=False)
+        for name in _KERNEL_CALLS:
+            monkeypatch.delattr(os, name, raising=False)
     if not unnamed:
         monkeypatch.delattr(os, "O_TMPFILE", raising=False)
     snap = make(max_new_file_size=1 << 30, retention=Retention.unlimited())

@@ -33,7 +33,7 @@ from snapshotter.engine.gitstore.deltaformat import Copy, DeltaDamaged, OpReader
 from snapshotter.engine.gitstore.inflate import PIECE, Stream
 from snapshotter.engine.gitstore.packread import MAX_CHAIN, PackFile, _entry_header, _entry_stream
 from snapshotter.engine.gitstore.spancopy import Span
-from snapshotter.engine.gitstore.storedblocks import StoredBlocks, blocks_of
+from snapshotter.engine.gitstore.storedblocks import StoredBlocks, blocks_of, expected_blocks
 
 LITERALS_IN_MEMORY = 16 << 20
 RECENT = 32 << 20
@@ -77,26 +77,39 @@ def stream_object(
 
 
 def copy_pieces(
-    first: tuple[str, int], sha: bytes, open_pack: OpenPack, locate: Locate, open_loose: OpenLoose
-) -> tuple[int, int, Iterator[bytes | Span], list[tuple[str, int]], bool] | None:
+    first: tuple[str, int],
+    sha: bytes,
+    open_pack: OpenPack,
+    locate: Locate,
+    open_loose: OpenLoose,
+    checked: bool = False,
+) -> tuple[int, int, Iterator[bytes | Span], list[tuple[str, int]], StoredBlocks | None] | None:
     """(type number, size, content as pieces, the entries read: (pack, offset),
-    whether the base is kept in stored blocks)
+    the base's stored blocks or None)
     of the packed object at ``first`` whose whole base is packed too: where the
     base is kept in stored blocks its spans are given as they lie in the pack
     (``Span``, to be copied by the kernel), else it is inflated; the deltas'
     inserted bytes are bytes. None where the base is loose (read it with
     ``stream_object``: no index keeps a CRC-32 of a loose object), or where
-    there is no ``pread`` (Windows: the check's thread reads at offsets)."""
+    there is no ``pread`` (Windows: the check's thread reads at offsets).
+    ``checked``: the caller checks the base's entry whole after the copy, its
+    block headers too (``entrycheck``), so they are not read first where they
+    can be expected (``storedblocks.expected_blocks``; then the blocks'
+    ``unchecked_end`` is set)."""
     if _PREAD is None:
         return None
     deltas, kind, base_size, open_base = _walk(_Entry(*first), sha, open_pack, locate, open_loose)
     if not isinstance(open_base, _Opener) or open_base.entry is None:
         return None
     read = [(entry.pack, entry.offset) for entry in (open_base.entry, *reversed(deltas))]
-    blocks = open_base.stored() if open_base.stored is not None else None
+    blocks = None
+    if checked and open_base.expected is not None:
+        blocks = open_base.expected()
+    if blocks is None and open_base.stored is not None:
+        blocks = open_base.stored()
     if not deltas:
         whole = _whole(open_base, base_size) if blocks is None else _spans([(base_size, _BASE, 0)], blocks, None)
-        return kind, base_size, whole, read, blocks is not None
+        return kind, base_size, whole, read, blocks
     literals = tempfile.SpooledTemporaryFile(LITERALS_IN_MEMORY, prefix="snapshotter-delta-")  # noqa: SIM115
     try:
         starts, pieces, size = _compose(deltas, base_size, open_pack, literals, sha)
@@ -106,8 +119,8 @@ def copy_pieces(
             blocks.close()
         raise
     if blocks is None:  # compressed: inflated as ``stream_object`` does (zlib checks its Adler-32)
-        return kind, size, _assemble(starts, pieces, size, base_size, open_base, literals), read, False
-    return kind, size, _spans(pieces, blocks, literals), read, True
+        return kind, size, _assemble(starts, pieces, size, base_size, open_base, literals), read, None
+    return kind, size, _spans(pieces, blocks, literals), read, blocks
 
 
 def _spans(
@@ -183,6 +196,7 @@ def _packed_base(
 ) -> Callable[[], Stream]:
     opener = _Opener(lambda: _entry_stream(open_pack(at.pack), at.offset, head, used, size, sha))
     opener.stored = lambda: blocks_of(open_pack(at.pack), at.offset + used, size)
+    opener.expected = lambda: expected_blocks(open_pack(at.pack), at.offset + used, size)
     opener.entry = at
     return opener
 
@@ -194,6 +208,8 @@ class _Opener:
     def __init__(self, opener: Callable[[], Stream]) -> None:
         self._opener = opener
         self.stored: Callable[[], StoredBlocks | None] | None = None
+        self.expected: Callable[[], StoredBlocks | None] | None = None
+        """Finds its stored blocks where they are expected, headers unread (``storedblocks``)."""
         self.entry: _Entry | None = None
         """The base's entry in its pack."""
 

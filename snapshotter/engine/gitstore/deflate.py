@@ -69,7 +69,8 @@ def compressor(level: int = SNAPSHOT_LEVEL) -> Compressor:
 
 SEGMENT = 1 << 20
 _PROBE = 64 << 10
-_STORED_MAX = 65535
+STORED_MAX = 65535
+"""The most bytes a stored block holds."""
 _ZLIB_HEADER = b"\x78\x01"
 _LAST_BLOCK = b"\x01\x00\x00\xff\xff"
 
@@ -127,8 +128,8 @@ class SegmentDeflater:
             return [self._squeezer.compress(view), self._squeezer.flush(zlib.Z_SYNC_FLUSH)]  # type: ignore[arg-type]
         self._squeezer = None  # the next compressed run starts afresh: it never saw these bytes
         stored: list[bytes | memoryview] = []
-        for at in range(0, end - start, _STORED_MAX):
-            block = view[at : at + _STORED_MAX]
+        for at in range(0, end - start, STORED_MAX):
+            block = view[at : at + STORED_MAX]
             size = len(block)
             stored.append(b"\x00" + size.to_bytes(2, "little") + (size ^ 0xFFFF).to_bytes(2, "little"))
             stored.append(block)

@@ -11,6 +11,12 @@ thread of its own while the file is written (``isal``'s CRC-32 with the
 StoreError naming the object, after the last piece, so the file is written
 under a name of its own and put in place only once checked (``fsops``).
 ``verify()`` still hashes every blob against its id.
+
+A key frame whose stored blocks were copied from where they were expected,
+headers unread (``storedblocks.expected_blocks``), has its entry carry those
+headers: the check compares each with the bytes it reads anyway, and one
+that is not where it was expected fails the restore as a damaged CRC-32 does
+(the CRC-32 alone would pass a healthy entry laid out otherwise).
 """
 
 from __future__ import annotations
@@ -43,6 +49,9 @@ class CheckedEntry:
     length: int
     crc: int
     sha: bytes
+    headers: Callable[[], Iterator[tuple[int, bytes]]] | None = None
+    """The block headers expected in it, (offset in the pack, bytes), in order;
+    None: none to check (they were read before the copy, or it has none)."""
 
 
 def entries_at(base: str, fd: int, index: PackIndex, offsets: list[int]) -> list[CheckedEntry]:
@@ -76,12 +85,12 @@ class EntryCheck:
             for entry in self._entries:
                 if self._stop.is_set():
                     return
-                if _crc_of(entry, self._stop) != entry.crc and not self._stop.is_set():
+                crc, laid_out = _crc_of(entry, self._stop)
+                if (crc != entry.crc or not laid_out) and not self._stop.is_set():
                     where = os.path.basename(entry.pack) + ".pack"
+                    what = "the CRC-32 check its index keeps" if laid_out else "the check of its block headers"
                     self._failure = StoreError(
-                        f"object {entry.sha.hex()} in {where} fails the CRC-32 check its index keeps; "
-                        "the store is damaged",
-                        VERIFY,
+                        f"object {entry.sha.hex()} in {where} fails {what}; the store is damaged", VERIFY
                     )
                     return
         except OSError as exc:
@@ -98,9 +107,13 @@ class EntryCheck:
         self._thread.join()
 
 
-def _crc_of(entry: CheckedEntry, stop: threading.Event) -> int:
+def _crc_of(entry: CheckedEntry, stop: threading.Event) -> tuple[int, bool]:
+    """The CRC-32 of ``entry``, and whether its expected headers are all where
+    expected (True where it has none to check)."""
     buffer = bytearray(min(_READ, max(entry.length, 1)))
     view = memoryview(buffer)
+    headers = entry.headers() if entry.headers is not None else iter(())
+    header = next(headers, None)
     value, at, left = 0, entry.offset, entry.length
     while left and not stop.is_set():
         want = min(left, len(buffer))
@@ -113,9 +126,21 @@ def _crc_of(entry: CheckedEntry, stop: threading.Event) -> int:
         if got <= 0:
             raise OSError(errno.EIO, "the pack is shorter than its index says")
         value = crc32(piece, value)
-        at += got
+        end = at + got
+        while header is not None and header[0] + len(header[1]) <= end:
+            position, expected = header
+            if position < entry.offset:
+                return value, False
+            if position >= at:
+                found: bytes | memoryview = piece[position - at : position - at + len(expected)]
+            else:  # begun in the piece before
+                found = os.pread(entry.fd, len(expected), position)
+            if found != expected:
+                return value, False
+            header = next(headers, None)
+        at = end
         left -= got
-    return value
+    return value, header is None
 
 
 class CheckedCopy:
@@ -131,8 +156,11 @@ class CheckedCopy:
         pieces: Iterator[bytes | Span],
         entries: list[CheckedEntry],
         close: Callable[[], None],
+        size: int | None = None,
     ) -> None:
         self.sha = sha
+        self.size = size
+        """The bytes the pieces make (for the writer to reserve them on disk first)."""
         self._pieces = pieces
         self._entries = entries
         self._close = close

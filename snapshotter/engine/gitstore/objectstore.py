@@ -189,15 +189,15 @@ class StoredObjects:
 
         for relist in (False, True):
             try:
-                found = self.packs.copy_source(sha, relist, self._open_loose)
+                found = self.packs.copy_source(sha, relist, self._open_loose, checked=True)
             except OSError:
                 found = None
             if found is not None:
-                kind, _, pieces, entries, close, _ = found
+                kind, size, pieces, entries, close, _ = found
                 if kind != 3:
                     close()
                     raise StoreError(f"object {sha.hex()} should be a blob; the store is damaged", VERIFY)
-                return CheckedCopy(sha, pieces, entries, close)
+                return CheckedCopy(sha, pieces, entries, close, size)
         return self._checked_stream(sha)
 
     def _checked_stream(self, sha: bytes) -> Iterator[bytes]:

@@ -23,6 +23,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 from snapshotter.engine.fsutil import open_side_file
 from snapshotter.engine.gitstore.checkedindexes import CheckedIndexes
@@ -288,13 +289,15 @@ class PackSet:
         return kind, size, closing(pieces, close_all), base
 
     def copy_source(
-        self, sha: bytes, relist: bool, open_loose: OpenLoose
+        self, sha: bytes, relist: bool, open_loose: OpenLoose, checked: bool = False
     ) -> tuple[int, int, Iterator[bytes | Span], list[CheckedEntry], Callable[[], None], bool] | None:
         """A packed object whose whole base is packed too, for a restore: (type
         number, size, pieces: bytes and spans of the packs, the entries read
         with their index's CRC-32, a closer for its handles, whether the base
         is kept in stored blocks). None if it is in no pack, or its base is
-        loose (``chainread.copy_pieces``)."""
+        loose (``chainread.copy_pieces``). ``checked``: the caller checks the
+        entries (``entrycheck``) before it trusts the copy, so the base's block
+        headers may be left to that check (the base's entry then carries them)."""
         found = self.locate(sha, relist)
         if found is None:
             return None
@@ -304,22 +307,26 @@ class PackSet:
         from snapshotter.engine.gitstore.entrycheck import entries_at
 
         try:
-            made = copy_pieces(found, sha, packs.open, self._locate_quietly, open_loose)
+            made = copy_pieces(found, sha, packs.open, self._locate_quietly, open_loose, checked)
             if made is None:
                 packs.close()
                 return None
-            kind, size, pieces, read, stored = made
+            kind, size, pieces, read, blocks = made
+            headers = blocks.expected_headers if blocks is not None and blocks.unchecked_end is not None else None
             entries: list[CheckedEntry] = []
             for base in dict.fromkeys(base for base, _ in read):
                 index = self.index(base)
                 if index is None:
                     raise OSError(f"{base}.idx is gone")
                 offsets = [offset for where, offset in read if where == base]
-                entries += entries_at(base, packs.open(base).fileno(), index, offsets)
+                for entry in entries_at(base, packs.open(base).fileno(), index, offsets):
+                    if headers is not None and (entry.pack, entry.offset) == read[0]:
+                        entry = replace(entry, headers=headers)  # the base, its headers unread
+                    entries.append(entry)
         except BaseException:
             packs.close()
             raise
-        return kind, size, pieces, entries, packs.close, stored
+        return kind, size, pieces, entries, packs.close, blocks is not None
 
     def kind_of(self, sha: bytes, relist: bool, open_loose: OpenLoose) -> int | None:
         """The type of a packed object, a delta's found from headers alone."""

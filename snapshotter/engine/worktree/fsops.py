@@ -210,7 +210,7 @@ class Workspace:
         staged = os.path.join(parent, tmp) if tmp is not None and fd is None else tmp
         try:
             try:
-                write_pieces(out, content)
+                write_pieces(out, content, content.size)
                 if tmp is None:  # linked into place while open: /proc names the unnamed file
                     source = f"/proc/self/fd/{out}"
                     return self._install(rel, lambda at, path: os.link(source, path, dst_dir_fd=at))
