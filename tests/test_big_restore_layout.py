@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from test_big_restore import _text
 
 from snapshotter import Retention, Snapshotter
 from snapshotter.engine.gitstore import bigfacts, chainread
@@ -37,14 +38,6 @@ CHANGE = 64 << 10
 
 def _blob_id(content: bytes) -> bytes:
     return hashlib.sha1(b"blob %d\0" % len(content) + content).digest()
-
-
-def _text(rng: random.Random, size: int) -> bytes:
-    words = [rng.randbytes(6).hex().encode() for _ in range(500)]
-    out = bytearray()
-    while len(out) < size:
-        out += b" ".join(rng.choice(words) for _ in range(12)) + b"\n"
-    return bytes(out[:size])
 
 
 def _versions(ws: Path, snap: Snapshotter, first: bytes, count: int) -> list[tuple[str, bytes]]:
