@@ -24,10 +24,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from test_big_restore import _text
+from test_big_restore import _chain_pack, _text
 
 from snapshotter import Retention, Snapshotter
-from snapshotter.engine.gitstore import bigfacts, chainread
+from snapshotter.engine.gitstore import chainread
 from snapshotter.engine.gitstore.indexformat import PackIndex
 from snapshotter.engine.gitstore.packread import _entry_header
 from snapshotter.errors import StoreError
@@ -51,13 +51,6 @@ def _versions(ws: Path, snap: Snapshotter, first: bytes, count: int) -> list[tup
         (ws / "db.bin").write_bytes(data)
         made.append((snap.snapshot(f"v{i}").id, bytes(data)))
     return made
-
-
-def _chain_pack(snap: Snapshotter) -> Path:
-    pack_dir = Path(snap.store_path) / "objects" / "pack"
-    found = [p for p in pack_dir.iterdir() if p.name.startswith(bigfacts.PREFIX) and p.name.endswith(".pack")]
-    assert len(found) == 1, found
-    return found[0]
 
 
 def _no_header_reads(monkeypatch: pytest.MonkeyPatch) -> None:
