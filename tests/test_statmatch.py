@@ -54,14 +54,19 @@ def _answers(table: PackedFolder, folder: Path, cutoff: int = FAR_NS) -> tuple[i
         os.close(fd)
 
 
-def test_the_stat_loop_is_compiled_where_a_compiler_and_pythons_headers_are_found() -> None:
-    """setup.py builds it as optional: a broken build would only be slower, so it is checked here."""
+def compiler_here() -> bool:
+    """Whether setup.py could build the C loop now: a C compiler on PATH and Python's
+    headers, not Windows, and ``SNAPSHOTTER_PURE`` not set."""
     compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
     headers = Path(sysconfig.get_paths()["include"], "Python.h")
-    if sys.platform == "win32" or shutil.which(compiler) is None or not headers.exists():
-        pytest.skip("no C compiler or no Python headers here: the Python loop runs")
-    if os.environ.get("SNAPSHOTTER_PURE", "") not in ("", "0"):
-        pytest.skip("installed with SNAPSHOTTER_PURE set")
+    pure = os.environ.get("SNAPSHOTTER_PURE", "") not in ("", "0")
+    return sys.platform != "win32" and shutil.which(compiler) is not None and headers.exists() and not pure
+
+
+def test_the_stat_loop_is_compiled_where_a_compiler_and_pythons_headers_are_found() -> None:
+    """setup.py builds it as optional: a broken build would only be slower, so it is checked here."""
+    if not compiler_here():
+        pytest.skip("no C compiler or no Python headers here, or SNAPSHOTTER_PURE: the Python loop runs")
     assert packedfolder._compiled_all_match is not None
 
 
