@@ -54,7 +54,7 @@ def main() -> None:
     try:
         with Snapshotter(ws, home=scratch / "home") as snap:
             snap.snapshot("the stat cache")
-            cache_path = os.path.join(snap.store_path, "snapshotter", "statcache")
+            cache_path = os.path.join(snap._engine_ok().store.meta_dir, "statcache")
         cache = statcache.load(cache_path)
         folders = [(rel, cache.folder(rel)) for rel in cache.folders]
         tables = [(os.open(ws / rel if rel else ws, DIR_FLAGS), t) for rel, t in folders if type(t) is PackedFolder]

@@ -474,6 +474,23 @@ def watcher_gone(store: str, seconds: float = 20.0) -> bool:
 
 
 @pytest.fixture
+def strong_hashes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The length of each block a delta encoder hashes with SHA-1 from here on
+    (``deltaencode.strong_hash``, counted): a chunk unchanged in place is compared, not hashed."""
+    from snapshotter.engine.gitstore import deltaencode
+
+    hashed: list[int] = []
+    strong = deltaencode.strong_hash
+
+    def counted(block: bytes | memoryview) -> bytes:
+        hashed.append(len(block))
+        return strong(block)
+
+    monkeypatch.setattr(deltaencode, "strong_hash", counted)
+    return hashed
+
+
+@pytest.fixture
 def recorded(ws: Path, home: Path) -> Path:
     """A workspace with a store and a few snapshots."""
     with Snapshotter(ws, home=home) as snap:

@@ -377,18 +377,9 @@ def test_loosening_a_store_leaves_its_chain_packs(ws: Path, tmp_path: Path, make
 
 @needs_git
 def test_chunks_unchanged_in_place_are_compared_with_the_stored_version_not_hashed(  # type: ignore[no-untyped-def]
-    ws: Path, tmp_path: Path, make, monkeypatch: pytest.MonkeyPatch
+    ws: Path, tmp_path: Path, make, strong_hashes: list[int]
 ) -> None:
-    from snapshotter.engine.gitstore import deltaencode
-
-    hashed: list[int] = []
-    strong = deltaencode.strong_hash
-
-    def counted(block: bytes | memoryview) -> bytes:
-        hashed.append(len(block))
-        return strong(block)
-
-    monkeypatch.setattr(deltaencode, "strong_hash", counted)
+    hashed = strong_hashes
     rng = random.Random(77)
     data = bytearray(rng.randbytes(SIZE))  # random: the key frame is kept in stored blocks
     (ws / "db.bin").write_bytes(data)
