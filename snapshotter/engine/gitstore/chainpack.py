@@ -35,7 +35,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from snapshotter.engine.fsutil import read_side_file, sync_folder, unlink_quietly
+from snapshotter.engine.fsutil import read_side_file, sync_folder, unlink_quietly, write_all
 from snapshotter.engine.gitstore import sha1state
 from snapshotter.engine.gitstore.bigfacts import PREFIX, is_chain
 from snapshotter.engine.gitstore.deflate import SegmentDeflater, crc32, deflate
@@ -145,7 +145,7 @@ class NewChain:
         self._dir = pack_dir
         self._states = states_dir
         self._size = size
-        self._out, self._tmp = new_pack_file(pack_dir, "wb")
+        self._out, self._tmp = new_pack_file(pack_dir, "wb", buffering=0)
         self._digest = _digest()
         self._squeezer = SegmentDeflater()
         self._crc = 0
@@ -155,21 +155,27 @@ class NewChain:
         self._put(entry_header(3, size))
 
     def _put(self, data: bytes | memoryview, entry: bool = True) -> None:
-        if not data:
-            return
-        self._digest.update(data)
-        if entry:
-            self._crc = crc32(data, self._crc)
-        self._at += len(data)
+        self._put_all([data], entry)
+
+    def _put_all(self, parts: list[bytes | memoryview], entry: bool = True) -> None:
+        """Hash and write ``parts`` at once: a segment's blocks and headers in
+        one system call, not one each (see ``fsutil.write_all``)."""
+        digest = self._digest
+        crc = self._crc
+        for part in parts:
+            digest.update(part)
+            if entry:
+                crc = crc32(part, crc)
+            self._at += len(part)
+        self._crc = crc
         try:
-            self._out.write(data)
+            write_all(self._out.fileno(), parts)
         except OSError as exc:
             raise StoreError(f"cannot write to the store: {exc.strerror}; {what_to_check(exc)}") from None
 
     def write(self, piece: bytes) -> None:
         self._fed += len(piece)
-        for part in self._squeezer.pieces(piece):
-            self._put(part)
+        self._put_all(self._squeezer.pieces(piece))
 
     def finish(self, sha: bytes) -> str:
         """Seal the pack (``sha``: the key frame's id) with its free places and
@@ -180,15 +186,18 @@ class NewChain:
         entries = [(sha, 12, self._crc)]
         end = self._at
         state = self._digest.export() if isinstance(self._digest, sha1state.Sha1State) else None
+        places: list[bytes | memoryview] = []
+        at = end
         for number in range(PLACES):
             content = place(sha, number)
             data = entry_header(3, len(content)) + deflate(content)
-            entries.append((place_id(sha, number), self._at, zlib.crc32(data)))
-            self._put(data, entry=False)
+            entries.append((place_id(sha, number), at, zlib.crc32(data)))
+            places.append(data)
+            at += len(data)
+        self._put_all(places, entry=False)
         checksum = self._digest.digest()
         try:
-            self._out.write(checksum)
-            self._out.flush()
+            write_all(self._out.fileno(), [checksum])
             os.fsync(self._out.fileno())
             self._out.close()
             base = os.path.join(self._dir, PREFIX + checksum.hex())

@@ -108,14 +108,15 @@ def offset_bytes(distance: int) -> bytes:
     return bytes(reversed(out))
 
 
-def new_pack_file(pack_dir: str, mode: str) -> tuple[IO[bytes], str]:
+def new_pack_file(pack_dir: str, mode: str, buffering: int = -1) -> tuple[IO[bytes], str]:
     """A new temporary file in ``pack_dir`` (made if missing) for a pack being
-    written, open in ``mode``, and its path; a StoreError naming the folder if not."""
+    written, open in ``mode`` with ``buffering`` (as ``open``'s), and its path;
+    a StoreError naming the folder if not."""
     tmp = ""
     try:
         os.makedirs(pack_dir, mode=0o700, exist_ok=True)
         fd, tmp = new_temp_file(pack_dir, "tmp_pack_")
-        return os.fdopen(fd, mode), tmp
+        return os.fdopen(fd, mode, buffering), tmp
     except OSError as exc:
         if tmp:
             unlink_quietly(tmp)
