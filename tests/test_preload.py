@@ -1,6 +1,8 @@
 """The preload: a forked copy of the process checks unchanged folders on a
 second core while the walk checks them too (``worktree.preload``). Whatever the
 copy says, the snapshot must be what a walk alone (and git) makes of the folder.
+Where the C loop is built a thread does it instead (``preloadthread``, tested in
+test_preload_thread.py): it is turned off here, so that the fork is what runs.
 
 ``MIN_FILES`` is lowered so that small folders fork too: the rule under test
 is the same at any size. And the walk waits for the copy's verdicts
@@ -22,7 +24,7 @@ from conftest import alone_in_this_process, git_shadow_tree, needs_git, needs_se
 from snapshotter import Snapshotter
 from snapshotter.engine import fsutil
 from snapshotter.engine.worktree import classify as classify_module
-from snapshotter.engine.worktree import preload, racy, readdir, secondcore, statcache, walker
+from snapshotter.engine.worktree import preload, preloadthread, racy, readdir, secondcore, statcache, walker
 from snapshotter.engine.worktree.packedfolder import PackedFolder
 from snapshotter.errors import SnapshotError
 
@@ -33,6 +35,7 @@ FOLDERS = 40
 
 @pytest.fixture(autouse=True)
 def _eager(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(preloadthread, "available", lambda: False)
     monkeypatch.setattr(preload, "MIN_FILES", 0)
     monkeypatch.setattr(preload, "WAIT_FOR_COPY", True)
     alone_in_this_process()

@@ -62,6 +62,11 @@ class PackedFolder(Mapping[str, Record]):
         in them: tells it from every other folder of every load alive."""
         return id(self._body), self._records_at
 
+    def view(self) -> tuple[bytes, int, int, int, int]:
+        """The bytes it views and where in them: (body, names start, names end,
+        records start, count), as ``_statmatch.check_folders`` takes them."""
+        return self._body, self._names_at, self._names_end, self._records_at, self._count
+
     def names(self) -> list[str]:
         """Its file names, in the order of its records."""
         if self._count == 0:

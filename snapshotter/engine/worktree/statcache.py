@@ -94,6 +94,13 @@ class _Packed:
     """Where every folder's block of names starts in ``body``, in folder order."""
     records_at: int
 
+    def view(self, position: int) -> tuple[bytes, int, int, int, int]:
+        """Where the folder at ``position`` lies in ``body`` (``PackedFolder.view``)."""
+        start, name_start = self.ends[position - 1] if position else (0, 0)
+        end, name_end = self.ends[position]
+        names_at = self.names_at
+        return self.body, names_at + name_start, names_at + name_end, self.records_at + start * _FILE.size, end - start
+
 
 @dataclass
 class StatCache:
@@ -151,16 +158,19 @@ class StatCache:
         position = packed.index.pop(rel, None)
         if position is None:
             return _NO_RECORDS
-        start, name_start = packed.ends[position - 1] if position else (0, 0)
-        end, name_end = packed.ends[position]
-        table = self.tables[rel] = PackedFolder(
-            packed.body,
-            packed.names_at + name_start,
-            packed.names_at + name_end,
-            packed.records_at + start * _FILE.size,
-            end - start,
-        )
+        table = self.tables[rel] = PackedFolder(*packed.view(position))
         return table
+
+    def packed_view(self, rel: str) -> tuple[bytes, int, int, int, int] | None:
+        """Where folder ``rel``'s records lie in packed bytes (``PackedFolder.view``),
+        handing nothing out (``preloadthread`` reads while the walk hands tables out);
+        None for a dict, no records, or a table handed out meanwhile."""
+        table = self.tables.get(rel)
+        if table is not None:
+            return table.view() if type(table) is PackedFolder else None
+        packed = self.undecoded
+        position = packed.index.get(rel) if packed is not None else None
+        return packed.view(position) if packed is not None and position is not None else None
 
     def apply(self, changes: Mapping[str, Record | None]) -> None:
         """Record each path's new record (None: forget it), and forget the folder
@@ -342,13 +352,10 @@ def write_atomically(path: str, *pieces: Buffer) -> None:
 
 def _hold_packed(cache: StatCache) -> None:
     """Hold each table just packed from a dict as the file now does (a ``PackedFolder``),
-    so that the process's next walk checks it on its bytes (``all_match``) as a new
-    process would, not record by record (``racy.unchanged_files``, in a profile about
-    2.7 times the cost a folder): a restore of 10% of 100,000 files left dicts in some
-    2,000 folders, which every later diff and snapshot of the process walked. The dicts are left as they
-    are (a scan may share them); ``packed`` still knows them by identity. Their
-    names, then their records, are laid out in one buffer as a load lays them out,
-    so the next save writes a run of them as one piece (``_coalesced``)."""
+    so that the process's next walk checks it on its bytes (``all_match``), not record
+    by record (about 2.7 times the cost a folder). The dicts are left as they are (a
+    scan may share them); ``packed`` still knows them by identity. Names, then records,
+    lie in one buffer as a load lays them out: the next save writes a run as one piece."""
     tables = cache.tables
     held = [(folder, entry) for folder, entry in cache.packed.items() if tables.get(folder) is entry[0]]
     body = b"".join([names for _, (_, names, _) in held] + [records for _, (_, _, records) in held])

@@ -33,6 +33,7 @@ from snapshotter.engine.worktree.ignore import IgnoreStack
 from snapshotter.engine.worktree.limits import WorkspaceLimits
 from snapshotter.engine.worktree.listing import open_folder
 from snapshotter.engine.worktree.preload import Preload
+from snapshotter.engine.worktree.preloadthread import ThreadPreload
 from snapshotter.engine.worktree.readdir import (
     Queued,
     descend,
@@ -196,7 +197,9 @@ def scan(
     with collector_paused():  # what a walk makes is not cyclic garbage (see collector_paused)
         walk.split = options.second_core
         if incremental is None and options.second_core and options.trust_folder_mtimes and not walk.carry_modes:
-            walk.preload = Preload.start(walk.workspace, cache, walk.cutoff)
+            walk.preload = ThreadPreload.start(walk.workspace, cache, walk.cutoff) or Preload.start(
+                walk.workspace, cache, walk.cutoff
+            )
         try:
             _visit_all(walk, [(walk.root, walk.workspace, ignores, incremental is not None)])
         finally:

@@ -16,6 +16,7 @@ from snapshotter.engine.gitstore.objects import git_mode
 from snapshotter.engine.worktree.hostfs import HostFS
 from snapshotter.engine.worktree.limits import WorkspaceLimits
 from snapshotter.engine.worktree.preload import Preload
+from snapshotter.engine.worktree.preloadthread import ThreadPreload
 from snapshotter.engine.worktree.statcache import Folder, Listings, Record, Shape, StatCache
 from snapshotter.engine.worktree.trust import FolderTrust
 from snapshotter.model import SkippedPath
@@ -124,7 +125,7 @@ class Walk:
     """An incremental walk: the previous scan's folders, and what changed."""
     deep: frozenset[str] = frozenset()
     on_the_way: frozenset[str] = frozenset()
-    preload: Preload | None = None
+    preload: Preload | ThreadPreload | None = None
     """A forked copy checking trusted folders from the far end (see ``preload``)."""
     split: bool = False
     """A forked copy may hash the tail of the queue (``second_core``, see ``splithash``)."""
