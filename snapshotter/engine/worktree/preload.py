@@ -38,7 +38,8 @@ same rules with nothing ignored (``FolderTrust.same_names``): then listing
 the folder itself would find what the copy found.
 
 It runs where ``secondcore`` may make a copy, for a cache of at least
-``MIN_FILES`` files.
+``MIN_FILES`` files, and where the thread that does the same check in C
+(``preloadthread``) is not there: the C loop not built.
 """
 
 from __future__ import annotations

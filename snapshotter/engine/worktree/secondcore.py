@@ -2,7 +2,8 @@
 
 Git spreads a walk's ``lstat`` calls and its hashing over threads. Python
 threads cannot share that work: each system call hands the GIL back and
-forth, and two threads were measured slower than one on 2 cores. A copy of
+forth, and two threads were measured slower than one on 2 cores (a loop
+written in C that releases the GIL throughout can: ``preloadthread``). A copy of
 the process made by ``fork`` has a GIL of its own, and shares with the
 original everything loaded so far (the stat cache, the walk's findings)
 without copying it. The copy runs one function, sends its answers through a
