@@ -130,17 +130,22 @@ def test_the_option_turns_it_off(ws: Path, home: Path) -> None:
     assert snap.last_scan.dirs_preloaded == 0
 
 
-def test_not_while_another_thread_runs(ws: Path, home: Path) -> None:
-    """A fork copies only the calling thread: a lock another one held would stay held in the copy."""
-    _first(ws, home)
+def again_beside_another_thread(ws: Path, home: Path) -> Snapshotter:
+    """``_again`` while another thread of this process waits (as a library's host may have)."""
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     other.start()
     try:
-        _, snap = _again(ws, home)
+        return _again(ws, home)[1]
     finally:
         stop.set()
         other.join()
+
+
+def test_not_while_another_thread_runs(ws: Path, home: Path) -> None:
+    """A fork copies only the calling thread: a lock another one held would stay held in the copy."""
+    _first(ws, home)
+    snap = again_beside_another_thread(ws, home)
     assert snap.last_scan.dirs_preloaded == 0
     assert snap.last_scan.files_seen == FOLDERS * 4 + 1
 
@@ -176,12 +181,17 @@ def failing_walk(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], None]
     yield arm
 
 
-def test_no_copy_outlives_a_failed_walk(ws: Path, home: Path, failing_walk: Callable[[], None]) -> None:
+def no_preload_thread() -> bool:
+    """Whether no thread of the preload (``preloadthread``) is running."""
+    return not any(thread.name == "snapshotter-preload" for thread in threading.enumerate())
+
+
+def test_no_copy_or_thread_outlives_a_failed_walk(ws: Path, home: Path, failing_walk: Callable[[], None]) -> None:
     first = _first(ws, home)
     failing_walk()
     with pytest.raises(SnapshotError, match="the walk failed"), Snapshotter(ws, home=home) as snap:
         snap.snapshot()
-    assert no_child_left()
+    assert no_child_left() and no_preload_thread()
     with Snapshotter(ws, home=home) as snap:
         assert snap.snapshot().tree_id == first
 
@@ -602,15 +612,20 @@ def test_the_walk_reads_the_pipe_only_when_the_copy_has_sent(
         assert cold.snapshot().tree_id == again != tree
 
 
-def test_a_folder_whose_mtime_was_set_back_is_vouched_for(ws: Path, home: Path) -> None:
-    """An unpacked archive or ``touch -d`` leaves a folder's mtime before its
-    ctime: its own stat is compared field by field with its shape's."""
+def first_with_a_folder_set_back(ws: Path, home: Path) -> None:
+    """``_first``, with folder d2/f7's mtime set back to 1970 before the snapshot."""
     write(ws, _files())
     os.utime(ws / "d2/f7", ns=(1_000_000_000, 1_000_000_000))
     _settle()
     with Snapshotter(ws, home=home) as snap:
         snap.snapshot()
     _settle()
+
+
+def test_a_folder_whose_mtime_was_set_back_is_vouched_for(ws: Path, home: Path) -> None:
+    """An unpacked archive or ``touch -d`` leaves a folder's mtime before its
+    ctime: its own stat is compared field by field with its shape's."""
+    first_with_a_folder_set_back(ws, home)
     assert os.stat(ws / "d2/f7").st_mtime_ns != os.stat(ws / "d2/f7").st_ctime_ns
     found = _verdicts_run_here(ws, home)
     assert found["d2/f7"] == _unchanged(ws, 7)

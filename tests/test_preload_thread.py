@@ -8,13 +8,12 @@ with other threads, where a fork may not; and it must never outlive its walk.
 
 As in test_preload.py, ``MIN_FILES`` is lowered and the walk waits for the
 thread (``WAIT_FOR_COPY``), so every folder it vouches for is taken on its word.
+A test imported from there runs again here, on the thread.
 """
 
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,18 +21,21 @@ from conftest import git_shadow_tree, needs_git, write
 from test_preload import (
     FOLDERS,
     _again,
-    _files,
     _first,
     _saved_cache,
     _settle,
     _verdicts_run_here,
+    again_beside_another_thread,
     failing_walk,  # noqa: F401 - a fixture
+    first_with_a_folder_set_back,
+    no_preload_thread,
+    test_a_change_in_every_folder_is_found,  # noqa: F401 - run again here, on the thread
+    test_no_copy_or_thread_outlives_a_failed_walk,  # noqa: F401 - the same
 )
 
 from snapshotter import Snapshotter
 from snapshotter.engine.worktree import preload, preloadthread
 from snapshotter.engine.worktree.statcache import StatCache
-from snapshotter.errors import SnapshotError
 
 pytestmark = pytest.mark.skipif(
     not preloadthread.available(), reason="the preload's thread needs the compiled loop (setup.py) and two cores"
@@ -44,10 +46,6 @@ pytestmark = pytest.mark.skipif(
 def _eager(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(preload, "MIN_FILES", 0)
     monkeypatch.setattr(preload, "WAIT_FOR_COPY", True)
-
-
-def _no_preload_thread() -> bool:
-    return not any(thread.name == "snapshotter-preload" for thread in threading.enumerate())
 
 
 def _thread_verdicts(ws: Path, cache: StatCache, cutoff: int | None = None) -> dict[str, tuple[int, int, int, int]]:
@@ -77,17 +75,7 @@ def test_an_unchanged_workspace_is_vouched_for_by_the_thread(ws: Path, home: Pat
     assert tree == first
     assert snap.last_scan.dirs_preloaded == FOLDERS + 1, "every folder with files (the root too) is the thread's call"
     assert snap.last_scan.files_hashed == 0
-    assert _no_preload_thread()
-
-
-def test_a_change_in_every_folder_is_found(ws: Path, home: Path, tmp_path: Path) -> None:
-    _first(ws, home)
-    write(ws, {f"d{i % 5}/f{i}/file{i % 4}.txt": f"changed {i}\n" for i in range(FOLDERS)})
-    tree, snap = _again(ws, home)
-    assert snap.last_scan.files_hashed == FOLDERS
-    assert snap.last_scan.dirs_preloaded == 1  # the root: its top.txt did not change
-    with Snapshotter(ws, home=tmp_path / "cold") as cold:
-        assert cold.snapshot().tree_id == tree
+    assert no_preload_thread()
 
 
 @needs_git
@@ -113,31 +101,13 @@ def test_without_waiting_the_result_is_the_same(ws: Path, home: Path, monkeypatc
     assert snap.last_scan.files_hashed == len(range(0, FOLDERS, 3))
     with Snapshotter(ws, home=home.parent / "cold") as cold:
         assert cold.snapshot().tree_id == tree
-    assert _no_preload_thread()
+    assert no_preload_thread()
 
 
 def test_it_runs_while_another_thread_does(ws: Path, home: Path) -> None:
     """A library's host has threads of its own: a fork may not be made there, a thread may."""
     _first(ws, home)
-    stop = threading.Event()
-    other = threading.Thread(target=stop.wait)
-    other.start()
-    try:
-        _, snap = _again(ws, home)
-    finally:
-        stop.set()
-        other.join()
-    assert snap.last_scan.dirs_preloaded == FOLDERS + 1
-
-
-def test_no_thread_outlives_a_failed_walk(ws: Path, home: Path, failing_walk: Callable[[], None]) -> None:  # noqa: F811
-    first = _first(ws, home)
-    failing_walk()
-    with pytest.raises(SnapshotError, match="the walk failed"), Snapshotter(ws, home=home) as snap:
-        snap.snapshot()
-    assert _no_preload_thread()
-    with Snapshotter(ws, home=home) as snap:
-        assert snap.snapshot().tree_id == first
+    assert again_beside_another_thread(ws, home).last_scan.dirs_preloaded == FOLDERS + 1
 
 
 def test_its_verdicts_are_the_forked_copys_for_an_unchanged_workspace(ws: Path, home: Path) -> None:
@@ -151,12 +121,7 @@ def test_its_verdicts_are_the_forked_copys_for_every_kind_of_change(ws: Path, ho
     """A file rewritten (same size), one added, one removed, a file become a
     folder, a folder's mtime set back, a file's mtime set back, a symlink
     replacing a file, a folder replaced by a symlink to its files, one emptied."""
-    write(ws, _files())
-    os.utime(ws / "d2/f7", ns=(1_000_000_000, 1_000_000_000))
-    _settle()
-    with Snapshotter(ws, home=home) as snap:
-        snap.snapshot()
-    _settle()
+    first_with_a_folder_set_back(ws, home)
     write(ws, {"d1/f1/file0.txt": "FOLDER 1 FILE 0\n", "d2/f2/new.txt": "new\n"})
     (ws / "d3/f3/file1.txt").unlink()
     (ws / "d4/f4/file2.txt").unlink()
