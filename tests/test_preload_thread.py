@@ -14,6 +14,7 @@ A test imported from there runs again here, on the thread.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -236,3 +237,15 @@ def test_a_thread_that_fails_leaves_the_walk_to_check_every_folder(
     assert tree == first
     assert snap.last_scan.dirs_preloaded == 0 and snap.last_scan.files_hashed == 0
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_where_no_thread_can_start_the_walk_does_it_all(ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = _first(ws, home)
+
+    def refused(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    monkeypatch.setattr(preloadthread, "available", lambda: True)
+    tree, snap = _again(ws, home, second_core=True)
+    assert tree == first and snap.last_scan.files_hashed == 0

@@ -75,7 +75,10 @@ class ThreadPreload:
     def start(cls, workspace: str, cache: StatCache, cutoff: int) -> ThreadPreload | None:
         if not available() or cache.size_hint() < preload.MIN_FILES or not -(2**63) <= cutoff < 2**63:
             return None
-        return cls(workspace, cache, cutoff)
+        try:
+            return cls(workspace, cache, cutoff)
+        except RuntimeError:  # no thread can be started now: the walk checks every folder itself
+            return None
 
     def _run(self, workspace: str, cache: StatCache, cutoff: int) -> None:
         try:
