@@ -40,6 +40,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import cast
 
+from snapshotter.engine.fsutil import write_all
 from snapshotter.engine.gitstore.inflate import PIECE
 
 _REFUSALS = {
@@ -82,7 +83,7 @@ def write_pieces(out: int, pieces: Iterable[bytes | Span], size: int | None = No
                 copier.copy(piece)
                 continue
             copier.drain()
-            _write(out, piece)
+            write_all(out, [piece])
         copier.drain()
     finally:
         copier.close()
@@ -248,7 +249,7 @@ class _Copier:
                     data = os.read(reader, min(self._held, PIECE))
                     if not data:
                         raise OSError(errno.EIO, "a pipe lost the bytes it held") from None
-                    _write(self._out, data)
+                    write_all(self._out, [data])
                     self._held -= len(data)
                 break
             if done <= 0:
@@ -281,7 +282,7 @@ class _Copier:
             data = os.pread(fd, min(left, PIECE), at)
             if not data:
                 raise OSError(errno.EIO, "a pack is shorter than an object's stored blocks say")
-            _write(self._out, data)
+            write_all(self._out, [data])
             at += len(data)
             left -= len(data)
 
@@ -295,9 +296,3 @@ class _Copier:
 def _pages(at: int, length: int) -> int:
     """The pages a splice of ``length`` bytes from ``at`` takes in a pipe (one a page it touches)."""
     return (at + length - 1) // _PAGE - at // _PAGE + 1
-
-
-def _write(out: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(out, view) :]

@@ -45,16 +45,19 @@ _VERDICT = struct.Struct("=qqqQ")
 """Total size or -1: check it yourself; the folder's own mtime_ns, ctime_ns, inode seen."""
 
 
-def available() -> bool:
-    """Whether the loop was compiled (``setup.py``), on a host with two cores."""
-    return _statmatch is not None and hasattr(_statmatch, "check_folders") and _cores() >= 2
-
-
 def _cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+_SUPPORTED = _statmatch is not None and hasattr(_statmatch, "check_folders") and _cores() >= 2
+
+
+def available() -> bool:
+    """Whether the loop was compiled (``setup.py``), on a host with two cores."""
+    return _SUPPORTED
 
 
 class ThreadPreload:
