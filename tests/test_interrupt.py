@@ -166,3 +166,37 @@ def test_ctrl_c_landing_in_the_second_cores_fork_is_not_lost() -> None:
     it reaches the command as soon as the fork is done."""
     done = subprocess.run([sys.executable, "-c", _CTRL_C_IN_THE_FORK], capture_output=True, text=True, timeout=60)
     assert done.stdout.split() == ["interrupted"], done.stdout + done.stderr
+
+
+_SIGNALS_AGAIN_IN_THE_COPY = """
+import os, signal, sys, time
+from snapshotter.engine.worktree import secondcore
+
+def job(fd):
+    try:
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C reaches the copy
+        time.sleep(5)
+    except secondcore.Stopped:
+        os.kill(os.getpid(), signal.SIGTERM)  # the original stops it while it cleans up
+        os.kill(os.getpid(), signal.SIGINT)
+        secondcore.send(fd, b"cleaned up")
+        raise
+
+copy = secondcore.start(job, blocking=True)
+data = b"".join(copy.chunks(1))
+print(data.decode(), copy.finish())
+"""
+
+
+@pytest.mark.skipif(not secondcore.SUPPORTED, reason="the second core runs on Linux with 2 cores or more")
+def test_a_second_signal_cannot_interrupt_the_copys_way_out() -> None:
+    """Found by CI, once: Ctrl-C, then the original's stop, reached a copy one
+    after the other; the second raised again in the copy's way out, before its
+    ``os._exit``, escaped into the original's frames the copy shares and printed
+    a traceback. After the first, the copy ignores both signals: its cleanup
+    runs to its end and it leaves quietly."""
+    done = subprocess.run(
+        [sys.executable, "-c", _SIGNALS_AGAIN_IN_THE_COPY], capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.split() == ["cleaned", "up", "False"], done.stdout + done.stderr
+    assert done.stderr == ""

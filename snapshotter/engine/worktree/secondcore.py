@@ -183,6 +183,12 @@ class Stopped(BaseException):
 
 
 def _stopped(signum: int, frame: object) -> None:
+    """Raise Stopped once: a second signal (Ctrl-C reaches the copy, and then the
+    original stops it) is ignored, so that it cannot raise again in the copy's
+    cleanup or in the ``finally`` before ``os._exit``, where it escaped into the
+    original's frames the copy shares and printed a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise Stopped
 
 
