@@ -184,12 +184,18 @@ class Stopped(BaseException):
 
 def _stopped(signum: int, frame: object) -> None:
     """Raise Stopped once: a second signal (Ctrl-C reaches the copy, and then the
-    original stops it) is ignored, so that it cannot raise again in the copy's
-    cleanup or in the ``finally`` before ``os._exit``, where it escaped into the
-    original's frames the copy shares and printed a traceback."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    original stops it) then does nothing, so that it cannot raise again in the
+    copy's cleanup or in the ``finally`` before ``os._exit``, where it escaped
+    into the original's frames the copy shares and printed a traceback. Not
+    ``SIG_IGN``: a signal already caught but not yet handled would then raise
+    OSError ("ignored due to race condition") in its place."""
+    signal.signal(signal.SIGINT, _on_the_way_out)
+    signal.signal(signal.SIGTERM, _on_the_way_out)
     raise Stopped
+
+
+def _on_the_way_out(signum: int, frame: object) -> None:
+    """A copy already stopped leaves as it is leaving."""
 
 
 def send(out: int, data: bytes) -> None:
