@@ -30,7 +30,8 @@ import struct
 import threading
 
 from snapshotter.engine.fsutil import DIR_FLAGS
-from snapshotter.engine.worktree import preload
+from snapshotter.engine.worktree import preload, secondcore
+from snapshotter.engine.worktree.packedfolder import INT64
 from snapshotter.engine.worktree.preload import Seen, walk_order
 from snapshotter.engine.worktree.statcache import Folder, StatCache
 
@@ -45,14 +46,7 @@ _VERDICT = struct.Struct("=qqqQ")
 """Total size or -1: check it yourself; the folder's own mtime_ns, ctime_ns, inode seen."""
 
 
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-_SUPPORTED = _statmatch is not None and hasattr(_statmatch, "check_folders") and _cores() >= 2
+_SUPPORTED = _statmatch is not None and hasattr(_statmatch, "check_folders") and secondcore.cores() >= 2
 
 
 def available() -> bool:
@@ -76,7 +70,7 @@ class ThreadPreload:
 
     @classmethod
     def start(cls, workspace: str, cache: StatCache, cutoff: int) -> ThreadPreload | None:
-        if not available() or cache.size_hint() < preload.MIN_FILES or not -(2**63) <= cutoff < 2**63:
+        if not available() or cache.size_hint() < preload.MIN_FILES or cutoff not in INT64:
             return None
         try:
             return cls(workspace, cache, cutoff)

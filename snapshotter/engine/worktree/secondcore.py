@@ -36,14 +36,18 @@ STOP_WAIT = 2.0
 """Seconds a copy asked to stop has before it is killed."""
 
 
+def cores() -> int:
+    """The cores this process may run on (its affinity where the host tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def _supported() -> bool:
     if not sys.platform.startswith("linux") or not hasattr(os, "fork") or not LIST_BY_FD or not USE_CTIME:
         return False
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return cores >= 2
+    return cores() >= 2
 
 
 SUPPORTED = _supported()

@@ -126,7 +126,7 @@ class Walk:
     deep: frozenset[str] = frozenset()
     on_the_way: frozenset[str] = frozenset()
     preload: Preload | ThreadPreload | None = None
-    """A forked copy checking trusted folders from the far end (see ``preload``)."""
+    """A thread (``preloadthread``) or a forked copy (``preload``) checking trusted folders from the far end."""
     split: bool = False
     """A forked copy may hash the tail of the queue (``second_core``, see ``splithash``)."""
 
