@@ -110,11 +110,18 @@ def compared_env(env: dict[str, str]) -> dict[str, str]:
 
 
 def pair(
-    ours: list[str], theirs: list[list[str]], runs: int, cwd: Path, env: dict[str, str], before: Any = None
+    ours: list[str],
+    theirs: list[list[str]],
+    runs: int,
+    cwd: Path,
+    env: dict[str, str],
+    before: Any = None,
+    program: list[str] = COMMAND,
 ) -> dict[str, Any]:
-    """Alternate ours and theirs (and the compared revision's, if any) ``runs`` times, the order
-    rotating each run; ``before()`` runs before each run."""
-    sides = ["ours", "theirs", *(["compared"] if COMPARED else [])]
+    """Alternate ours (``program`` given ``ours``) and theirs (and the compared revision's, if any,
+    unless ``program`` is another) ``runs`` times, the order rotating each run; ``before()`` runs
+    before each run."""
+    sides = ["ours", "theirs", *(["compared"] if COMPARED and program is COMMAND else [])]
     times: dict[str, list[float]] = {side: [] for side in sides}
     for index in range(runs):
         turn = index % len(sides)
@@ -123,7 +130,7 @@ def pair(
             before()
         for side in order:
             if side == "ours":
-                times["ours"].append(run([*COMMAND, *ours], cwd, env))
+                times["ours"].append(run([*program, *ours], cwd, env))
             elif side == "compared":
                 times["compared"].append(run([*COMMAND, *ours], cwd, compared_env(env)))
             else:
@@ -136,7 +143,7 @@ def pair(
         "ratio": medians["ours"] / medians["theirs"],
         "ratio_of_mins": min(times["ours"]) / min(times["theirs"]),
     }
-    if COMPARED:
+    if "compared" in times:
         row["compared_ratio"] = medians["compared"] / medians["theirs"]
         row["compared_ratio_of_mins"] = min(times["compared"]) / min(times["theirs"])
     return row
@@ -188,12 +195,26 @@ def measure(files: int, runs: int, scratch: Path) -> dict[str, Any]:
         row["command"] = f"snapshotter {' '.join(words)}  vs  {shown}"
         rows[name] = row
         say(name, row)
+    if ONLY[0] != "not-walking":
+        rows["floor"] = floor(ws, shadow, scratch / "home", runs, env)
+        say("floor", rows["floor"])
     for words in NOT_WALKING if ONLY[0] != "walking" else []:
         row = pair(words, [[sys.executable, "-c", "pass"]], runs, ws, env)
         row["command"] = f"snapshotter {' '.join(words)}  vs  python -c pass"
         rows[" ".join(words)] = row
         say(" ".join(words), row)
     return {"files": files, "runs": runs, "rows": rows, "load_average": os.getloadavg(), "cpus": os.cpu_count()}
+
+
+def floor(ws: Path, shadow: Path, home: Path, runs: int, env: dict[str, str]) -> dict[str, Any]:
+    """``statfloor.py`` (a new process that only loads the stat cache and checks every file
+    in C on two threads) beside the bare ``git diff --stat``, in the state the rows above left."""
+    caches = sorted(home.glob("snapshots/*/snapshotter/statcache"))
+    assert len(caches) == 1, caches
+    script = [sys.executable, str(ROOT / "statfloor.py"), str(ws), str(caches[0])]
+    row = pair([], git_side(ws, shadow, "diffstat"), runs, ws, env, program=script)
+    row["command"] = "python benchmarks/statfloor.py WS STATCACHE  vs  git diff --stat"
+    return row
 
 
 def compile_package(source: str | None = None) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import struct
 import threading
+from collections.abc import Callable
 
 from snapshotter.engine.fsutil import DIR_FLAGS
 from snapshotter.engine.worktree import preload, secondcore
@@ -52,6 +53,45 @@ _SUPPORTED = _statmatch is not None and hasattr(_statmatch, "check_folders") and
 def available() -> bool:
     """Whether the loop was compiled (``setup.py``), on a host with two cores."""
     return _SUPPORTED
+
+
+Job = tuple[bytes, int, int, int, int, int, int, int, int, int]
+"""``check_folders``' job: the folder's path, its place in the walk's order, its shape's
+mtime_ns, ctime_ns and inode, its body's index, and where its table lies in that body."""
+
+
+def folder_jobs(
+    cache: StatCache, cutoff: int, stopping: Callable[[], bool]
+) -> tuple[list[Job], list[bytes], dict[tuple[int, int], int]] | None:
+    """The folders the thread may check, from the far end of the walk's order: those
+    with a shape that is not racy and a packed table; with the bodies their tables lie
+    in, and where each table's job is (by ``preload._key``). None once ``stopping()``."""
+    order = walk_order(cache)
+    shapes = cache.shapes
+    view = cache.packed_view
+    fsencode = os.fsencode
+    jobs: list[Job] = []
+    bodies: list[bytes] = []
+    body_at: dict[int, int] = {}
+    index: dict[tuple[int, int], int] = {}
+    for place in range(len(order) - 1, -1, -1):
+        if not place % 256 and stopping():
+            return None
+        rel = order[place]
+        shape = shapes.get(rel)
+        if shape is None or shape[1] >= cutoff:  # no shape: the walk lists it; racy: it lists it again
+            continue
+        where = view(rel)
+        if where is None or not where[4]:
+            continue
+        body = where[0]
+        at = body_at.get(id(body))
+        if at is None:
+            at = body_at[id(body)] = len(bodies)
+            bodies.append(body)
+        index[id(body), where[3]] = len(jobs)
+        jobs.append((fsencode(rel) if rel else b".", place, shape[0], shape[1], shape[2], at, *where[1:]))
+    return jobs, bodies, index
 
 
 class ThreadPreload:
@@ -84,31 +124,10 @@ class ThreadPreload:
             return
 
     def _check(self, workspace: str, cache: StatCache, cutoff: int) -> None:
-        order = walk_order(cache)
-        shapes = cache.shapes
-        view = cache.packed_view
-        fsencode = os.fsencode
-        jobs: list[tuple[bytes, int, int, int, int, int, int, int, int, int]] = []
-        bodies: list[bytes] = []
-        body_at: dict[int, int] = {}
-        index: dict[tuple[int, int], int] = {}
-        for place in range(len(order) - 1, -1, -1):
-            if not place % 256 and self._stopping:
-                return  # the walk ended first
-            rel = order[place]
-            shape = shapes.get(rel)
-            if shape is None or shape[1] >= cutoff:  # no shape: the walk lists it; racy: it lists it again
-                continue
-            where = view(rel)
-            if where is None or not where[4]:
-                continue
-            body = where[0]
-            at = body_at.get(id(body))
-            if at is None:
-                at = body_at[id(body)] = len(bodies)
-                bodies.append(body)
-            index[id(body), where[3]] = len(jobs)
-            jobs.append((fsencode(rel) if rel else b".", place, shape[0], shape[1], shape[2], at, *where[1:]))
+        found = folder_jobs(cache, cutoff, lambda: self._stopping)
+        if found is None:
+            return  # the walk ended first
+        jobs, bodies, index = found
         self._places = [job[1] for job in jobs]
         self._verdicts = bytearray(_VERDICT.size * len(jobs))
         self._jobs = index  # last: a verdict is looked up only through it
