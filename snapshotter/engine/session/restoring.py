@@ -43,6 +43,7 @@ from snapshotter.engine.worktree.fsops import Workspace
 from snapshotter.engine.worktree.ignore import policy_stack
 from snapshotter.engine.worktree.pathnames import names_checker
 from snapshotter.engine.worktree.statcache import StatCache
+from snapshotter.engine.worktree.trust import reshaped
 from snapshotter.errors import OVERWRITE_UNTRACKED, PathNotFound, RestoreConflict, StoreError
 from snapshotter.model import RestoreResult, SkippedPath, SnapshotInfo
 
@@ -82,7 +83,9 @@ def restore(
     """
     with collector_paused():  # a plan of 10,000 files makes its tuples by the hundred thousand
         restoring = Restore(engine, target, files, overwrite_untracked)
-        return restoring.run(dry_run, safety_label, safety_message, current)
+        done = restoring.run(dry_run, safety_label, safety_message, current)
+        del restoring, current  # freed before the collector is back, not gone over by its first run first
+    return done
 
 
 class Restore:
@@ -204,6 +207,7 @@ def apply_or_put_back(engine: Engine, plan: Plan, workspace: Workspace, safety: 
     part-way, put the workspace back as ``safety`` has it, then raise."""
     with engine.watch_paused(len(plan.writes) + len(plan.chmods) + len(plan.deletes)):
         cache = engine.cache_for_writes()
+        shapes = dict(cache.shapes)
         try:
             apply_plan(
                 plan,
@@ -236,6 +240,8 @@ def apply_or_put_back(engine: Engine, plan: Plan, workspace: Workspace, safety: 
                     f"restore {safety.id[:12]} to recover"
                 ) from None
             raise
+        if engine.options.trust_folder_mtimes:
+            reshaped(engine.workspace, shapes, cache)  # else the next walk lists every folder written to
         engine.save_cache(cache)
 
 

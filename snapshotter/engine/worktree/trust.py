@@ -21,6 +21,15 @@ one place that decides when that holds; the walk's steps only ask it.
   Under other rules (a ``.gitignore`` above changed), a folder that ignored
   nothing is judged again from its shape and table, and listed only if the new
   rules ignore one of its entries.
+- After a restore. Writing a file replaces it (unlink, then create), which
+  changes its folder's stat, so a restore drops the shapes of the folders it
+  wrote to. Where it only rewrote files, it gives each such folder its shape
+  back once it has written everything (``reshaped``): the folder's stat, taken
+  first, must have settled, and a listing taken after it must find the very
+  entries its last listing judged (the same digest of names and kinds under
+  the same rules), each file in its table. Otherwise the folder stays without
+  a shape, and the next walk lists it: listing 5,000 folders again after a
+  restore of 10,000 files cost the next status 0.35 s of its 0.6 s.
 - Relisting. A folder without a shape (a restore wrote to it) is listed
   again; where the preload's copy already listed it under the very stat the
   walk sees now and found only the files of its table, the walk takes that
@@ -52,7 +61,7 @@ from typing import Protocol
 from snapshotter.engine.fsutil import settled, stat_key
 from snapshotter.engine.worktree.defaults import VENV_MARKER
 from snapshotter.engine.worktree.ignore import IgnoreStack
-from snapshotter.engine.worktree.listing import LIST_BY_FD, listing_key, own_rules
+from snapshotter.engine.worktree.listing import LIST_BY_FD, listing_key, open_folder, own_rules
 from snapshotter.engine.worktree.packedfolder import names_of
 from snapshotter.engine.worktree.statcache import Folder, Shape, StatCache
 
@@ -223,6 +232,56 @@ def _judged_again(
         return None
     names = sorted([*files, *(name + "/" for name in dirs)])
     return (*shape[:3], inner.fingerprint, *shape[4:]), inner, (listing_key(inner.fingerprint, names), frozenset())
+
+
+def reshaped(root: str, before: Mapping[str, Shape], cache: StatCache) -> int:
+    """Give back its shape to each folder a restore wrote to (``before``: the
+    shapes before it; ``cache``: with the restore's records, which dropped the
+    shapes of the folders they are in), where the folder still holds the entries
+    its last listing judged; how many got one (see the module's docstring).
+
+    The folder's stat is taken before it is listed, as a walk takes it, and must
+    have settled by the time this began: a change made after the stat changes it.
+    The listing must have the digest of the one the cache kept under the shape's
+    rules (the same names, of the same kinds), and the folder's table must hold
+    exactly the files listed that those rules did not ignore: a file the rules
+    ignore but the restore wrote over (in the way of the target) leaves its
+    folder to be listed, as does one tracked whatever the rules say."""
+    if not LIST_BY_FD:
+        return 0
+    began_ns = time.time_ns()
+    shapes, listings = cache.shapes, cache.listings
+    below = root.rstrip(os.sep) + os.sep
+    count = 0
+    for rel, shape in before.items():
+        known = listings.get(rel)
+        if rel in shapes or known is None:
+            continue  # not written to; or no verdicts kept to compare with
+        path = below + rel.replace("/", os.sep) if rel else root
+        try:
+            fd = open_folder(path, not rel)
+        except OSError:
+            continue
+        try:
+            own = os.fstat(fd)
+            if not settled(own, began_ns):
+                continue
+            with os.scandir(fd) as listing:
+                names = [entry.name + "/" if entry.is_dir(follow_symlinks=False) else entry.name for entry in listing]
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        names.sort()
+        if listing_key(shape[3], names) != known[0]:
+            continue
+        tracked = {name for name in names if name[-1:] != "/" and name not in known[1]}
+        table = cache.folder(rel)
+        if len(table) != len(tracked) or not tracked.issuperset(table):
+            continue  # a record of an ignored file (written over as in the way), or one missing
+        shapes[rel] = (own.st_mtime_ns, own.st_ctime_ns, own.st_ino, *shape[3:])
+        count += 1
+    return count
 
 
 def _no_stat(fd: int) -> None:
