@@ -22,8 +22,7 @@ except ImportError:  # not built: no C compiler at install, or a platform it is 
     _compiled_all_match = None
 
 INT64 = range(-(2**63), 2**63)
-"""The values the C loops take as a cutoff (a C ``int64``)."""
-"""The cutoffs the compiled loop takes (a C ``int64``); any other runs the Python loop."""
+"""The cutoffs the C loops take (a C ``int64``); with any other, the Python loop runs."""
 
 RECORD = struct.Struct("<IQqqQ20s")
 """A record as saved: st_mode, size, mtime_ns, ctime_ns, inode, blob id."""
