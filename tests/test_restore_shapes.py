@@ -6,7 +6,7 @@ to has a new stat, and the next walk would list it again (after a restore of
 written everything, the restore gives such a folder its shape back where its
 stat, taken first, has settled, and a listing taken after shows the very entries
 its last listing judged (``trust.reshaped``). Each test checks the snapshot after
-against a cold one in a fresh store, and against git where it is there.
+against a cold one in a fresh store; one checks it against git too, where git is there.
 
 A restore writes in milliseconds here, so its folders have not settled when it
 ends: the tests that want them settled let time pass between the restore's
