@@ -61,7 +61,7 @@ from typing import Protocol
 from snapshotter.engine.fsutil import settled, stat_key
 from snapshotter.engine.worktree.defaults import VENV_MARKER
 from snapshotter.engine.worktree.ignore import IgnoreStack
-from snapshotter.engine.worktree.listing import LIST_BY_FD, listing_key, open_folder, own_rules
+from snapshotter.engine.worktree.listing import LIST_BY_FD, list_folder, listing_key, open_folder, own_rules
 from snapshotter.engine.worktree.packedfolder import names_of
 from snapshotter.engine.worktree.statcache import Folder, Shape, StatCache
 
@@ -266,8 +266,8 @@ def reshaped(root: str, before: Mapping[str, Shape], cache: StatCache) -> int:
             own = os.fstat(fd)
             if not settled(own, began_ns):
                 continue
-            with os.scandir(fd) as listing:
-                names = [entry.name + "/" if entry.is_dir(follow_symlinks=False) else entry.name for entry in listing]
+            entries = list_folder(path, fd)
+            names = [entry.name + "/" if entry.is_dir(follow_symlinks=False) else entry.name for entry in entries]
         except OSError:
             continue
         finally:
